@@ -1,0 +1,243 @@
+//! One configuration type per block, shared by everything that must agree on it.
+//!
+//! The RTL generator (`hw/<block>`), the bit-exact golden model (`golden`) and the
+//! simulator driver (`sim`) all take the *same* value of the same type, so a model
+//! cannot silently describe a different array than the RTL it is compared against.
+//! This crate holds only the types, their validation and their TOML form; it has no
+//! logic of its own and depends on neither `hw` nor `golden`.
+//!
+//! Every constructor validates: a configuration value that exists is a legal one.
+//! Deserialised values (from `gen --config FILE`) go through the same check.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The largest array dimension the generators accept. 1024 is four times the
+/// TPUv1 array; larger arrays are refused rather than silently taking hours.
+pub const MAX_ARRAY_DIM: u32 = 1024;
+
+/// Why a configuration was refused. The message is one line, meant for users.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Element type of the matrix unit's operands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElemType {
+    /// int8 x int8 products summed in int32 with wraparound.
+    Int8,
+}
+
+impl ElemType {
+    /// Every element type, in a fixed order (for CLIs and test matrices).
+    pub const ALL: [ElemType; 1] = [ElemType::Int8];
+
+    /// The lowercase name used on command lines, in TOML and in module names.
+    pub fn name(self) -> &'static str {
+        match self {
+            ElemType::Int8 => "int8",
+        }
+    }
+
+    /// Bits of one operand element.
+    pub fn operand_bits(self) -> u32 {
+        match self {
+            ElemType::Int8 => 8,
+        }
+    }
+
+    /// Bits of one accumulator / result element.
+    pub fn result_bits(self) -> u32 {
+        match self {
+            ElemType::Int8 => 32,
+        }
+    }
+}
+
+impl fmt::Display for ElemType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for ElemType {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        ElemType::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = ElemType::ALL.iter().map(|t| t.name()).collect();
+                ConfigError(format!(
+                    "unknown element type '{s}' (expected one of: {})",
+                    names.join(", ")
+                ))
+            })
+    }
+}
+
+/// Configuration of the weight-stationary matrix unit (MXU).
+///
+/// `rows` is the K direction (one weight row per array row), `cols` the N
+/// direction (one output column per array column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct MxuConfig {
+    rows: u32,
+    cols: u32,
+    dtype: ElemType,
+}
+
+impl MxuConfig {
+    /// The configuration `gen` emits when given no flags: an 8x8 int8 array,
+    /// small enough for hobbyist FPGAs and fast to simulate.
+    pub const DEFAULT: MxuConfig = MxuConfig {
+        rows: 8,
+        cols: 8,
+        dtype: ElemType::Int8,
+    };
+
+    /// A validated configuration: `1 <= rows, cols <= MAX_ARRAY_DIM`.
+    pub fn new(rows: u32, cols: u32, dtype: ElemType) -> Result<Self, ConfigError> {
+        for (name, value) in [("rows", rows), ("cols", cols)] {
+            if value == 0 || value > MAX_ARRAY_DIM {
+                return Err(ConfigError(format!(
+                    "MXU {name} must be between 1 and {MAX_ARRAY_DIM}, got {value}"
+                )));
+            }
+        }
+        Ok(MxuConfig { rows, cols, dtype })
+    }
+
+    /// Array rows R: the K extent of one weight tile.
+    pub fn rows(&self) -> u32 {
+        self.rows
+    }
+
+    /// Array columns C: the N extent of one weight tile.
+    pub fn cols(&self) -> u32 {
+        self.cols
+    }
+
+    /// Operand element type.
+    pub fn dtype(&self) -> ElemType {
+        self.dtype
+    }
+
+    /// Parameters as (name, value) pairs, in a fixed order, for file headers and logs.
+    pub fn params(&self) -> Vec<(String, String)> {
+        vec![
+            ("dtype".to_string(), self.dtype.to_string()),
+            ("rows".to_string(), self.rows.to_string()),
+            ("cols".to_string(), self.cols.to_string()),
+        ]
+    }
+
+    /// Parses the TOML form, e.g. `rows = 16`, `cols = 16`, `dtype = "int8"`, with
+    /// missing keys taken from [`MxuConfig::DEFAULT`]. Unknown keys are an error so
+    /// that a typo is not silently ignored.
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        let raw: RawMxuConfig =
+            toml::from_str(text).map_err(|e| ConfigError(one_line(&e.to_string())))?;
+        raw.validate()
+    }
+
+    /// The TOML form that [`MxuConfig::from_toml`] reads back.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("MxuConfig always serialises")
+    }
+}
+
+impl Default for MxuConfig {
+    fn default() -> Self {
+        MxuConfig::DEFAULT
+    }
+}
+
+impl fmt::Display for MxuConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}x{}", self.dtype, self.rows, self.cols)
+    }
+}
+
+/// The unvalidated serde form; `Deserialize` for [`MxuConfig`] goes through it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMxuConfig {
+    rows: Option<u32>,
+    cols: Option<u32>,
+    dtype: Option<ElemType>,
+}
+
+impl RawMxuConfig {
+    fn validate(self) -> Result<MxuConfig, ConfigError> {
+        let d = MxuConfig::DEFAULT;
+        MxuConfig::new(
+            self.rows.unwrap_or(d.rows),
+            self.cols.unwrap_or(d.cols),
+            self.dtype.unwrap_or(d.dtype),
+        )
+    }
+}
+
+impl<'de> Deserialize<'de> for MxuConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        RawMxuConfig::deserialize(de)?
+            .validate()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// Joins a multi-line parser message into one line for CLI error output.
+fn one_line(msg: &str) -> String {
+    msg.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_and_oversized_dimensions_are_refused() {
+        assert!(MxuConfig::new(0, 4, ElemType::Int8).is_err());
+        assert!(MxuConfig::new(4, 0, ElemType::Int8).is_err());
+        assert!(MxuConfig::new(MAX_ARRAY_DIM + 1, 4, ElemType::Int8).is_err());
+        assert!(MxuConfig::new(1, MAX_ARRAY_DIM, ElemType::Int8).is_ok());
+    }
+
+    #[test]
+    fn toml_round_trips_and_defaults_fill_missing_keys() {
+        let c = MxuConfig::new(3, 5, ElemType::Int8).unwrap();
+        assert_eq!(MxuConfig::from_toml(&c.to_toml()).unwrap(), c);
+        let partial = MxuConfig::from_toml("rows = 16").unwrap();
+        assert_eq!((partial.rows(), partial.cols()), (16, 8));
+    }
+
+    #[test]
+    fn toml_errors_are_one_line() {
+        for bad in ["rows = 0", "rowz = 3", "dtype = \"fp64\"", "rows = \"x\"", "[[["] {
+            let err = MxuConfig::from_toml(bad).unwrap_err().to_string();
+            assert!(!err.contains('\n'), "{bad}: {err}");
+            assert!(!err.is_empty());
+        }
+    }
+
+    #[test]
+    fn elem_type_parses_its_own_names_only() {
+        for t in ElemType::ALL {
+            assert_eq!(t.name().parse::<ElemType>().unwrap(), t);
+        }
+        assert!("INT8".parse::<ElemType>().is_err());
+    }
+}

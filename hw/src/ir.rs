@@ -1,0 +1,269 @@
+//! The intermediate representation: what a finished module definition holds.
+//!
+//! A definition owns an arena of expression nodes and a table of signals. Nodes
+//! only point backwards in the arena (an operation is created after its operands),
+//! so the arena order is a valid evaluation order for everything except signal
+//! reads, which may refer to wires and registers driven later; the evaluator and
+//! the emitter resolve those through the signal table.
+
+use crate::ty::Ty;
+use num_bigint::BigUint;
+use std::panic::Location;
+use std::rc::Rc;
+
+pub type NodeId = usize;
+pub type SigId = usize;
+
+/// A source location in the generator, kept for error messages.
+pub type Loc = &'static Location<'static>;
+
+/// Operations. Operand types are checked by the builder; see each variant for
+/// the rule. "Same type" means equal width and equal signedness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// A constant bit pattern (two's complement for signed types).
+    Const(BigUint),
+    /// The current value of a signal.
+    Sig(SigId),
+    /// Wrapping arithmetic on two operands of the same type.
+    Add,
+    Sub,
+    Mul,
+    /// Full product of two operands of the same signedness; result width is the sum.
+    MulWide,
+    And,
+    Or,
+    Xor,
+    Not,
+    Neg,
+    /// Shift left; the amount (second operand) is any unsigned value; >= width gives 0.
+    Shl,
+    /// Shift right: arithmetic when the operand is signed, logical otherwise.
+    Shr,
+    /// Comparisons of two operands of the same type; the result is one unsigned bit.
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// Reductions to one unsigned bit.
+    RedAnd,
+    RedOr,
+    RedXor,
+    /// `width` bits starting at bit `lo`, unsigned.
+    Slice { lo: u32 },
+    /// Concatenation, first operand most significant; unsigned.
+    Concat,
+    /// Zero extension of an unsigned value / sign extension of a signed value.
+    Zext,
+    Sext,
+    /// The same bits read with the other signedness.
+    Cast,
+    /// `sel ? a : b` with a one-bit `sel` and `a`, `b` of the same type.
+    Mux,
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub op: Op,
+    pub ty: Ty,
+    pub args: Vec<NodeId>,
+    pub loc: Loc,
+}
+
+/// Direction of a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    In,
+    Out,
+}
+
+/// An affine index into one dimension of a bus: `sum(coeffs[k] * var[k]) + offset`
+/// over the loop variables of an instance array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Affine {
+    pub coeffs: Vec<i64>,
+    pub offset: i64,
+}
+
+impl Affine {
+    pub fn eval(&self, vars: &[u32]) -> i64 {
+        self.coeffs
+            .iter()
+            .zip(vars)
+            .map(|(c, v)| c * *v as i64)
+            .sum::<i64>()
+            + self.offset
+    }
+}
+
+/// How a port of an instance array is connected.
+#[derive(Debug, Clone)]
+pub enum ArrayConn {
+    /// To the bus element at the given per-dimension affine indices.
+    Bus { bus: SigId, index: Vec<Affine> },
+    /// (Inputs only) the same value to every instance.
+    Broadcast(NodeId),
+}
+
+#[derive(Debug, Clone)]
+pub enum SigKind {
+    /// A module input port.
+    Input,
+    /// A named wire or an output port, driven by one expression.
+    Wire { driver: Option<NodeId> },
+    /// A register: `_q` holds the value, `_d` the next value.
+    Reg {
+        next: Option<NodeId>,
+        enable: Option<NodeId>,
+        reset: Option<BigUint>,
+    },
+    /// A child instance's output port, seen in the parent as a wire.
+    InstOut { inst: usize, port: usize },
+    /// The registered data of a synchronous memory read port.
+    MemRead { mem: usize, port: usize },
+    /// A flat vector made of `dims` elements of type `elem`, each driven separately
+    /// (by the parent or by an instance array), read through element slices.
+    Bus {
+        elem: Ty,
+        dims: Vec<u32>,
+        /// Parent-driven elements: (flat element index, expression).
+        drives: Vec<(u64, NodeId)>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Signal {
+    pub name: String,
+    pub ty: Ty,
+    pub kind: SigKind,
+    /// Whether this signal is a port of the module, and its direction.
+    pub port: Option<Dir>,
+    pub loc: Loc,
+}
+
+#[derive(Debug, Clone)]
+pub struct Instance {
+    pub name: String,
+    pub module: Rc<ModuleDef>,
+    /// Per child port (in the child's port order): the driving node for inputs,
+    /// the parent `InstOut` signal for outputs.
+    pub conns: Vec<Option<InstConn>>,
+    pub loc: Loc,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstConn {
+    Input(NodeId),
+    Output(SigId),
+}
+
+#[derive(Debug, Clone)]
+pub struct InstanceArray {
+    pub name: String,
+    pub module: Rc<ModuleDef>,
+    /// Loop dimensions: (name, extent).
+    pub dims: Vec<(String, u32)>,
+    /// Per child port, in the child's port order.
+    pub conns: Vec<Option<ArrayConn>>,
+    pub loc: Loc,
+}
+
+#[derive(Debug, Clone)]
+pub struct MemWrite {
+    pub enable: NodeId,
+    pub addr: NodeId,
+    pub data: NodeId,
+}
+
+#[derive(Debug, Clone)]
+pub struct MemReadPort {
+    pub enable: Option<NodeId>,
+    pub addr: NodeId,
+    /// The `MemRead` signal holding the registered data.
+    pub data: SigId,
+}
+
+#[derive(Debug, Clone)]
+pub struct Memory {
+    pub name: String,
+    pub elem: Ty,
+    pub addr_width: u32,
+    pub writes: Vec<MemWrite>,
+    pub reads: Vec<MemReadPort>,
+    pub loc: Loc,
+}
+
+impl Memory {
+    pub fn depth(&self) -> u64 {
+        1u64 << self.addr_width
+    }
+}
+
+/// A lint waiver the emitter writes into the Verilator configuration file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiver {
+    /// Verilator rule, e.g. `UNUSEDSIGNAL`.
+    pub rule: String,
+    /// The signal the waiver is about.
+    pub signal: String,
+    /// Why the warning is expected and harmless.
+    pub reason: String,
+}
+
+/// What a module definition is made of. Built by `ModuleBuilder`, immutable after.
+#[derive(Debug, Clone)]
+pub struct ModuleDef {
+    /// The Verilog module name; unique within a design.
+    pub name: String,
+    /// Generator parameters (name, value) that produced this definition.
+    pub params: Vec<(String, String)>,
+    /// One-line description, emitted in the module's header comment.
+    pub doc: String,
+    pub nodes: Vec<Node>,
+    pub signals: Vec<Signal>,
+    /// Port signals, in declaration order.
+    pub ports: Vec<SigId>,
+    pub instances: Vec<Instance>,
+    pub arrays: Vec<InstanceArray>,
+    pub memories: Vec<Memory>,
+    pub waivers: Vec<Waiver>,
+    /// Whether the module has a clock / a synchronous reset input (derived at
+    /// finish: only when something inside needs it, so lint sees no unused port).
+    pub has_clock: bool,
+    pub has_reset: bool,
+}
+
+impl ModuleDef {
+    /// Finds a port by name.
+    pub fn port(&self, name: &str) -> Option<(usize, &Signal)> {
+        self.ports
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| (i, &self.signals[s]))
+            .find(|(_, s)| s.name == name)
+    }
+
+    /// Ports as (name, direction, type), including the implicit `clk_i` / `rst_i`
+    /// (first, when present), in the order the emitter writes them.
+    pub fn port_list(&self) -> Vec<(String, Dir, Ty)> {
+        let mut out = Vec::new();
+        if self.has_clock {
+            out.push((CLOCK.to_string(), Dir::In, Ty::BOOL));
+        }
+        if self.has_reset {
+            out.push((RESET.to_string(), Dir::In, Ty::BOOL));
+        }
+        for &p in &self.ports {
+            let s = &self.signals[p];
+            out.push((s.name.clone(), s.port.expect("port signal"), s.ty));
+        }
+        out
+    }
+}
+
+/// Name of the implicit clock input.
+pub const CLOCK: &str = "clk_i";
+/// Name of the implicit synchronous reset input (active high).
+pub const RESET: &str = "rst_i";

@@ -1,0 +1,46 @@
+//! `hw`: Systole's hardware-description layer.
+//!
+//! Hardware is described by plain Rust functions that build module definitions
+//! with a [`ModuleBuilder`]; the result is an IR that two back ends consume: the
+//! Verilog-2005 [`emit`]ter, and the cycle-based [`Evaluator`] that serves as the
+//! emitter's reference in randomized tests.
+//!
+//! Design decisions:
+//! - **One clock, synchronous reset.** Registers are clocked by an implicit
+//!   `clk_i` and reset by an implicit active-high `rst_i`; a module gets those
+//!   ports only if something inside needs them, so lint never sees an unused port.
+//! - **Types are explicit.** Every value has a width and a signedness
+//!   ([`Ty`]). Binary operations require equal types and wrap at that width;
+//!   widening is always spelled out (`zext`, `sext`, `mul_wide`), narrowing too
+//!   (`trunc`, `slice`). Any mismatch stops elaboration with the generator's
+//!   source line (`#[track_caller]`), never a silent fix. Constants carry a type.
+//! - **Registers** follow the `_d`/`_q` convention, with optional reset value and
+//!   enable. **Memories** have synchronous read ports so synthesis infers block RAM.
+//! - **Definitions are interned** by name and parameters in a [`Design`], so an
+//!   array of 65,536 PEs holds one PE definition. **Instance arrays** connect
+//!   ports to elements of flat buses through affine indices and are emitted as
+//!   generate loops, keeping the Verilog of a 256x256 array small.
+//! - **The emitted Verilog** is deterministic, one file per module, ANSI ports
+//!   (`_i`/`_o`), every compound expression parenthesised, sized literals,
+//!   `$signed` where signedness matters, no keyword as a name; lint waivers go to
+//!   a `.vlt` file, each with its reason.
+
+mod blocks;
+mod builder;
+mod design;
+pub mod emit;
+mod error;
+mod eval;
+pub mod ir;
+mod names;
+mod ty;
+
+pub use blocks::delay;
+pub use builder::{cat, mux, Bus, Expr, Idx, Inst, InstArray, Mem, ModuleBuilder, Operand, Reg, Wire};
+pub use design::{Design, Params};
+pub use emit::{emit_design, emit_module, EmittedFile, Header};
+pub use error::{catch_elab, quiet_elab_errors, ElabError, ELAB_ERROR_PREFIX};
+pub use eval::Evaluator;
+pub use ir::{Dir, ModuleDef};
+pub use names::identifier_problem;
+pub use ty::{Ty, MAX_WIDTH};

@@ -1,0 +1,1 @@
+//! tb (placeholder)
