@@ -1,0 +1,33 @@
+//! Bit-exact golden models for Systole.
+//!
+//! This crate states, in plain Rust, what the accelerator must compute and how
+//! many cycles it may take. The RTL that `hw` generates is checked against it:
+//! same bit patterns out for every input, same cycle counts.
+//!
+//! * [`numerics`] implements every operation of the numerics contract
+//!   (`numerics.md`: FTZ-RNE fp32/bf16 arithmetic, conversions, int8
+//!   requantization) on raw bit patterns, with exact integer arithmetic. No
+//!   host floating-point operation produces a result, so the model does not
+//!   inherit the host FPU's subnormal or NaN behaviour.
+//! * [`mxu`] gives the matrix unit's results ([`mxu::matmul_int8`],
+//!   [`mxu::matmul_bf16`]) and its cycle model ([`mxu::MxuTiming`]). The cycle
+//!   model is the RTL's timing contract, not an estimate: a simulation of the
+//!   generated array must finish in exactly [`mxu::MxuTiming::total_cycles`]
+//!   cycles, and a mismatch is a bug on one side or the other.
+//!
+//! The models are written from the contract alone, independently of the RTL,
+//! so that the two implementations can catch each other's mistakes. For the
+//! same reason this crate never depends on `hw`; it shares only the array
+//! configuration type ([`config::MxuConfig`]) so that a model cannot describe a
+//! different array than the one it is compared against. The numerics are in
+//! turn checked against reference vectors from an independent exact oracle
+//! and against an independent soft-float (see `tests/`).
+
+pub mod mxu;
+pub mod numerics;
+
+pub use mxu::{matmul_bf16, matmul_cycles, matmul_int8, utilization, MxuTiming};
+pub use numerics::{
+    add32, bf16_mul, f32_to_i32, i32_to_f32, max32, min32, mul32, narrow_bf16, rdbpot,
+    requant_int8, srdhm, sub32, widen_bf16, CANONICAL_NAN_BF16, CANONICAL_NAN_F32,
+};
