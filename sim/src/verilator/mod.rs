@@ -1,0 +1,36 @@
+//! Generic Verilator harness: Verilog text plus a port list in, a running [`Model`] out.
+//!
+//! # Clocking convention
+//! One cycle of a design clocked by the spec's `clock` (normally `clk_i`) goes:
+//! 1. while the clock is low, [`Model::poke`] the cycle's inputs;
+//! 2. [`Model::eval`], then [`Model::peek`] reads the cycle's combinational outputs (those
+//!    that depend on this cycle's inputs; registered outputs can be read without `eval`);
+//! 3. [`Model::step`] applies the rising edge: registers take their next values, and
+//!    `peek` now shows them. The clock is then lowered; the falling edge is evaluated
+//!    together with the next cycle's inputs (next `eval` or `step`), which makes no
+//!    difference for designs clocked on the rising edge only.
+//!
+//! `step` evaluates pending input changes itself, so `poke`, `step` is also a full cycle when
+//! the combinational outputs are not needed. Values wider than 64 bits go through
+//! [`Model::poke_wide`] / [`Model::peek_wide`] as little-endian 32-bit words.
+//!
+//! # Waveforms
+//! With tracing on (see [`Trace`]), the VCD time is 10 units (ns) per cycle: the cycle's
+//! settled inputs at `10 * n`, the rising edge at `10 * n + 5`. The falling edge of the last
+//! cycle is written when the model is dropped.
+
+mod builder;
+mod cache;
+mod error;
+mod model;
+mod parse;
+mod shim;
+mod spec;
+mod toolchain;
+mod trace;
+
+pub use cache::{cache_dir, target_dir};
+pub use error::SimError;
+pub use model::{BuildOptions, CacheStatus, Model, PortId};
+pub use spec::{ModelSpec, PortDir, PortSpec, MAX_PORT_WIDTH};
+pub use trace::Trace;
