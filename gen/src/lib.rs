@@ -74,8 +74,8 @@ pub fn write_files(dir: &Path, files: &[EmittedFile]) -> Result<Vec<PathBuf>, St
 /// current file set does not contain.
 fn remove_stale(dir: &Path, files: &[EmittedFile]) -> Result<(), String> {
     let current: std::collections::BTreeSet<&str> = files.iter().map(|f| f.name.as_str()).collect();
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
     let mut stale = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -91,7 +91,8 @@ fn remove_stale(dir: &Path, files: &[EmittedFile]) -> Result<(), String> {
     }
     stale.sort();
     for p in stale {
-        std::fs::remove_file(&p).map_err(|e| format!("cannot remove stale {}: {e}", p.display()))?;
+        std::fs::remove_file(&p)
+            .map_err(|e| format!("cannot remove stale {}: {e}", p.display()))?;
     }
     Ok(())
 }

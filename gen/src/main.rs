@@ -65,8 +65,7 @@ fn run(args: &Args) -> Result<(), String> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
-            MxuConfig::from_toml(&text)
-                .map_err(|e| format!("config {}: {e}", path.display()))?
+            MxuConfig::from_toml(&text).map_err(|e| format!("config {}: {e}", path.display()))?
         }
         None => MxuConfig::DEFAULT,
     };
@@ -83,7 +82,11 @@ fn run(args: &Args) -> Result<(), String> {
     let elapsed = start.elapsed();
 
     println!("{}: MXU {cfg}", gen::generator_id());
-    let params: Vec<String> = cfg.params().iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let params: Vec<String> = cfg
+        .params()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
     println!("parameters: {}", params.join(" "));
     println!("top module: {}", generated.top);
     println!("wrote {}:", args.out.display());

@@ -10,7 +10,13 @@ use num_bigint::BigInt;
 /// and maps to shift-register primitives (SRLs) where the FPGA has them. With
 /// `reset`, every stage resets to that value (for valid/control bits).
 #[track_caller]
-pub fn delay(m: &mut ModuleBuilder, name: &str, value: Expr, depth: u32, reset: Option<i64>) -> Expr {
+pub fn delay(
+    m: &mut ModuleBuilder,
+    name: &str,
+    value: Expr,
+    depth: u32,
+    reset: Option<i64>,
+) -> Expr {
     if depth == 0 {
         return value;
     }

@@ -120,7 +120,9 @@ impl std::ops::Add<Idx> for Idx {
         let n = self.0.coeffs.len().max(rhs.0.coeffs.len());
         let coeff = |a: &Affine, k: usize| a.coeffs.get(k).copied().unwrap_or(0);
         Idx(Affine {
-            coeffs: (0..n).map(|k| coeff(&self.0, k) + coeff(&rhs.0, k)).collect(),
+            coeffs: (0..n)
+                .map(|k| coeff(&self.0, k) + coeff(&rhs.0, k))
+                .collect(),
             offset: self.0.offset + rhs.0.offset,
         })
     }
@@ -145,11 +147,13 @@ thread_local! {
 
 #[track_caller]
 fn with_module<R>(token: u32, f: impl FnOnce(&mut Building) -> R) -> R {
+    let loc = Location::caller();
     BUILDING.with(|b| {
         let mut b = b.borrow_mut();
         match b.iter_mut().rev().find(|m| m.token == token) {
             Some(m) => f(m),
-            None => elab_error(
+            None => elab_error_at(
+                loc,
                 "expression used after its module was finished (or in another thread)".into(),
             ),
         }
@@ -234,7 +238,7 @@ macro_rules! int_operand {
         }
     )*};
 }
-int_operand!(i8, i16, i32, i64, i128, u8, u16, u32, u64, usize);
+int_operand!(i8, i16, i32, i64, i128, u8, u16, u32, u64, usize, BigInt);
 
 impl Expr {
     /// The value's type.
@@ -415,7 +419,12 @@ impl Expr {
                 self.ty.width
             ));
         }
-        push_node(self.token, Op::Slice { lo }, Ty::u(width), vec![self.node()])
+        push_node(
+            self.token,
+            Op::Slice { lo },
+            Ty::u(width),
+            vec![self.node()],
+        )
     }
 
     /// Bit `i`, as one unsigned bit.
@@ -502,22 +511,36 @@ impl Expr {
     /// The same bits, read as signed.
     #[track_caller]
     pub fn as_signed(self) -> Expr {
-        if self.ty.signed {
-            return self;
-        }
-        push_node(self.token, Op::Cast, self.ty.with_signed(true), vec![self.node()])
+        self.cast(true)
     }
 
     /// The same bits, read as unsigned.
     #[track_caller]
     pub fn as_unsigned(self) -> Expr {
-        if !self.ty.signed {
+        self.cast(false)
+    }
+
+    #[track_caller]
+    fn cast(self, signed: bool) -> Expr {
+        if self.ty.signed == signed {
             return self;
+        }
+        // Casting back a cast returns the original value, not a cast of a cast.
+        let source = with_module(self.token, |m| {
+            let n = &m.def.nodes[self.node()];
+            (n.op == Op::Cast).then(|| n.args[0])
+        });
+        if let Some(src) = source {
+            return Expr {
+                token: self.token,
+                node: src as u32,
+                ty: self.ty.with_signed(signed),
+            };
         }
         push_node(
             self.token,
             Op::Cast,
-            self.ty.with_signed(false),
+            self.ty.with_signed(signed),
             vec![self.node()],
         )
     }
@@ -546,7 +569,12 @@ pub fn mux(sel: Expr, a: Expr, b: Expr) -> Expr {
             a.ty, b.ty
         ));
     }
-    push_node(sel.token, Op::Mux, a.ty, vec![sel.node(), a.node(), b.node()])
+    push_node(
+        sel.token,
+        Op::Mux,
+        a.ty,
+        vec![sel.node(), a.node(), b.node()],
+    )
 }
 
 /// Concatenation, most significant part first; the result is unsigned.
@@ -813,19 +841,23 @@ impl ModuleBuilder {
     /// Drives a wire or output declared earlier. Each is driven exactly once.
     #[track_caller]
     pub fn drive(&mut self, w: Wire, value: Expr) {
+        let loc = Location::caller();
         self.own(value);
         self.own(w.value);
         self.with(|m| {
             let s = &mut m.def.signals[w.sig];
             if s.ty != value.ty {
-                elab_error(format!(
-                    "cannot drive {} '{}' with a {} value",
-                    s.ty, s.name, value.ty
-                ));
+                elab_error_at(
+                    loc,
+                    format!(
+                        "cannot drive {} '{}' with a {} value",
+                        s.ty, s.name, value.ty
+                    ),
+                );
             }
             match &mut s.kind {
                 SigKind::Wire { driver: d @ None } => *d = Some(value.node()),
-                _ => elab_error(format!("'{}' is already driven", s.name)),
+                _ => elab_error_at(loc, format!("'{}' is already driven", s.name)),
             }
         });
     }
@@ -867,19 +899,26 @@ impl ModuleBuilder {
     /// Sets a register's next value (once).
     #[track_caller]
     pub fn set_next(&mut self, r: Reg, value: Expr) {
+        let loc = Location::caller();
         self.own(value);
         self.own(r.q);
         self.with(|m| {
             let s = &mut m.def.signals[r.sig];
             if s.ty != value.ty {
-                elab_error(format!(
-                    "register '{}' is {}, its next value is {}",
-                    s.name, s.ty, value.ty
-                ));
+                elab_error_at(
+                    loc,
+                    format!(
+                        "register '{}' is {}, its next value is {}",
+                        s.name, s.ty, value.ty
+                    ),
+                );
             }
             match &mut s.kind {
                 SigKind::Reg { next: n @ None, .. } => *n = Some(value.node()),
-                _ => elab_error(format!("register '{}' already has a next value", s.name)),
+                _ => elab_error_at(
+                    loc,
+                    format!("register '{}' already has a next value", s.name),
+                ),
             }
         });
     }
@@ -887,16 +926,22 @@ impl ModuleBuilder {
     /// Makes a register load its next value only when `enable` is 1 (once).
     #[track_caller]
     pub fn set_enable(&mut self, r: Reg, enable: Expr) {
+        let loc = Location::caller();
         self.own(enable);
         self.own(r.q);
         if enable.ty != Ty::BOOL {
-            elab_error(format!("enable must be one unsigned bit, got {}", enable.ty));
+            elab_error(format!(
+                "enable must be one unsigned bit, got {}",
+                enable.ty
+            ));
         }
         self.with(|m| {
             let s = &mut m.def.signals[r.sig];
             match &mut s.kind {
-                SigKind::Reg { enable: e @ None, .. } => *e = Some(enable.node()),
-                _ => elab_error(format!("register '{}' already has an enable", s.name)),
+                SigKind::Reg {
+                    enable: e @ None, ..
+                } => *e = Some(enable.node()),
+                _ => elab_error_at(loc, format!("register '{}' already has an enable", s.name)),
             }
         });
     }
@@ -907,7 +952,9 @@ impl ModuleBuilder {
     #[track_caller]
     pub fn bus(&mut self, name: &str, elem: Ty, dims: &[u32]) -> Bus {
         if dims.is_empty() || dims.contains(&0) {
-            elab_error(format!("bus '{name}' needs non-empty dimensions, got {dims:?}"));
+            elab_error(format!(
+                "bus '{name}' needs non-empty dimensions, got {dims:?}"
+            ));
         }
         let count: u64 = dims.iter().map(|&d| d as u64).product();
         let width = count
@@ -933,6 +980,7 @@ impl ModuleBuilder {
 
     #[track_caller]
     fn bus_flat_index(&self, bus: Bus, index: &[u32]) -> (u64, Ty, SigId) {
+        let loc = Location::caller();
         if bus.token != self.token {
             elab_error("bus belongs to another module".into());
         }
@@ -942,10 +990,13 @@ impl ModuleBuilder {
                 unreachable!("Bus handle names a bus")
             };
             if index.len() != dims.len() || index.iter().zip(dims).any(|(i, d)| i >= d) {
-                elab_error(format!(
-                    "index {index:?} is outside bus '{}' of dimensions {dims:?}",
-                    s.name
-                ));
+                elab_error_at(
+                    loc,
+                    format!(
+                        "index {index:?} is outside bus '{}' of dimensions {dims:?}",
+                        s.name
+                    ),
+                );
             }
             let flat = index
                 .iter()
@@ -1047,6 +1098,7 @@ impl ModuleBuilder {
     /// Connects an input port of an instance.
     #[track_caller]
     pub fn connect(&mut self, inst: Inst, port: &str, value: Expr) {
+        let loc = Location::caller();
         self.own(value);
         if inst.token != self.token {
             elab_error("instance belongs to another module".into());
@@ -1065,7 +1117,7 @@ impl ModuleBuilder {
         self.with(|m| {
             let c = &mut m.def.instances[inst.index].conns[i];
             if c.is_some() {
-                elab_error(format!("port '{port}' is already connected"));
+                elab_error_at(loc, format!("port '{port}' is already connected"));
             }
             *c = Some(InstConn::Input(value.node()));
         });
@@ -1108,7 +1160,9 @@ impl ModuleBuilder {
         dims: &[(&str, u32)],
     ) -> InstArray {
         if dims.is_empty() || dims.iter().any(|d| d.1 == 0) {
-            elab_error(format!("instance array '{name}' needs non-empty dimensions"));
+            elab_error(format!(
+                "instance array '{name}' needs non-empty dimensions"
+            ));
         }
         self.claim_name(name);
         for (d, _) in dims {
@@ -1227,10 +1281,11 @@ impl ModuleBuilder {
 
     #[track_caller]
     fn set_array_conn(&mut self, arr: InstArray, i: usize, port: &str, conn: ArrayConn) {
+        let loc = Location::caller();
         self.with(|m| {
             let c = &mut m.def.arrays[arr.index].conns[i];
             if c.is_some() {
-                elab_error(format!("port '{port}' is already connected"));
+                elab_error_at(loc, format!("port '{port}' is already connected"));
             }
             *c = Some(conn);
         });
@@ -1291,10 +1346,16 @@ impl ModuleBuilder {
         self.own(enable);
         self.own(data);
         if enable.ty != Ty::BOOL {
-            elab_error(format!("write enable must be one unsigned bit, got {}", enable.ty));
+            elab_error(format!(
+                "write enable must be one unsigned bit, got {}",
+                enable.ty
+            ));
         }
         if data.ty != elem {
-            elab_error(format!("memory '{name}' holds {elem}, written with {}", data.ty));
+            elab_error(format!(
+                "memory '{name}' holds {elem}, written with {}",
+                data.ty
+            ));
         }
         self.with(|m| {
             m.def.memories[mem.index].writes.push(MemWrite {
@@ -1314,7 +1375,10 @@ impl ModuleBuilder {
         if let Some(e) = enable {
             self.own(e);
             if e.ty != Ty::BOOL {
-                elab_error(format!("read enable must be one unsigned bit, got {}", e.ty));
+                elab_error(format!(
+                    "read enable must be one unsigned bit, got {}",
+                    e.ty
+                ));
             }
         }
         let port = self.with(|m| m.def.memories[mem.index].reads.len());
@@ -1410,7 +1474,10 @@ fn check_complete(def: &ModuleDef, loc: Loc) {
                 let port = &inst.module.signals[inst.module.ports[i]].name;
                 elab_error_at(
                     inst.loc,
-                    format!("input '{port}' of instance '{}' is not connected", inst.name),
+                    format!(
+                        "input '{port}' of instance '{}' is not connected",
+                        inst.name
+                    ),
                 );
             }
         }
@@ -1421,7 +1488,10 @@ fn check_complete(def: &ModuleDef, loc: Loc) {
                 let port = &arr.module.signals[arr.module.ports[i]].name;
                 elab_error_at(
                     arr.loc,
-                    format!("port '{port}' of instance array '{}' is not connected", arr.name),
+                    format!(
+                        "port '{port}' of instance array '{}' is not connected",
+                        arr.name
+                    ),
                 );
             }
         }
@@ -1457,7 +1527,11 @@ fn check_bus_drivers(def: &ModuleDef) {
         }
         for (flat, n) in drivers.iter().enumerate() {
             if *n != 1 {
-                let what = if *n == 0 { "no driver" } else { "several drivers" };
+                let what = if *n == 0 {
+                    "no driver"
+                } else {
+                    "several drivers"
+                };
                 elab_error_at(
                     s.loc,
                     format!(
@@ -1596,7 +1670,6 @@ fn needs_clock_reset(def: &ModuleDef) -> (bool, bool) {
     }
     (clock, reset)
 }
-
 
 /// The `width`-bit two's complement pattern of `value` (wrapping).
 pub(crate) fn const_bits_wrapping(width: u32, value: &BigInt) -> BigUint {

@@ -61,7 +61,8 @@ impl Design {
         let def = Rc::new(b.finish());
         self.modules.push(def.clone());
         self.by_key.insert(key, self.modules.len() - 1);
-        self.by_name.insert(name.to_string(), self.modules.len() - 1);
+        self.by_name
+            .insert(name.to_string(), self.modules.len() - 1);
         def
     }
 
@@ -74,7 +75,8 @@ impl Design {
         }
         let def = Rc::new(def);
         self.modules.push(def.clone());
-        self.by_name.insert(def.name.clone(), self.modules.len() - 1);
+        self.by_name
+            .insert(def.name.clone(), self.modules.len() - 1);
         def
     }
 

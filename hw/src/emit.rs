@@ -42,6 +42,9 @@ pub struct EmittedFile {
     pub text: String,
 }
 
+/// Widest shift amount written as is; wider ones are saturated to this width.
+const SHIFT_AMOUNT_BITS: u32 = 32;
+
 /// Name of the Verilator configuration file holding every lint waiver.
 pub const WAIVER_FILE: &str = "waivers.vlt";
 /// Name of the file list (Verilog sources, children first).
@@ -58,7 +61,11 @@ pub fn emit_design(design: &Design, top: &Rc<ModuleDef>, header: &Header) -> Vec
         top.name, header.generator
     )
     .unwrap();
-    writeln!(waivers, "// Each waiver states why the warning is expected.").unwrap();
+    writeln!(
+        waivers,
+        "// Each waiver states why the warning is expected."
+    )
+    .unwrap();
     writeln!(waivers, "`verilator_config").unwrap();
     for m in design.hierarchy(top) {
         files.push(EmittedFile {
@@ -165,46 +172,31 @@ impl<'a> Emitter<'a> {
         e
     }
 
-    /// Decides which nodes get a temporary wire.
+    /// Decides which nodes get a temporary wire: values used more than once
+    /// (counting only live uses) and operands that must be named.
     fn plan(&mut self) {
         let def = self.def;
-        let mut uses = vec![0u32; def.nodes.len()];
-        let mut needs_name = vec![false; def.nodes.len()];
-        for node in &def.nodes {
-            for &a in &node.args {
-                uses[a] += 1;
-            }
-            match node.op {
-                Op::Slice { .. } | Op::Sext => needs_name[node.args[0]] = true,
-                Op::MulWide => {
-                    needs_name[node.args[0]] = true;
-                    needs_name[node.args[1]] = true;
-                }
-                _ => {}
-            }
-        }
-        let mut root = |n: NodeId| uses[n] += 1;
+        let mut roots: Vec<NodeId> = Vec::new();
         for s in &def.signals {
             match &s.kind {
-                SigKind::Wire { driver: Some(d) } => root(*d),
-                SigKind::Reg { next, enable, .. } => {
-                    next.iter().chain(enable.iter()).for_each(|&n| root(n))
-                }
-                SigKind::Bus { drives, .. } => drives.iter().for_each(|(_, n)| root(*n)),
+                SigKind::Wire { driver: Some(d) } => roots.push(*d),
+                SigKind::Reg { next, enable, .. } => roots.extend(next.iter().chain(enable)),
+                SigKind::Bus { drives, .. } => roots.extend(drives.iter().map(|(_, n)| *n)),
                 _ => {}
             }
         }
         for inst in &def.instances {
             for c in inst.conns.iter().flatten() {
                 if let InstConn::Input(n) = c {
-                    root(*n);
+                    roots.push(*n);
                 }
             }
         }
+        let mut needs_name = vec![false; def.nodes.len()];
         for arr in &def.arrays {
             for c in arr.conns.iter().flatten() {
                 if let ArrayConn::Broadcast(n) = c {
-                    root(*n);
+                    roots.push(*n);
                     // Inside a generate loop, keep the value a plain name.
                     needs_name[*n] = true;
                 }
@@ -212,17 +204,49 @@ impl<'a> Emitter<'a> {
         }
         for m in &def.memories {
             for w in &m.writes {
-                [w.enable, w.addr, w.data].into_iter().for_each(&mut root);
+                roots.extend([w.enable, w.addr, w.data]);
             }
             for r in &m.reads {
-                r.enable.iter().for_each(|&n| root(n));
-                root(r.addr);
+                roots.extend(r.enable);
+                roots.push(r.addr);
+            }
+        }
+        // Live nodes: reachable from a root through operands.
+        let mut live = vec![false; def.nodes.len()];
+        let mut stack = roots.clone();
+        while let Some(n) = stack.pop() {
+            if !std::mem::replace(&mut live[n], true) {
+                stack.extend(&def.nodes[n].args);
+            }
+        }
+        let mut uses = vec![0u32; def.nodes.len()];
+        for &r in &roots {
+            uses[r] += 1;
+        }
+        for (n, node) in def.nodes.iter().enumerate() {
+            if !live[n] {
+                continue;
+            }
+            for &a in &node.args {
+                uses[a] += 1;
+            }
+            match node.op {
+                Op::Slice { .. } | Op::Sext => needs_name[node.args[0]] = true,
+                Op::Shl | Op::Shr if def.nodes[node.args[1]].ty.width > SHIFT_AMOUNT_BITS => {
+                    needs_name[node.args[1]] = true
+                }
+                Op::MulWide => {
+                    needs_name[node.args[0]] = true;
+                    needs_name[node.args[1]] = true;
+                }
+                _ => {}
             }
         }
         for (n, node) in def.nodes.iter().enumerate() {
             let is_sig = matches!(node.op, Op::Sig(_));
             let is_leaf = is_sig || matches!(node.op, Op::Const(_));
-            self.materialize[n] = (!is_leaf && uses[n] > 1) || (needs_name[n] && !is_sig);
+            self.materialize[n] =
+                live[n] && ((!is_leaf && uses[n] > 1) || (needs_name[n] && !is_sig));
         }
     }
 
@@ -249,6 +273,15 @@ impl<'a> Emitter<'a> {
         self.body.push(format!("  assign {name} = {value};"));
         self.temps_emitted[n] = true;
         name
+    }
+
+    /// The expression for node `n` where only its bits matter (assignments and
+    /// port connections of equal width): a top-level signedness cast is dropped.
+    fn bits(&mut self, n: NodeId) -> String {
+        match self.def.nodes[n].op {
+            Op::Cast if !self.materialize[n] => self.expr(self.def.nodes[n].args[0]),
+            _ => self.expr(n),
+        }
     }
 
     /// A name for node `n` usable in a part-select (a signal or a temporary).
@@ -283,13 +316,15 @@ impl<'a> Emitter<'a> {
             Op::Le => bin(self, "<="),
             Op::Gt => bin(self, ">"),
             Op::Ge => bin(self, ">="),
-            Op::Shl => bin(self, "<<"),
-            Op::Shr => {
-                if ty.signed {
-                    bin(self, ">>>")
-                } else {
-                    bin(self, ">>")
-                }
+            Op::Shl | Op::Shr => {
+                let op = match (&node.op, ty.signed) {
+                    (Op::Shl, _) => "<<",
+                    (_, true) => ">>>",
+                    (_, false) => ">>",
+                };
+                let a = self.expr(args[0]);
+                let amount = self.shift_amount(args[1]);
+                format!("({a} {op} {amount})")
             }
             Op::Not => format!("(~{})", self.expr(args[0])),
             Op::Neg => format!("(-{})", self.expr(args[0])),
@@ -317,7 +352,7 @@ impl<'a> Emitter<'a> {
                 }
             }
             Op::Concat => {
-                let parts: Vec<String> = args.iter().map(|&a| self.expr(a)).collect();
+                let parts: Vec<String> = args.iter().map(|&a| self.bits(a)).collect();
                 format!("{{{}}}", parts.join(", "))
             }
             Op::Zext => {
@@ -343,6 +378,24 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// A shift amount. Amounts wider than 32 bits are saturated to 32 bits
+    /// (any amount >= 2^32 - 1 exceeds every value's width, so the result is
+    /// the same), because simulators handle wider shift amounts poorly.
+    fn shift_amount(&mut self, n: NodeId) -> String {
+        let w = self.def.nodes[n].ty.width;
+        if w <= SHIFT_AMOUNT_BITS {
+            return self.expr(n);
+        }
+        let name = self.named(n);
+        let b = SHIFT_AMOUNT_BITS;
+        let high = if w == b + 1 {
+            format!("{name}[{b}]")
+        } else {
+            format!("(|{name}[{}:{b}])", w - 1)
+        };
+        format!("({high} ? {b}'hffffffff : {name}[{}:0])", b - 1)
+    }
+
     /// Node `n` extended to `width` bits by its own signedness, as an expression
     /// whose self-determined width is exactly `width`.
     fn extended(&mut self, n: NodeId, width: u32) -> String {
@@ -359,10 +412,7 @@ impl<'a> Emitter<'a> {
         if ty.width == 1 {
             format!("$signed({{{width}{{{name}}}}})")
         } else {
-            format!(
-                "$signed({{{{{pad}{{{name}[{}]}}}}, {name}}})",
-                ty.width - 1
-            )
+            format!("$signed({{{{{pad}{{{name}[{}]}}}}, {name}}})", ty.width - 1)
         }
     }
 
@@ -377,13 +427,13 @@ impl<'a> Emitter<'a> {
                     if s.port.is_none() {
                         decls.push(decl("wire", s.ty, &s.name));
                     }
-                    let v = self.expr(*d);
+                    let v = self.bits(*d);
                     self.body.push(format!("  assign {} = {v};", s.name));
                 }
                 SigKind::Reg { next, enable, .. } => {
                     decls.push(decl("reg", s.ty, &self.sig_names[sid].clone()));
                     decls.push(decl("wire", s.ty, &format!("{}_d", s.name)));
-                    let v = self.expr(next.expect("checked at finish"));
+                    let v = self.bits(next.expect("checked at finish"));
                     self.body.push(format!("  assign {}_d = {v};", s.name));
                     if let Some(en) = enable {
                         if !matches!(def.nodes[*en].op, Op::Sig(_) | Op::Const(_)) {
@@ -399,7 +449,7 @@ impl<'a> Emitter<'a> {
                     decls.push(decl("wire", s.ty, &s.name));
                     for (flat, n) in drives {
                         let lo = flat * elem.width as u64;
-                        let v = self.expr(*n);
+                        let v = self.bits(*n);
                         let sel = if elem.width == 1 && s.ty.width == 1 {
                             String::new()
                         } else if elem.width == 1 {
@@ -426,7 +476,7 @@ impl<'a> Emitter<'a> {
             for (i, c) in inst.conns.iter().enumerate() {
                 let port = &inst.module.signals[inst.module.ports[i]].name;
                 let v = match c.expect("checked at finish") {
-                    InstConn::Input(n) => self.expr(n),
+                    InstConn::Input(n) => self.bits(n),
                     InstConn::Output(s) => self.sig_names[s].clone(),
                 };
                 conns.push((port.clone(), v));
@@ -566,6 +616,8 @@ impl<'a> Emitter<'a> {
                     }
                     if s.ty.width == elem.width {
                         s.name.clone()
+                    } else if elem.width == 1 {
+                        format!("{}[{idx}]", s.name)
                     } else {
                         format!("{}[{idx} +: {}]", s.name, elem.width)
                     }
@@ -588,7 +640,12 @@ impl<'a> Emitter<'a> {
             .unwrap();
             indent.push_str("  ");
         }
-        out.push_str(&format_instance(&indent, &arr.module.name, &arr.name, &conns));
+        out.push_str(&format_instance(
+            &indent,
+            &arr.module.name,
+            &arr.name,
+            &conns,
+        ));
         out.push('\n');
         for _ in &arr.dims {
             indent.truncate(indent.len() - 2);

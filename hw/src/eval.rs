@@ -251,7 +251,11 @@ impl Flattener {
                     })
                     .collect();
                 let label: Vec<String> = vars.iter().map(|v| v.to_string()).collect();
-                let ports = self.flatten(child, &inputs, &qual(&format!("{}[{}]", arr.name, label.join("]["))));
+                let ports = self.flatten(
+                    child,
+                    &inputs,
+                    &qual(&format!("{}[{}]", arr.name, label.join("]["))),
+                );
                 for (i, c) in arr.conns.iter().enumerate() {
                     let is_out = child.signals[child.ports[i]].port == Some(Dir::Out);
                     if let (true, Some(ArrayConn::Bus { bus, index })) = (is_out, c) {
@@ -277,7 +281,8 @@ impl Flattener {
                 let FOp::MemRd(k) = self.nodes[sig_node[r.data]].op else {
                     unreachable!()
                 };
-                fm.reads.push((r.enable.map(|e| node_map[e]), node_map[r.addr], k));
+                fm.reads
+                    .push((r.enable.map(|e| node_map[e]), node_map[r.addr], k));
             }
             self.mems.push(fm);
         }
@@ -512,7 +517,8 @@ impl Evaluator {
                 Op::Mul => (arg(0) * arg(1)) & mask(w),
                 Op::MulWide => {
                     if node.ty.signed {
-                        let p = to_signed(arg(0), arg_ty(0).width) * to_signed(arg(1), arg_ty(1).width);
+                        let p =
+                            to_signed(arg(0), arg_ty(0).width) * to_signed(arg(1), arg_ty(1).width);
                         from_signed(&p, w)
                     } else {
                         arg(0) * arg(1)

@@ -52,7 +52,9 @@ pub enum Op {
     RedOr,
     RedXor,
     /// `width` bits starting at bit `lo`, unsigned.
-    Slice { lo: u32 },
+    Slice {
+        lo: u32,
+    },
     /// Concatenation, first operand most significant; unsigned.
     Concat,
     /// Zero extension of an unsigned value / sign extension of a signed value.

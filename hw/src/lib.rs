@@ -36,7 +36,9 @@ mod names;
 mod ty;
 
 pub use blocks::delay;
-pub use builder::{cat, mux, Bus, Expr, Idx, Inst, InstArray, Mem, ModuleBuilder, Operand, Reg, Wire};
+pub use builder::{
+    cat, mux, Bus, Expr, Idx, Inst, InstArray, Mem, ModuleBuilder, Operand, Reg, Wire,
+};
 pub use design::{Design, Params};
 pub use emit::{emit_design, emit_module, EmittedFile, Header};
 pub use error::{catch_elab, quiet_elab_errors, ElabError, ELAB_ERROR_PREFIX};

@@ -38,6 +38,7 @@
 //! `SYSTOLE_TRACE=1` (or a path) makes every model write a VCD waveform, printed as
 //! `waveform: <path>` on stderr.
 
+pub mod from_hw;
 pub mod verilator;
 
 pub use verilator::{

@@ -1,1 +1,13 @@
-//! tb (placeholder)
+//! `tb`: the testbenches that hold the design to its references.
+//!
+//! Nothing here is a reference itself. The crate joins the pieces the
+//! architecture keeps apart: RTL built by `hw/<block>` generators and run by
+//! `sim` (Verilator) or Icarus, against the golden models in `golden`, and the
+//! `hw` emitter against the `hw` evaluator. The library holds the shared
+//! machinery (seeds, the external tool checks, the Icarus runner, the random
+//! design generator); the tests are in `tests/`.
+
+pub mod fuzz;
+pub mod icarus;
+pub mod seed;
+pub mod tools;

@@ -1,0 +1,149 @@
+//! The external Verilog tools every emitted design must pass: Verilator's lint
+//! with all warnings, Icarus Verilog in Verilog-2005 mode, and a Yosys synthesis
+//! that must infer no latch.
+
+use hw::EmittedFile;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Writes `files` into a new temporary folder.
+pub fn write_temp(files: &[EmittedFile]) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("systole-rtl-")
+        .tempdir()
+        .expect("temp dir");
+    for f in files {
+        std::fs::write(dir.path().join(&f.name), &f.text).expect("write emitted file");
+    }
+    dir
+}
+
+/// The Verilog sources in `files`, in file-list order.
+pub fn verilog_paths(dir: &Path, files: &[EmittedFile]) -> Vec<PathBuf> {
+    files
+        .iter()
+        .filter(|f| f.module.is_some())
+        .map(|f| dir.join(&f.name))
+        .collect()
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("{what}: cannot run {:?}: {e}", cmd.get_program()))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() {
+        Ok(text)
+    } else {
+        Err(format!("{what} failed:\n{text}"))
+    }
+}
+
+/// `verilator --lint-only -Wall` with the design's waiver file: must be silent.
+pub fn verilator_lint(files: &[EmittedFile], top: &str) -> Result<(), String> {
+    let dir = write_temp(files);
+    let mut cmd = Command::new("verilator");
+    cmd.arg("--lint-only")
+        .arg("-Wall")
+        .arg("--top-module")
+        .arg(top);
+    cmd.arg(dir.path().join(hw::emit::WAIVER_FILE));
+    cmd.args(verilog_paths(dir.path(), files));
+    let text = run(&mut cmd, "verilator --lint-only -Wall")?;
+    if text.contains("%Warning") || text.contains("%Error") {
+        return Err(format!("verilator lint is not clean:\n{text}"));
+    }
+    Ok(())
+}
+
+/// `iverilog -g2005` compiles the design.
+pub fn iverilog_compile(files: &[EmittedFile], top: &str) -> Result<(), String> {
+    let dir = write_temp(files);
+    let mut cmd = Command::new("iverilog");
+    cmd.arg("-g2005").arg("-Wall").arg("-s").arg(top);
+    cmd.arg("-o").arg(dir.path().join("a.vvp"));
+    cmd.args(verilog_paths(dir.path(), files));
+    let text = run(&mut cmd, "iverilog -g2005")?;
+    // Icarus warns about timescale inheritance only when files mix; anything
+    // else it says is worth failing on.
+    if text
+        .lines()
+        .any(|l| l.contains("warning") || l.contains("error"))
+    {
+        return Err(format!("iverilog printed diagnostics:\n{text}"));
+    }
+    Ok(())
+}
+
+/// What Yosys' generic synthesis reports for a design.
+#[derive(Debug, Clone)]
+pub struct SynthReport {
+    pub cells: u64,
+    pub flip_flops: u64,
+    pub latches: u64,
+    pub memories: u64,
+    pub log: String,
+}
+
+/// Yosys `synth` of the design; fails if any latch is inferred.
+pub fn yosys_synth(files: &[EmittedFile], top: &str) -> Result<SynthReport, String> {
+    let dir = write_temp(files);
+    let sources: Vec<String> = verilog_paths(dir.path(), files)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let script = format!(
+        "read_verilog {}; synth -top {top}; \
+         tee -o {stat} stat; \
+         select -assert-none t:$dlatch* t:$_DLATCH* t:$sr t:$_SR* t:$dlatchsr t:$_DLATCHSR*",
+        sources.join(" "),
+        stat = dir.path().join("stat.txt").display()
+    );
+    let log = run(
+        Command::new("yosys").arg("-q").arg("-p").arg(&script),
+        "yosys synth",
+    )?;
+    let stat = std::fs::read_to_string(dir.path().join("stat.txt")).unwrap_or_default();
+    // The top-level (flattened-count) section comes last in `stat` output.
+    let count = |pattern: &dyn Fn(&str) -> bool| -> u64 {
+        let section = stat
+            .rsplit("=== design hierarchy ===")
+            .next()
+            .unwrap_or(&stat);
+        section
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                let name = it.next()?;
+                let n = it.next()?.parse::<u64>().ok()?;
+                pattern(name).then_some(n)
+            })
+            .sum()
+    };
+    let cells = {
+        let section = stat
+            .rsplit("=== design hierarchy ===")
+            .next()
+            .unwrap_or(&stat);
+        section
+            .lines()
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix("Number of cells:")
+                    .and_then(|v| v.trim().parse().ok())
+            })
+            .unwrap_or(0)
+    };
+    let latches = count(&|n| n.contains("LATCH") || n.contains("dlatch"));
+    Ok(SynthReport {
+        cells,
+        flip_flops: count(&|n| n.contains("DFF") || n.contains("dff")),
+        latches,
+        memories: count(&|n| n.starts_with("$mem")),
+        log: format!("{log}{stat}"),
+    })
+}
