@@ -39,6 +39,7 @@
 //! `waveform: <path>` on stderr.
 
 pub mod from_hw;
+pub mod mxu;
 pub mod verilator;
 
 pub use verilator::{
