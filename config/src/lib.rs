@@ -226,7 +226,13 @@ mod tests {
 
     #[test]
     fn toml_errors_are_one_line() {
-        for bad in ["rows = 0", "rowz = 3", "dtype = \"fp64\"", "rows = \"x\"", "[[["] {
+        for bad in [
+            "rows = 0",
+            "rowz = 3",
+            "dtype = \"fp64\"",
+            "rows = \"x\"",
+            "[[[",
+        ] {
             let err = MxuConfig::from_toml(bad).unwrap_err().to_string();
             assert!(!err.contains('\n'), "{bad}: {err}");
             assert!(!err.is_empty());

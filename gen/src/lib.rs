@@ -56,12 +56,22 @@ pub fn generate(cfg: &MxuConfig) -> Result<Generated, String> {
 pub fn write_files(dir: &Path, files: &[EmittedFile]) -> Result<Vec<PathBuf>, String> {
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create output folder {}: {e}", dir.display()))?;
-    let mut written = Vec::new();
+    // All files are written under temporary names before any is renamed, so a
+    // failed write leaves the previous design complete.
+    let mut staged = Vec::new();
     for f in files {
-        let path = dir.join(&f.name);
         let tmp = dir.join(format!(".{}.tmp", f.name));
-        std::fs::write(&tmp, &f.text)
-            .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        if let Err(e) = std::fs::write(&tmp, &f.text) {
+            for (t, _) in &staged {
+                let _ = std::fs::remove_file(t);
+            }
+            let _ = std::fs::remove_file(&tmp);
+            return Err(format!("cannot write {}: {e}", tmp.display()));
+        }
+        staged.push((tmp, dir.join(&f.name)));
+    }
+    let mut written = Vec::new();
+    for (tmp, path) in staged {
         std::fs::rename(&tmp, &path)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         written.push(path);

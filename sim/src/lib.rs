@@ -40,6 +40,7 @@
 
 pub mod from_hw;
 pub mod mxu;
+pub mod npy;
 pub mod verilator;
 
 pub use verilator::{

@@ -1,0 +1,118 @@
+//! Reading and writing the run CLI's matrices as `.npy` files.
+//!
+//! Errors are one-line messages for users. Writes go to a temporary file next
+//! to the destination and are renamed into place, so a failed run never
+//! leaves a partial output file.
+
+use std::io::Write as _;
+use std::path::Path;
+
+/// A row-major matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix<T> {
+    pub rows: usize,
+    pub cols: usize,
+    pub data: Vec<T>,
+}
+
+/// Element types the CLI reads, with their accepted numpy type strings.
+pub trait NpyElement: npyz::Deserialize + Copy {
+    /// numpy's name for the type, for messages.
+    const NAME: &'static str;
+    /// Accepted type strings (byte orders).
+    const TYPE_STRS: &'static [&'static str];
+}
+
+impl NpyElement for i8 {
+    const NAME: &'static str = "int8";
+    const TYPE_STRS: &'static [&'static str] = &["|i1", "<i1", ">i1"];
+}
+
+impl NpyElement for u16 {
+    const NAME: &'static str = "uint16";
+    const TYPE_STRS: &'static [&'static str] = &["<u2", ">u2"];
+}
+
+/// Reads a 2-D matrix of `T` from `path`; `what` names it in messages ("A").
+pub fn read_matrix<T: NpyElement>(path: &Path, what: &str) -> Result<Matrix<T>, String> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| format!("cannot read {what} from {}: {e}", path.display()))?;
+    let npy = npyz::NpyFile::new(&bytes[..])
+        .map_err(|e| format!("{what}: {} is not a .npy file ({e})", path.display()))?;
+    let dtype = match npy.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => other.descr(),
+    };
+    if !T::TYPE_STRS.contains(&dtype.as_str()) {
+        return Err(format!(
+            "{what}: {} holds '{dtype}', expected {} ('{}')",
+            path.display(),
+            T::NAME,
+            T::TYPE_STRS[0]
+        ));
+    }
+    let shape: Vec<u64> = npy.shape().to_vec();
+    if shape.len() != 2 {
+        return Err(format!(
+            "{what}: {} has shape {shape:?}, expected a 2-D matrix",
+            path.display()
+        ));
+    }
+    let (rows, cols) = (shape[0] as usize, shape[1] as usize);
+    if rows == 0 || cols == 0 {
+        return Err(format!(
+            "{what}: {} is {rows}x{cols}; every dimension must be at least 1",
+            path.display()
+        ));
+    }
+    let fortran = npy.order() == npyz::Order::Fortran;
+    let flat: Vec<T> = npy
+        .into_vec::<T>()
+        .map_err(|e| format!("{what}: cannot read the data of {} ({e})", path.display()))?;
+    if flat.len() != rows * cols {
+        return Err(format!("{what}: {} is truncated", path.display()));
+    }
+    let data = if fortran {
+        // Column-major on disk: element (i, j) is at j * rows + i.
+        (0..rows * cols)
+            .map(|x| flat[(x % cols) * rows + x / cols])
+            .collect()
+    } else {
+        flat
+    };
+    Ok(Matrix { rows, cols, data })
+}
+
+/// Writes a 2-D matrix atomically (temporary file, then rename).
+pub fn write_matrix<T: npyz::AutoSerialize + Copy>(
+    path: &Path,
+    m: &Matrix<T>,
+) -> Result<(), String> {
+    use npyz::WriterBuilder;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    {
+        let mut writer = npyz::WriteOptions::new()
+            .default_dtype()
+            .shape(&[m.rows as u64, m.cols as u64])
+            .writer(tmp.as_file_mut())
+            .begin_nd()
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        writer
+            .extend(m.data.iter().copied())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        writer
+            .finish()
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    tmp.as_file_mut()
+        .flush()
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| format!("cannot write {}: {}", path.display(), e.error))?;
+    Ok(())
+}

@@ -1,0 +1,201 @@
+//! The run CLI end to end: .npy in, RTL or golden, .npy out; bad input gets one
+//! error line, exit code 2 and no output file.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use npyz::WriterBuilder;
+
+fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], data: &[T]) {
+    let mut file = std::fs::File::create(path).unwrap();
+    let mut w = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(shape)
+        .writer(&mut file)
+        .begin_nd()
+        .unwrap();
+    w.extend(data.iter().copied()).unwrap();
+    w.finish().unwrap();
+}
+
+fn read_i32(path: &Path) -> (Vec<u64>, Vec<i32>) {
+    let bytes = std::fs::read(path).unwrap();
+    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
+    let shape = npy.shape().to_vec();
+    assert_eq!(npy.dtype().descr(), "'<i4'");
+    (shape, npy.into_vec::<i32>().unwrap())
+}
+
+fn sim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sim"))
+}
+
+struct Case {
+    dir: tempfile::TempDir,
+}
+
+impl Case {
+    fn new() -> Case {
+        Case {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+fn operands(case: &Case, m: usize, k: usize, n: usize) -> (Vec<i8>, Vec<i8>) {
+    let a: Vec<i8> = (0..m * k)
+        .map(|i| ((i * 89 + 7) % 256) as u8 as i8)
+        .collect();
+    let b: Vec<i8> = (0..k * n)
+        .map(|i| ((i * 53 + 128) % 256) as u8 as i8)
+        .collect();
+    write_npy(&case.path("a.npy"), &[m as u64, k as u64], &a);
+    write_npy(&case.path("b.npy"), &[k as u64, n as u64], &b);
+    (a, b)
+}
+
+fn run_matmul(case: &Case, extra: &[&str]) -> std::process::Output {
+    sim()
+        .args(["matmul", "--dtype", "int8", "--a"])
+        .arg(case.path("a.npy"))
+        .arg("--b")
+        .arg(case.path("b.npy"))
+        .arg("--out")
+        .arg(case.path("c.npy"))
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn stats_of(out: &std::process::Output) -> serde_json::Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().last().expect("a stats line");
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON: {line}: {e}"))
+}
+
+#[test]
+fn rtl_and_golden_agree_with_the_model_on_any_shape() {
+    let case = Case::new();
+    let (m, k, n) = (13, 11, 6);
+    let (a, b) = operands(&case, m, k, n);
+    let expected = golden::matmul_int8(&a, &b, m, k, n);
+    for backend in [&["--golden"][..], &[][..]] {
+        let mut args = vec!["--rows", "4", "--cols", "3", "--stats"];
+        args.extend_from_slice(backend);
+        let out = run_matmul(&case, &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (shape, c) = read_i32(&case.path("c.npy"));
+        assert_eq!(shape, vec![m as u64, n as u64]);
+        assert_eq!(c, expected, "backend {backend:?}");
+        let s = stats_of(&out);
+        let cfg = config::MxuConfig::new(4, 3, config::ElemType::Int8).unwrap();
+        let timing = golden::MxuTiming::new(&cfg, m, k, n);
+        assert_eq!(s["rows"], 4);
+        assert_eq!(s["cols"], 3);
+        assert_eq!(s["dtype"], "int8");
+        assert_eq!(s["cycles"], timing.total_cycles());
+        assert_eq!(s["macs"], (m * k * n) as u64);
+        let u = s["utilization"].as_f64().unwrap();
+        assert!((u - timing.utilization()).abs() < 1e-12, "{u}");
+    }
+}
+
+/// Runs the CLI expecting a usage error: exit code 2, one line on stderr, no
+/// panic, and no output file.
+fn assert_rejected(case: &Case, extra: &[&str], expect_in_message: &str) {
+    let _ = std::fs::remove_file(case.path("c.npy"));
+    let out = run_matmul(case, extra);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected: {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains(expect_in_message),
+        "'{expect_in_message}' not in '{err}'"
+    );
+    assert!(
+        !case.path("c.npy").exists(),
+        "an output file was left behind"
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_exit_two_and_no_output() {
+    let case = Case::new();
+    operands(&case, 3, 4, 5);
+    assert_rejected(&case, &["--rows", "0"], "rows");
+    assert_rejected(&case, &["--cols", "0"], "cols");
+    assert_rejected(&case, &["--rows", "many"], "--rows");
+
+    // B with the wrong inner dimension.
+    write_npy(&case.path("b.npy"), &[3, 5], &[0i8; 15]);
+    assert_rejected(&case, &[], "shape mismatch");
+
+    // Wrong dtype, wrong rank, empty, not a .npy at all, missing.
+    write_npy(&case.path("b.npy"), &[4, 5], &[0f64; 20]);
+    assert_rejected(&case, &[], "int8");
+    write_npy(&case.path("b.npy"), &[20], &[0i8; 20]);
+    assert_rejected(&case, &[], "2-D");
+    write_npy(&case.path("b.npy"), &[4, 0], &[0i8; 0]);
+    assert_rejected(&case, &[], "at least 1");
+    std::fs::write(case.path("b.npy"), "not numpy").unwrap();
+    assert_rejected(&case, &[], "not a .npy file");
+    std::fs::remove_file(case.path("b.npy")).unwrap();
+    assert_rejected(&case, &[], "cannot read B");
+}
+
+#[test]
+fn a_failed_run_keeps_an_existing_output_intact() {
+    let case = Case::new();
+    operands(&case, 2, 2, 2);
+    let out = run_matmul(&case, &["--golden"]);
+    assert!(out.status.success());
+    let before = std::fs::read(case.path("c.npy")).unwrap();
+    write_npy(&case.path("b.npy"), &[3, 2], &[0i8; 6]);
+    let out = run_matmul(&case, &["--golden"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read(case.path("c.npy")).unwrap(), before);
+}
+
+#[test]
+fn column_major_input_is_read_as_its_values() {
+    // numpy's np.asfortranarray: same matrix, column-major bytes.
+    let case = Case::new();
+    let (m, k, n) = (3, 2, 2);
+    let (a, b) = operands(&case, m, k, n);
+    let mut file = std::fs::File::create(case.path("a.npy")).unwrap();
+    let mut w = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(&[m as u64, k as u64])
+        .order(npyz::Order::Fortran)
+        .writer(&mut file)
+        .begin_nd()
+        .unwrap();
+    for j in 0..k {
+        for i in 0..m {
+            w.push(&a[i * k + j]).unwrap();
+        }
+    }
+    w.finish().unwrap();
+    let out = run_matmul(&case, &["--golden"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        read_i32(&case.path("c.npy")).1,
+        golden::matmul_int8(&a, &b, m, k, n)
+    );
+}
