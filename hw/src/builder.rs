@@ -360,33 +360,6 @@ impl Expr {
         push_node(self.token, op, self.ty, vec![self.node(), amount.node()])
     }
 
-    /// Shift left by a variable amount; amounts >= width give zero.
-    #[track_caller]
-    pub fn shl(self, amount: Expr) -> Expr {
-        self.shift(amount, Op::Shl)
-    }
-
-    /// Shift right by a variable amount: arithmetic for signed values, logical
-    /// for unsigned ones. Amounts >= width give all sign bits / zero.
-    #[track_caller]
-    pub fn shr(self, amount: Expr) -> Expr {
-        self.shift(amount, Op::Shr)
-    }
-
-    /// Shift left by a constant.
-    #[track_caller]
-    pub fn shl_by(self, amount: u32) -> Expr {
-        let a = self.lit_of(Ty::u(32), amount);
-        self.shift(a, Op::Shl)
-    }
-
-    /// Shift right by a constant (arithmetic for signed values).
-    #[track_caller]
-    pub fn shr_by(self, amount: u32) -> Expr {
-        let a = self.lit_of(Ty::u(32), amount);
-        self.shift(a, Op::Shr)
-    }
-
     #[track_caller]
     fn reduce(self, op: Op) -> Expr {
         push_node(self.token, op, Ty::BOOL, vec![self.node()])
@@ -635,6 +608,46 @@ impl std::ops::Neg for Expr {
     }
 }
 
+/// `value << amount`: shift left by a variable unsigned amount; amounts >= the
+/// width give zero.
+impl std::ops::Shl<Expr> for Expr {
+    type Output = Expr;
+    #[track_caller]
+    fn shl(self, amount: Expr) -> Expr {
+        self.shift(amount, Op::Shl)
+    }
+}
+
+/// `value >> amount`: arithmetic for signed values, logical for unsigned ones.
+/// Amounts >= the width give all sign bits / zero.
+impl std::ops::Shr<Expr> for Expr {
+    type Output = Expr;
+    #[track_caller]
+    fn shr(self, amount: Expr) -> Expr {
+        self.shift(amount, Op::Shr)
+    }
+}
+
+/// `value << k` for a constant `k`.
+impl std::ops::Shl<u32> for Expr {
+    type Output = Expr;
+    #[track_caller]
+    fn shl(self, amount: u32) -> Expr {
+        let a = self.lit_of(Ty::u(32), amount);
+        self.shift(a, Op::Shl)
+    }
+}
+
+/// `value >> k` for a constant `k` (arithmetic for signed values).
+impl std::ops::Shr<u32> for Expr {
+    type Output = Expr;
+    #[track_caller]
+    fn shr(self, amount: u32) -> Expr {
+        let a = self.lit_of(Ty::u(32), amount);
+        self.shift(a, Op::Shr)
+    }
+}
+
 impl Reg {
     /// The register's current value.
     pub fn q(&self) -> Expr {
@@ -702,20 +715,8 @@ impl ModuleBuilder {
         BUILDING.with(|b| {
             b.borrow_mut().push(Building {
                 token,
-                def: ModuleDef {
-                    name: name.to_string(),
-                    params: Vec::new(),
-                    doc: String::new(),
-                    nodes: Vec::new(),
-                    signals: Vec::new(),
-                    ports: Vec::new(),
-                    instances: Vec::new(),
-                    arrays: Vec::new(),
-                    memories: Vec::new(),
-                    waivers: Vec::new(),
-                    has_clock: false,
-                    has_reset: false,
-                },
+                def: ModuleDef::empty(name),
+
                 names: BTreeSet::new(),
                 sig_nodes: Vec::new(),
             })
@@ -1425,26 +1426,7 @@ impl ModuleBuilder {
 
     /// Checks the definition is complete and returns it.
     pub fn finish(self) -> ModuleDef {
-        let mut def = self.with(|m| {
-            let def = std::mem::replace(
-                &mut m.def,
-                ModuleDef {
-                    name: String::new(),
-                    params: Vec::new(),
-                    doc: String::new(),
-                    nodes: Vec::new(),
-                    signals: Vec::new(),
-                    ports: Vec::new(),
-                    instances: Vec::new(),
-                    arrays: Vec::new(),
-                    memories: Vec::new(),
-                    waivers: Vec::new(),
-                    has_clock: false,
-                    has_reset: false,
-                },
-            );
-            def
-        });
+        let mut def = self.with(|m| std::mem::replace(&mut m.def, ModuleDef::empty("")));
         check_complete(&def, self.loc);
         let (clock, reset) = needs_clock_reset(&def);
         def.has_clock = clock;

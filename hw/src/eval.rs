@@ -298,7 +298,7 @@ fn self_bus_elem(def: &ModuleDef, src: &Node, lo: u32, width: u32) -> Option<usi
     let SigKind::Bus { elem, .. } = &def.signals[s].kind else {
         return None;
     };
-    (width == elem.width && lo % elem.width == 0).then_some((lo / elem.width) as usize)
+    (width == elem.width && lo.is_multiple_of(elem.width)).then_some((lo / elem.width) as usize)
 }
 
 impl Evaluator {
@@ -341,7 +341,7 @@ impl Evaluator {
         // Resolve aliases to the node that computes the value.
         let n = f.nodes.len();
         let mut target: Vec<usize> = (0..n).collect();
-        for i in 0..n {
+        for (i, resolved) in target.iter_mut().enumerate() {
             let mut t = i;
             let mut hops = 0;
             while let FOp::Alias(next) = &f.nodes[t].op {
@@ -362,7 +362,7 @@ impl Evaluator {
                     ));
                 }
             }
-            target[i] = t;
+            *resolved = t;
         }
         for node in &mut f.nodes {
             for a in &mut node.args {

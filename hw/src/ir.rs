@@ -238,6 +238,24 @@ pub struct ModuleDef {
 }
 
 impl ModuleDef {
+    /// A definition with nothing in it yet.
+    pub(crate) fn empty(name: &str) -> ModuleDef {
+        ModuleDef {
+            name: name.to_string(),
+            params: Vec::new(),
+            doc: String::new(),
+            nodes: Vec::new(),
+            signals: Vec::new(),
+            ports: Vec::new(),
+            instances: Vec::new(),
+            arrays: Vec::new(),
+            memories: Vec::new(),
+            waivers: Vec::new(),
+            has_clock: false,
+            has_reset: false,
+        }
+    }
+
     /// Finds a port by name.
     pub fn port(&self, name: &str) -> Option<(usize, &Signal)> {
         self.ports

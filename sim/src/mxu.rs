@@ -305,13 +305,13 @@ impl MxuDriver {
                 let mm = outputs_seen % m;
                 let (nt, kt) = tile_of(i);
                 let out = self.model.peek_wide(self.c_row);
-                for cc in 0..cols {
+                for (cc, &word) in out.iter().enumerate().take(cols) {
                     let nn = nt * cols + cc;
                     if nn >= n {
                         continue;
                     }
                     let slot = &mut c[mm * n + nn];
-                    *slot = slot.wrapping_add(out[cc] as i32);
+                    *slot = slot.wrapping_add(word as i32);
                     if let (Some(exp), true) = (expected, kt == k_tiles - 1) {
                         if exp[mm * n + nn] != *slot {
                             let got = *slot;

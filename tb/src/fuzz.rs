@@ -193,17 +193,17 @@ impl<R: Rng> Gen<'_, R> {
                 let aw = self.rng.gen_range(1..=70);
                 let amount = self.operand_like(Ty::u(aw));
                 if self.rng.gen_bool(0.5) {
-                    a.shl(amount)
+                    a << amount
                 } else {
-                    a.shr(amount)
+                    a >> amount
                 }
             }
             12 => {
                 let k = self.rng.gen_range(0..=ty.width + 3);
                 if self.rng.gen_bool(0.5) {
-                    a.shl_by(k)
+                    a << k
                 } else {
-                    a.shr_by(k)
+                    a >> k
                 }
             }
             13 => match self.rng.gen_range(0..3) {
@@ -374,7 +374,7 @@ pub fn random_design(rng: &mut impl Rng, size: FuzzSize) -> (Design, Rc<ModuleDe
         let k = random_const(&mut r, cell_ty);
         let y = match r.gen_range(0..4) {
             0 => x + k,
-            1 => (x ^ k).shr_by(1),
+            1 => (x ^ k) >> 1u32,
             2 => -x,
             _ => x * k,
         };
