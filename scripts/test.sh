@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Every check Systole has, in the order a failure is cheapest to read:
+# tools, formatting, lints, then all tests (numerics, the hw layer's fuzz
+# against Verilator and Icarus, RTL against golden, the CLIs, and lint /
+# Icarus / Yosys checks of every preset's Verilog).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-tools.sh
+echo "== verilator: $(verilator --version)"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo test --workspace
