@@ -43,7 +43,10 @@ pub struct EmittedFile {
 }
 
 /// Widest shift amount written as is; wider ones are saturated to this width.
-const SHIFT_AMOUNT_BITS: u32 = 32;
+/// 31, not 32: Verilator 5.006's constant folding reads a left-shift amount of
+/// 2^31 or more as negative (`8'hff << 32'hffffffff` folds to `8'h7f`), so no
+/// emitted amount may reach 2^31; any such amount exceeds every width anyway.
+const SHIFT_AMOUNT_BITS: u32 = 31;
 
 /// Name of the Verilator configuration file holding every lint waiver.
 pub const WAIVER_FILE: &str = "waivers.vlt";
@@ -203,12 +206,17 @@ impl<'a> Emitter<'a> {
             }
         }
         for m in &def.memories {
+            // Addresses are plain names: an index is self-determined, but
+            // Icarus 11 evaluates `mem[(a + 1)]` wider than `a` (reading past
+            // the end instead of wrapping).
             for w in &m.writes {
                 roots.extend([w.enable, w.addr, w.data]);
+                needs_name[w.addr] = true;
             }
             for r in &m.reads {
                 roots.extend(r.enable);
                 roots.push(r.addr);
+                needs_name[r.addr] = true;
             }
         }
         // Live nodes: reachable from a root through operands.
@@ -232,7 +240,10 @@ impl<'a> Emitter<'a> {
             }
             match node.op {
                 Op::Slice { .. } | Op::Sext => needs_name[node.args[0]] = true,
-                Op::Shl | Op::Shr if def.nodes[node.args[1]].ty.width > SHIFT_AMOUNT_BITS => {
+                Op::Shl | Op::Shr
+                    if def.nodes[node.args[1]].ty.width > SHIFT_AMOUNT_BITS
+                        && !matches!(def.nodes[node.args[1]].op, Op::Const(_)) =>
+                {
                     needs_name[node.args[1]] = true
                 }
                 Op::MulWide => {
@@ -378,22 +389,30 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// A shift amount. Amounts wider than 32 bits are saturated to 32 bits
-    /// (any amount >= 2^32 - 1 exceeds every value's width, so the result is
-    /// the same), because simulators handle wider shift amounts poorly.
+    /// A shift amount. Amounts wider than 31 bits are saturated to 31 bits
+    /// (any amount >= 2^31 - 1 exceeds every value's width, so the result is
+    /// the same), because simulators handle wider shift amounts poorly; see
+    /// [`SHIFT_AMOUNT_BITS`]. Constant amounts stay literals, clamped.
     fn shift_amount(&mut self, n: NodeId) -> String {
         let w = self.def.nodes[n].ty.width;
-        if w <= SHIFT_AMOUNT_BITS {
+        let b = SHIFT_AMOUNT_BITS;
+        let saturated = format!("{b}'h{:x}", (1u64 << b) - 1);
+        if let Op::Const(v) = &self.def.nodes[n].op {
+            if v.bits() > b as u64 {
+                return saturated;
+            }
+            return self.expr(n);
+        }
+        if w <= b {
             return self.expr(n);
         }
         let name = self.named(n);
-        let b = SHIFT_AMOUNT_BITS;
         let high = if w == b + 1 {
             format!("{name}[{b}]")
         } else {
             format!("(|{name}[{}:{b}])", w - 1)
         };
-        format!("({high} ? {b}'hffffffff : {name}[{}:0])", b - 1)
+        format!("({high} ? {saturated} : {name}[{}:0])", b - 1)
     }
 
     /// Node `n` extended to `width` bits by its own signedness, as an expression

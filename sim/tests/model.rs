@@ -454,11 +454,7 @@ fn trace_follows_the_environment() {
     let dir = temp_path("env-traces");
     std::fs::create_dir_all(&dir).unwrap();
     let output = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "traced_by_the_environment",
-            "--nocapture",
-        ])
+        .args(["--exact", "traced_by_the_environment", "--nocapture"])
         .env(CHILD_MARKER, "1")
         .env("SYSTOLE_TRACE", &dir)
         .output()

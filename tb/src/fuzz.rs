@@ -1,13 +1,26 @@
 //! Random designs for checking the `hw` layer: expression DAGs over every
 //! operator, widths 1..=130, both signednesses, shifts by amounts far beyond the
-//! width, the most negative values, registers with reset and enable, a child
-//! instance and a combinational chain of instances joined by a bus.
+//! width, the most negative values, registers with reset and enable, registers
+//! without reset, delay lines, a child instance, a combinational chain of
+//! instances joined by a bus, and a 2-D grid of registered cells joined by
+//! buses running east, south and west.
 //!
 //! The generator only uses the public builder API, so everything it builds is
 //! something a generator author could write. Every value it creates ends up in
 //! an output port, so no operation is optimised away before it is compared.
+//!
+//! Icarus starts every register at X, so the designs are built to be fully
+//! defined from a known cycle on ([`FuzzDesign::defined_from`]): registers with
+//! reset are reset in cycle 0; registers without reset take values computed
+//! from the top's inputs only (defined in cycle 0), so they hold defined values
+//! from cycle 1; delay lines without reset only feed outputs, from the cycle
+//! their last stage has been filled.
+//!
+//! The module also holds the harness that runs a design in the three
+//! simulators (the evaluator, Verilator, Icarus) and compares them cycle by cycle.
 
-use hw::{cat, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
+use crate::icarus::TestPorts;
+use hw::{cat, mux, Design, EmittedFile, Expr, ModuleBuilder, ModuleDef, Ty};
 use num_bigint::{BigInt, BigUint};
 use num_traits::One;
 use rand::seq::SliceRandom;
@@ -25,9 +38,16 @@ const EDGE_WIDTHS: &[u32] = &[
 pub struct FuzzSize {
     pub inputs: usize,
     pub operations: usize,
+    /// Registers with reset (and, half of them, an enable).
     pub registers: usize,
+    /// Registers without reset, fed from logic on the top's inputs only.
+    pub plain_registers: usize,
+    /// `hw::delay` lines of depth 0..=3, with or without reset.
+    pub delays: usize,
     /// Length of the chain of instances joined by a bus (0 = none).
     pub chain: u32,
+    /// Rows and columns of the grid of registered cells (0 = none).
+    pub grid: (u32, u32),
 }
 
 impl FuzzSize {
@@ -35,8 +55,20 @@ impl FuzzSize {
         inputs: 6,
         operations: 160,
         registers: 6,
+        plain_registers: 3,
+        delays: 4,
         chain: 3,
+        grid: (2, 3),
     };
+}
+
+/// A random design and the first cycle from which all its outputs are defined
+/// in a four-valued simulator.
+pub struct FuzzDesign {
+    pub design: Design,
+    pub top: Rc<ModuleDef>,
+    /// Compare outputs from this cycle on (>= 1: cycle 0 is the reset cycle).
+    pub defined_from: usize,
 }
 
 pub fn random_width(rng: &mut impl Rng) -> u32 {
@@ -158,6 +190,11 @@ impl<R: Rng> Gen<'_, R> {
         }
     }
 
+    fn next_name(&mut self, prefix: &str) -> String {
+        self.names += 1;
+        format!("{prefix}{}", self.names)
+    }
+
     fn operation(&mut self, m: &mut ModuleBuilder) {
         let a = self.pick();
         let ty = a.ty();
@@ -262,35 +299,81 @@ impl<R: Rng> Gen<'_, R> {
                 }
             }
             _ => {
-                self.names += 1;
-                m.wire(&format!("w{}", self.names), a)
+                let name = self.next_name("w");
+                m.wire(&name, a)
             }
         };
         self.add(e);
     }
+
+    /// A delay reset value for a `width`-bit line, weighted to the edges.
+    fn delay_reset(&mut self) -> i64 {
+        match self.rng.gen_range(0..5) {
+            0 => 0,
+            1 => -1,
+            2 => 1,
+            3 => i64::MIN,
+            _ => self.rng.gen(),
+        }
+    }
 }
 
-/// Builds random logic into `m`: inputs, `ops` operations, `regs` registers,
-/// and output ports for every value nothing else uses.
+/// What [`random_logic`] builds besides the random operations.
+struct LogicSpec<'a> {
+    size: FuzzSize,
+    /// Values of the module (usually its fixed input ports) added to the pool.
+    extra_inputs: &'a [Expr],
+    /// Output ports that must exist with a given type: (name, type, registered).
+    fixed_outputs: &'a [(&'a str, Ty, bool)],
+    /// Whether this module's inputs are defined in cycle 0 (only the top's
+    /// are): then registers and delay lines without reset are allowed.
+    inputs_defined_in_cycle_0: bool,
+}
+
+/// Builds random logic into `m`: inputs, operations, registers, delay lines,
+/// the fixed outputs, and output ports for every value nothing else uses.
+/// Returns the first cycle from which every output is defined.
 fn random_logic(
     rng: &mut impl Rng,
     m: &mut ModuleBuilder,
-    extra_inputs: &[Expr],
-    size: FuzzSize,
+    spec: LogicSpec,
     mut hook: impl FnMut(&mut ModuleBuilder, &mut dyn FnMut() -> Expr) -> Vec<Expr>,
-) {
+) -> usize {
+    let size = spec.size;
     let mut g = Gen {
         rng,
         pool: Vec::new(),
         unused: Vec::new(),
         names: 0,
     };
+    let mut defined_from = 1;
+    // Values that only reach outputs (defined later than cycle 1).
+    let mut late: Vec<Expr> = Vec::new();
     for i in 0..size.inputs {
         let ty = random_ty(g.rng);
         let e = m.input(&format!("in{i}_i"), ty);
         g.add(e);
     }
-    for e in extra_inputs {
+    let unreset = spec.inputs_defined_in_cycle_0 && !g.pool.is_empty();
+    if unreset && size.plain_registers > 0 {
+        // Logic on the inputs alone (the pool holds nothing else yet), then
+        // registers without reset fed from it: defined from cycle 1.
+        for _ in 0..size.plain_registers * 3 {
+            g.operation(m);
+        }
+        let mut plain = Vec::new();
+        for i in 0..size.plain_registers {
+            let ty = random_ty(g.rng);
+            let r = m.reg(&format!("p{i}"), ty);
+            let v = g.operand_like(ty);
+            m.set_next(r, v);
+            plain.push(r.q());
+        }
+        for q in plain {
+            g.add(q);
+        }
+    }
+    for e in spec.extra_inputs {
         g.add(*e);
     }
     let mut regs = Vec::new();
@@ -301,7 +384,25 @@ fn random_logic(
         regs.push(r);
         g.add(r.q());
     }
-    for _ in 0..size.operations / 2 {
+    let half = size.operations / 2;
+    for _ in 0..half / 2 {
+        g.operation(m);
+    }
+    for i in 0..size.delays {
+        let a = g.pick();
+        let depth = g.rng.gen_range(0..=3u32);
+        let with_reset = !unreset || g.rng.gen_bool(0.5);
+        let reset = with_reset.then(|| g.delay_reset());
+        let d = hw::delay(m, &format!("dl{i}"), a, depth, reset);
+        if with_reset || depth == 0 {
+            g.add(d);
+        } else {
+            // The input is defined from cycle 1, so stage k from cycle k + 2.
+            defined_from = defined_from.max(depth as usize + 1);
+            late.push(d);
+        }
+    }
+    for _ in half / 2..half {
         g.operation(m);
     }
     // Hierarchy in the middle, so its inputs and outputs mix with the rest.
@@ -312,7 +413,7 @@ fn random_logic(
     for e in produced {
         g.add(e);
     }
-    for _ in size.operations / 2..size.operations {
+    for _ in half..size.operations {
         g.operation(m);
     }
     for r in regs {
@@ -323,9 +424,25 @@ fn random_logic(
             m.set_enable(r, en);
         }
     }
+    for &(name, ty, registered) in spec.fixed_outputs {
+        let v = g.operand_like(ty);
+        if registered {
+            let reset = random_const(g.rng, ty);
+            let r = m.reg_reset(&format!("{}_r", name.trim_end_matches("_o")), ty, reset);
+            m.set_next(r, v);
+            if g.rng.gen_bool(0.3) {
+                let en = g.one_bit();
+                m.set_enable(r, en);
+            }
+            m.output(name, r.q());
+        } else {
+            m.output(name, v);
+        }
+    }
     // Every unused value reaches an output, grouped into ports of <= 256 bits.
     let mut unused = std::mem::take(&mut g.unused);
     unused.dedup();
+    unused.extend(late);
     let mut outputs = 0;
     let mut group: Vec<Expr> = Vec::new();
     let flush = |m: &mut ModuleBuilder, group: &mut Vec<Expr>, outputs: &mut usize| {
@@ -342,34 +459,53 @@ fn random_logic(
         group.push(e);
     }
     flush(m, &mut group, &mut outputs);
-    if outputs == 0 {
+    if outputs == 0 && spec.fixed_outputs.is_empty() {
         let e = g.pick();
         m.output("out0_o", e);
     }
+    defined_from
+}
+
+fn seeded(seed: u64) -> rand_chacha::ChaCha8Rng {
+    <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(seed)
 }
 
 /// A random design: a top module with random logic that instantiates a random
-/// child once and a chain of `size.chain` combinational cells through a bus.
-pub fn random_design(rng: &mut impl Rng, size: FuzzSize) -> (Design, Rc<ModuleDef>) {
+/// child once, a chain of `size.chain` combinational cells through a bus, and
+/// a `size.grid` array of registered cells.
+pub fn random_design(rng: &mut impl Rng, size: FuzzSize) -> FuzzDesign {
     let mut design = Design::new();
     // The child: random logic with registers, two inputs of fixed types.
     let child_size = FuzzSize {
         inputs: 2,
         operations: size.operations / 4,
         registers: 2,
+        plain_registers: 0,
+        delays: size.delays.min(2),
         chain: 0,
+        grid: (0, 0),
     };
     let child_seed: u64 = rng.gen();
     let child = design.define("fuzz_child", &[], |_, m| {
-        let mut r = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(child_seed);
-        random_logic(&mut r, m, &[], child_size, |_, _| Vec::new());
+        let mut r = seeded(child_seed);
+        let spec = LogicSpec {
+            size: child_size,
+            extra_inputs: &[],
+            fixed_outputs: &[],
+            inputs_defined_in_cycle_0: false,
+        };
+        random_logic(&mut r, m, spec, |_, _| Vec::new());
     });
     // A combinational cell with one input and one output of the same type, so
     // instances can be chained element to element through a bus.
-    let cell_ty = random_ty(rng);
+    let cell_ty = if rng.gen_bool(0.2) {
+        Ty::new(1, rng.gen_bool(0.5))
+    } else {
+        random_ty(rng)
+    };
     let cell_seed: u64 = rng.gen();
     let cell = design.define("fuzz_cell", &[], |_, m| {
-        let mut r = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(cell_seed);
+        let mut r = seeded(cell_seed);
         let x = m.input("x_i", cell_ty);
         let k = random_const(&mut r, cell_ty);
         let y = match r.gen_range(0..4) {
@@ -380,11 +516,58 @@ pub fn random_design(rng: &mut impl Rng, size: FuzzSize) -> (Design, Rc<ModuleDe
         };
         m.output("y_o", y);
     });
+    // A grid cell: x flows east and y south (each combinational or registered),
+    // z flows west and is always registered, so no combinational path runs
+    // around a pair of neighbours; k is broadcast to every cell.
+    let (rows, cols) = size.grid;
+    let gx = random_ty(rng);
+    let gy = if rng.gen_bool(0.5) {
+        Ty::new(1, rng.gen_bool(0.5))
+    } else {
+        random_ty(rng)
+    };
+    let gz = random_ty(rng);
+    let gk = random_ty(rng);
+    let (x_reg, y_reg) = (rng.gen_bool(0.3), rng.gen_bool(0.3));
+    let grid_seed: u64 = rng.gen();
+    let grid_cell = (rows > 0 && cols > 0).then(|| {
+        design.define("fuzz_grid_cell", &[], |_, m| {
+            let mut r = seeded(grid_seed);
+            let ins = [
+                m.input("x_i", gx),
+                m.input("y_i", gy),
+                m.input("z_i", gz),
+                m.input("k_i", gk),
+            ];
+            let spec = LogicSpec {
+                size: FuzzSize {
+                    inputs: 0,
+                    operations: 24,
+                    registers: 2,
+                    plain_registers: 0,
+                    delays: 1,
+                    chain: 0,
+                    grid: (0, 0),
+                },
+                extra_inputs: &ins,
+                fixed_outputs: &[("x_o", gx, x_reg), ("y_o", gy, y_reg), ("z_o", gz, true)],
+                inputs_defined_in_cycle_0: false,
+            };
+            random_logic(&mut r, m, spec, |_, _| Vec::new());
+        })
+    });
     let top_seed: u64 = rng.gen();
     let chain = size.chain;
+    let mut defined_from = 1;
     let top = design.define("fuzz_top", &[], |_, m| {
-        let mut r = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(top_seed);
-        random_logic(&mut r, m, &[], size, |m, pick| {
+        let mut r = seeded(top_seed);
+        let spec = LogicSpec {
+            size,
+            extra_inputs: &[],
+            fixed_outputs: &[],
+            inputs_defined_in_cycle_0: true,
+        };
+        defined_from = random_logic(&mut r, m, spec, |m, pick| {
             let mut produced = Vec::new();
             let u = m.instance("u_child", &child);
             for p in ["in0_i", "in1_i"] {
@@ -409,10 +592,81 @@ pub fn random_design(rng: &mut impl Rng, size: FuzzSize) -> (Design, Rc<ModuleDe
                 produced.push(m.bus_read(bus, &[chain]));
                 produced.push(m.bus_read(bus, &[chain / 2]));
             }
+            if let Some(gc) = &grid_cell {
+                produced.extend(grid(m, gc, rows, cols, pick));
+            }
             produced
         });
     });
-    (design, top)
+    FuzzDesign {
+        design,
+        top,
+        defined_from,
+    }
+}
+
+/// Instantiates the grid: buses `gx` ([rows][cols+1], east), `gy`
+/// ([rows+1][cols], south) and `gz` ([rows][cols+1], west, stored in reverse
+/// column order so its indices have negative coefficients), one bus per extra
+/// output of the cell; the parent drives the grid's edges and reads the far
+/// edges and every extra output.
+fn grid(
+    m: &mut ModuleBuilder,
+    cell: &Rc<ModuleDef>,
+    rows: u32,
+    cols: u32,
+    pick: &mut dyn FnMut() -> Expr,
+) -> Vec<Expr> {
+    let ty = |p: &str| cell.port(p).unwrap().1.ty;
+    let xs = m.bus("gx", ty("x_i"), &[rows, cols + 1]);
+    let ys = m.bus("gy", ty("y_i"), &[rows + 1, cols]);
+    let zs = m.bus("gz", ty("z_i"), &[rows, cols + 1]);
+    // Drive the edges before anything reads the grid's outputs.
+    for r in 0..rows {
+        let v = pick();
+        m.bus_drive(xs, &[r, 0], fit_plain(v, ty("x_i")));
+        let v = pick();
+        m.bus_drive(zs, &[r, 0], fit_plain(v, ty("z_i")));
+    }
+    for c in 0..cols {
+        let v = pick();
+        m.bus_drive(ys, &[0, c], fit_plain(v, ty("y_i")));
+    }
+    let k = pick();
+    let k = fit_plain(k, ty("k_i"));
+    let g = m.instance_array("grid", cell, &[("row", rows), ("col", cols)]);
+    let (row, col) = (g.var(0), g.var(1));
+    let c = cols as i64;
+    m.array_connect(g, "x_i", xs, &[row.clone(), col.clone()]);
+    m.array_connect(g, "x_o", xs, &[row.clone(), col.clone() + 1]);
+    m.array_connect(g, "y_i", ys, &[row.clone(), col.clone()]);
+    m.array_connect(g, "y_o", ys, &[row.clone() + 1, col.clone()]);
+    // Cell (r, c) reads the west-flowing value of column c + 1 (stored at
+    // cols - c - 1) and drives column c (stored at cols - c).
+    m.array_connect(g, "z_i", zs, &[row.clone(), col.clone() * -1 + (c - 1)]);
+    m.array_connect(g, "z_o", zs, &[row.clone(), col.clone() * -1 + c]);
+    m.array_broadcast(g, "k_i", k);
+    let mut produced = Vec::new();
+    for r in 0..rows {
+        produced.push(m.bus_read(xs, &[r, cols]));
+        produced.push(m.bus_read(zs, &[r, cols]));
+    }
+    for c in 0..cols {
+        produced.push(m.bus_read(ys, &[rows, c]));
+    }
+    for (name, dir, pty) in cell.port_list() {
+        if dir != hw::Dir::Out || ["x_o", "y_o", "z_o"].contains(&name.as_str()) {
+            continue;
+        }
+        let bus = m.bus(&format!("grid_{name}"), pty, &[rows, cols]);
+        m.array_connect(g, &name, bus, &[row.clone(), col.clone()]);
+        for r in 0..rows {
+            for c in 0..cols {
+                produced.push(m.bus_read(bus, &[r, c]));
+            }
+        }
+    }
+    produced
 }
 
 /// `e` converted to `ty` deterministically (for connections).
@@ -427,4 +681,128 @@ fn fit_plain(e: Expr, ty: Ty) -> Expr {
     } else {
         v.as_unsigned()
     }
+}
+
+// ---------------------------------------------------------------------------
+// Running a design in the evaluator, Verilator and Icarus.
+
+/// Outputs of the evaluator in every cycle: inputs applied, settled, outputs
+/// sampled, then the clock edge (the convention of the other two runners).
+pub fn run_evaluator(
+    top: &ModuleDef,
+    ports: &TestPorts,
+    stimulus: &[Vec<BigUint>],
+) -> Vec<Vec<BigUint>> {
+    let mut e = hw::Evaluator::new(top).unwrap_or_else(|e| panic!("evaluator: {e}"));
+    stimulus
+        .iter()
+        .map(|inputs| {
+            for ((name, _), v) in ports.inputs.iter().zip(inputs) {
+                e.set(name, v);
+            }
+            e.eval();
+            let out = ports.outputs.iter().map(|(name, _)| e.get(name)).collect();
+            e.step();
+            out
+        })
+        .collect()
+}
+
+fn to_words(v: &BigUint, width: u32) -> Vec<u32> {
+    let mut words = v.to_u32_digits();
+    words.resize(width.div_ceil(32) as usize, 0);
+    words
+}
+
+/// Outputs of the Verilator model of `files` in every cycle, or the model's
+/// build error. `extra_args` are added to Verilator's command line (warnings
+/// random logic legitimately triggers).
+pub fn run_verilator(
+    files: &[EmittedFile],
+    top: &ModuleDef,
+    ports: &TestPorts,
+    stimulus: &[Vec<BigUint>],
+    label: &str,
+    extra_args: &[&str],
+) -> Result<Vec<Vec<Option<BigUint>>>, String> {
+    let mut spec = sim::from_hw::model_spec(files, top);
+    spec.verilator_args
+        .extend(extra_args.iter().map(|a| a.to_string()));
+    let mut model = sim::Model::build(&spec, label).map_err(|e| e.to_string())?;
+    let ins: Vec<_> = ports
+        .inputs
+        .iter()
+        .map(|(n, _)| model.port(n).unwrap())
+        .collect();
+    let outs: Vec<_> = ports
+        .outputs
+        .iter()
+        .map(|(n, _)| model.port(n).unwrap())
+        .collect();
+    Ok(stimulus
+        .iter()
+        .map(|inputs| {
+            for ((p, (_, w)), v) in ins.iter().zip(&ports.inputs).zip(inputs) {
+                model.poke_wide(*p, &to_words(v, *w));
+            }
+            model.eval();
+            let out = outs
+                .iter()
+                .map(|p| Some(BigUint::from_slice(&model.peek_wide(*p))))
+                .collect();
+            model.step();
+            out
+        })
+        .collect())
+}
+
+/// Whether a Verilator error is one of Verilator's own internal errors (an
+/// assertion inside Verilator, a Verilator bug whatever its input), as opposed
+/// to an error about the design.
+pub fn is_verilator_internal_error(error: &str) -> bool {
+    error.contains("%Error: Internal Error:")
+}
+
+/// Compares `actual` (from simulator `what`; `None` for X/Z) with the
+/// evaluator's `expected` outputs from cycle `from` on.
+pub fn compare_outputs(
+    what: &str,
+    ports: &TestPorts,
+    expected: &[Vec<BigUint>],
+    actual: &[Vec<Option<BigUint>>],
+    from: usize,
+) -> Result<(), String> {
+    if expected.len() != actual.len() {
+        return Err(format!(
+            "{what} ran {} cycles, the evaluator {}",
+            actual.len(),
+            expected.len()
+        ));
+    }
+    for cycle in from..expected.len() {
+        for (o, (name, _)) in ports.outputs.iter().enumerate() {
+            if Some(&expected[cycle][o]) != actual[cycle][o].as_ref() {
+                let got = match &actual[cycle][o] {
+                    Some(v) => format!("{v:x}"),
+                    None => "X/Z".into(),
+                };
+                return Err(format!(
+                    "{what} differs from the evaluator in cycle {cycle}, output {name}: \
+                     evaluator {:x}, {what} {got}",
+                    expected[cycle][o]
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes `files` to `<temp>/<folder>` for inspection and returns the path.
+pub fn dump_files(files: &[EmittedFile], folder: &str) -> String {
+    let dir = std::env::temp_dir().join(folder);
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in files {
+        std::fs::write(dir.join(&f.name), &f.text).unwrap();
+    }
+    dir.display().to_string()
 }

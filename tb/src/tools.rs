@@ -90,6 +90,9 @@ pub struct SynthReport {
 }
 
 /// Yosys `synth` of the design; fails if any latch is inferred.
+///
+/// Memories are counted after the coarse step (as `$mem*` cells), since the
+/// fine step of a generic `synth` maps every memory to flip-flops.
 pub fn yosys_synth(files: &[EmittedFile], top: &str) -> Result<SynthReport, String> {
     let dir = write_temp(files);
     let sources: Vec<String> = verilog_paths(dir.path(), files)
@@ -97,10 +100,11 @@ pub fn yosys_synth(files: &[EmittedFile], top: &str) -> Result<SynthReport, Stri
         .map(|p| p.display().to_string())
         .collect();
     let script = format!(
-        "read_verilog {}; synth -top {top}; \
-         tee -o {stat} stat; \
+        "read_verilog {}; synth -top {top} -run :fine; tee -o {coarse} stat; \
+         synth -top {top} -run fine:; tee -o {stat} stat; \
          select -assert-none t:$dlatch* t:$_DLATCH* t:$sr t:$_SR* t:$dlatchsr t:$_DLATCHSR*",
         sources.join(" "),
+        coarse = dir.path().join("coarse.txt").display(),
         stat = dir.path().join("stat.txt").display()
     );
     let log = run(
@@ -108,22 +112,26 @@ pub fn yosys_synth(files: &[EmittedFile], top: &str) -> Result<SynthReport, Stri
         "yosys synth",
     )?;
     let stat = std::fs::read_to_string(dir.path().join("stat.txt")).unwrap_or_default();
+    let coarse = std::fs::read_to_string(dir.path().join("coarse.txt")).unwrap_or_default();
     // The top-level (flattened-count) section comes last in `stat` output.
-    let count = |pattern: &dyn Fn(&str) -> bool| -> u64 {
+    // Cell types start with `$`; the section also lists module instance
+    // counts (`child 4`), which are not cells.
+    let count_in = |stat: &str, pattern: &dyn Fn(&str) -> bool| -> u64 {
         let section = stat
             .rsplit("=== design hierarchy ===")
             .next()
-            .unwrap_or(&stat);
+            .unwrap_or(stat);
         section
             .lines()
             .filter_map(|l| {
                 let mut it = l.split_whitespace();
                 let name = it.next()?;
                 let n = it.next()?.parse::<u64>().ok()?;
-                pattern(name).then_some(n)
+                (name.starts_with('$') && pattern(name)).then_some(n)
             })
             .sum()
     };
+    let count = |pattern: &dyn Fn(&str) -> bool| count_in(&stat, pattern);
     let cells = {
         let section = stat
             .rsplit("=== design hierarchy ===")
@@ -143,7 +151,7 @@ pub fn yosys_synth(files: &[EmittedFile], top: &str) -> Result<SynthReport, Stri
         cells,
         flip_flops: count(&|n| n.contains("DFF") || n.contains("dff")),
         latches,
-        memories: count(&|n| n.starts_with("$mem")),
-        log: format!("{log}{stat}"),
+        memories: count_in(&coarse, &|n| n.starts_with("$mem")),
+        log: format!("{log}{coarse}{stat}"),
     })
 }

@@ -1,16 +1,35 @@
 //! The `hw` emitter against the `hw` evaluator: random designs are emitted as
 //! Verilog and simulated by Icarus Verilog and Verilator; every output must
-//! equal the evaluator's in every cycle.
+//! equal the evaluator's in every cycle from the one where all are defined.
 
-use hw::{emit_design, Evaluator, Header};
+use hw::{emit_design, Header};
 use num_bigint::BigUint;
 use rand::Rng;
-use tb::fuzz::{random_bits, random_design, FuzzSize};
+use tb::fuzz::{
+    compare_outputs, dump_files, is_verilator_internal_error, random_bits, random_design,
+    run_evaluator, run_verilator, FuzzDesign, FuzzSize,
+};
 use tb::icarus::{self, TestPorts};
 use tb::seed::rng_for;
 
-const ROUNDS: usize = 3;
+/// Icarus-only rounds (cheap); the Verilator test builds a model per round.
+const ROUNDS: usize = 8;
 const CYCLES: usize = 60;
+
+/// Warnings that random logic legitimately triggers under Verilator.
+const VERILATOR_ARGS: &[&str] = &[
+    // A chain of combinational cells through one bus vector is legal logic
+    // that Verilator would merely evaluate less efficiently.
+    "-Wno-UNOPTFLAT",
+    // Random logic compares against constants that make the result constant.
+    "-Wno-UNSIGNED",
+    "-Wno-CMPCONST",
+    // Verilator 5.006's data-flow optimizer (DFG) miscompiles some signed
+    // comparisons in inlined instances (seed 301 here: `tmp9 >= 0` with
+    // `tmp9 == 0` evaluated to 0; right with -O0, -fno-dfg, -fno-inline or
+    // -fno-const; Icarus agrees with the evaluator). Not an `hw` issue.
+    "-fno-dfg",
+];
 
 /// Per-cycle inputs: reset in cycle 0 (so all three simulators start from the
 /// same state; Icarus starts registers at X), and now and then later.
@@ -32,118 +51,61 @@ fn stimulus(rng: &mut impl Rng, ports: &TestPorts) -> Vec<Vec<BigUint>> {
         .collect()
 }
 
-fn evaluate(top: &hw::ModuleDef, ports: &TestPorts, stim: &[Vec<BigUint>]) -> Vec<Vec<BigUint>> {
-    let mut e = Evaluator::new(top).expect("random designs have no combinational loop");
-    stim.iter()
-        .map(|inputs| {
-            for ((name, _), v) in ports.inputs.iter().zip(inputs) {
-                e.set(name, v);
+/// Runs one random design in the evaluator, Icarus and (if `verilator`)
+/// Verilator and compares them.
+fn check_round(rng: &mut impl Rng, label: &str, size: FuzzSize, verilator: bool) {
+    let FuzzDesign {
+        design,
+        top,
+        defined_from,
+    } = random_design(rng, size);
+    let header = Header {
+        generator: "hw fuzz".into(),
+        params: vec![("round".into(), label.into())],
+    };
+    let files = emit_design(&design, &top, &header);
+    let ports = TestPorts::of(&top);
+    let stim = stimulus(rng, &ports);
+    let fail = |e: String| -> ! {
+        panic!(
+            "{label}: {e}; design written to {}",
+            dump_files(&files, label)
+        )
+    };
+    let expected = run_evaluator(&top, &ports, &stim);
+    if verilator {
+        match run_verilator(&files, &top, &ports, &stim, "hw_fuzz", VERILATOR_ARGS) {
+            Ok(by_verilator) => {
+                compare_outputs("Verilator", &ports, &expected, &by_verilator, defined_from)
+                    .unwrap_or_else(|e| fail(e))
             }
-            e.eval();
-            let out = ports.outputs.iter().map(|(name, _)| e.get(name)).collect();
-            e.step();
-            out
-        })
-        .collect()
-}
-
-fn compare(
-    what: &str,
-    ports: &TestPorts,
-    expected: &[Vec<BigUint>],
-    actual: &[Vec<Option<BigUint>>],
-    dump: &dyn Fn() -> String,
-) {
-    // Cycle 0 is the reset cycle, where Icarus still shows X registers.
-    for cycle in 1..expected.len() {
-        for (o, (name, _)) in ports.outputs.iter().enumerate() {
-            if Some(&expected[cycle][o]) != actual[cycle][o].as_ref() {
-                let got = match &actual[cycle][o] {
-                    Some(v) => format!("{v:x}"),
-                    None => "X/Z".into(),
-                };
-                panic!(
-                    "{what} differs from the evaluator in cycle {cycle}, output {name}: \
-                     evaluator {:x}, {what} {got}; design written to {}",
-                    expected[cycle][o],
-                    dump()
-                );
+            // Verilator 5.006 asserts on some legal designs, e.g. `^(~x)` of
+            // a 128-bit port connected to `{{127{1'b0}}, b}` and used as an
+            // enable ("Reduction over single bit value should have been
+            // folded"). That is Verilator's bug; Icarus still checks the round.
+            Err(e) if is_verilator_internal_error(&e) => {
+                println!("{label}: NOT compared under Verilator, internal error: {e}")
             }
+            Err(e) => fail(e),
         }
     }
+    let by_icarus = icarus::run(&files, &top, &stim).unwrap_or_else(|e| fail(e));
+    compare_outputs("Icarus", &ports, &expected, &by_icarus, defined_from)
+        .unwrap_or_else(|e| fail(e));
 }
 
 #[test]
 fn emitted_verilog_matches_the_evaluator() {
     let mut rng = rng_for("emitted_verilog_matches_the_evaluator");
     for round in 0..ROUNDS {
-        let (design, top) = random_design(&mut rng, FuzzSize::DEFAULT);
-        let header = Header {
-            generator: "hw fuzz".into(),
-            params: vec![("round".into(), round.to_string())],
+        let label = format!("systole-fuzz-round{round}");
+        // Grids of every shape up to 3x3, rows and columns 1 included.
+        let size = FuzzSize {
+            grid: (rng.gen_range(1..=3), rng.gen_range(1..=3)),
+            ..FuzzSize::DEFAULT
         };
-        let files = emit_design(&design, &top, &header);
-        let ports = TestPorts::of(&top);
-        let stim = stimulus(&mut rng, &ports);
-        let dump = || {
-            let dir = std::env::temp_dir().join(format!("systole-fuzz-round{round}"));
-            std::fs::create_dir_all(&dir).unwrap();
-            for f in &files {
-                std::fs::write(dir.join(&f.name), &f.text).unwrap();
-            }
-            dir.display().to_string()
-        };
-        let expected = evaluate(&top, &ports, &stim);
-        let by_icarus =
-            icarus::run(&files, &top, &stim).unwrap_or_else(|e| panic!("{e}; {}", dump()));
-        compare("Icarus", &ports, &expected, &by_icarus, &dump);
+        check_round(&mut rng, &label, size, false);
     }
-}
-
-fn to_words(v: &BigUint, width: u32) -> Vec<u32> {
-    let mut words = v.to_u32_digits();
-    words.resize(width.div_ceil(32) as usize, 0);
-    words
-}
-
-fn verilate(
-    files: &[hw::EmittedFile],
-    top: &hw::ModuleDef,
-    ports: &TestPorts,
-    stim: &[Vec<BigUint>],
-) -> Vec<Vec<Option<BigUint>>> {
-    let mut spec = sim::from_hw::model_spec(files, top);
-    // A chain of combinational cells through one bus vector is legal logic that
-    // Verilator would merely evaluate less efficiently.
-    spec.verilator_args.push("-Wno-UNOPTFLAT".into());
-    // Random logic compares against constants that make the result constant.
-    spec.verilator_args.push("-Wno-UNSIGNED".into());
-    spec.verilator_args.push("-Wno-CMPCONST".into());
-    let mut model = sim::Model::build(&spec, "hw_fuzz").unwrap_or_else(|e| panic!("{e}"));
-    let ins: Vec<_> = ports
-        .inputs
-        .iter()
-        .map(|(n, _)| model.port(n).unwrap())
-        .collect();
-    let outs: Vec<_> = ports
-        .outputs
-        .iter()
-        .map(|(n, _)| model.port(n).unwrap())
-        .collect();
-    stim.iter()
-        .map(|inputs| {
-            for ((p, (_, w)), v) in ins.iter().zip(&ports.inputs).zip(inputs) {
-                model.poke_wide(*p, &to_words(v, *w));
-            }
-            model.eval();
-            let out = outs
-                .iter()
-                .map(|p| Some(BigUint::from_slice(&model.peek_wide(*p))))
-                .collect();
-            model.step();
-            out
-        })
-        .collect()
 }
 
 #[test]
@@ -155,27 +117,7 @@ fn verilated_verilog_matches_the_evaluator() {
             operations: 400,
             ..FuzzSize::DEFAULT
         };
-        let (design, top) = random_design(&mut rng, size);
-        let header = Header {
-            generator: "hw fuzz".into(),
-            params: vec![("round".into(), round.to_string())],
-        };
-        let files = emit_design(&design, &top, &header);
-        let ports = TestPorts::of(&top);
-        let stim = stimulus(&mut rng, &ports);
-        let dump = || {
-            let dir = std::env::temp_dir().join(format!("systole-fuzz-verilator-round{round}"));
-            std::fs::create_dir_all(&dir).unwrap();
-            for f in &files {
-                std::fs::write(dir.join(&f.name), &f.text).unwrap();
-            }
-            dir.display().to_string()
-        };
-        let expected = evaluate(&top, &ports, &stim);
-        let by_verilator = verilate(&files, &top, &ports, &stim);
-        compare("Verilator", &ports, &expected, &by_verilator, &dump);
-        let by_icarus =
-            icarus::run(&files, &top, &stim).unwrap_or_else(|e| panic!("{e}; {}", dump()));
-        compare("Icarus", &ports, &expected, &by_icarus, &dump);
+        let label = format!("systole-fuzz-verilator-round{round}");
+        check_round(&mut rng, &label, size, true);
     }
 }
