@@ -947,8 +947,8 @@ impl ModuleBuilder {
         });
     }
 
-    /// A bus of `dims` elements of type `elem` (row-major), emitted as one flat
-    /// vector. Each element must be driven exactly once, by [`bus_drive`]
+    /// A bus of `dims` elements of type `elem` (row-major), emitted as an array
+    /// of nets (one per element). Each element must be driven exactly once, by [`bus_drive`]
     /// (Self::bus_drive) or by an instance array's output.
     #[track_caller]
     pub fn bus(&mut self, name: &str, elem: Ty, dims: &[u32]) -> Bus {

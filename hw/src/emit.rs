@@ -349,6 +349,9 @@ impl<'a> Emitter<'a> {
             }
             Op::Slice { lo } => {
                 let src_ty = self.def.nodes[args[0]].ty;
+                if let Some(element) = self.bus_element(args[0], *lo, ty.width) {
+                    return element;
+                }
                 let name = self.named(args[0]);
                 if *lo == 0 && ty.width == src_ty.width {
                     if src_ty.signed {
@@ -387,6 +390,24 @@ impl<'a> Emitter<'a> {
                 format!("({s} ? {a} : {b})")
             }
         }
+    }
+
+    /// `bus[k]` if node `n` reads a bus and `[lo +: width]` is its element k.
+    /// Buses are only ever read element by element (the builder has no other
+    /// way to read one).
+    fn bus_element(&self, n: NodeId, lo: u32, width: u32) -> Option<String> {
+        let Op::Sig(s) = self.def.nodes[n].op else {
+            return None;
+        };
+        let SigKind::Bus { elem, .. } = &self.def.signals[s].kind else {
+            return None;
+        };
+        assert!(
+            width == elem.width && lo.is_multiple_of(elem.width),
+            "bus '{}' read across elements",
+            self.def.signals[s].name
+        );
+        Some(format!("{}[{}]", self.sig_names[s], lo / elem.width))
     }
 
     /// A shift amount. Amounts wider than 31 bits are saturated to 31 bits
@@ -465,18 +486,17 @@ impl<'a> Emitter<'a> {
                 SigKind::InstOut { .. } => decls.push(decl("wire", s.ty, &s.name)),
                 SigKind::MemRead { .. } => decls.push(decl("reg", s.ty, &s.name)),
                 SigKind::Bus { elem, drives, .. } => {
-                    decls.push(decl("wire", s.ty, &s.name));
+                    // An array of nets, one per element: simulators then keep
+                    // each element a plain value instead of slicing one wide
+                    // vector for every access.
+                    let count = s.ty.width / elem.width;
+                    let r = decl_range(elem.with_signed(false));
+                    let sep = if r.is_empty() { "" } else { " " };
+                    decls.push(format!("  wire {r}{sep}{} [0:{}];", s.name, count - 1));
                     for (flat, n) in drives {
-                        let lo = flat * elem.width as u64;
                         let v = self.bits(*n);
-                        let sel = if elem.width == 1 && s.ty.width == 1 {
-                            String::new()
-                        } else if elem.width == 1 {
-                            format!("[{lo}]")
-                        } else {
-                            format!("[{}:{lo}]", lo + elem.width as u64 - 1)
-                        };
-                        self.body.push(format!("  assign {}{sel} = {v};", s.name));
+                        self.body
+                            .push(format!("  assign {}[{flat}] = {v};", s.name));
                     }
                 }
                 SigKind::Input | SigKind::Wire { driver: None } => {}
@@ -597,13 +617,13 @@ impl<'a> Emitter<'a> {
                 ArrayConn::Broadcast(n) => self.expr(*n),
                 ArrayConn::Bus { bus, index } => {
                     let s = &self.def.signals[*bus];
-                    let SigKind::Bus { elem, dims, .. } = &s.kind else {
+                    let SigKind::Bus { dims, .. } = &s.kind else {
                         unreachable!()
                     };
-                    // Flat bit offset = sum(coeff_k * var_k) + offset, scaled.
+                    // Flat element index = sum(coeff_k * var_k) + offset.
                     let mut coeffs = vec![0i64; vars.len()];
                     let mut offset = 0i64;
-                    let mut stride = elem.width as i64;
+                    let mut stride = 1i64;
                     for (a, &d) in index.iter().zip(dims).rev() {
                         for (k, c) in a.coeffs.iter().enumerate() {
                             coeffs[k] += c * stride;
@@ -619,27 +639,21 @@ impl<'a> Emitter<'a> {
                             c => terms.push(format!("({} * {c})", vars[k])),
                         }
                     }
-                    let mut idx = if terms.is_empty() {
-                        offset.to_string()
-                    } else {
-                        let mut t = terms.join(" + ");
-                        if offset > 0 {
-                            t = format!("{t} + {offset}");
-                        } else if offset < 0 {
-                            t = format!("{t} - {}", -offset);
-                        }
-                        t
+                    // One operator per parenthesis, like every other expression.
+                    let mut idx: Option<String> = None;
+                    for t in terms {
+                        idx = Some(match idx {
+                            None => t,
+                            Some(acc) => format!("({acc} + {t})"),
+                        });
+                    }
+                    let idx = match (idx, offset) {
+                        (None, o) => o.to_string(),
+                        (Some(acc), 0) => acc,
+                        (Some(acc), o) if o > 0 => format!("({acc} + {o})"),
+                        (Some(acc), o) => format!("({acc} - {})", -o),
                     };
-                    if terms.len() + usize::from(offset != 0) > 1 {
-                        idx = format!("({idx})");
-                    }
-                    if s.ty.width == elem.width {
-                        s.name.clone()
-                    } else if elem.width == 1 {
-                        format!("{}[{idx}]", s.name)
-                    } else {
-                        format!("{}[{idx} +: {}]", s.name, elem.width)
-                    }
+                    format!("{}[{idx}]", s.name)
                 }
             };
             conns.push((port.clone(), v));

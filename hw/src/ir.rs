@@ -125,8 +125,10 @@ pub enum SigKind {
     InstOut { inst: usize, port: usize },
     /// The registered data of a synchronous memory read port.
     MemRead { mem: usize, port: usize },
-    /// A flat vector made of `dims` elements of type `elem`, each driven separately
-    /// (by the parent or by an instance array), read through element slices.
+    /// `dims` elements of type `elem` (row-major), each driven separately (by the
+    /// parent or by an instance array). In the IR its value is the elements
+    /// concatenated, read only through element-aligned slices; the emitter writes
+    /// it as an array of nets.
     Bus {
         elem: Ty,
         dims: Vec<u32>,

@@ -18,8 +18,8 @@
 //!   enable. **Memories** have synchronous read ports so synthesis infers block RAM.
 //! - **Definitions are interned** by name and parameters in a [`Design`], so an
 //!   array of 65,536 PEs holds one PE definition. **Instance arrays** connect
-//!   ports to elements of flat buses through affine indices and are emitted as
-//!   generate loops, keeping the Verilog of a 256x256 array small.
+//!   ports to elements of buses (arrays of nets) through affine indices and are
+//!   emitted as generate loops, keeping the Verilog of a 256x256 array small.
 //! - **The emitted Verilog** is deterministic, one file per module, ANSI ports
 //!   (`_i`/`_o`), every compound expression parenthesised, sized literals,
 //!   `$signed` where signedness matters, no keyword as a name; lint waivers go to

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-/// The widest value the layer accepts. Generous enough for the flat buses that
+/// The widest value the layer accepts. Generous enough for the buses that
 /// connect a 1024x1024 array, small enough to catch a runaway width computation.
 pub const MAX_WIDTH: u32 = 1 << 24;
 

@@ -24,11 +24,8 @@ const VERILATOR_ARGS: &[&str] = &[
     // Random logic compares against constants that make the result constant.
     "-Wno-UNSIGNED",
     "-Wno-CMPCONST",
-    // Verilator 5.006's data-flow optimizer (DFG) miscompiles some signed
-    // comparisons in inlined instances (seed 301 here: `tmp9 >= 0` with
-    // `tmp9 == 0` evaluated to 0; right with -O0, -fno-dfg, -fno-inline or
-    // -fno-const; Icarus agrees with the evaluator). Not an `hw` issue.
-    "-fno-dfg",
+    // (sim builds every model with -fno-dfg: Verilator 5.006's data-flow
+    // optimizer miscompiled a comparison in seed 301 of this test.)
 ];
 
 /// Per-cycle inputs: reset in cycle 0 (so all three simulators start from the
