@@ -25,6 +25,7 @@
 
 pub mod mxu;
 pub mod numerics;
+pub mod vectors;
 
 pub use mxu::{matmul_bf16, matmul_cycles, matmul_int8, utilization, MxuTiming};
 pub use numerics::{

@@ -31,6 +31,7 @@ mod design;
 pub mod emit;
 mod error;
 mod eval;
+pub mod fp;
 pub mod ir;
 mod names;
 mod ty;
