@@ -198,7 +198,8 @@ pub fn fp32_add_stage2(m: &mut ModuleBuilder, s: &AddStage1) -> Expr {
     let right = cat(&[sum.slice(2, 26), sum.bit(1) | sum.bit(0)]);
     let (left, zeros) = normalize_left(m, sum.slice(0, 27));
     let norm = mux(carry, right, left); // 27 bits, leading one at bit 26
-    let exp = s.exp.zext(10).as_signed() + carry.zext(10).as_signed() - zeros.zext(10).as_signed();
+    let exp_big = s.exp.zext(10).as_signed();
+    let exp = mux(carry, exp_big + 1, exp_big - zeros.zext(10).as_signed());
 
     let sig = norm.slice(3, 24);
     let guard = norm.bit(2);

@@ -1,0 +1,331 @@
+//! The floating-point units in RTL (Verilator) against the golden numerics:
+//! every row of the reference vector files, the full cross product of special
+//! classes, and over a million random operand pairs per unit, weighted towards
+//! the hard cases. The evaluator runs a smaller sample as a second opinion.
+
+use golden::vectors::{hex16, hex32, read_vectors};
+use hw::{Design, Evaluator, Ty};
+use rand::Rng;
+use sim::Model;
+use std::rc::Rc;
+use tb::seed::rng_for;
+
+/// Adder pipeline depth under test (the MXU's PE uses the two-stage adder).
+const ADD_LATENCY: u32 = 2;
+
+/// A top with the pipelined adder and the (combinational) multiplier side by side.
+fn units() -> (Design, Rc<hw::ModuleDef>) {
+    let mut d = Design::new();
+    let add = hw::fp::fp32_add(&mut d, ADD_LATENCY);
+    let mul = hw::fp::bf16_mul(&mut d);
+    let top = d.define("fp_units", &[], |_, m| {
+        let a = m.input("a_i", Ty::u(32));
+        let b = m.input("b_i", Ty::u(32));
+        let x = m.input("x_i", Ty::u(16));
+        let y = m.input("y_i", Ty::u(16));
+        let u = m.instance("u_add", &add);
+        m.connect(u, "a_i", a);
+        m.connect(u, "b_i", b);
+        let sum = m.inst_output(u, "sum_o");
+        m.output("sum_o", sum);
+        let v = m.instance("u_mul", &mul);
+        m.connect(v, "a_i", x);
+        m.connect(v, "b_i", y);
+        let p = m.inst_output(v, "p_o");
+        m.output("p_o", p);
+    });
+    (d, top)
+}
+
+/// The units under Verilator, with a streaming interface.
+struct Rtl {
+    model: Model,
+    ports: [sim::PortId; 6],
+}
+
+impl Rtl {
+    fn new() -> Rtl {
+        let (d, top) = units();
+        let files = hw::emit_design(&d, &top, &hw::Header::default());
+        let model = Model::build(&sim::from_hw::model_spec(&files, &top), "fp_units")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let p = |n: &str| model.port(n).unwrap();
+        let ports = [p("a_i"), p("b_i"), p("x_i"), p("y_i"), p("sum_o"), p("p_o")];
+        Rtl { model, ports }
+    }
+
+    /// Sums of all pairs, streamed one pair per cycle through the pipeline.
+    fn add_all(&mut self, pairs: &[(u32, u32)]) -> Vec<u32> {
+        let [a, b, _, _, sum, _] = self.ports;
+        let lat = ADD_LATENCY as usize;
+        let mut out = Vec::with_capacity(pairs.len());
+        for cycle in 0..pairs.len() + lat {
+            let (x, y) = pairs.get(cycle).copied().unwrap_or((0, 0));
+            self.model.poke(a, x as u64);
+            self.model.poke(b, y as u64);
+            self.model.eval();
+            if cycle >= lat {
+                out.push(self.model.peek(sum) as u32);
+            }
+            self.model.step();
+        }
+        out
+    }
+
+    fn mul_all(&mut self, pairs: &[(u16, u16)]) -> Vec<u32> {
+        let [_, _, x, y, _, p] = self.ports;
+        pairs
+            .iter()
+            .map(|&(u, v)| {
+                self.model.poke(x, u as u64);
+                self.model.poke(y, v as u64);
+                self.model.eval();
+                self.model.peek(p) as u32
+            })
+            .collect()
+    }
+}
+
+/// Fails with the first few differences.
+fn compare<T: std::fmt::Debug>(what: &str, inputs: &[T], got: &[u32], want: impl Fn(&T) -> u32) {
+    let bad: Vec<String> = inputs
+        .iter()
+        .zip(got)
+        .filter(|(i, g)| want(i) != **g)
+        .take(10)
+        .map(|(i, g)| format!("{i:x?}: RTL {g:08x}, golden {:08x}", want(i)))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{what}: {} of {} differ, e.g.\n  {}",
+        inputs
+            .iter()
+            .zip(got)
+            .filter(|(i, g)| want(i) != **g)
+            .count(),
+        inputs.len(),
+        bad.join("\n  ")
+    );
+}
+
+/// fp32 patterns of every class, including the edges of each.
+fn special_f32() -> Vec<u32> {
+    vec![
+        0x0000_0000,
+        0x8000_0000, // zeros
+        0x0000_0001,
+        0x8000_0001,
+        0x007F_FFFF,
+        0x807F_FFFF,
+        0x0040_0000, // subnormals
+        0x0080_0000,
+        0x8080_0000,
+        0x0080_0001,
+        0x00FF_FFFF, // smallest normals
+        0x3F80_0000,
+        0xBF80_0000,
+        0x3F80_0001,
+        0x3FFF_FFFF,
+        0x4000_0000,
+        0x3F7F_FFFF,
+        0x4B80_0000,
+        0x4B7F_FFFF,
+        0x3300_0000,
+        0x3380_0000, // 2^24, 2^-25 ties
+        0x7F7F_FFFF,
+        0xFF7F_FFFF,
+        0x7F7F_FFFE,
+        0x7F00_0000, // largest finite
+        0x7F80_0000,
+        0xFF80_0000, // infinities
+        0x7FC0_0000,
+        0xFFC0_0000,
+        0x7F80_0001,
+        0xFFFF_FFFF,
+        0x7FBF_FFFF, // NaNs
+    ]
+}
+
+fn special_bf16() -> Vec<u16> {
+    vec![
+        0x0000, 0x8000, 0x0001, 0x807F, 0x0040, // zeros, subnormals
+        0x0080, 0x8080, 0x00FF, 0x3F80, 0xBF80, 0x3FFF, 0x4000, 0x3F81, // normals
+        0x7F7F, 0xFF7F, 0x7F00, 0x1F80, 0x2000, 0x5F80, 0x6000, // under/overflow edges
+        0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, // inf, NaN
+    ]
+}
+
+/// Random fp32 operands weighted towards specials, nearby exponents (to
+/// exercise cancellation and ties) and the extremes of the exponent range.
+fn random_f32_pair(rng: &mut impl Rng, specials: &[u32]) -> (u32, u32) {
+    let any = |rng: &mut dyn rand::RngCore| -> u32 { rng.next_u32() };
+    let a = match rng.gen_range(0..10) {
+        0 => specials[rng.gen_range(0..specials.len())],
+        _ => any(rng),
+    };
+    let b = match rng.gen_range(0..10) {
+        0 => specials[rng.gen_range(0..specials.len())],
+        // Same exponent region, either sign: cancellation and carries.
+        1..=3 => {
+            let exp = ((a >> 23) & 0xff) as i32 + rng.gen_range(-2..=2);
+            let exp = exp.clamp(0, 255) as u32;
+            (rng.gen::<u32>() & 0x807F_FFFF) | (exp << 23)
+        }
+        // Exactly the negation, or off by one ulp.
+        4 => (a ^ 0x8000_0000).wrapping_add(rng.gen_range(0..=2)),
+        // Short significands: exact ties after alignment.
+        5 => (rng.gen::<u32>() & 0xFF80_0000) | (rng.gen::<u32>() & 0x0040_0000),
+        _ => any(rng),
+    };
+    (a, b)
+}
+
+#[test]
+fn adder_matches_every_reference_vector() {
+    let mut rtl = Rtl::new();
+    let add: Vec<(u32, u32)> = read_vectors("f32_add.tsv", 3)
+        .iter()
+        .map(|r| (hex32(&r.fields[0]), hex32(&r.fields[1])))
+        .collect();
+    let want: Vec<u32> = read_vectors("f32_add.tsv", 3)
+        .iter()
+        .map(|r| hex32(&r.fields[2]))
+        .collect();
+    let got = rtl.add_all(&add);
+    assert_eq!(got.len(), want.len());
+    for (i, ((a, b), (g, w))) in add.iter().zip(got.iter().zip(&want)).enumerate() {
+        assert_eq!(
+            g, w,
+            "f32_add.tsv row {i}: {a:08x} + {b:08x}: RTL {g:08x}, expected {w:08x}"
+        );
+    }
+    // a - b is a + (-b) under every rule of the contract.
+    let rows = read_vectors("f32_sub.tsv", 3);
+    let pairs: Vec<(u32, u32)> = rows
+        .iter()
+        .map(|r| (hex32(&r.fields[0]), hex32(&r.fields[1]) ^ 0x8000_0000))
+        .collect();
+    let got = rtl.add_all(&pairs);
+    for (r, g) in rows.iter().zip(&got) {
+        let w = hex32(&r.fields[2]);
+        assert_eq!(
+            *g, w,
+            "f32_sub.tsv line {}: RTL {g:08x}, expected {w:08x}",
+            r.line
+        );
+    }
+}
+
+#[test]
+fn multiplier_matches_every_reference_vector() {
+    let mut rtl = Rtl::new();
+    let rows = read_vectors("bf16_mul.tsv", 3);
+    let pairs: Vec<(u16, u16)> = rows
+        .iter()
+        .map(|r| (hex16(&r.fields[0]), hex16(&r.fields[1])))
+        .collect();
+    let got = rtl.mul_all(&pairs);
+    for (r, g) in rows.iter().zip(&got) {
+        let w = hex32(&r.fields[2]);
+        assert_eq!(
+            *g, w,
+            "bf16_mul.tsv line {}: RTL {g:08x}, expected {w:08x}",
+            r.line
+        );
+    }
+}
+
+#[test]
+fn mac_chains_match_the_reference_vectors() {
+    // s = +0; s = add32(s, mul(a_k, b_k)): each step waits for the previous sum.
+    let mut rtl = Rtl::new();
+    for r in read_vectors("bf16_mac_chain.tsv", 3) {
+        let a: Vec<u16> = r.fields[0].split(',').map(hex16).collect();
+        let b: Vec<u16> = r.fields[1].split(',').map(hex16).collect();
+        let products = rtl.mul_all(&a.iter().copied().zip(b.iter().copied()).collect::<Vec<_>>());
+        let mut s = 0u32;
+        for p in products {
+            s = rtl.add_all(&[(s, p)])[0];
+        }
+        let w = hex32(&r.fields[2]);
+        assert_eq!(
+            s, w,
+            "bf16_mac_chain.tsv line {}: RTL {s:08x}, expected {w:08x}",
+            r.line
+        );
+    }
+}
+
+#[test]
+fn special_classes_cross_product() {
+    let mut rtl = Rtl::new();
+    let s = special_f32();
+    let pairs: Vec<(u32, u32)> = s
+        .iter()
+        .flat_map(|&a| s.iter().map(move |&b| (a, b)))
+        .collect();
+    let got = rtl.add_all(&pairs);
+    compare("add specials", &pairs, &got, |&(a, b)| golden::add32(a, b));
+    let s = special_bf16();
+    let pairs: Vec<(u16, u16)> = s
+        .iter()
+        .flat_map(|&a| s.iter().map(move |&b| (a, b)))
+        .collect();
+    let got = rtl.mul_all(&pairs);
+    compare("mul specials", &pairs, &got, |&(a, b)| {
+        golden::bf16_mul(a, b)
+    });
+}
+
+#[test]
+fn a_million_random_additions_and_products() {
+    let mut rng = rng_for("a_million_random_additions_and_products");
+    let mut rtl = Rtl::new();
+    let specials = special_f32();
+    let pairs: Vec<(u32, u32)> = (0..1 << 20)
+        .map(|_| random_f32_pair(&mut rng, &specials))
+        .collect();
+    let got = rtl.add_all(&pairs);
+    compare("random add", &pairs, &got, |&(a, b)| golden::add32(a, b));
+
+    let specials = special_bf16();
+    let pairs: Vec<(u16, u16)> = (0..1 << 20)
+        .map(|_| {
+            let pick = |rng: &mut rand_chacha::ChaCha8Rng| {
+                if rng.gen_range(0..8) == 0 {
+                    specials[rng.gen_range(0..specials.len())]
+                } else {
+                    rng.gen()
+                }
+            };
+            (pick(&mut rng), pick(&mut rng))
+        })
+        .collect();
+    let got = rtl.mul_all(&pairs);
+    compare("random mul", &pairs, &got, |&(a, b)| golden::bf16_mul(a, b));
+}
+
+#[test]
+fn the_evaluator_agrees_on_a_sample() {
+    // A second opinion that does not go through the emitter or Verilator.
+    let mut rng = rng_for("the_evaluator_agrees_on_a_sample");
+    let (_, top) = units();
+    let mut e = Evaluator::new(&top).unwrap();
+    let specials = special_f32();
+    for _ in 0..3000 {
+        let (a, b) = random_f32_pair(&mut rng, &specials);
+        let (x, y): (u16, u16) = (rng.gen(), rng.gen());
+        e.set_int("a_i", a as i128);
+        e.set_int("b_i", b as i128);
+        e.set_int("x_i", x as i128);
+        e.set_int("y_i", y as i128);
+        e.eval();
+        let p: u32 = e.get("p_o").try_into().unwrap();
+        assert_eq!(p, golden::bf16_mul(x, y), "{x:04x} * {y:04x}");
+        for _ in 0..ADD_LATENCY {
+            e.step();
+        }
+        let s: u32 = e.get("sum_o").try_into().unwrap();
+        assert_eq!(s, golden::add32(a, b), "{a:08x} + {b:08x}");
+    }
+}
