@@ -168,6 +168,9 @@ fn stimulus(rng: &mut impl Rng, ports: &TestPorts) -> Vec<Vec<BigUint>> {
     for cycle in 0..INIT + 1 + RANDOM {
         // One address per memory this cycle that several ports share often.
         let mut hot: BTreeMap<&str, u64> = BTreeMap::new();
+        // Every fourth random cycle all ports of a memory collide on purpose,
+        // so same-address cases happen whatever the seed.
+        let collide = cycle > INIT && cycle % 4 == 0;
         let row = ports
             .inputs
             .iter()
@@ -184,6 +187,8 @@ fn stimulus(rng: &mut impl Rng, ports: &TestPorts) -> Vec<Vec<BigUint>> {
                     "re" if cycle < INIT => 0,
                     // First random cycle: every read port reads once.
                     "re" if cycle == INIT => 1,
+                    "we" | "re" if collide => 1,
+                    "wa" | "ra" | "a" if collide => hot,
                     "we" | "re" => rng.gen_bool(0.6) as u64,
                     "wa" | "ra" | "a" if rng.gen_bool(0.5) => hot,
                     "wa" | "ra" | "a" => rng.gen::<u64>() & mask,
