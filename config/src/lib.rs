@@ -12,6 +12,9 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// The accumulator depths the generators accept (rows of C results each).
+pub const ACC_ROWS_RANGE: std::ops::RangeInclusive<u32> = 2..=65536;
+
 /// The largest array dimension the generators accept. 1024 is four times the
 /// TPUv1 array; larger arrays are refused rather than silently taking hours.
 pub const MAX_ARRAY_DIM: u32 = 1024;
@@ -34,16 +37,19 @@ impl std::error::Error for ConfigError {}
 pub enum ElemType {
     /// int8 x int8 products summed in int32 with wraparound.
     Int8,
+    /// bf16 x bf16 products summed in fp32 (FTZ-RNE, `numerics.md`).
+    Bf16,
 }
 
 impl ElemType {
     /// Every element type, in a fixed order (for CLIs and test matrices).
-    pub const ALL: [ElemType; 1] = [ElemType::Int8];
+    pub const ALL: [ElemType; 2] = [ElemType::Int8, ElemType::Bf16];
 
     /// The lowercase name used on command lines, in TOML and in module names.
     pub fn name(self) -> &'static str {
         match self {
             ElemType::Int8 => "int8",
+            ElemType::Bf16 => "bf16",
         }
     }
 
@@ -51,14 +57,13 @@ impl ElemType {
     pub fn operand_bits(self) -> u32 {
         match self {
             ElemType::Int8 => 8,
+            ElemType::Bf16 => 16,
         }
     }
 
-    /// Bits of one accumulator / result element.
+    /// Bits of one accumulator / result element (int32 or fp32).
     pub fn result_bits(self) -> u32 {
-        match self {
-            ElemType::Int8 => 32,
-        }
+        32
     }
 }
 
@@ -93,19 +98,34 @@ pub struct MxuConfig {
     rows: u32,
     cols: u32,
     dtype: ElemType,
+    acc_rows: u32,
 }
 
 impl MxuConfig {
-    /// The configuration `gen` emits when given no flags: an 8x8 int8 array,
-    /// small enough for hobbyist FPGAs and fast to simulate.
+    /// The configuration `gen` emits when given no flags: an 8x8 int8 array
+    /// with 256 accumulator rows, small enough for hobbyist FPGAs and fast to
+    /// simulate.
     pub const DEFAULT: MxuConfig = MxuConfig {
         rows: 8,
         cols: 8,
         dtype: ElemType::Int8,
+        acc_rows: 256,
     };
 
-    /// A validated configuration: `1 <= rows, cols <= MAX_ARRAY_DIM`.
+    /// A validated configuration with the default accumulator depth:
+    /// `1 <= rows, cols <= MAX_ARRAY_DIM`.
     pub fn new(rows: u32, cols: u32, dtype: ElemType) -> Result<Self, ConfigError> {
+        MxuConfig::with_acc_rows(rows, cols, dtype, MxuConfig::DEFAULT.acc_rows)
+    }
+
+    /// A validated configuration; `acc_rows` must be a power of two in
+    /// [`ACC_ROWS_RANGE`].
+    pub fn with_acc_rows(
+        rows: u32,
+        cols: u32,
+        dtype: ElemType,
+        acc_rows: u32,
+    ) -> Result<Self, ConfigError> {
         for (name, value) in [("rows", rows), ("cols", cols)] {
             if value == 0 || value > MAX_ARRAY_DIM {
                 return Err(ConfigError(format!(
@@ -113,7 +133,19 @@ impl MxuConfig {
                 )));
             }
         }
-        Ok(MxuConfig { rows, cols, dtype })
+        if !ACC_ROWS_RANGE.contains(&acc_rows) || !acc_rows.is_power_of_two() {
+            return Err(ConfigError(format!(
+                "MXU acc_rows must be a power of two between {} and {}, got {acc_rows}",
+                ACC_ROWS_RANGE.start(),
+                ACC_ROWS_RANGE.end()
+            )));
+        }
+        Ok(MxuConfig {
+            rows,
+            cols,
+            dtype,
+            acc_rows,
+        })
     }
 
     /// Array rows R: the K extent of one weight tile.
@@ -131,16 +163,24 @@ impl MxuConfig {
         self.dtype
     }
 
+    /// Rows of the accumulator memory (each holds C results): the largest M
+    /// one pass of a matmul can produce.
+    pub fn acc_rows(&self) -> u32 {
+        self.acc_rows
+    }
+
     /// Parameters as (name, value) pairs, in a fixed order, for file headers and logs.
     pub fn params(&self) -> Vec<(String, String)> {
         vec![
             ("dtype".to_string(), self.dtype.to_string()),
             ("rows".to_string(), self.rows.to_string()),
             ("cols".to_string(), self.cols.to_string()),
+            ("acc_rows".to_string(), self.acc_rows.to_string()),
         ]
     }
 
-    /// Parses the TOML form, e.g. `rows = 16`, `cols = 16`, `dtype = "int8"`, with
+    /// Parses the TOML form, e.g. `rows = 16`, `cols = 16`, `dtype = "int8"`,
+    /// `acc_rows = 512`, with
     /// missing keys taken from [`MxuConfig::DEFAULT`]. Unknown keys are an error so
     /// that a typo is not silently ignored.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
@@ -163,7 +203,11 @@ impl Default for MxuConfig {
 
 impl fmt::Display for MxuConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}x{}", self.dtype, self.rows, self.cols)
+        write!(
+            f,
+            "{} {}x{} ({} accumulator rows)",
+            self.dtype, self.rows, self.cols, self.acc_rows
+        )
     }
 }
 
@@ -174,15 +218,17 @@ struct RawMxuConfig {
     rows: Option<u32>,
     cols: Option<u32>,
     dtype: Option<ElemType>,
+    acc_rows: Option<u32>,
 }
 
 impl RawMxuConfig {
     fn validate(self) -> Result<MxuConfig, ConfigError> {
         let d = MxuConfig::DEFAULT;
-        MxuConfig::new(
+        MxuConfig::with_acc_rows(
             self.rows.unwrap_or(d.rows),
             self.cols.unwrap_or(d.cols),
             self.dtype.unwrap_or(d.dtype),
+            self.acc_rows.unwrap_or(d.acc_rows),
         )
     }
 }
@@ -214,11 +260,15 @@ mod tests {
         assert!(MxuConfig::new(4, 0, ElemType::Int8).is_err());
         assert!(MxuConfig::new(MAX_ARRAY_DIM + 1, 4, ElemType::Int8).is_err());
         assert!(MxuConfig::new(1, MAX_ARRAY_DIM, ElemType::Int8).is_ok());
+        assert!(MxuConfig::with_acc_rows(4, 4, ElemType::Bf16, 100).is_err());
+        assert!(MxuConfig::with_acc_rows(4, 4, ElemType::Bf16, 1).is_err());
+        assert!(MxuConfig::with_acc_rows(4, 4, ElemType::Bf16, 1 << 17).is_err());
+        assert!(MxuConfig::with_acc_rows(4, 4, ElemType::Bf16, 64).is_ok());
     }
 
     #[test]
     fn toml_round_trips_and_defaults_fill_missing_keys() {
-        let c = MxuConfig::new(3, 5, ElemType::Int8).unwrap();
+        let c = MxuConfig::with_acc_rows(3, 5, ElemType::Bf16, 64).unwrap();
         assert_eq!(MxuConfig::from_toml(&c.to_toml()).unwrap(), c);
         let partial = MxuConfig::from_toml("rows = 16").unwrap();
         assert_eq!((partial.rows(), partial.cols()), (16, 8));
@@ -232,6 +282,7 @@ mod tests {
             "dtype = \"fp64\"",
             "rows = \"x\"",
             "[[[",
+            "acc_rows = 3",
         ] {
             let err = MxuConfig::from_toml(bad).unwrap_err().to_string();
             assert!(!err.contains('\n'), "{bad}: {err}");

@@ -23,10 +23,13 @@ struct Args {
     /// Array columns C (the N direction). Overrides the config file.
     #[arg(long, value_name = "C")]
     cols: Option<u32>,
-    /// Element type. Overrides the config file.
+    /// Element type: int8 or bf16. Overrides the config file.
     #[arg(long, value_name = "TYPE", value_parser = parse_dtype)]
     dtype: Option<ElemType>,
-    /// A saved configuration (TOML with `rows`, `cols`, `dtype`); flags override it.
+    /// Accumulator rows (a power of two, 2..=65536). Overrides the config file.
+    #[arg(long, value_name = "N")]
+    acc_rows: Option<u32>,
+    /// A saved configuration (TOML with `rows`, `cols`, `dtype`, `acc_rows`); flags override it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 }
@@ -69,10 +72,11 @@ fn run(args: &Args) -> Result<(), String> {
         }
         None => MxuConfig::DEFAULT,
     };
-    let cfg = MxuConfig::new(
+    let cfg = MxuConfig::with_acc_rows(
         args.rows.unwrap_or(base.rows()),
         args.cols.unwrap_or(base.cols()),
         args.dtype.unwrap_or(base.dtype()),
+        args.acc_rows.unwrap_or(base.acc_rows()),
     )
     .map_err(|e| e.to_string())?;
 

@@ -160,10 +160,11 @@ pub fn fp32_add_stage1(m: &mut ModuleBuilder, a: Expr, b: Expr) -> AddStage1 {
     );
     let special = nan | da.inf | db.inf | da.zero | db.zero;
 
-    // Both operands are normal from here on.
+    // Both operands are normal from here on. Only the larger one's sign
+    // matters, so the smaller one is taken without it.
     let swap = b.slice(0, 31).is_gt(a.slice(0, 31));
     let big = mux(swap, b, a);
-    let small = mux(swap, a, b);
+    let small = mux(swap, a.slice(0, 31), b.slice(0, 31));
     let one = m.lit(Ty::BOOL, 1);
     let guard_bits = m.lit(Ty::u(3), 0);
     let big_sig = cat(&[one, big.slice(0, 23), guard_bits]); // 27 bits
@@ -193,23 +194,24 @@ pub fn fp32_add_stage1(m: &mut ModuleBuilder, a: Expr, b: Expr) -> AddStage1 {
 pub fn fp32_add_stage2(m: &mut ModuleBuilder, s: &AddStage1) -> Expr {
     let sum = s.sum;
     let carry = sum.msb();
-    // With a carry the value shifts right by one (the dropped bit joins the
-    // sticky bit); otherwise it shifts left until bit 26 holds the leading one.
-    let right = cat(&[sum.slice(2, 26), sum.bit(1) | sum.bit(0)]);
+    // The normalised significand without its leading one (26 bits: 23 fraction
+    // bits, guard, round, sticky). With a carry the sum shifts right by one (the
+    // dropped bit joins the sticky bit); otherwise it shifts left until the
+    // leading one would be at bit 26.
+    let right = cat(&[sum.slice(2, 25), sum.bit(1) | sum.bit(0)]);
     let (left, zeros) = normalize_left(m, sum.slice(0, 27));
-    let norm = mux(carry, right, left); // 27 bits, leading one at bit 26
+    let norm = mux(carry, right, left);
     let exp_big = s.exp.zext(10).as_signed();
     let exp = mux(carry, exp_big + 1, exp_big - zeros.zext(10).as_signed());
 
-    let sig = norm.slice(3, 24);
+    let frac = norm.slice(3, 23);
     let guard = norm.bit(2);
     let rest = norm.bit(1) | norm.bit(0);
-    let round_up = guard & (rest | sig.bit(0));
-    let rounded = sig.zext(25) + round_up.zext(25);
-    // Rounding up from 1.11..1 gives 10.00..0: one more exponent step, and the
-    // fraction bits are already all zero.
-    let exp = exp + rounded.msb().zext(10).as_signed();
-    let frac = rounded.slice(0, 23);
+    let round_up = guard & (rest | frac.bit(0));
+    // Rounding up from 1.11..1 gives 10.00..0: the fraction wraps to zero and
+    // the exponent takes one more step.
+    let frac = frac + round_up.zext(23);
+    let exp = exp + (frac.is_eq(0) & round_up).zext(10).as_signed();
 
     let sign = s.sign;
     let finite = cat(&[sign, exp.trunc(8).as_unsigned(), frac]);
@@ -233,11 +235,11 @@ pub fn fp32_add_stage2(m: &mut ModuleBuilder, s: &AddStage1) -> Expr {
 }
 
 /// Shifts `x` left until its most significant bit is set (if `x` is not zero),
-/// by binary search over shift distances; returns the shifted value and the
-/// distance.
+/// by binary search over shift distances. Returns the shifted value without
+/// that leading bit (one bit narrower than `x`) and the distance.
 fn normalize_left(m: &mut ModuleBuilder, x: Expr) -> (Expr, Expr) {
     let w = x.width();
-    let steps: Vec<u32> = [16u32, 8, 4, 2, 1].into_iter().filter(|&k| k < w).collect();
+    let steps: Vec<u32> = [16u32, 8, 4, 2].into_iter().filter(|&k| k < w).collect();
     let mut v = x;
     let mut distance = m.lit(Ty::u(5), 0);
     for k in steps {
@@ -245,7 +247,15 @@ fn normalize_left(m: &mut ModuleBuilder, x: Expr) -> (Expr, Expr) {
         v = mux(top_clear, v << k, v);
         distance = mux(top_clear, distance + k, distance);
     }
-    (v, distance)
+    // The last one-bit step drops the leading bit instead of keeping it.
+    let top_clear = v.msb().is_eq(0);
+    let zero = m.lit(Ty::BOOL, 0);
+    let low = mux(
+        top_clear,
+        cat(&[v.slice(0, w - 2), zero]),
+        v.slice(0, w - 1),
+    );
+    (low, mux(top_clear, distance + 1, distance))
 }
 
 /// The whole adder as combinational logic.

@@ -22,22 +22,24 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// C = A x B on the MXU. A is [M,K], B is [K,N]; any M, K, N >= 1 (the tool
-    /// tiles them onto the R x C array). int8 inputs give an int32 C.
+    /// tiles them onto the R x C array). int8 A and B give an int32 C; bf16 A
+    /// and B (uint16 arrays of bf16 bit patterns) give a float32 C, which
+    /// depends on R as numerics.md says.
     Matmul(MatmulArgs),
 }
 
 #[derive(clap::Args, Debug)]
 struct MatmulArgs {
-    /// Element type of A and B.
+    /// Element type of A and B: int8 or bf16.
     #[arg(long, value_name = "TYPE", value_parser = parse_dtype)]
     dtype: ElemType,
-    /// A: .npy matrix [M,K] (int8).
+    /// A: .npy matrix [M,K] (int8, or uint16 holding bf16 bit patterns).
     #[arg(long, value_name = "FILE")]
     a: PathBuf,
-    /// B: .npy matrix [K,N] (int8).
+    /// B: .npy matrix [K,N] (int8, or uint16 holding bf16 bit patterns).
     #[arg(long, value_name = "FILE")]
     b: PathBuf,
-    /// Where to write C: .npy matrix [M,N] (int32 for int8).
+    /// Where to write C: .npy matrix [M,N] (int32 for int8, float32 for bf16).
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
     /// Array rows R.
@@ -46,6 +48,9 @@ struct MatmulArgs {
     /// Array columns C.
     #[arg(long, value_name = "C", default_value_t = MxuConfig::DEFAULT.cols())]
     cols: u32,
+    /// Accumulator rows (a power of two); larger M runs in several passes.
+    #[arg(long, value_name = "N", default_value_t = MxuConfig::DEFAULT.acc_rows())]
+    acc_rows: u32,
     /// Compute with the golden model (cycles from its cycle model) instead of the RTL.
     #[arg(long)]
     golden: bool,
@@ -101,35 +106,59 @@ fn bad(msg: impl Into<String>) -> Failure {
 }
 
 fn matmul(args: &MatmulArgs) -> Result<(), Failure> {
-    let cfg = MxuConfig::new(args.rows, args.cols, args.dtype).map_err(|e| bad(e.to_string()))?;
-    let a: Matrix<i8> = read_matrix(&args.a, "A").map_err(bad)?;
-    let b: Matrix<i8> = read_matrix(&args.b, "B").map_err(bad)?;
-    if a.cols != b.rows {
-        return Err(bad(format!(
-            "shape mismatch: A is {}x{} and B is {}x{}; A's columns must equal B's rows",
-            a.rows, a.cols, b.rows, b.cols
-        )));
-    }
-    let (m, k, n) = (a.rows, a.cols, b.cols);
-    let (c, cycles) = if args.golden {
-        let c = golden::matmul_int8(&a.data, &b.data, m, k, n);
-        (c, golden::MxuTiming::new(&cfg, m, k, n).total_cycles())
-    } else {
-        let mut driver = sim::mxu::MxuDriver::new(&cfg).map_err(|e| Failure(1, e.to_string()))?;
-        let (c, stats) = driver
-            .matmul_int8(&a.data, &b.data, (m, k, n), None)
-            .map_err(|e| Failure(1, e.to_string()))?;
-        (c, stats.cycles)
+    let cfg = MxuConfig::with_acc_rows(args.rows, args.cols, args.dtype, args.acc_rows)
+        .map_err(|e| bad(e.to_string()))?;
+    let (m, k, n, cycles) = match cfg.dtype() {
+        ElemType::Int8 => {
+            let (a, b) = operands::<i8>(args)?;
+            let (m, k, n) = (a.rows, a.cols, b.cols);
+            let (c, cycles) = if args.golden {
+                let c = golden::matmul_int8(&a.data, &b.data, m, k, n);
+                (c, golden::MxuTiming::new(&cfg, m, k, n).total_cycles())
+            } else {
+                let (c, stats) = driver(&cfg)?
+                    .matmul_int8(&a.data, &b.data, (m, k, n), None)
+                    .map_err(|e| Failure(1, e.to_string()))?;
+                (c, stats.cycles)
+            };
+            write_matrix(
+                &args.out,
+                &Matrix {
+                    rows: m,
+                    cols: n,
+                    data: c,
+                },
+            )
+            .map_err(|e| Failure(1, e))?;
+            (m, k, n, cycles)
+        }
+        ElemType::Bf16 => {
+            let (a, b) = operands::<u16>(args)?;
+            let (m, k, n) = (a.rows, a.cols, b.cols);
+            let (c, cycles) = if args.golden {
+                let r = cfg.rows() as usize;
+                let c = golden::matmul_bf16(&a.data, &b.data, m, k, n, r);
+                (c, golden::MxuTiming::new(&cfg, m, k, n).total_cycles())
+            } else {
+                let (c, stats) = driver(&cfg)?
+                    .matmul_bf16(&a.data, &b.data, (m, k, n), None)
+                    .map_err(|e| Failure(1, e.to_string()))?;
+                (c, stats.cycles)
+            };
+            // float32 carries the fp32 results bit for bit (NaNs included).
+            let data: Vec<f32> = c.into_iter().map(f32::from_bits).collect();
+            write_matrix(
+                &args.out,
+                &Matrix {
+                    rows: m,
+                    cols: n,
+                    data,
+                },
+            )
+            .map_err(|e| Failure(1, e))?;
+            (m, k, n, cycles)
+        }
     };
-    write_matrix(
-        &args.out,
-        &Matrix {
-            rows: m,
-            cols: n,
-            data: c,
-        },
-    )
-    .map_err(|e| Failure(1, e))?;
     if args.stats {
         let macs = (m * k * n) as u64;
         let utilization = macs as f64 / (cycles as f64 * cfg.rows() as f64 * cfg.cols() as f64);
@@ -139,6 +168,7 @@ fn matmul(args: &MatmulArgs) -> Result<(), Failure> {
             "dtype": cfg.dtype().name(),
             "rows": cfg.rows(),
             "cols": cfg.cols(),
+            "acc_rows": cfg.acc_rows(),
             "m": m,
             "k": k,
             "n": n,
@@ -149,4 +179,21 @@ fn matmul(args: &MatmulArgs) -> Result<(), Failure> {
         println!("{line}");
     }
     Ok(())
+}
+
+/// A and B of one element type, with matching inner dimensions.
+fn operands<T: sim::npy::NpyElement>(args: &MatmulArgs) -> Result<(Matrix<T>, Matrix<T>), Failure> {
+    let a: Matrix<T> = read_matrix(&args.a, "A").map_err(bad)?;
+    let b: Matrix<T> = read_matrix(&args.b, "B").map_err(bad)?;
+    if a.cols != b.rows {
+        return Err(bad(format!(
+            "shape mismatch: A is {}x{} and B is {}x{}; A's columns must equal B's rows",
+            a.rows, a.cols, b.rows, b.cols
+        )));
+    }
+    Ok((a, b))
+}
+
+fn driver(cfg: &MxuConfig) -> Result<sim::mxu::MxuDriver, Failure> {
+    sim::mxu::MxuDriver::new(cfg).map_err(|e| Failure(1, e.to_string()))
 }

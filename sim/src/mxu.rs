@@ -1,16 +1,18 @@
 //! The MXU driver: runs a whole matrix multiplication on the Verilated MXU.
 //!
-//! The driver owns the *schedule*, computed from the interface timing the
-//! generator reports ([`mxu::Timing`]): it cuts B into R x C weight tiles (N-tile
-//! outer, K-tile inner, zero-padded at the edges), pushes each tile's weight rows
-//! in the R cycles before the tile's first activation row, streams all M rows of
-//! A's matching column block one per cycle, and starts tiles every
-//! max(M, 2R-1) cycles so that loading the next tile overlaps the current one.
-//! Output rows are collected when the RTL raises `c_valid_o`, never at a cycle
-//! the driver assumes, and K-tiles are summed into C with int32 wraparound.
+//! The driver is the host of the MXU's interface (see the `mxu` crate docs):
+//! it cuts B into R x C weight tiles (N-tile outer, K-tile inner, zero-padded
+//! at the edges; zero is +0.0 for bf16, as the contract pads), writes their rows
+//! into the weight FIFO whenever `w_ready_o` allows, and streams the rows of A's
+//! matching column block, each tagged with its accumulator row and with "add"
+//! for every K-tile after the first, starting a tile's first row as soon as
+//! `a_ready_o` accepts it. It never assumes a cycle: it follows the handshakes
+//! and counts accumulator writes (`acc_wr_o`) to know when a pass is done, then
+//! reads the results out of the accumulator. A pass covers as many rows of A
+//! and n-tiles as the accumulator holds (the split `golden::MxuTiming` states).
 //!
-//! The cycle count it reports is measured on the RTL (cycle 0 is the first
-//! weight push, the count ends with the cycle of the last output row), so the
+//! The cycle count it reports is measured on the RTL (per pass, from its first
+//! cycle through its last accumulator write; read-out not counted), so the
 //! tests can hold it to the golden cycle model exactly.
 
 use crate::from_hw::model_spec;
@@ -24,12 +26,17 @@ use std::fmt;
 pub struct MatmulStats {
     pub rows: u32,
     pub cols: u32,
-    /// Clock cycles from the first weight push through the last output row.
+    /// Clock cycles of the computation: summed over passes, each from its
+    /// first cycle through its last accumulator write.
     pub cycles: u64,
+    /// Cycles spent reading results out of the accumulator (not in `cycles`).
+    pub readout_cycles: u64,
     /// Useful multiply-accumulates, M x K x N.
     pub macs: u64,
-    /// Weight tiles streamed.
+    /// Weight tiles streamed, over all passes.
     pub tiles: u64,
+    /// Passes: blocks of rows of A and n-tiles that fit the accumulator.
+    pub passes: u64,
 }
 
 impl MatmulStats {
@@ -44,18 +51,17 @@ impl MatmulStats {
 pub enum DriverError {
     /// The model could not be built or loaded.
     Sim(SimError),
-    /// Operand shapes do not describe a matmul.
+    /// Operand shapes or types do not describe a matmul for this array.
     Shape(String),
-    /// The RTL broke its interface contract (an output at an unexpected time,
-    /// or missing outputs).
+    /// The RTL broke its interface contract (e.g. never finished a pass).
     Protocol(String),
     /// An output differs from the expected value. The simulation ran one more
     /// cycle after the failing one, so a waveform shows it.
     Mismatch {
         row: usize,
         col: usize,
-        expected: i32,
-        got: i32,
+        expected: u32,
+        got: u32,
         cycle: u64,
         waveform: Option<String>,
     },
@@ -76,7 +82,8 @@ impl fmt::Display for DriverError {
             } => {
                 write!(
                     f,
-                    "C[{row}][{col}] = {got} from the RTL, expected {expected} (output cycle {cycle})"
+                    "C[{row}][{col}] = {got:#010x} from the RTL, expected {expected:#010x} \
+                     (read in cycle {cycle})"
                 )?;
                 if let Some(w) = waveform {
                     write!(f, "; waveform: {w}")?;
@@ -93,21 +100,6 @@ impl From<SimError> for DriverError {
     fn from(e: SimError) -> Self {
         DriverError::Sim(e)
     }
-}
-
-/// A Verilated MXU of one configuration, ready for matmuls.
-pub struct MxuDriver {
-    cfg: MxuConfig,
-    timing: mxu::Timing,
-    model: Model,
-    w_valid: PortId,
-    w_row: PortId,
-    a_valid: PortId,
-    a_first: PortId,
-    a_row: PortId,
-    c_valid: PortId,
-    c_row: PortId,
-    reset: PortId,
 }
 
 /// The Verilog of the MXU for `cfg`, as `gen` would write it.
@@ -139,27 +131,80 @@ fn pack(values: impl Iterator<Item = u32>, bits: u32, words: &mut [u32]) {
     }
 }
 
+struct Ports {
+    w_valid: PortId,
+    w_row: PortId,
+    w_ready: PortId,
+    a_valid: PortId,
+    a_first: PortId,
+    a_row: PortId,
+    a_addr: PortId,
+    a_add: PortId,
+    a_ready: PortId,
+    rd_en: PortId,
+    rd_addr: PortId,
+    rd_valid: PortId,
+    rd_data: PortId,
+    acc_wr: PortId,
+    busy: PortId,
+    reset: PortId,
+}
+
+/// A Verilated MXU of one configuration, ready for matmuls.
+pub struct MxuDriver {
+    cfg: MxuConfig,
+    model: Model,
+    p: Ports,
+}
+
+/// One pass: rows `m0 .. m0 + rows` of A against n-tiles `nt0 .. nt0 + n_tiles`;
+/// row m of the g-th n-tile goes to accumulator row `g * rows + m`.
+struct Pass {
+    m0: usize,
+    rows: usize,
+    nt0: usize,
+    n_tiles: usize,
+}
+
+/// One matmul's operands as element bit patterns, row-major.
+struct Operands<'a> {
+    a: &'a [u32],
+    b: &'a [u32],
+    m: usize,
+    k: usize,
+    n: usize,
+}
+
 impl MxuDriver {
     /// Builds (or loads from the cache) the Verilated MXU for `cfg` and resets it.
     pub fn new(cfg: &MxuConfig) -> Result<MxuDriver, DriverError> {
         let (files, top) = mxu_files(cfg);
         let spec = model_spec(&files, &top);
-        let label = mxu::top_name(cfg);
-        let model = Model::build(&spec, &label)?;
-        let port = |name: &str| model.port(name);
+        let model = Model::build(&spec, &mxu::top_name(cfg))?;
         use mxu::ports::*;
-        let mut d = MxuDriver {
-            cfg: *cfg,
-            timing: mxu::Timing::of(cfg),
+        let port = |name: &str| model.port(name);
+        let p = Ports {
             w_valid: port(W_VALID)?,
             w_row: port(W_ROW)?,
+            w_ready: port(W_READY)?,
             a_valid: port(A_VALID)?,
             a_first: port(A_FIRST)?,
             a_row: port(A_ROW)?,
-            c_valid: port(C_VALID)?,
-            c_row: port(C_ROW)?,
+            a_addr: port(A_ACC_ADDR)?,
+            a_add: port(A_ACC_ADD)?,
+            a_ready: port(A_READY)?,
+            rd_en: port(ACC_RD_EN)?,
+            rd_addr: port(ACC_RD_ADDR)?,
+            rd_valid: port(ACC_RD_VALID)?,
+            rd_data: port(ACC_RD_DATA)?,
+            acc_wr: port(ACC_WR)?,
+            busy: port(BUSY)?,
             reset: port(hw::ir::RESET)?,
+        };
+        let mut d = MxuDriver {
+            cfg: *cfg,
             model,
+            p,
         };
         d.reset();
         Ok(d)
@@ -174,21 +219,23 @@ impl MxuDriver {
         &mut self.model
     }
 
-    /// Holds reset for one cycle with all valids low.
+    /// Drives every input low and holds reset for one cycle.
     pub fn reset(&mut self) {
-        let m = &mut self.model;
-        for p in [self.w_valid, self.a_valid, self.a_first] {
-            m.poke(p, 0);
+        let p = &self.p;
+        for port in [
+            p.w_valid, p.a_valid, p.a_first, p.a_add, p.rd_en, p.a_addr, p.rd_addr,
+        ] {
+            self.model.poke(port, 0);
         }
-        m.poke(self.reset, 1);
-        m.step();
-        m.poke(self.reset, 0);
+        self.model.poke(p.reset, 1);
+        self.model.step();
+        self.model.poke(p.reset, 0);
     }
 
-    /// C = A x B on the RTL, with A `m x k` and B `k x n` row-major int8 and C
-    /// int32 (wrapping). When `expected` is given, every element of C is checked
-    /// the moment its last K-tile leaves the array, and the first difference
-    /// stops the run one cycle later with [`DriverError::Mismatch`].
+    /// C = A x B with int8 A (`m x k`) and B (`k x n`), int32 C (wrapping).
+    /// When `expected` is given, every element is checked as it is read out,
+    /// and the first difference stops the run one cycle later with
+    /// [`DriverError::Mismatch`].
     pub fn matmul_int8(
         &mut self,
         a: &[i8],
@@ -196,159 +243,265 @@ impl MxuDriver {
         (m, k, n): (usize, usize, usize),
         expected: Option<&[i32]>,
     ) -> Result<(Vec<i32>, MatmulStats), DriverError> {
-        if self.cfg.dtype() != ElemType::Int8 {
-            return Err(DriverError::Shape(format!(
-                "this MXU is {}, not int8",
+        self.require(ElemType::Int8)?;
+        let a: Vec<u32> = a.iter().map(|&x| x as u8 as u32).collect();
+        let b: Vec<u32> = b.iter().map(|&x| x as u8 as u32).collect();
+        let expected: Option<Vec<u32>> = expected.map(|e| e.iter().map(|&x| x as u32).collect());
+        let ops = Operands {
+            a: &a,
+            b: &b,
+            m,
+            k,
+            n,
+        };
+        let (c, stats) = self.run(&ops, expected.as_deref())?;
+        Ok((c.into_iter().map(|x| x as i32).collect(), stats))
+    }
+
+    /// C = A x B with bf16 A and B (bit patterns) and fp32 C (bit patterns),
+    /// exactly as `numerics.md` defines it for this array's R.
+    pub fn matmul_bf16(
+        &mut self,
+        a: &[u16],
+        b: &[u16],
+        (m, k, n): (usize, usize, usize),
+        expected: Option<&[u32]>,
+    ) -> Result<(Vec<u32>, MatmulStats), DriverError> {
+        self.require(ElemType::Bf16)?;
+        let a: Vec<u32> = a.iter().map(|&x| x as u32).collect();
+        let b: Vec<u32> = b.iter().map(|&x| x as u32).collect();
+        self.run(
+            &Operands {
+                a: &a,
+                b: &b,
+                m,
+                k,
+                n,
+            },
+            expected,
+        )
+    }
+
+    fn require(&self, dtype: ElemType) -> Result<(), DriverError> {
+        if self.cfg.dtype() == dtype {
+            Ok(())
+        } else {
+            Err(DriverError::Shape(format!(
+                "this MXU is {}, not {dtype}",
                 self.cfg.dtype()
-            )));
+            )))
         }
+    }
+
+    fn run(
+        &mut self,
+        ops: &Operands<'_>,
+        expected: Option<&[u32]>,
+    ) -> Result<(Vec<u32>, MatmulStats), DriverError> {
+        let (m, k, n) = (ops.m, ops.k, ops.n);
         if m == 0 || k == 0 || n == 0 {
             return Err(DriverError::Shape(format!(
                 "matmul dimensions must be >= 1, got M={m} K={k} N={n}"
             )));
         }
-        if a.len() != m * k || b.len() != k * n {
+        if ops.a.len() != m * k || ops.b.len() != k * n {
             return Err(DriverError::Shape(format!(
                 "A has {} elements and B {}, expected {} (M x K) and {} (K x N)",
-                a.len(),
-                b.len(),
+                ops.a.len(),
+                ops.b.len(),
                 m * k,
                 k * n
             )));
         }
-        if let Some(e) = expected {
-            if e.len() != m * n {
-                return Err(DriverError::Shape("expected C has the wrong size".into()));
-            }
+        if expected.is_some_and(|e| e.len() != m * n) {
+            return Err(DriverError::Shape("expected C has the wrong size".into()));
         }
         let (rows, cols) = (self.cfg.rows() as usize, self.cfg.cols() as usize);
-        let k_tiles = k.div_ceil(rows);
+        let mut c = vec![0u32; m * n];
+        let mut stats = MatmulStats {
+            rows: rows as u32,
+            cols: cols as u32,
+            cycles: 0,
+            readout_cycles: 0,
+            macs: (m * k * n) as u64,
+            tiles: 0,
+            passes: 0,
+        };
+        // Passes: blocks of P rows of A, each split into groups of G n-tiles so
+        // that P * G accumulator rows hold the results.
+        let acc_rows = self.cfg.acc_rows() as usize;
         let n_tiles = n.div_ceil(cols);
-        let tiles = k_tiles * n_tiles;
-        let r = self.timing.weight_load_cycles as u64;
-        let interval = (m as u64).max(self.timing.min_tile_interval as u64);
-        let tile_start = |i: usize| r + i as u64 * interval;
-        // Tile i covers k-tile i % k_tiles of n-tile i / k_tiles.
-        let tile_of = |i: usize| (i / k_tiles, i % k_tiles);
-
-        let mut c = vec![0i32; m * n];
-        let words = |bits: usize| bits.div_ceil(32);
-        let mut w_words = vec![0u32; words(cols * 8)];
-        let mut a_words = vec![0u32; words(rows * 8)];
-        let mut outputs_seen = 0usize;
-        let total_outputs = tiles * m;
-        let last_start = tile_start(tiles - 1);
-        // Generous bound: the RTL must be done by the modelled end plus slack.
-        let deadline = last_start + m as u64 + self.timing.latency as u64 + 8;
-
-        let mut cycle = 0u64;
-        loop {
-            // Weights: tile i's rows are pushed in the R cycles before it starts
-            // (cycles i*I .. i*I+R-1), bottom row first.
-            let push = Some(((cycle / interval) as usize, cycle % interval))
-                .filter(|&(i, off)| i < tiles && off < r);
-            match push {
-                Some((i, j)) => {
-                    let (nt, kt) = tile_of(i);
-                    let j = j as usize;
-                    let kk = kt * rows + (rows - 1 - j);
-                    let row = (0..cols).map(|cc| {
-                        let nn = nt * cols + cc;
-                        if kk < k && nn < n {
-                            b[kk * n + nn] as u8 as u32
-                        } else {
-                            0
-                        }
-                    });
-                    pack(row, 8, &mut w_words);
-                    self.model.poke(self.w_valid, 1);
-                    self.model.poke_wide(self.w_row, &w_words);
-                }
-                None => self.model.poke(self.w_valid, 0),
+        let mut m0 = 0;
+        while m0 < m {
+            let block = acc_rows.min(m - m0);
+            let group = (acc_rows / block).max(1);
+            let mut nt0 = 0;
+            while nt0 < n_tiles {
+                let pass = Pass {
+                    m0,
+                    rows: block,
+                    nt0,
+                    n_tiles: group.min(n_tiles - nt0),
+                };
+                self.reset();
+                stats.cycles += self.pass(ops, &pass)?;
+                stats.readout_cycles += self.read_out(ops, &pass, &mut c, expected)?;
+                stats.tiles += (pass.n_tiles * k.div_ceil(rows)) as u64;
+                stats.passes += 1;
+                nt0 += pass.n_tiles;
             }
-            // Activations: tile i's M rows from its start cycle R + i*I.
-            let stream = cycle
-                .checked_sub(r)
-                .map(|t| ((t / interval) as usize, t % interval))
-                .filter(|&(i, off)| i < tiles && off < m as u64);
-            match stream {
-                Some((i, mm)) => {
-                    let (_, kt) = tile_of(i);
-                    let mm = mm as usize;
-                    let row = (0..rows).map(|rr| {
-                        let kk = kt * rows + rr;
-                        if kk < k {
-                            a[mm * k + kk] as u8 as u32
-                        } else {
-                            0
-                        }
-                    });
-                    pack(row, 8, &mut a_words);
-                    self.model.poke(self.a_valid, 1);
-                    self.model.poke(self.a_first, (mm == 0) as u64);
-                    self.model.poke_wide(self.a_row, &a_words);
-                }
-                None => {
-                    self.model.poke(self.a_valid, 0);
-                    self.model.poke(self.a_first, 0);
-                }
+            m0 += block;
+        }
+        Ok((c, stats))
+    }
+
+    /// Streams every tile of a pass; returns its cycles (through its last
+    /// accumulator write).
+    fn pass(&mut self, ops: &Operands<'_>, pass: &Pass) -> Result<u64, DriverError> {
+        let (k, n) = (ops.k, ops.n);
+        let (rows, cols) = (self.cfg.rows() as usize, self.cfg.cols() as usize);
+        let bits = self.cfg.dtype().operand_bits();
+        let k_tiles = k.div_ceil(rows);
+        let tiles = k_tiles * pass.n_tiles;
+        // Tile i covers k-tile i % k_tiles of the pass's n-tile i / k_tiles.
+        let tile_of = |i: usize| (i / k_tiles, i % k_tiles);
+        let pass_rows = pass.rows;
+        let weight_rows = tiles * rows;
+        let total_rows = tiles * pass_rows;
+        let words = |elements: usize| (elements * bits as usize).div_ceil(32);
+        let mut w_words = vec![0u32; words(cols)];
+        let mut a_words = vec![0u32; words(rows)];
+        let (mut pushed, mut accepted, mut written) = (0usize, 0usize, 0usize);
+        let mut last_write = 0u64;
+        // A loose bound: every row costs at most a tile load and the latency.
+        let deadline = (tiles * (pass_rows + 4 * rows + 8) + 4 * (rows + cols) + 64) as u64;
+        let p = &self.p;
+        let mut cycle = 0u64;
+        while written < total_rows {
+            if pushed < weight_rows {
+                // Row j of a tile is its B row R-1-j (bottom row first).
+                let (g, kt) = tile_of(pushed / rows);
+                let nt = pass.nt0 + g;
+                let kk = kt * rows + (rows - 1 - pushed % rows);
+                let row = (0..cols).map(|cc| {
+                    let nn = nt * cols + cc;
+                    if kk < k && nn < n {
+                        ops.b[kk * n + nn]
+                    } else {
+                        0
+                    }
+                });
+                pack(row, bits, &mut w_words);
+                self.model.poke(p.w_valid, 1);
+                self.model.poke_wide(p.w_row, &w_words);
+            } else {
+                self.model.poke(p.w_valid, 0);
+            }
+            if accepted < total_rows {
+                let (g, kt) = tile_of(accepted / pass_rows);
+                let mm = accepted % pass_rows;
+                let row = (0..rows).map(|rr| {
+                    let kk = kt * rows + rr;
+                    if kk < k {
+                        ops.a[(pass.m0 + mm) * k + kk]
+                    } else {
+                        0
+                    }
+                });
+                pack(row, bits, &mut a_words);
+                self.model.poke(p.a_valid, 1);
+                self.model.poke(p.a_first, (mm == 0) as u64);
+                self.model.poke_wide(p.a_row, &a_words);
+                self.model.poke(p.a_addr, (g * pass_rows + mm) as u64);
+                self.model.poke(p.a_add, (kt > 0) as u64);
+            } else {
+                self.model.poke(p.a_valid, 0);
+                self.model.poke(p.a_first, 0);
             }
             self.model.eval();
-
-            if self.model.peek(self.c_valid) == 1 {
-                if outputs_seen == total_outputs {
-                    return Err(DriverError::Protocol(format!(
-                        "c_valid_o high in cycle {cycle} after all {total_outputs} output rows"
-                    )));
-                }
-                let i = outputs_seen / m;
-                let mm = outputs_seen % m;
-                let (nt, kt) = tile_of(i);
-                let out = self.model.peek_wide(self.c_row);
-                for (cc, &word) in out.iter().enumerate().take(cols) {
-                    let nn = nt * cols + cc;
-                    if nn >= n {
-                        continue;
-                    }
-                    let slot = &mut c[mm * n + nn];
-                    *slot = slot.wrapping_add(word as i32);
-                    if let (Some(exp), true) = (expected, kt == k_tiles - 1) {
-                        if exp[mm * n + nn] != *slot {
-                            let got = *slot;
-                            // One more cycle so the waveform shows the failure.
-                            self.model.step();
-                            self.model.flush_trace();
-                            return Err(DriverError::Mismatch {
-                                row: mm,
-                                col: nn,
-                                expected: exp[mm * n + nn],
-                                got,
-                                cycle,
-                                waveform: self.model.trace_path().map(|p| p.display().to_string()),
-                            });
-                        }
-                    }
-                }
-                outputs_seen += 1;
-                if outputs_seen == total_outputs {
-                    self.model.step();
-                    let stats = MatmulStats {
-                        rows: rows as u32,
-                        cols: cols as u32,
-                        cycles: cycle + 1,
-                        macs: (m * k * n) as u64,
-                        tiles: tiles as u64,
-                    };
-                    return Ok((c, stats));
-                }
+            if pushed < weight_rows && self.model.peek(p.w_ready) == 1 {
+                pushed += 1;
+            }
+            if accepted < total_rows && self.model.peek(p.a_ready) == 1 {
+                accepted += 1;
+            }
+            if self.model.peek(p.acc_wr) == 1 {
+                written += 1;
+                last_write = cycle;
             }
             self.model.step();
             cycle += 1;
             if cycle > deadline {
                 return Err(DriverError::Protocol(format!(
-                    "only {outputs_seen} of {total_outputs} output rows by cycle {cycle}"
+                    "pass not finished after {cycle} cycles: {pushed}/{weight_rows} weight rows, \
+                     {accepted}/{total_rows} rows accepted, {written} written"
                 )));
             }
         }
+        self.model.poke(p.w_valid, 0);
+        self.model.poke(p.a_valid, 0);
+        self.model.poke(p.a_first, 0);
+        self.model.eval();
+        if self.model.peek(p.busy) != 0 {
+            return Err(DriverError::Protocol(format!(
+                "busy_o still high after all {total_rows} rows were written"
+            )));
+        }
+        Ok(last_write + 1)
+    }
+
+    /// Reads the pass's accumulator rows into C (and checks them); returns the
+    /// cycles it took.
+    fn read_out(
+        &mut self,
+        ops: &Operands<'_>,
+        pass: &Pass,
+        c: &mut [u32],
+        expected: Option<&[u32]>,
+    ) -> Result<u64, DriverError> {
+        let n = ops.n;
+        let cols = self.cfg.cols() as usize;
+        let p = &self.p;
+        let mut cycles = 0u64;
+        for g in 0..pass.n_tiles {
+            for mm in 0..pass.rows {
+                self.model.poke(p.rd_en, 1);
+                self.model.poke(p.rd_addr, (g * pass.rows + mm) as u64);
+                self.model.step();
+                cycles += 1;
+                self.model.poke(p.rd_en, 0);
+                self.model.eval();
+                if self.model.peek(p.rd_valid) != 1 {
+                    return Err(DriverError::Protocol(
+                        "acc_rd_valid_o not set after a read".into(),
+                    ));
+                }
+                let data = self.model.peek_wide(p.rd_data);
+                let row = pass.m0 + mm;
+                for (cc, &word) in data.iter().enumerate().take(cols) {
+                    let col = (pass.nt0 + g) * cols + cc;
+                    if col >= n {
+                        break;
+                    }
+                    c[row * n + col] = word;
+                    if let Some(e) = expected {
+                        if e[row * n + col] != word {
+                            // One more cycle so the waveform shows the failure.
+                            self.model.step();
+                            self.model.flush_trace();
+                            return Err(DriverError::Mismatch {
+                                row,
+                                col,
+                                expected: e[row * n + col],
+                                got: word,
+                                cycle: self.model.cycle(),
+                                waveform: self.model.trace_path().map(|p| p.display().to_string()),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        Ok(cycles)
     }
 }

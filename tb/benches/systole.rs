@@ -23,7 +23,7 @@
 //!    the library is already loaded.
 //! 3. `sim`: simulation speed of the 8x8 and 16x16 MXU: the clock looped in C++
 //!    (`Model::run_cycles_native`) with the inputs held; a plain Rust loop of
-//!    poke (all inputs), eval, peek (`c_valid_o`, `c_row_o`) and step, which is
+//!    poke (all inputs), eval, peek (`acc_wr_o`, `acc_rd_data_o`) and step, which is
 //!    the floor of any Rust driver; both with `a_valid_i` high and `w_valid_i`
 //!    high or low (a long matmul has it low in all but R of every M cycles);
 //!    and `MxuDriver::matmul_int8` on a long activation stream (M = 4096, 64
@@ -587,8 +587,8 @@ impl MxuPorts {
             a_valid: p(A_VALID),
             a_first: p(A_FIRST),
             a_row: p(A_ROW),
-            c_valid: p(C_VALID),
-            c_row: p(C_ROW),
+            c_valid: p(ACC_WR),
+            c_row: p(ACC_RD_DATA),
             reset: p(hw::ir::RESET),
         }
     }

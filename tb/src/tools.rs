@@ -89,10 +89,13 @@ pub struct SynthReport {
     pub log: String,
 }
 
-/// Yosys `synth` of the design; fails if any latch is inferred.
+/// Yosys `synth` of the design; fails if any latch is inferred or `check`
+/// finds a problem.
 ///
-/// Memories are counted after the coarse step (as `$mem*` cells), since the
-/// fine step of a generic `synth` maps every memory to flip-flops.
+/// The fine step is generic `synth`'s without `memory_map`: memories stay
+/// memory cells, as an FPGA flow maps them to block RAM, instead of becoming
+/// one flip-flop per bit (which takes minutes for an accumulator and says
+/// nothing more). Memories are counted after the coarse step.
 pub fn yosys_synth(files: &[EmittedFile], top: &str) -> Result<SynthReport, String> {
     let dir = write_temp(files);
     let sources: Vec<String> = verilog_paths(dir.path(), files)
@@ -101,7 +104,8 @@ pub fn yosys_synth(files: &[EmittedFile], top: &str) -> Result<SynthReport, Stri
         .collect();
     let script = format!(
         "read_verilog {}; synth -top {top} -run :fine; tee -o {coarse} stat; \
-         synth -top {top} -run fine:; tee -o {stat} stat; \
+         opt -fast -full; opt -full; techmap; opt -fast; abc -fast; opt -fast; \
+         hierarchy -check; tee -o {stat} stat; check -assert; \
          select -assert-none t:$dlatch* t:$_DLATCH* t:$sr t:$_SR* t:$dlatchsr t:$_DLATCHSR*",
         sources.join(" "),
         coarse = dir.path().join("coarse.txt").display(),

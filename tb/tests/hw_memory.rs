@@ -275,7 +275,9 @@ fn memories_pass_lint_icarus_and_synthesize_as_memories() {
         "every memory is inferred as one\n{}",
         synth.log
     );
-    assert!(synth.flip_flops > 0 && synth.cells > 0, "{}", synth.log);
+    // Read registers merge into the memories' read ports, so cells, not
+    // necessarily flip-flops, remain.
+    assert!(synth.cells > 0, "{}", synth.log);
     // The declarations are plain Verilog-2005 arrays of the right shape.
     let text = &files
         .iter()

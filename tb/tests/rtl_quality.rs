@@ -8,14 +8,18 @@ use sim::mxu::mxu_files;
 use tb::tools;
 
 #[rstest]
-#[case(1, 1)]
-#[case(2, 3)]
-#[case(3, 2)]
-#[case(4, 4)]
-#[case(8, 8)]
-#[case(16, 16)]
-fn mxu_int8_passes_lint_icarus_and_yosys(#[case] rows: u32, #[case] cols: u32) {
-    let cfg = MxuConfig::new(rows, cols, ElemType::Int8).unwrap();
+#[case(ElemType::Int8, 1, 1)]
+#[case(ElemType::Int8, 2, 3)]
+#[case(ElemType::Int8, 3, 2)]
+#[case(ElemType::Int8, 4, 4)]
+#[case(ElemType::Int8, 8, 8)]
+#[case(ElemType::Int8, 16, 16)]
+#[case(ElemType::Bf16, 1, 1)]
+#[case(ElemType::Bf16, 2, 3)]
+#[case(ElemType::Bf16, 4, 4)]
+#[case(ElemType::Bf16, 8, 8)]
+fn mxu_passes_lint_icarus_and_yosys(#[case] dtype: ElemType, #[case] rows: u32, #[case] cols: u32) {
+    let cfg = MxuConfig::new(rows, cols, dtype).unwrap();
     let (files, top) = mxu_files(&cfg);
     tools::verilator_lint(&files, &top.name).unwrap_or_else(|e| panic!("{cfg}: {e}"));
     tools::iverilog_compile(&files, &top.name).unwrap_or_else(|e| panic!("{cfg}: {e}"));

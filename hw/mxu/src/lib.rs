@@ -1,185 +1,450 @@
 //! The MXU: a weight-stationary systolic array, described with `hw`.
 //!
-//! The array has R rows (the K direction) and C columns (the N direction). PE(r, c)
-//! holds the weight B[r][c] while a stream of activation rows passes through:
+//! The array has R rows (the K direction) and C columns (the N direction); its
+//! element type is int8 (products summed in int32, wrapping) or bf16 (products
+//! summed in fp32, FTZ-RNE, as `numerics.md` defines).
 //!
 //! ```text
-//!              w_row_i (one weight row per cycle, column c delayed c cycles)
-//!                 |         |         |
-//!   a_row_i[0] -> PE(0,0) -> PE(0,1) -> PE(0,2) ->     activations move right
-//!   (delay 0)       |         |         |
-//!   a_row_i[1] -> PE(1,0) -> PE(1,1) -> PE(1,2) ->     partial sums move down
-//!   (delay 1)       |         |         |
-//!                 deskew    deskew    deskew  -> c_row_o (one output row per cycle)
-//!                 (C-1)     (C-2)     (0)
+//!  w_row_i ─► weight FIFO ─► loader ─► shadow chains (column c delayed c cycles)
+//!                                          │    │    │
+//!  a_row_i ─► row skew (row r: r·L) ──►  PE(0,0) PE(0,1) ...   activations move right,
+//!                                        PE(1,0) PE(1,1) ...   partial sums move down
+//!                                          │    │    │
+//!                                       de-skew (column c: C-1-c)
+//!                                          │
+//!                        accumulator memory: overwrite or add (read-modify-write)
+//!                                          │
+//!                                   acc_rd_* (host reads result rows)
 //! ```
 //!
-//! **Shadow weights.** Each PE has a shadow and an active weight register. Weight
-//! rows shift down the columns into the shadow registers (bottom row first); the
-//! activation row that starts a tile carries a `first` flag, and as that flag
-//! passes PE(r, c) (in cycle t + r + c, with the data wavefront) the PE computes
-//! with the shadow weight and copies it into the active register. So the next
-//! tile's weights load while the current tile computes, with no bubble between
-//! tiles once a tile has at least 2R-1 rows (see [`Timing`]).
+//! **Shadow weights.** Each PE has a shadow and an active weight register. The
+//! loader shifts weight rows from the FIFO down the columns into the shadow
+//! registers (a tile is R rows, pushed bottom row first). The activation row
+//! that starts a tile carries a `first` flag; as that flag passes PE(r, c) (in
+//! cycle t + r·L + c, with the data wavefront) the PE computes with the shadow
+//! weight and copies it to the active register. So the next tile loads while
+//! the current one computes.
 //!
-//! **Interface timing** (all counted in cycles of `clk_i`):
-//! - weights: R pushes (`w_valid_i` with `w_row_i` = B[R-1], then B[R-2], ... B[0]);
-//! - a tile's first activation row may enter `weight_load_cycles` = R cycles after
-//!   its first weight push, i.e. the pushes occupy the R cycles just before it;
-//! - the next tile's pushes may start R-1 cycles after the current tile's first
-//!   row (when the `first` wavefront has left the shadow chain's top), so tiles
-//!   can start every `min_tile_interval` = 2R-1 cycles;
-//! - an activation row entering in cycle t leaves as `c_row_o` with `c_valid_o`
-//!   in cycle t + `latency`, latency = R + C - 1.
+//! **Pipelining.** A PE passes its activation right after 1 cycle and its
+//! partial sum down after L cycles, the PE latency: L = 1 for int8 (one
+//! multiply-add), L = 2 for bf16 (the fp32 adder is split into two stages with
+//! a register between them: the bf16 product, operand ordering, alignment and
+//! significand add; then normalisation, rounding and the special cases). Row r's
+//! activations therefore enter r·L cycles late.
 //!
-//! Numerics (int8): each PE adds the exact 16-bit product, sign-extended, to the
-//! incoming 32-bit partial sum with wraparound, as `numerics.md` requires.
+//! **Accumulator.** Every activation row carries an accumulator address and an
+//! `add` flag. When its output row leaves the array (cycle T) the accumulator
+//! row is read; the new value (the output, or accumulator + output, added with
+//! int32 wraparound or the fp32 adder) is written in cycle T + 1 + La, where La
+//! is the accumulator adder's latency (0 for int8, 2 for bf16).
+//!
+//! **Interface timing** (cycles of `clk_i`; see [`Timing`]):
+//! - Weight rows are accepted when `w_ready_o` is high (the FIFO holds
+//!   `weight_fifo_rows` rows plus one in its output register). A row written in
+//!   cycle x can reach the output register in cycle x + 2 at the earliest.
+//! - The loader shifts the output-register row into the shadow chains in a
+//!   cycle when fewer than R rows of the pending tile are loaded and shifting is
+//!   allowed: not from the cycle a tile's first row is accepted (t) until
+//!   cycle t + (R-1)·L (when the `first` wavefront has left the top rows; for
+//!   R = 1 shifting continues in cycle t).
+//! - A first row is accepted (`a_ready_o`) only when all R rows of the next tile
+//!   are loaded (in earlier cycles) and at least `first_row_gap` = 2 + La cycles
+//!   have passed since the previous first row. Other rows are always accepted.
+//! - The rows of one tile must be presented in consecutive cycles with distinct
+//!   accumulator addresses; together with the first-row gap this keeps every
+//!   accumulator read-modify-write apart from the previous one to its address.
+//! - A row accepted in cycle t leaves the array in cycle t + `array_latency`
+//!   (R·L + C - 1) and is written to the accumulator in cycle
+//!   t + `array_latency` + 1 + La, with `acc_wr_o` high.
+//! - `acc_rd_en_i` in cycle y gives `acc_rd_data_o` (with `acc_rd_valid_o`) in
+//!   cycle y + 1; reads see every write of earlier cycles. `busy_o` is high
+//!   while any accepted row has not been written.
 
 use config::{ElemType, MxuConfig};
-use hw::{delay, Design, ModuleDef, Ty};
+use hw::{cat, delay, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
 /// Port names of the MXU top module.
 pub mod ports {
     pub const W_VALID: &str = "w_valid_i";
     pub const W_ROW: &str = "w_row_i";
+    pub const W_READY: &str = "w_ready_o";
     pub const A_VALID: &str = "a_valid_i";
     pub const A_FIRST: &str = "a_first_i";
     pub const A_ROW: &str = "a_row_i";
-    pub const C_VALID: &str = "c_valid_o";
-    pub const C_ROW: &str = "c_row_o";
+    pub const A_ACC_ADDR: &str = "a_acc_addr_i";
+    pub const A_ACC_ADD: &str = "a_acc_add_i";
+    pub const A_READY: &str = "a_ready_o";
+    pub const ACC_RD_EN: &str = "acc_rd_en_i";
+    pub const ACC_RD_ADDR: &str = "acc_rd_addr_i";
+    pub const ACC_RD_VALID: &str = "acc_rd_valid_o";
+    pub const ACC_RD_DATA: &str = "acc_rd_data_o";
+    pub const ACC_WR: &str = "acc_wr_o";
+    pub const BUSY: &str = "busy_o";
 }
 
 /// Interface timing of an MXU configuration, derived from the structure the
 /// generator builds (see the crate docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timing {
-    /// Cycles from an activation row entering to its output row leaving.
-    pub latency: u32,
-    /// Weight pushes per tile (one per array row).
-    pub weight_load_cycles: u32,
-    /// Smallest distance between the first rows of consecutive tiles.
-    pub min_tile_interval: u32,
+    /// L: cycles a partial sum spends in one PE.
+    pub pe_latency: u32,
+    /// Cycles from a row's acceptance to its output row leaving the array.
+    pub array_latency: u32,
+    /// La: latency of the accumulator's adder.
+    pub acc_add_latency: u32,
+    /// Cycles the loader may not shift after a tile's first row, (R-1)·L.
+    pub shadow_hold: u32,
+    /// Smallest distance between the first rows of consecutive tiles, 2 + La.
+    pub first_row_gap: u32,
+    /// Rows the weight FIFO holds (besides its output register).
+    pub weight_fifo_rows: u32,
 }
 
 impl Timing {
     pub fn of(cfg: &MxuConfig) -> Timing {
         let (r, c) = (cfg.rows(), cfg.cols());
+        let (pe_latency, acc_add_latency) = match cfg.dtype() {
+            ElemType::Int8 => (1, 0),
+            ElemType::Bf16 => (2, 2),
+        };
         Timing {
-            latency: r + c - 1,
-            weight_load_cycles: r,
-            min_tile_interval: 2 * r - 1,
+            pe_latency,
+            array_latency: r * pe_latency + c - 1,
+            acc_add_latency,
+            shadow_hold: (r - 1) * pe_latency,
+            first_row_gap: 2 + acc_add_latency,
+            weight_fifo_rows: (2 * r).next_power_of_two(),
         }
+    }
+
+    /// Cycles from a row's acceptance to its accumulator write.
+    pub fn write_latency(&self) -> u32 {
+        self.array_latency + 1 + self.acc_add_latency
     }
 }
 
-/// The Verilog name of the top module for `cfg`, e.g. `mxu_int8_8x8`.
+/// The Verilog name of the top module for `cfg`, e.g. `mxu_int8_8x8_acc256`.
 pub fn top_name(cfg: &MxuConfig) -> String {
-    format!("mxu_{}_{}x{}", cfg.dtype(), cfg.rows(), cfg.cols())
+    format!(
+        "mxu_{}_{}x{}_acc{}",
+        cfg.dtype(),
+        cfg.rows(),
+        cfg.cols(),
+        cfg.acc_rows()
+    )
+}
+
+/// Bits to hold the values 0..=max (at least 1).
+fn bits_for(max: u32) -> u32 {
+    (u32::BITS - max.leading_zeros()).max(1)
+}
+
+/// Operand element type as the array carries it.
+fn operand_ty(dtype: ElemType) -> Ty {
+    match dtype {
+        ElemType::Int8 => Ty::s(8),
+        ElemType::Bf16 => Ty::u(16),
+    }
+}
+
+/// Partial-sum type as the array carries it (int32, or fp32 bit patterns).
+fn sum_ty(dtype: ElemType) -> Ty {
+    match dtype {
+        ElemType::Int8 => Ty::s(32),
+        ElemType::Bf16 => Ty::u(32),
+    }
 }
 
 /// Builds the MXU for `cfg` into `design` and returns its top module.
 #[track_caller]
 pub fn build(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
-    let params: Vec<(&str, String)> = vec![
-        ("dtype", cfg.dtype().to_string()),
-        ("rows", cfg.rows().to_string()),
-        ("cols", cfg.cols().to_string()),
-    ];
+    let owned = cfg.params();
+    let params: Vec<(&str, String)> = owned.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     let name = top_name(cfg);
     let cfg = *cfg;
     design.define(&name, &params, |design, m| {
-        m.doc("weight-stationary systolic array with shadow weights, skew and deskew");
+        m.doc("weight-stationary systolic array: weight FIFO, shadow weights, accumulator");
         let pe = pe(design, cfg.dtype());
-        let (rows, cols) = (cfg.rows(), cfg.cols());
-        let op_bits = cfg.dtype().operand_bits();
-        let acc_bits = cfg.dtype().result_bits();
-        let op_ty = Ty::s(op_bits);
-        let acc_ty = Ty::s(acc_bits);
-
-        let w_valid = m.input(ports::W_VALID, Ty::BOOL);
-        let w_row = m.input(ports::W_ROW, Ty::u(cols * op_bits));
-        let a_valid = m.input(ports::A_VALID, Ty::BOOL);
-        let a_first = m.input(ports::A_FIRST, Ty::BOOL);
-        let a_row = m.input(ports::A_ROW, Ty::u(rows * op_bits));
-
-        // Buses between PEs: act/first flow right, psum/weights flow down.
-        let act = m.bus("act", op_ty, &[rows, cols + 1]);
-        let first = m.bus("first", Ty::BOOL, &[rows, cols + 1]);
-        let psum = m.bus("psum", acc_ty, &[rows + 1, cols]);
-        let wchain = m.bus("wchain", op_ty, &[rows + 1, cols]);
-        let wshift = m.bus("wshift", Ty::BOOL, &[cols]);
-
-        // Row r's activations enter r cycles late, so that row m of A meets
-        // the partial sum of row m coming down from above.
-        let first_valid = m.wire("first_valid", a_first & a_valid);
-        for r in 0..rows {
-            let a = a_row.slice(r * op_bits, op_bits).as_signed();
-            let a = delay(m, &format!("askew{r}"), a, r, None);
-            let f = delay(m, &format!("fskew{r}"), first_valid, r, Some(0));
-            m.bus_drive(act, &[r, 0], a);
-            m.bus_drive(first, &[r, 0], f);
-        }
-        // Column c's weights shift c cycles late, matching the wavefront, so a
-        // column's shadow chain is free as soon as the wavefront has passed it.
-        for c in 0..cols {
-            let w = w_row.slice(c * op_bits, op_bits).as_signed();
-            let w = delay(m, &format!("wskew{c}"), w, c, None);
-            let s = delay(m, &format!("wskew{c}_valid"), w_valid, c, Some(0));
-            m.bus_drive(wchain, &[0, c], w);
-            m.bus_drive(wshift, &[c], s);
-            let zero = m.lit(acc_ty, 0);
-            m.bus_drive(psum, &[0, c], zero);
-        }
-
-        let grid = m.instance_array("pe", &pe, &[("row", rows), ("col", cols)]);
-        let (r, c) = (grid.var(0), grid.var(1));
-        m.array_connect(grid, "a_i", act, &[r.clone(), c.clone()]);
-        m.array_connect(grid, "a_o", act, &[r.clone(), c.clone() + 1]);
-        m.array_connect(grid, "first_i", first, &[r.clone(), c.clone()]);
-        m.array_connect(grid, "first_o", first, &[r.clone(), c.clone() + 1]);
-        m.array_connect(grid, "psum_i", psum, &[r.clone(), c.clone()]);
-        m.array_connect(grid, "psum_o", psum, &[r.clone() + 1, c.clone()]);
-        m.array_connect(grid, "w_i", wchain, &[r.clone(), c.clone()]);
-        m.array_connect(grid, "w_o", wchain, &[r + 1, c.clone()]);
-        m.array_connect(grid, "w_shift_i", wshift, &[c]);
-
-        // Column c's results leave the bottom c cycles after column 0's; delay
-        // each by C-1-c so a whole output row appears at once.
-        let mut outs = Vec::new();
-        for c in 0..cols {
-            let s = m.bus_read(psum, &[rows, c]);
-            outs.push(delay(m, &format!("deskew{c}"), s, cols - 1 - c, None));
-        }
-        outs.reverse(); // column 0 in the low bits
-        m.output(ports::C_ROW, hw::cat(&outs));
-        let latency = Timing::of(&cfg).latency;
-        let valid = delay(m, "valid_pipe", a_valid, latency, Some(0));
-        m.output(ports::C_VALID, valid);
-
-        m.waive(
-            "UNUSEDSIGNAL",
-            "act",
-            "activations leaving the right edge of the array have no consumer",
-        );
-        m.waive(
-            "UNUSEDSIGNAL",
-            "first",
-            "tile-start flags leaving the right edge of the array have no consumer",
-        );
-        m.waive(
-            "UNUSEDSIGNAL",
-            "wchain",
-            "shadow weights shifted out of the bottom row have no consumer",
-        );
+        let acc_adder = match cfg.dtype() {
+            ElemType::Int8 => None,
+            ElemType::Bf16 => Some(hw::fp::fp32_add(design, 2)),
+        };
+        build_top(m, &cfg, &pe, acc_adder.as_ref());
     })
+}
+
+fn build_top(
+    m: &mut ModuleBuilder,
+    cfg: &MxuConfig,
+    pe: &Rc<ModuleDef>,
+    acc_adder: Option<&Rc<ModuleDef>>,
+) {
+    use ports::*;
+    let t = Timing::of(cfg);
+    let (rows, cols) = (cfg.rows(), cfg.cols());
+    let op_ty = operand_ty(cfg.dtype());
+    let op_bits = op_ty.width;
+    let s_ty = sum_ty(cfg.dtype());
+    let acc_aw = cfg.acc_rows().trailing_zeros();
+    let latency = t.pe_latency;
+
+    let w_valid = m.input(W_VALID, Ty::BOOL);
+    let w_row = m.input(W_ROW, Ty::u(cols * op_bits));
+    let a_valid = m.input(A_VALID, Ty::BOOL);
+    let a_first = m.input(A_FIRST, Ty::BOOL);
+    let a_row = m.input(A_ROW, Ty::u(rows * op_bits));
+    let a_addr = m.input(A_ACC_ADDR, Ty::u(acc_aw));
+    let a_add = m.input(A_ACC_ADD, Ty::BOOL);
+    let rd_en = m.input(ACC_RD_EN, Ty::BOOL);
+    let rd_addr = m.input(ACC_RD_ADDR, Ty::u(acc_aw));
+
+    // ---- Weight FIFO: a memory plus an output register (the head).
+    let fifo_aw = t.weight_fifo_rows.trailing_zeros();
+    let ptr_ty = Ty::u(fifo_aw + 1);
+    let wfifo = m.memory("wfifo", Ty::u(cols * op_bits), fifo_aw);
+    let wr_ptr = m.reg_reset("wfifo_wr", ptr_ty, 0);
+    let rd_ptr = m.reg_reset("wfifo_rd", ptr_ty, 0);
+    let count = m.wire("wfifo_count", wr_ptr.q() - rd_ptr.q());
+    let w_ready = m.wire("w_ready", count.is_ne(t.weight_fifo_rows));
+    m.output(W_READY, w_ready);
+    let write = m.wire("wfifo_write", w_valid & w_ready);
+    m.mem_write(wfifo, write, wr_ptr.q().trunc(fifo_aw), w_row);
+    m.set_next(wr_ptr, wr_ptr.q() + write.zext(fifo_aw + 1));
+    let head_valid = m.reg_reset("head_valid", Ty::BOOL, 0);
+    let take = m.wire_decl("take", Ty::BOOL);
+    let fetch = m.wire("fetch", count.is_ne(0) & (!head_valid.q() | take.value()));
+    let head = m.mem_read(wfifo, Some(fetch), rd_ptr.q().trunc(fifo_aw));
+    m.set_next(rd_ptr, rd_ptr.q() + fetch.zext(fifo_aw + 1));
+    m.set_next(head_valid, fetch | (head_valid.q() & !take.value()));
+
+    // ---- Loader: shifts the head into the shadow chains, one row per cycle.
+    let loaded_ty = Ty::u(bits_for(rows));
+    let loaded = m.reg_reset("loaded", loaded_ty, 0);
+    let gap_ty = Ty::u(bits_for(t.first_row_gap));
+    let since_first = m.reg_reset("since_first", gap_ty, t.first_row_gap);
+    let tile_ready = m.wire(
+        "tile_ready",
+        loaded.q().is_eq(rows) & since_first.q().is_ge(t.first_row_gap),
+    );
+    let a_ready = m.wire("a_ready", !a_first | tile_ready);
+    m.output(A_READY, a_ready);
+    let accept = m.wire("accept", a_valid & a_ready);
+    let first_accept = m.wire("first_accept", accept & a_first);
+    // Accepting a first row hands the loaded tile to the array.
+    let zero_loaded = m.lit(loaded_ty, 0);
+    let loaded_now = mux(first_accept, zero_loaded, loaded.q());
+    let may_shift = if t.shadow_hold == 0 {
+        m.lit(Ty::BOOL, 1)
+    } else {
+        let hold_ty = Ty::u(bits_for(t.shadow_hold));
+        let hold = m.reg_reset("hold", hold_ty, 0);
+        let zero = m.lit(hold_ty, 0);
+        let restart = m.lit(hold_ty, t.shadow_hold - 1);
+        let idle = hold.q().is_eq(0);
+        m.set_next(
+            hold,
+            mux(first_accept, restart, mux(idle, zero, hold.q() - 1)),
+        );
+        !first_accept & idle
+    };
+    let take_now = head_valid.q() & may_shift & loaded_now.is_lt(rows);
+    m.drive(take, take_now);
+    m.set_next(loaded, loaded_now + take_now.zext(loaded_ty.width));
+    let gap_max = m.lit(gap_ty, t.first_row_gap);
+    let counting = since_first.q().is_lt(t.first_row_gap);
+    m.set_next(
+        since_first,
+        mux(
+            first_accept,
+            m.lit(gap_ty, 1),
+            mux(counting, since_first.q() + 1, gap_max),
+        ),
+    );
+
+    // ---- The PE grid and its buses: act/first flow right, psum/weights down.
+    let act = m.bus("act", op_ty, &[rows, cols + 1]);
+    let first = m.bus("first", Ty::BOOL, &[rows, cols + 1]);
+    let psum = m.bus("psum", s_ty, &[rows + 1, cols]);
+    let wchain = m.bus("wchain", op_ty, &[rows + 1, cols]);
+    let wshift = m.bus("wshift", Ty::BOOL, &[cols]);
+    for r in 0..rows {
+        let a = a_row.slice(r * op_bits, op_bits);
+        let a = if op_ty.signed { a.as_signed() } else { a };
+        let a = delay(m, &format!("askew{r}"), a, r * latency, None);
+        let f = delay(m, &format!("fskew{r}"), first_accept, r * latency, Some(0));
+        m.bus_drive(act, &[r, 0], a);
+        m.bus_drive(first, &[r, 0], f);
+    }
+    for c in 0..cols {
+        // Column c shifts c cycles late, with the wavefront, so a column's
+        // shadow chain is free as soon as the wavefront has passed it.
+        let w = head.slice(c * op_bits, op_bits);
+        let w = if op_ty.signed { w.as_signed() } else { w };
+        let w = delay(m, &format!("wskew{c}"), w, c, None);
+        let s = delay(m, &format!("wskew{c}_valid"), take_now, c, Some(0));
+        m.bus_drive(wchain, &[0, c], w);
+        m.bus_drive(wshift, &[c], s);
+        // The sums start at +0 (int32 0, or fp32 +0.0 as the contract says).
+        let zero = m.lit(s_ty, 0);
+        m.bus_drive(psum, &[0, c], zero);
+    }
+    let grid = m.instance_array("pe", pe, &[("row", rows), ("col", cols)]);
+    let (r, c) = (grid.var(0), grid.var(1));
+    m.array_connect(grid, "a_i", act, &[r.clone(), c.clone()]);
+    m.array_connect(grid, "a_o", act, &[r.clone(), c.clone() + 1]);
+    m.array_connect(grid, "first_i", first, &[r.clone(), c.clone()]);
+    m.array_connect(grid, "first_o", first, &[r.clone(), c.clone() + 1]);
+    m.array_connect(grid, "psum_i", psum, &[r.clone(), c.clone()]);
+    m.array_connect(grid, "psum_o", psum, &[r.clone() + 1, c.clone()]);
+    m.array_connect(grid, "w_i", wchain, &[r.clone(), c.clone()]);
+    m.array_connect(grid, "w_o", wchain, &[r + 1, c.clone()]);
+    m.array_connect(grid, "w_shift_i", wshift, &[c]);
+    m.waive(
+        "UNUSEDSIGNAL",
+        "act",
+        "activations leaving the right edge of the array have no consumer",
+    );
+    m.waive(
+        "UNUSEDSIGNAL",
+        "first",
+        "tile-start flags leaving the right edge of the array have no consumer",
+    );
+    m.waive(
+        "UNUSEDSIGNAL",
+        "wchain",
+        "shadow weights shifted out of the bottom row have no consumer",
+    );
+
+    // ---- De-skew: column c leaves c cycles after column 0; delay it C-1-c.
+    let mut outs = Vec::new();
+    for c in 0..cols {
+        let s = m.bus_read(psum, &[rows, c]);
+        outs.push(delay(m, &format!("deskew{c}"), s, cols - 1 - c, None));
+    }
+    outs.reverse(); // column 0 in the low bits
+    let out_row = m.wire("out_row", cat(&outs));
+
+    // The row's accumulator address and mode travel beside it.
+    let valid_pipe = m.reg_reset("valid_pipe", Ty::u(t.array_latency), 0);
+    let valid_next = if t.array_latency == 1 {
+        accept
+    } else {
+        cat(&[valid_pipe.q().slice(0, t.array_latency - 1), accept])
+    };
+    m.set_next(valid_pipe, valid_next);
+    let out_valid = m.wire("out_valid", valid_pipe.q().msb());
+    let side = delay(m, "side_pipe", cat(&[a_add, a_addr]), t.array_latency, None);
+    let out_addr = side.slice(0, acc_aw);
+    let out_add = side.msb();
+
+    // ---- Accumulator: read in cycle T, new value written in T + 1 + La.
+    let acc = m.memory("acc", Ty::u(cols * 32), acc_aw);
+    let old = m.mem_read(acc, Some(out_valid), out_addr);
+    let row1 = m.reg("row1", out_row.ty());
+    m.set_next(row1, out_row);
+    let side1 = m.reg("side1", Ty::u(acc_aw + 1));
+    m.set_next(side1, cat(&[out_add, out_addr]));
+    let valid1 = m.reg_reset("valid1", Ty::BOOL, 0);
+    m.set_next(valid1, out_valid);
+    let (new_row, wr_valid, wr_side, pending) = match acc_adder {
+        None => {
+            // int32: wrapping adds, no extra stage.
+            let add = side1.q().msb();
+            let cols_sum: Vec<Expr> = (0..cols)
+                .rev()
+                .map(|c| {
+                    let o = old.slice(c * 32, 32);
+                    let n = row1.q().slice(c * 32, 32);
+                    mux(add, o + n, n)
+                })
+                .collect();
+            (cat(&cols_sum), valid1.q(), side1.q(), valid1.q())
+        }
+        Some(adder) => {
+            let la = t.acc_add_latency;
+            let acc_old = m.bus("acc_old", Ty::u(32), &[cols]);
+            let acc_new = m.bus("acc_new", Ty::u(32), &[cols]);
+            let acc_sum = m.bus("acc_sum", Ty::u(32), &[cols]);
+            for c in 0..cols {
+                let o = old.slice(c * 32, 32);
+                let n = row1.q().slice(c * 32, 32);
+                m.bus_drive(acc_old, &[c], o);
+                m.bus_drive(acc_new, &[c], n);
+            }
+            let adders = m.instance_array("acc_add", adder, &[("col", cols)]);
+            let c = adders.var(0);
+            // C = add32(C, s_t): the accumulator is the first operand.
+            m.array_connect(adders, "a_i", acc_old, std::slice::from_ref(&c));
+            m.array_connect(adders, "b_i", acc_new, std::slice::from_ref(&c));
+            m.array_connect(adders, "sum_o", acc_sum, &[c]);
+            let row_late = delay(m, "row_late", row1.q(), la, None);
+            let side_late = delay(m, "side_late", side1.q(), la, None);
+            let valid_pipe2 = m.reg_reset("valid_late", Ty::u(la), 0);
+            let next = if la == 1 {
+                valid1.q()
+            } else {
+                cat(&[valid_pipe2.q().slice(0, la - 1), valid1.q()])
+            };
+            m.set_next(valid_pipe2, next);
+            let add = side_late.msb();
+            let cols_sum: Vec<Expr> = (0..cols)
+                .rev()
+                .map(|c| {
+                    let s = m.bus_read(acc_sum, &[c]);
+                    mux(add, s, row_late.slice(c * 32, 32))
+                })
+                .collect();
+            let pending = valid1.q() | valid_pipe2.q().any();
+            (cat(&cols_sum), valid_pipe2.q().msb(), side_late, pending)
+        }
+    };
+    let new_row = m.wire("acc_new_row", new_row);
+    let wr_valid = m.wire("acc_write", wr_valid);
+    m.mem_write(acc, wr_valid, wr_side.slice(0, acc_aw), new_row);
+    m.output(ACC_WR, wr_valid);
+    m.output(BUSY, valid_pipe.q().any() | pending);
+
+    // ---- Host read port.
+    let data = m.mem_read(acc, Some(rd_en), rd_addr);
+    m.output(ACC_RD_DATA, data);
+    let rd_valid = delay(m, "rd_valid", rd_en, 1, Some(0));
+    m.output(ACC_RD_VALID, rd_valid);
 }
 
 /// The processing element for `dtype`.
 pub fn pe(design: &mut Design, dtype: ElemType) -> Rc<ModuleDef> {
     match dtype {
         ElemType::Int8 => pe_int8(design),
+        ElemType::Bf16 => pe_bf16(design),
     }
+}
+
+/// The weight registers every PE has: the shadow loaded by the chain, and the
+/// active one switched in by the tile-start flag. Returns the weight for this
+/// cycle: the shadow while the flag passes (the new tile's first row), the
+/// active register otherwise.
+fn weights(m: &mut ModuleBuilder, ty: Ty, first: Expr) -> Expr {
+    let w_in = m.input("w_i", ty);
+    let w_shift = m.input("w_shift_i", Ty::BOOL);
+    let shadow = m.reg("shadow", ty);
+    m.set_next(shadow, w_in);
+    m.set_enable(shadow, w_shift);
+    let active = m.reg("active", ty);
+    m.set_next(active, shadow.q());
+    m.set_enable(active, first);
+    m.output("w_o", shadow.q());
+    m.wire("weight", first.select(shadow.q(), active.q()))
+}
+
+/// The activation and flag registers that pass values to the right.
+fn pass_right(m: &mut ModuleBuilder, a: Expr, first: Expr) {
+    let a_q = m.reg("a", a.ty());
+    m.set_next(a_q, a);
+    let first_q = m.reg_reset("first", Ty::BOOL, 0);
+    m.set_next(first_q, first);
+    m.output("a_o", a_q.q());
+    m.output("first_o", first_q.q());
 }
 
 fn pe_int8(design: &mut Design) -> Rc<ModuleDef> {
@@ -188,32 +453,32 @@ fn pe_int8(design: &mut Design) -> Rc<ModuleDef> {
         let a = m.input("a_i", Ty::s(8));
         let first = m.input("first_i", Ty::BOOL);
         let psum_in = m.input("psum_i", Ty::s(32));
-        let w_in = m.input("w_i", Ty::s(8));
-        let w_shift = m.input("w_shift_i", Ty::BOOL);
-
-        let shadow = m.reg("shadow", Ty::s(8));
-        m.set_next(shadow, w_in);
-        m.set_enable(shadow, w_shift);
-
-        // The tile-start flag selects the freshly loaded shadow weight for this
-        // row and latches it as the active weight for the rest of the tile.
-        let active = m.reg("active", Ty::s(8));
-        m.set_next(active, shadow.q());
-        m.set_enable(active, first);
-        let weight = m.wire("weight", first.select(shadow.q(), active.q()));
-
-        let psum = m.reg("psum", Ty::s(32));
+        let weight = weights(m, Ty::s(8), first);
         let product = m.wire("product", a.mul_wide(weight));
+        let psum = m.reg("psum", Ty::s(32));
         m.set_next(psum, psum_in + product.sext(32));
-
-        let a_q = m.reg("a", Ty::s(8));
-        m.set_next(a_q, a);
-        let first_q = m.reg_reset("first", Ty::BOOL, 0);
-        m.set_next(first_q, first);
-
-        m.output("a_o", a_q.q());
-        m.output("first_o", first_q.q());
         m.output("psum_o", psum.q());
-        m.output("w_o", shadow.q());
+        pass_right(m, a, first);
+    })
+}
+
+fn pe_bf16(design: &mut Design) -> Rc<ModuleDef> {
+    design.define("mxu_pe_bf16", &[("dtype", "bf16".into())], |_, m| {
+        m.doc("bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, two pipeline stages");
+        let a = m.input("a_i", Ty::u(16));
+        let first = m.input("first_i", Ty::BOOL);
+        let psum_in = m.input("psum_i", Ty::u(32));
+        let weight = weights(m, Ty::u(16), first);
+        let product = hw::fp::bf16_mul_logic(m, a, weight);
+        let product = m.wire("product", product);
+        // Stage 1 (this cycle): s = add32(psum, product) up to the significand
+        // sum; stage 2 (next cycle): normalise and round into the psum register.
+        let stage1 = hw::fp::fp32_add_stage1(m, psum_in, product);
+        let stage1 = hw::fp::register_stage(m, "stage1_", &stage1.to_vec());
+        let sum = hw::fp::fp32_add_stage2(m, &hw::fp::AddStage1::from_vec(&stage1));
+        let psum = m.reg("psum", Ty::u(32));
+        m.set_next(psum, sum);
+        m.output("psum_o", psum.q());
+        pass_right(m, a, first);
     })
 }

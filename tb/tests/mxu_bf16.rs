@@ -1,0 +1,160 @@
+//! The bf16 MXU in RTL (Verilator) against the golden model, bit for bit and
+//! cycle for cycle: shapes 1x1 .. 8x8, K below and above R (several tiles
+//! accumulated in fp32 by the accumulator), random and adversarial data.
+
+use config::{ElemType, MxuConfig};
+use rand::Rng;
+use rstest::rstest;
+use sim::mxu::MxuDriver;
+use tb::seed::rng_for;
+
+fn driver(rows: u32, cols: u32) -> MxuDriver {
+    let cfg = MxuConfig::new(rows, cols, ElemType::Bf16).unwrap();
+    MxuDriver::new(&cfg).unwrap_or_else(|e| panic!("cannot build the {cfg} MXU: {e}"))
+}
+
+/// Runs one matmul on the RTL and checks C and the cycle count against golden.
+fn check(d: &mut MxuDriver, a: &[u16], b: &[u16], (m, k, n): (usize, usize, usize), what: &str) {
+    let rows = d.config().rows() as usize;
+    let expected = golden::matmul_bf16(a, b, m, k, n, rows);
+    let (c, stats) = d
+        .matmul_bf16(a, b, (m, k, n), Some(&expected))
+        .unwrap_or_else(|e| panic!("{what} (M={m} K={k} N={n}) on {}: {e}", d.config()));
+    assert_eq!(c, expected, "{what}: C differs (M={m} K={k} N={n})");
+    let timing = golden::MxuTiming::new(d.config(), m, k, n);
+    assert_eq!(
+        stats.cycles,
+        timing.total_cycles(),
+        "{what}: RTL took {} cycles, the cycle model says {} (M={m} K={k} N={n}, {})",
+        stats.cycles,
+        timing.total_cycles(),
+        d.config()
+    );
+}
+
+/// bf16 values that stress the contract: zeros of both signs, subnormals,
+/// infinities, NaNs, the largest and smallest normals, ones and near-ties.
+const SPECIAL: &[u16] = &[
+    0x0000, 0x8000, 0x0001, 0x8001, 0x007F, // zeros, subnormals
+    0x0080, 0x8080, 0x7F7F, 0xFF7F, // extreme normals
+    0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, // infinities, NaNs
+    0x3F80, 0xBF80, 0x3F81, 0xBF81, 0x4000, 0x3F00, // around one
+    0x5F80, 0x6000, 0x1F80, 0x2000, // products near overflow / underflow
+];
+
+fn random_bf16(rng: &mut impl Rng) -> u16 {
+    match rng.gen_range(0..10) {
+        0 => SPECIAL[rng.gen_range(0..SPECIAL.len())],
+        // Moderate magnitudes: sums that round, cancel and tie.
+        1..=6 => {
+            let exp: u16 = rng.gen_range(0x7A..0x84);
+            (rng.gen::<u16>() & 0x807F) | (exp << 7)
+        }
+        _ => rng.gen(),
+    }
+}
+
+#[rstest]
+#[case(1, 1)]
+#[case(2, 3)]
+#[case(4, 4)]
+#[case(8, 8)]
+fn random_matrices(#[case] rows: u32, #[case] cols: u32) {
+    let mut rng = rng_for(&format!("bf16_random_matrices_{rows}x{cols}"));
+    let mut d = driver(rows, cols);
+    let (r, c) = (rows as usize, cols as usize);
+    for round in 0..10 {
+        // Even rounds: K within one tile; odd rounds: several tiles.
+        let m = rng.gen_range(1..=2 * r + 3);
+        let k = if round % 2 == 0 {
+            rng.gen_range(1..=r)
+        } else {
+            rng.gen_range(r + 1..=3 * r + 1)
+        };
+        let n = rng.gen_range(1..=2 * c + 1);
+        let a: Vec<u16> = (0..m * k).map(|_| random_bf16(&mut rng)).collect();
+        let b: Vec<u16> = (0..k * n).map(|_| random_bf16(&mut rng)).collect();
+        check(&mut d, &a, &b, (m, k, n), &format!("random round {round}"));
+    }
+}
+
+#[rstest]
+#[case(1, 1)]
+#[case(2, 3)]
+#[case(4, 4)]
+fn adversarial_values(#[case] rows: u32, #[case] cols: u32) {
+    let mut d = driver(rows, cols);
+    let r = rows as usize;
+    // Every special value against every other, as single products, and summed
+    // in a tile and across tiles.
+    for (m, k, n) in [(SPECIAL.len(), 1, SPECIAL.len()), (5, 2 * r + 1, 3)] {
+        let a: Vec<u16> = (0..m * k).map(|i| SPECIAL[i % SPECIAL.len()]).collect();
+        let b: Vec<u16> = (0..k * n)
+            .map(|i| SPECIAL[(i * 7 + 3) % SPECIAL.len()])
+            .collect();
+        check(&mut d, &a, &b, (m, k, n), "special values");
+    }
+    // Exact cancellation: x*1 + (-x)*1 across the K dimension gives +0.
+    let k = 2 * r;
+    let a: Vec<u16> = (0..k)
+        .map(|i| if i % 2 == 0 { 0x4049 } else { 0xC049 })
+        .collect();
+    let b = vec![0x3F80u16; k];
+    check(&mut d, &a, &b, (1, k, 1), "cancellation");
+    // -0 products only: the first add of +0 makes the sum +0.
+    check(&mut d, &[0x8000], &[0x3F80], (1, 1, 1), "minus zero");
+    // Overflow to infinity, then inf - inf = NaN across tiles.
+    let k = r + 1;
+    let a: Vec<u16> = (0..k)
+        .map(|i| if i < r { 0x7F00 } else { 0xFF00 })
+        .collect();
+    let b = vec![0x7F00u16; k];
+    check(&mut d, &a, &b, (1, k, 1), "overflow");
+    // Underflow: products below 2^-126 flush to zero with their sign.
+    let a = vec![0x0100u16; 2 * r];
+    let b = vec![0x8100u16; 2 * r];
+    check(&mut d, &a, &b, (2, r, 2), "underflow");
+    // Ties: 1 + 2^-24 rounds to even, 1 + 3*2^-24 up.
+    let a = vec![0x3F80u16, 0x3380, 0x3440];
+    let b = vec![0x3F80u16, 0x3F80, 0x3F80];
+    check(&mut d, &a, &b, (1, 3, 1), "ties");
+}
+
+#[test]
+fn mac_chains_from_the_reference_vectors() {
+    // Chains of up to 256 products through a 4x4 array: K up to 64 tiles,
+    // accumulated across tiles as the contract says for R = 4.
+    let mut d = driver(4, 4);
+    for row in golden::vectors::read_vectors("bf16_mac_chain.tsv", 3)
+        .iter()
+        .step_by(25)
+    {
+        let a: Vec<u16> = row.fields[0]
+            .split(',')
+            .map(golden::vectors::hex16)
+            .collect();
+        let b: Vec<u16> = row.fields[1]
+            .split(',')
+            .map(golden::vectors::hex16)
+            .collect();
+        check(
+            &mut d,
+            &a,
+            &b,
+            (1, a.len(), 1),
+            &format!("mac chain line {}", row.line),
+        );
+    }
+}
+
+#[test]
+fn long_stream_keeps_the_array_busy() {
+    let mut rng = rng_for("bf16_long_stream_keeps_the_array_busy");
+    let mut d = driver(8, 8);
+    let (m, k, n) = (256, 64, 64);
+    let a: Vec<u16> = (0..m * k).map(|_| random_bf16(&mut rng)).collect();
+    let b: Vec<u16> = (0..k * n).map(|_| random_bf16(&mut rng)).collect();
+    check(&mut d, &a, &b, (m, k, n), "8x8 M=256 K=N=64");
+    let timing = golden::MxuTiming::new(d.config(), m, k, n);
+    assert!(timing.utilization() >= 0.97, "{}", timing.utilization());
+}
