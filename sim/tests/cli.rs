@@ -58,8 +58,13 @@ fn operands(case: &Case, m: usize, k: usize, n: usize) -> (Vec<i8>, Vec<i8>) {
 }
 
 fn run_matmul(case: &Case, extra: &[&str]) -> std::process::Output {
+    run_dtype(case, "int8", extra)
+}
+
+/// `sim matmul --dtype <dtype>` on the case's a.npy and b.npy, writing c.npy.
+fn run_dtype(case: &Case, dtype: &str, extra: &[&str]) -> std::process::Output {
     sim()
-        .args(["matmul", "--dtype", "int8", "--a"])
+        .args(["matmul", "--dtype", dtype, "--a"])
         .arg(case.path("a.npy"))
         .arg("--b")
         .arg(case.path("b.npy"))
@@ -238,16 +243,7 @@ fn bf16_operands(case: &Case, m: usize, k: usize, n: usize) -> (Vec<u16>, Vec<u1
 }
 
 fn run_bf16(case: &Case, extra: &[&str]) -> std::process::Output {
-    sim()
-        .args(["matmul", "--dtype", "bf16", "--a"])
-        .arg(case.path("a.npy"))
-        .arg("--b")
-        .arg(case.path("b.npy"))
-        .arg("--out")
-        .arg(case.path("c.npy"))
-        .args(extra)
-        .output()
-        .unwrap()
+    run_dtype(case, "bf16", extra)
 }
 
 #[test]
@@ -304,22 +300,11 @@ fn long_matmuls_keep_the_array_busy_in_both_element_types() {
         let stats: Vec<serde_json::Value> = [&["--golden"][..], &[][..]]
             .iter()
             .map(|backend| {
-                let out = sim()
-                    .args(["matmul", "--dtype", dtype, "--a"])
-                    .arg(case.path("a.npy"))
-                    .arg("--b")
-                    .arg(case.path("b.npy"))
-                    .arg("--out")
-                    .arg(case.path("c.npy"))
-                    .args(["--rows", "8", "--cols", "8", "--stats"])
-                    .args(*backend)
-                    .output()
-                    .unwrap();
-                assert!(
-                    out.status.success(),
-                    "{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
+                let mut args = vec!["--rows", "8", "--cols", "8", "--stats"];
+                args.extend_from_slice(backend);
+                let out = run_dtype(&case, dtype, &args);
+                let err = String::from_utf8_lossy(&out.stderr).into_owned();
+                assert!(out.status.success(), "{err}");
                 stats_of(&out)
             })
             .collect();

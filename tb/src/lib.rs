@@ -9,5 +9,6 @@
 
 pub mod fuzz;
 pub mod icarus;
+pub mod mxu;
 pub mod seed;
 pub mod tools;

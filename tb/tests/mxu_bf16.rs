@@ -6,30 +6,12 @@ use config::{ElemType, MxuConfig};
 use rand::Rng;
 use rstest::rstest;
 use sim::mxu::MxuDriver;
+use tb::mxu::check_bf16;
 use tb::seed::rng_for;
 
 fn driver(rows: u32, cols: u32) -> MxuDriver {
     let cfg = MxuConfig::new(rows, cols, ElemType::Bf16).unwrap();
     MxuDriver::new(&cfg).unwrap_or_else(|e| panic!("cannot build the {cfg} MXU: {e}"))
-}
-
-/// Runs one matmul on the RTL and checks C and the cycle count against golden.
-fn check(d: &mut MxuDriver, a: &[u16], b: &[u16], (m, k, n): (usize, usize, usize), what: &str) {
-    let rows = d.config().rows() as usize;
-    let expected = golden::matmul_bf16(a, b, m, k, n, rows);
-    let (c, stats) = d
-        .matmul_bf16(a, b, (m, k, n), Some(&expected))
-        .unwrap_or_else(|e| panic!("{what} (M={m} K={k} N={n}) on {}: {e}", d.config()));
-    assert_eq!(c, expected, "{what}: C differs (M={m} K={k} N={n})");
-    let timing = golden::MxuTiming::new(d.config(), m, k, n);
-    assert_eq!(
-        stats.cycles,
-        timing.total_cycles(),
-        "{what}: RTL took {} cycles, the cycle model says {} (M={m} K={k} N={n}, {})",
-        stats.cycles,
-        timing.total_cycles(),
-        d.config()
-    );
 }
 
 /// bf16 values that stress the contract: zeros of both signs, subnormals,
@@ -74,7 +56,7 @@ fn random_matrices(#[case] rows: u32, #[case] cols: u32) {
         let n = rng.gen_range(1..=2 * c + 1);
         let a: Vec<u16> = (0..m * k).map(|_| random_bf16(&mut rng)).collect();
         let b: Vec<u16> = (0..k * n).map(|_| random_bf16(&mut rng)).collect();
-        check(&mut d, &a, &b, (m, k, n), &format!("random round {round}"));
+        check_bf16(&mut d, &a, &b, (m, k, n), &format!("random round {round}"));
     }
 }
 
@@ -92,7 +74,7 @@ fn adversarial_values(#[case] rows: u32, #[case] cols: u32) {
         let b: Vec<u16> = (0..k * n)
             .map(|i| SPECIAL[(i * 7 + 3) % SPECIAL.len()])
             .collect();
-        check(&mut d, &a, &b, (m, k, n), "special values");
+        check_bf16(&mut d, &a, &b, (m, k, n), "special values");
     }
     // Exact cancellation: x*1 + (-x)*1 across the K dimension gives +0.
     let k = 2 * r;
@@ -100,24 +82,24 @@ fn adversarial_values(#[case] rows: u32, #[case] cols: u32) {
         .map(|i| if i % 2 == 0 { 0x4049 } else { 0xC049 })
         .collect();
     let b = vec![0x3F80u16; k];
-    check(&mut d, &a, &b, (1, k, 1), "cancellation");
+    check_bf16(&mut d, &a, &b, (1, k, 1), "cancellation");
     // -0 products only: the first add of +0 makes the sum +0.
-    check(&mut d, &[0x8000], &[0x3F80], (1, 1, 1), "minus zero");
+    check_bf16(&mut d, &[0x8000], &[0x3F80], (1, 1, 1), "minus zero");
     // Overflow to infinity, then inf - inf = NaN across tiles.
     let k = r + 1;
     let a: Vec<u16> = (0..k)
         .map(|i| if i < r { 0x7F00 } else { 0xFF00 })
         .collect();
     let b = vec![0x7F00u16; k];
-    check(&mut d, &a, &b, (1, k, 1), "overflow");
+    check_bf16(&mut d, &a, &b, (1, k, 1), "overflow");
     // Underflow: products below 2^-126 flush to zero with their sign.
     let a = vec![0x0100u16; 2 * r];
     let b = vec![0x8100u16; 2 * r];
-    check(&mut d, &a, &b, (2, r, 2), "underflow");
+    check_bf16(&mut d, &a, &b, (2, r, 2), "underflow");
     // Ties: 1 + 2^-24 rounds to even, 1 + 3*2^-24 up.
     let a = vec![0x3F80u16, 0x3380, 0x3440];
     let b = vec![0x3F80u16, 0x3F80, 0x3F80];
-    check(&mut d, &a, &b, (1, 3, 1), "ties");
+    check_bf16(&mut d, &a, &b, (1, 3, 1), "ties");
 }
 
 #[test]
@@ -137,7 +119,7 @@ fn mac_chains_from_the_reference_vectors() {
             .split(',')
             .map(golden::vectors::hex16)
             .collect();
-        check(
+        check_bf16(
             &mut d,
             &a,
             &b,
@@ -154,7 +136,7 @@ fn long_stream_keeps_the_array_busy() {
     let (m, k, n) = (256, 64, 64);
     let a: Vec<u16> = (0..m * k).map(|_| random_bf16(&mut rng)).collect();
     let b: Vec<u16> = (0..k * n).map(|_| random_bf16(&mut rng)).collect();
-    check(&mut d, &a, &b, (m, k, n), "8x8 M=256 K=N=64");
+    check_bf16(&mut d, &a, &b, (m, k, n), "8x8 M=256 K=N=64");
     let timing = golden::MxuTiming::new(d.config(), m, k, n);
     assert!(timing.utilization() >= 0.97, "{}", timing.utilization());
 }

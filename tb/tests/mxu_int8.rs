@@ -6,31 +6,13 @@ use config::{ElemType, MxuConfig};
 use rand::Rng;
 use rstest::rstest;
 use sim::mxu::MxuDriver;
+use tb::mxu::check_int8;
 use tb::seed::rng_for;
 
 /// One driver per array shape per test process (a model build costs seconds).
 fn driver(rows: u32, cols: u32) -> MxuDriver {
     let cfg = MxuConfig::new(rows, cols, ElemType::Int8).unwrap();
     MxuDriver::new(&cfg).unwrap_or_else(|e| panic!("cannot build the {cfg} MXU: {e}"))
-}
-
-/// Runs one matmul on the RTL and checks C and the cycle count against golden.
-fn check(d: &mut MxuDriver, a: &[i8], b: &[i8], (m, k, n): (usize, usize, usize), what: &str) {
-    let expected = golden::matmul_int8(a, b, m, k, n);
-    let (c, stats) = d
-        .matmul_int8(a, b, (m, k, n), Some(&expected))
-        .unwrap_or_else(|e| panic!("{what} (M={m} K={k} N={n}) on {}: {e}", d.config()));
-    assert_eq!(c, expected, "{what}: C differs (M={m} K={k} N={n})");
-    let timing = golden::MxuTiming::new(d.config(), m, k, n);
-    assert_eq!(
-        stats.cycles,
-        timing.total_cycles(),
-        "{what}: RTL took {} cycles, the cycle model says {} (M={m} K={k} N={n}, {})",
-        stats.cycles,
-        timing.total_cycles(),
-        d.config()
-    );
-    assert_eq!(stats.macs, timing.macs());
 }
 
 fn filled(len: usize, v: i8) -> Vec<i8> {
@@ -65,28 +47,28 @@ fn directed_cases(#[case] rows: u32, #[case] cols: u32) {
         (2 * r + 3, 2 * r, 2 * c + 1),
     ] {
         let name = |s: &str| format!("{s} {m}x{k}x{n}");
-        check(
+        check_int8(
             &mut d,
             &filled(m * k, -128),
             &filled(k * n, -128),
             (m, k, n),
             &name("-128 x -128"),
         );
-        check(
+        check_int8(
             &mut d,
             &filled(m * k, -128),
             &filled(k * n, 127),
             (m, k, n),
             &name("-128 x 127"),
         );
-        check(
+        check_int8(
             &mut d,
             &filled(m * k, 127),
             &filled(k * n, -128),
             (m, k, n),
             &name("127 x -128"),
         );
-        check(
+        check_int8(
             &mut d,
             &filled(m * k, 0),
             &filled(k * n, 0),
@@ -94,11 +76,11 @@ fn directed_cases(#[case] rows: u32, #[case] cols: u32) {
             &name("zeros"),
         );
         let a: Vec<i8> = (0..m * k).map(|i| (i as i64 * 37 - 100) as i8).collect();
-        check(&mut d, &a, &filled(k * n, 0), (m, k, n), &name("A x 0"));
+        check_int8(&mut d, &a, &filled(k * n, 0), (m, k, n), &name("A x 0"));
         // Identity: C = A.
         if k == n {
             let ident: Vec<i8> = (0..k * n).map(|i| (i / n == i % n) as i8).collect();
-            check(&mut d, &a, &ident, (m, k, n), &name("A x I"));
+            check_int8(&mut d, &a, &ident, (m, k, n), &name("A x I"));
         }
     }
 }
@@ -114,7 +96,7 @@ fn int32_sums_wrap_around(#[case] rows: u32, #[case] cols: u32) {
     let (m, n) = (2, 1);
     let a = filled(m * k, -128);
     let b = filled(k * n, -128);
-    check(&mut d, &a, &b, (m, k, n), "wraparound");
+    check_int8(&mut d, &a, &b, (m, k, n), "wraparound");
     let expected = golden::matmul_int8(&a, &b, m, k, n);
     assert_eq!(
         expected[0],
@@ -149,7 +131,7 @@ fn random_matrices(#[case] rows: u32, #[case] cols: u32) {
         };
         let a = random(&mut rng, m * k);
         let b = random(&mut rng, k * n);
-        check(&mut d, &a, &b, (m, k, n), &format!("random round {round}"));
+        check_int8(&mut d, &a, &b, (m, k, n), &format!("random round {round}"));
     }
 }
 
@@ -162,7 +144,7 @@ fn long_stream_keeps_the_array_busy() {
     let (m, k, n) = (256, 64, 64);
     let a = random(&mut rng, m * k);
     let b = random(&mut rng, k * n);
-    check(&mut d, &a, &b, (m, k, n), "8x8 M=256 K=N=64");
+    check_int8(&mut d, &a, &b, (m, k, n), "8x8 M=256 K=N=64");
     let timing = golden::MxuTiming::new(d.config(), m, k, n);
     assert!(timing.utilization() >= 0.97, "{}", timing.utilization());
 }
