@@ -7,6 +7,7 @@
 //! files of an earlier run (recognised by this generator's header) are removed
 //! so the folder always holds exactly one consistent design.
 
+use board::{Board, BridgeConfig};
 use config::MxuConfig;
 use hw::{catch_elab, emit_design, Design, EmittedFile, Header};
 use std::path::{Path, PathBuf};
@@ -50,6 +51,35 @@ pub fn generate(cfg: &MxuConfig) -> Result<Generated, String> {
     })
 }
 
+/// Elaborates the UART bridge around the MXU for `board` and emits it with the
+/// board top and its constraint file (in memory). `act_rows` defaults to the
+/// board's activation buffer depth, `baud` to [`board::DEFAULT_BAUD`].
+pub fn generate_board(
+    board: Board,
+    cfg: &MxuConfig,
+    act_rows: Option<u32>,
+    baud: Option<u32>,
+) -> Result<(Generated, BridgeConfig, u32), String> {
+    let baud = baud.unwrap_or(board::DEFAULT_BAUD);
+    let cpb = board::clocks_per_bit(board.clock_hz(), baud).map_err(|e| e.to_string())?;
+    let act_rows = act_rows.unwrap_or(board.defaults().act_rows);
+    let bridge = BridgeConfig::new(*cfg, cpb, act_rows).map_err(|e| e.to_string())?;
+    let header = Header {
+        generator: generator_id(),
+        params: board::board_params(board, &bridge, baud),
+    };
+    let built = board::build_board(board, &bridge, &header)?;
+    Ok((
+        Generated {
+            top: built.top,
+            files: built.files,
+            modules: built.modules,
+        },
+        bridge,
+        baud,
+    ))
+}
+
 /// Writes `files` into `dir` (created if missing). Each file is written to a
 /// temporary name and renamed into place; files of an earlier run of this
 /// generator that are not part of this one are removed afterwards.
@@ -80,8 +110,12 @@ pub fn write_files(dir: &Path, files: &[EmittedFile]) -> Result<Vec<PathBuf>, St
     Ok(written)
 }
 
-/// Removes `.v` files in `dir` that this generator wrote earlier and that the
-/// current file set does not contain.
+/// The generated files `remove_stale` may remove, with the comment that starts
+/// their first line: Verilog sources, and board constraint files.
+const OWNED_KINDS: [(&str, &str); 4] = [(".v", "//"), (".pcf", "#"), (".lpf", "#"), (".core", "#")];
+
+/// Removes Verilog, board constraint and FuseSoC core files in `dir` that this
+/// generator wrote earlier and that the current file set does not contain.
 fn remove_stale(dir: &Path, files: &[EmittedFile]) -> Result<(), String> {
     let current: std::collections::BTreeSet<&str> = files.iter().map(|f| f.name.as_str()).collect();
     let entries =
@@ -89,11 +123,17 @@ fn remove_stale(dir: &Path, files: &[EmittedFile]) -> Result<(), String> {
     let mut stale = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.ends_with(".v") || current.contains(name.as_str()) {
+        let Some((_, comment)) = OWNED_KINDS.iter().find(|(ext, _)| name.ends_with(ext)) else {
+            continue;
+        };
+        if current.contains(name.as_str()) {
             continue;
         }
+        let marker = header_marker().replacen("//", comment, 1);
+        // The marker starts the first line, or the second after a format
+        // line (a FuseSoC core's `CAPI=2:`).
         let ours = std::fs::read_to_string(entry.path())
-            .map(|t| t.starts_with(&header_marker()))
+            .map(|t| t.lines().take(2).any(|l| l.starts_with(&marker)))
             .unwrap_or(false);
         if ours {
             stale.push(entry.path());

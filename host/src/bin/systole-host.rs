@@ -1,0 +1,245 @@
+//! `systole-host`: talks to a Systole board over its serial port.
+//!
+//! ```text
+//! systole-host info   --port /dev/ttyUSB1
+//! systole-host matmul --port /dev/ttyUSB1 --a A.npy --b B.npy --out C.npy
+//! ```
+
+use clap::{Parser, Subcommand};
+use config::ElemType;
+use host::npy::{self, Matrix};
+use host::{Client, HostError, SerialTransport};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Runs matrix multiplications on a Systole board (iCEBreaker, ULX3S) over its
+/// USB serial port.
+#[derive(Parser, Debug)]
+#[command(
+    name = "systole-host",
+    version,
+    about = "Runs matrix multiplications on a Systole board over its USB serial port",
+    long_about = None
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Debug)]
+struct Link {
+    /// Serial port of the board (the iCEBreaker's UART is the FTDI's second
+    /// port, e.g. /dev/ttyUSB1; the ULX3S has one, e.g. /dev/ttyUSB0).
+    #[arg(long, value_name = "PORT")]
+    port: String,
+    /// Baud rate the bitstream was generated for.
+    #[arg(long, value_name = "BAUD", default_value_t = 115_200)]
+    baud: u32,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Prints the bridge's array, buffers and error flags (and clears them).
+    Info {
+        #[command(flatten)]
+        link: Link,
+    },
+    /// C = A x B on the board. For an int8 MXU, A and B are int8 .npy
+    /// matrices and C is int32; for bf16, A and B are uint16 .npy matrices of
+    /// bf16 bit patterns and C is float32. Any M, K, N >= 1.
+    Matmul {
+        #[command(flatten)]
+        link: Link,
+        /// A: .npy matrix, M x K.
+        #[arg(long, value_name = "FILE")]
+        a: PathBuf,
+        /// B: .npy matrix, K x N.
+        #[arg(long, value_name = "FILE")]
+        b: PathBuf,
+        /// Where to write C: .npy matrix, M x N.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Print one line of link statistics.
+        #[arg(long)]
+        stats: bool,
+    },
+}
+
+/// A failure and its exit code: 2 for bad input, 1 for the link or the board.
+struct Failure(u8, String);
+
+impl From<HostError> for Failure {
+    fn from(e: HostError) -> Self {
+        let code = if matches!(e, HostError::Shape(_)) {
+            2
+        } else {
+            1
+        };
+        Failure(code, e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    print!("{e}");
+                    return ExitCode::SUCCESS;
+                }
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    print!("{e}");
+                    return ExitCode::from(2);
+                }
+                ErrorKind::MissingRequiredArgument => {
+                    use clap::error::{ContextKind, ContextValue};
+                    let missing = match e.get(ContextKind::InvalidArg) {
+                        Some(ContextValue::Strings(v)) => v.join(", "),
+                        _ => "a required argument".to_string(),
+                    };
+                    eprintln!("error: missing {missing} (see systole-host --help)");
+                    return ExitCode::from(2);
+                }
+                _ => {
+                    let text = e.to_string();
+                    let first = text.lines().next().unwrap_or("invalid arguments");
+                    eprintln!("{first} (see systole-host --help)");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
+    let result = match cli.command {
+        Command::Info { link } => info(&link),
+        Command::Matmul {
+            link,
+            a,
+            b,
+            out,
+            stats,
+        } => matmul(&link, &a, &b, &out, stats),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(code, msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn connect(link: &Link) -> Result<Client<SerialTransport>, Failure> {
+    let port =
+        SerialTransport::open(&link.port, link.baud).map_err(|e| Failure(1, e.to_string()))?;
+    Ok(Client::connect(port)?)
+}
+
+fn info(link: &Link) -> Result<(), Failure> {
+    let mut client = connect(link)?;
+    let status = client.status()?;
+    println!("bridge: {}", status.info);
+    println!(
+        "queued weight tiles: {} of {}",
+        status.queued, status.info.max_queued
+    );
+    let errors = status.errors();
+    if errors.is_empty() {
+        println!("error flags: none");
+    } else {
+        println!("error flags: {}", errors.join(", "));
+    }
+    Ok(())
+}
+
+fn bad(msg: String) -> Failure {
+    Failure(2, msg)
+}
+
+fn check_shapes<T>(a: &Matrix<T>, b: &Matrix<T>) -> Result<(), Failure> {
+    if a.cols != b.rows {
+        return Err(bad(format!(
+            "A is {}x{} and B is {}x{}: A's columns must equal B's rows",
+            a.rows, a.cols, b.rows, b.cols
+        )));
+    }
+    Ok(())
+}
+
+fn matmul(
+    link: &Link,
+    a: &std::path::Path,
+    b: &std::path::Path,
+    out: &std::path::Path,
+    stats: bool,
+) -> Result<(), Failure> {
+    // Read the inputs before touching the port, so bad files fail fast; the
+    // element type is checked against the board's once it is known.
+    enum Operands {
+        Int8(Matrix<i8>, Matrix<i8>),
+        Bf16(Matrix<u16>, Matrix<u16>),
+    }
+    let ops = match npy::read::<i8>(a, "A") {
+        Ok(ma) => Operands::Int8(ma, npy::read::<i8>(b, "B").map_err(bad)?),
+        Err(int8_err) => match npy::read::<u16>(a, "A") {
+            Ok(ma) => Operands::Bf16(ma, npy::read::<u16>(b, "B").map_err(bad)?),
+            Err(_) => {
+                return Err(bad(
+                    int8_err.replace("expected int8", "expected int8 or uint16")
+                ))
+            }
+        },
+    };
+    match &ops {
+        Operands::Int8(ma, mb) => check_shapes(ma, mb)?,
+        Operands::Bf16(ma, mb) => check_shapes(ma, mb)?,
+    }
+    let mut client = connect(link)?;
+    let dtype = client.info().dtype;
+    let start = Instant::now();
+    let (m, n) =
+        match (&ops, dtype) {
+            (Operands::Int8(ma, mb), ElemType::Int8) => {
+                let c = client.matmul_int8(&ma.data, &mb.data, (ma.rows, ma.cols, mb.cols))?;
+                let c = Matrix {
+                    rows: ma.rows,
+                    cols: mb.cols,
+                    data: c,
+                };
+                npy::write(out, &c).map_err(|e| Failure(1, e))?;
+                (ma.rows, mb.cols)
+            }
+            (Operands::Bf16(ma, mb), ElemType::Bf16) => {
+                let c = client.matmul_bf16(&ma.data, &mb.data, (ma.rows, ma.cols, mb.cols))?;
+                let c = Matrix {
+                    rows: ma.rows,
+                    cols: mb.cols,
+                    data: c.into_iter().map(f32::from_bits).collect(),
+                };
+                npy::write(out, &c).map_err(|e| Failure(1, e))?;
+                (ma.rows, mb.cols)
+            }
+            (Operands::Int8(..), ElemType::Bf16) => return Err(bad(
+                "the board's MXU is bf16: A and B must be uint16 .npy files of bf16 bit patterns"
+                    .into(),
+            )),
+            (Operands::Bf16(..), ElemType::Int8) => {
+                return Err(bad(
+                    "the board's MXU is int8: A and B must be int8 .npy files".into(),
+                ))
+            }
+        };
+    if stats {
+        let s = client.stats();
+        println!(
+            "{{\"m\":{m},\"n\":{n},\"commands\":{},\"bytes_sent\":{},\"bytes_received\":{},\"seconds\":{:.3}}}",
+            s.commands,
+            s.bytes_sent,
+            s.bytes_received,
+            start.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}

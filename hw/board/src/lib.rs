@@ -1,0 +1,457 @@
+//! UART host bridge and board tops around the MXU.
+//!
+//! A hobbyist board has a clock, an FTDI serial port and a few LEDs. This crate
+//! turns the MXU into something such a board can run: a UART receiver and
+//! transmitter ([`uart`]), a command bridge that owns an activation buffer and
+//! drives the MXU's handshakes ([`bridge`]), and pin-level tops with their
+//! constraint files for the iCEBreaker and the ULX3S ([`top`]).
+//!
+//! ```text
+//!  host ──UART──► uart_rx ─► bridge FSM ─┬─► activation buffer ─► MXU a_* ─┐
+//!                                        ├─► weight row ─────────► MXU w_* │
+//!  host ◄─UART─── uart_tx ◄─ shift reg ◄─┴─◄ accumulator read ◄── MXU acc_* ┘
+//! ```
+//!
+//! Design decisions:
+//! - **A binary request/reply protocol** (`PROTOCOL.md`, constants in
+//!   [`protocol`]): an 8-byte header (SYNC, opcode, three little-endian u16
+//!   fields) and a payload whose length follows from the header. Every command
+//!   gets a reply, a status byte and a CRC-8 over the whole exchange, so a host
+//!   without RTS/CTS has flow control (it sends the next command after the
+//!   reply) and detects corruption either way. Bad opcodes and out-of-range
+//!   fields are answered with an error status, never a hang; a half-received
+//!   command is dropped after a timeout (about 10,000 bit times).
+//! - **The host does the tiling**, exactly as the simulator's MXU driver does:
+//!   the bridge only buffers activation rows, passes weight tiles to the MXU's
+//!   weight FIFO and streams one tile's rows per MATMUL command (consecutive
+//!   rows, first row flagged, distinct accumulator rows: the MXU's contract is
+//!   checked by the bridge, not trusted to the host). A serial link is orders
+//!   of magnitude slower than the array, so simple sequencing costs nothing
+//!   that matters.
+//! - **One clock, one reset, from the board.** The bridge, its UARTs and the
+//!   MXU are `hw` modules with the usual synchronous reset; the board top
+//!   (plain Verilog, see [`top`]) makes that reset from a power-on counter and
+//!   a button. The UART receiver synchronizes its pin with two flip-flops.
+//! - **Everything is a generator parameter**: the array ([`config::MxuConfig`]),
+//!   the activation buffer depth and the clocks per bit. Board defaults live
+//!   in one table, [`Board::defaults`].
+//! - **Independent host.** The `host` crate implements the protocol from
+//!   `PROTOCOL.md` without depending on this crate; the tests run the host
+//!   library against the Verilated board tops at the UART wire level.
+
+pub mod bridge;
+pub mod protocol;
+pub mod smoke;
+pub mod top;
+pub mod uart;
+
+pub use bridge::{bridge_name, build_bridge};
+pub use top::{Pin, PinDir};
+
+use config::{ConfigError, ElemType, MxuConfig};
+use hw::{catch_elab, emit_design, Design, EmittedFile, Header};
+
+/// Serial speed of the board tops unless another is asked for.
+pub const DEFAULT_BAUD: u32 = 115_200;
+
+/// Largest relative error between the requested baud rate and the one the
+/// clock can make (clock / round(clock / baud)).
+pub const MAX_BAUD_ERROR: f64 = 0.02;
+
+/// The bridge's generator parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BridgeConfig {
+    mxu: MxuConfig,
+    clocks_per_bit: u32,
+    act_rows: u32,
+}
+
+impl BridgeConfig {
+    /// A validated configuration: `clocks_per_bit` in 4..=65535, `act_rows`
+    /// (rows of the activation buffer) a power of two in 2..=65536.
+    pub fn new(mxu: MxuConfig, clocks_per_bit: u32, act_rows: u32) -> Result<Self, ConfigError> {
+        if !(uart::MIN_CLOCKS_PER_BIT..=u16::MAX as u32).contains(&clocks_per_bit) {
+            return Err(ConfigError(format!(
+                "UART clocks per bit must be between {} and {}, got {clocks_per_bit}",
+                uart::MIN_CLOCKS_PER_BIT,
+                u16::MAX
+            )));
+        }
+        if !(2..=65536).contains(&act_rows) || !act_rows.is_power_of_two() {
+            return Err(ConfigError(format!(
+                "activation buffer rows must be a power of two between 2 and 65536, got {act_rows}"
+            )));
+        }
+        Ok(BridgeConfig {
+            mxu,
+            clocks_per_bit,
+            act_rows,
+        })
+    }
+
+    pub fn mxu(&self) -> MxuConfig {
+        self.mxu
+    }
+
+    pub fn clocks_per_bit(&self) -> u32 {
+        self.clocks_per_bit
+    }
+
+    /// Rows of the activation buffer (each holds R operands).
+    pub fn act_rows(&self) -> u32 {
+        self.act_rows
+    }
+
+    /// The command timeout is 2^this cycles: the smallest power of two that
+    /// is at least 10,240 bit times (1,024 bytes; 89 ms at 115,200 baud).
+    pub fn timeout_log2(&self) -> u32 {
+        let cycles = self.clocks_per_bit as u64 * 10 * 1024;
+        64 - (cycles - 1).leading_zeros()
+    }
+
+    /// Clock cycles after which a half-received command is abandoned.
+    pub fn timeout_cycles(&self) -> u64 {
+        1u64 << self.timeout_log2()
+    }
+
+    /// Parameters as (name, value) pairs, for file headers.
+    pub fn params(&self) -> Vec<(String, String)> {
+        let mut p = self.mxu.params();
+        p.push(("act_rows".into(), self.act_rows.to_string()));
+        p.push(("clocks_per_bit".into(), self.clocks_per_bit.to_string()));
+        p
+    }
+}
+
+/// The board-independent defaults of one board: the array it gets unless the
+/// user picks another, and the activation buffer depth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoardDefaults {
+    pub rows: u32,
+    pub cols: u32,
+    pub dtype: ElemType,
+    pub acc_rows: u32,
+    pub act_rows: u32,
+}
+
+/// The boards with a top and constraints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Board {
+    /// 1BitSquared iCEBreaker: Lattice iCE40 UP5K, 12 MHz, FT2232H.
+    IceBreaker,
+    /// Radiona ULX3S: Lattice ECP5 LFE5U-85F, 25 MHz, FT231X.
+    Ulx3s,
+}
+
+impl Board {
+    pub const ALL: [Board; 2] = [Board::IceBreaker, Board::Ulx3s];
+
+    /// The array each board gets by default: the one place to change when the
+    /// FPGA reports show a larger array fits. Until then the values are ones
+    /// checked to place and route at the board clock with Yosys and nextpnr's
+    /// default options: on the UP5K an int8 PE takes about 400 LUTs without
+    /// DSPs (4x4 needs 124% of the 5,280 cells, and only 8 of its 16
+    /// multipliers fit the DSPs), so int8 3x3 (72% of the cells); on the
+    /// ECP5-85F Yosys puts every PE's multiplier in a DSP and there are 156,
+    /// so int8 12x12 (144 DSPs).
+    pub fn defaults(self) -> BoardDefaults {
+        match self {
+            Board::IceBreaker => BoardDefaults {
+                rows: 3,
+                cols: 3,
+                dtype: ElemType::Int8,
+                acc_rows: 64,
+                act_rows: 256,
+            },
+            Board::Ulx3s => BoardDefaults {
+                rows: 12,
+                cols: 12,
+                dtype: ElemType::Int8,
+                acc_rows: 256,
+                act_rows: 1024,
+            },
+        }
+    }
+
+    /// The default array as an MXU configuration.
+    pub fn default_mxu(self) -> MxuConfig {
+        let d = self.defaults();
+        MxuConfig::with_acc_rows(d.rows, d.cols, d.dtype, d.acc_rows)
+            .expect("board defaults are valid")
+    }
+
+    /// The name used on command lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            Board::IceBreaker => "icebreaker",
+            Board::Ulx3s => "ulx3s",
+        }
+    }
+
+    /// The board, FPGA and serial chip in words.
+    pub fn description(self) -> &'static str {
+        match self {
+            Board::IceBreaker => "iCEBreaker (iCE40 UP5K-SG48, FT2232H)",
+            Board::Ulx3s => "ULX3S (ECP5 LFE5U-85F-6BG381C, FT231X)",
+        }
+    }
+
+    /// Where the pin numbers come from.
+    pub fn pin_source(self) -> &'static str {
+        match self {
+            Board::IceBreaker => {
+                "Project IceStorm's iCEBreaker example, YosysHQ/icestorm examples/icebreaker/icebreaker.pcf"
+            }
+            Board::Ulx3s => "the ULX3S reference constraints, emard/ulx3s doc/constraints/ulx3s_v20.lpf",
+        }
+    }
+
+    /// The board oscillator's frequency.
+    pub fn clock_hz(self) -> u32 {
+        match self {
+            Board::IceBreaker => 12_000_000,
+            Board::Ulx3s => 25_000_000,
+        }
+    }
+
+    /// The Verilog name of the board top.
+    pub fn top_name(self) -> &'static str {
+        match self {
+            Board::IceBreaker => "systole_icebreaker",
+            Board::Ulx3s => "systole_ulx3s",
+        }
+    }
+
+    /// The top's ports and their pins.
+    pub fn pins(self) -> &'static [Pin] {
+        match self {
+            Board::IceBreaker => top::ICEBREAKER_PINS,
+            Board::Ulx3s => top::ULX3S_PINS,
+        }
+    }
+
+    /// The clock port of the top.
+    pub fn clock_port(self) -> &'static str {
+        self.pins()[0].port
+    }
+
+    /// The UART ports of the top: (FPGA receives, FPGA transmits).
+    pub fn uart_ports(self) -> (&'static str, &'static str) {
+        (self.pins()[1].port, self.pins()[2].port)
+    }
+
+    /// The reset button's port and the level that presses it.
+    pub fn button(self) -> (&'static str, bool) {
+        match self {
+            Board::IceBreaker => ("BTN_N", false),
+            Board::Ulx3s => ("btn_fire1", true),
+        }
+    }
+
+    /// The constraint file's name.
+    pub fn constraint_file(self) -> &'static str {
+        match self {
+            Board::IceBreaker => "icebreaker.pcf",
+            Board::Ulx3s => "ulx3s.lpf",
+        }
+    }
+}
+
+impl std::fmt::Display for Board {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Board {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Board, String> {
+        Board::ALL
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Board::ALL.iter().map(|b| b.name()).collect();
+                format!(
+                    "unknown board '{s}' (expected one of: {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// Clocks per bit for `baud` on a `clock_hz` clock: the nearest integer, if
+/// the rate it gives is within [`MAX_BAUD_ERROR`] of `baud` and the receiver
+/// can sample it.
+pub fn clocks_per_bit(clock_hz: u32, baud: u32) -> Result<u32, ConfigError> {
+    if baud == 0 {
+        return Err(ConfigError("baud rate must be at least 1".into()));
+    }
+    let cpb = ((clock_hz as u64 + baud as u64 / 2) / baud as u64) as u32;
+    if cpb < uart::MIN_CLOCKS_PER_BIT {
+        return Err(ConfigError(format!(
+            "{baud} baud is too fast for a {} MHz clock (at most {} baud)",
+            clock_hz as f64 / 1e6,
+            clock_hz / uart::MIN_CLOCKS_PER_BIT
+        )));
+    }
+    if cpb > u16::MAX as u32 {
+        return Err(ConfigError(format!(
+            "{baud} baud is too slow for a {} MHz clock",
+            clock_hz as f64 / 1e6
+        )));
+    }
+    let actual = clock_hz as f64 / cpb as f64;
+    let error = (actual - baud as f64).abs() / baud as f64;
+    if error > MAX_BAUD_ERROR {
+        return Err(ConfigError(format!(
+            "{baud} baud cannot be made from a {} MHz clock (nearest is {actual:.0} baud, {:.1}% off)",
+            clock_hz as f64 / 1e6,
+            error * 100.0
+        )));
+    }
+    Ok(cpb)
+}
+
+/// Everything one board needs, in memory.
+pub struct BoardBuild {
+    /// The board top's module name.
+    pub top: String,
+    /// Verilog files (children first, the board top last), `waivers.vlt`,
+    /// `files.f`, the constraint file, the smoke test (`<top>_tb.v`, not in
+    /// `files.f`) and the FuseSoC core of the build (`<top>.core`).
+    pub files: Vec<EmittedFile>,
+    /// Distinct modules, the board top included.
+    pub modules: usize,
+}
+
+/// Elaborates the bridge for `cfg` and writes the board top and constraints
+/// for `board` around it. `header` names the generator and the design
+/// parameters for every file.
+pub fn build_board(
+    board: Board,
+    cfg: &BridgeConfig,
+    header: &Header,
+) -> Result<BoardBuild, String> {
+    hw::quiet_elab_errors();
+    let (design, core) = catch_elab(|| {
+        let mut design = Design::new();
+        let core = build_bridge(&mut design, cfg);
+        (design, core)
+    })
+    .map_err(|e| e.to_string())?;
+    let emitted = emit_design(&design, &core, header);
+    let params: Vec<String> = header
+        .params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let params = if params.is_empty() {
+        "(none)".to_string()
+    } else {
+        params.join(" ")
+    };
+    let mut files: Vec<EmittedFile> = emitted
+        .iter()
+        .filter(|f| f.module.is_some())
+        .cloned()
+        .collect();
+    files.push(EmittedFile {
+        name: format!("{}.v", board.top_name()),
+        module: Some(board.top_name().to_string()),
+        text: top::top_verilog(board, cfg, &header.generator, &params),
+    });
+    let sources: Vec<String> = files.iter().map(|f| f.name.clone()).collect();
+    let list: String = sources.iter().map(|f| format!("{f}\n")).collect();
+    let waivers = emitted
+        .iter()
+        .find(|f| f.name == hw::emit::WAIVER_FILE)
+        .expect("emit_design writes the waiver file")
+        .clone();
+    files.push(waivers);
+    files.push(EmittedFile {
+        name: hw::emit::FILE_LIST.to_string(),
+        module: None,
+        text: list,
+    });
+    files.push(EmittedFile {
+        name: board.constraint_file().to_string(),
+        module: None,
+        text: top::constraints(board, &header.generator, &params),
+    });
+    files.push(EmittedFile {
+        name: format!("{}.v", smoke::testbench_name(board)),
+        module: None,
+        text: smoke::testbench_verilog(board, cfg, &header.generator, &params),
+    });
+    files.push(EmittedFile {
+        name: format!("{}.core", board.top_name()),
+        module: None,
+        text: smoke::core_file(board, &sources, &header.generator, &params),
+    });
+    Ok(BoardBuild {
+        top: board.top_name().to_string(),
+        modules: design.hierarchy(&core).len() + 1,
+        files,
+    })
+}
+
+/// The design parameters of a board build, for file headers.
+pub fn board_params(board: Board, cfg: &BridgeConfig, baud: u32) -> Vec<(String, String)> {
+    let mut p = vec![
+        ("board".to_string(), board.name().to_string()),
+        ("clock_hz".to_string(), board.clock_hz().to_string()),
+        ("baud".to_string(), baud.to_string()),
+    ];
+    p.extend(cfg.params());
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn board_names_round_trip_and_unknown_names_are_one_line_errors() {
+        for b in Board::ALL {
+            assert_eq!(b.name().parse::<Board>().unwrap(), b);
+        }
+        let err = "arty".parse::<Board>().unwrap_err();
+        assert!(err.contains("icebreaker") && !err.contains('\n'), "{err}");
+    }
+
+    #[test]
+    fn default_baud_rates_fit_the_board_clocks() {
+        assert_eq!(clocks_per_bit(12_000_000, DEFAULT_BAUD).unwrap(), 104);
+        assert_eq!(clocks_per_bit(25_000_000, DEFAULT_BAUD).unwrap(), 217);
+        assert_eq!(clocks_per_bit(12_000_000, 1_500_000).unwrap(), 8);
+        assert!(clocks_per_bit(12_000_000, 5_000_000).is_err());
+        // 12 MHz / 2.2 Mbaud = 5.45 clocks: 5 gives 2.4 Mbaud, 9% off.
+        assert!(clocks_per_bit(12_000_000, 2_200_000).is_err());
+        assert_eq!(clocks_per_bit(12_000_000, 1_100_000).unwrap(), 11);
+        assert!(clocks_per_bit(12_000_000, 0).is_err());
+    }
+
+    #[test]
+    fn bridge_configs_are_validated() {
+        let mxu = Board::IceBreaker.default_mxu();
+        assert!(BridgeConfig::new(mxu, 3, 256).is_err());
+        assert!(BridgeConfig::new(mxu, 104, 100).is_err());
+        assert!(BridgeConfig::new(mxu, 104, 1).is_err());
+        let c = BridgeConfig::new(mxu, 104, 256).unwrap();
+        assert!(c.timeout_cycles() >= 104 * 10 * 1024);
+        assert!(c.timeout_cycles() < 2 * 104 * 10 * 1024);
+    }
+
+    #[test]
+    fn constraints_name_every_port_of_the_top() {
+        for b in Board::ALL {
+            let text = top::constraints(b, "test", "x");
+            for p in b.pins() {
+                assert!(text.contains(p.port), "{b}: {} missing", p.port);
+                for s in p.sites {
+                    assert!(text.contains(s), "{b}: pin {s} missing");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The constants of the host protocol, as the bridge implements them.
+//!
+//! `PROTOCOL.md` (next to this crate's `Cargo.toml`) is the specification. The
+//! `host` crate implements the other side from the same document without
+//! depending on this crate, and the UART tests hold the two against each other.
+
+/// First byte of every command.
+pub const SYNC: u8 = 0xA5;
+/// Bytes of every command header: SYNC, opcode, three little-endian u16 fields.
+pub const HEADER_BYTES: usize = 8;
+/// Protocol version reported by STATUS.
+pub const VERSION: u8 = 1;
+/// The first four bytes of the STATUS payload.
+pub const MAGIC: [u8; 4] = *b"SYST";
+/// Bytes of the STATUS payload.
+pub const STATUS_BYTES: usize = 16;
+/// Weight tiles the bridge accepts ahead of the MATMUL commands that use them.
+pub const MAX_QUEUED_TILES: u32 = 2;
+
+/// Command opcodes.
+pub mod op {
+    pub const STATUS: u8 = 0x01;
+    pub const WRITE_ACT: u8 = 0x02;
+    pub const READ_ACT: u8 = 0x03;
+    pub const LOAD_WEIGHTS: u8 = 0x04;
+    pub const MATMUL: u8 = 0x05;
+    pub const MATMUL_ADD: u8 = 0x06;
+    pub const READ_ACC: u8 = 0x07;
+}
+
+/// Reply status bytes.
+pub mod status {
+    /// The command was carried out; its payload (if any) follows.
+    pub const OK: u8 = 0x06;
+    /// Unknown opcode.
+    pub const BAD_OPCODE: u8 = 0xE1;
+    /// A count of zero, or rows outside a buffer.
+    pub const BAD_RANGE: u8 = 0xE2;
+    /// LOAD_WEIGHTS while `MAX_QUEUED_TILES` tiles are already queued.
+    pub const QUEUE_FULL: u8 = 0xE3;
+    /// MATMUL with no weight tile queued.
+    pub const NO_WEIGHTS: u8 = 0xE4;
+}
+
+/// Bits of the STATUS flags byte (payload byte 13).
+pub mod flags {
+    /// The MXU has accepted rows whose results are not yet written.
+    pub const MXU_BUSY: u8 = 1 << 0;
+    /// The receiver saw a low stop bit since the last STATUS.
+    pub const FRAMING_ERROR: u8 = 1 << 1;
+    /// A byte arrived outside a command (not SYNC while idle, or during a
+    /// reply) since the last STATUS; it was dropped.
+    pub const STRAY_BYTE: u8 = 1 << 2;
+    /// A command was abandoned because its next byte did not come in time.
+    pub const TIMEOUT: u8 = 1 << 3;
+}
+
+/// CRC-8 with polynomial 0x07, initial value 0, no reflection, no final XOR
+/// (CRC-8/SMBUS), one byte at a time.
+pub fn crc8_update(crc: u8, byte: u8) -> u8 {
+    let mut c = crc ^ byte;
+    for _ in 0..8 {
+        c = if c & 0x80 != 0 {
+            (c << 1) ^ 0x07
+        } else {
+            c << 1
+        };
+    }
+    c
+}
+
+/// CRC-8/SMBUS of `bytes`.
+pub fn crc8(bytes: &[u8]) -> u8 {
+    bytes.iter().fold(0, |c, &b| crc8_update(c, b))
+}
+
+/// The STATUS payload the bridge for `cfg` sends with nothing queued and no
+/// flag set (`PROTOCOL.md` gives the layout).
+pub fn idle_status_payload(cfg: &crate::BridgeConfig) -> [u8; STATUS_BYTES] {
+    let mxu = cfg.mxu();
+    let mut p = [0u8; STATUS_BYTES];
+    p[0..4].copy_from_slice(&MAGIC);
+    p[4] = VERSION;
+    p[5] = match mxu.dtype() {
+        config::ElemType::Int8 => 0,
+        config::ElemType::Bf16 => 1,
+    };
+    p[6..8].copy_from_slice(&(mxu.rows() as u16).to_le_bytes());
+    p[8..10].copy_from_slice(&(mxu.cols() as u16).to_le_bytes());
+    p[10] = mxu.acc_rows().trailing_zeros() as u8;
+    p[11] = cfg.act_rows().trailing_zeros() as u8;
+    p[12] = (MAX_QUEUED_TILES as u8) << 4;
+    p[13] = 0;
+    p[14..16].copy_from_slice(&(cfg.clocks_per_bit() as u16).to_le_bytes());
+    p
+}
+
+/// A command: the header (fields little-endian) and the payload.
+pub fn command(opcode: u8, fields: [u16; 3], payload: &[u8]) -> Vec<u8> {
+    let mut out = vec![SYNC, opcode];
+    for f in fields {
+        out.extend_from_slice(&f.to_le_bytes());
+    }
+    out.extend_from_slice(payload);
+    out
+}
+
+/// The full reply to `cmd` with `status` and `payload`: the status byte, the
+/// payload, and the CRC over the command and both.
+pub fn reply(cmd: &[u8], status: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = vec![status];
+    out.extend_from_slice(payload);
+    let crc = crc8(&[cmd, &out[..]].concat());
+    out.push(crc);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc8_matches_the_smbus_check_value() {
+        // The catalogue check value of CRC-8/SMBUS over "123456789".
+        assert_eq!(crc8(b"123456789"), 0xF4);
+    }
+}

@@ -1,0 +1,145 @@
+//! Every board build's Verilog (board top, bridge, UARTs, MXU) passes the
+//! tools users run it through: `verilator --lint-only -Wall` with the waiver
+//! file, `iverilog -g2005`, and a Yosys synthesis that infers no latch.
+
+use board::{Board, BridgeConfig};
+use config::{ElemType, MxuConfig};
+use rstest::rstest;
+use tb::tools;
+
+fn board_build(board: Board, mxu: MxuConfig, baud: u32) -> board::BoardBuild {
+    let cpb = board::clocks_per_bit(board.clock_hz(), baud).unwrap();
+    let cfg = BridgeConfig::new(mxu, cpb, board.defaults().act_rows).unwrap();
+    let header = hw::Header {
+        generator: "systole-tb".into(),
+        params: board::board_params(board, &cfg, baud),
+    };
+    board::build_board(board, &cfg, &header).unwrap()
+}
+
+#[rstest]
+#[case::icebreaker_default(Board::IceBreaker, None)]
+#[case::ulx3s_default(Board::Ulx3s, None)]
+#[case::icebreaker_bf16(Board::IceBreaker, Some((2, 3, ElemType::Bf16, 32)))]
+#[case::ulx3s_int8_odd(Board::Ulx3s, Some((5, 3, ElemType::Int8, 64)))]
+#[case::icebreaker_1x1(Board::IceBreaker, Some((1, 1, ElemType::Int8, 2)))]
+fn board_tops_pass_lint_icarus_and_yosys(
+    #[case] board: Board,
+    #[case] array: Option<(u32, u32, ElemType, u32)>,
+) {
+    let mxu = match array {
+        None => board.default_mxu(),
+        Some((r, c, t, acc)) => MxuConfig::with_acc_rows(r, c, t, acc).unwrap(),
+    };
+    let built = board_build(board, mxu, board::DEFAULT_BAUD);
+    let what = format!("{board} {mxu}");
+    tools::verilator_lint(&built.files, &built.top).unwrap_or_else(|e| panic!("{what}: {e}"));
+    tools::iverilog_compile(&built.files, &built.top).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let synth =
+        tools::yosys_synth(&built.files, &built.top).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(synth.latches, 0, "{what}: latches inferred\n{}", synth.log);
+    assert!(
+        synth.flip_flops > 0,
+        "{what}: empty synthesis?\n{}",
+        synth.log
+    );
+    // The accumulator, the weight FIFO and the activation buffer stay memories
+    // (block RAM on the FPGA), not flip-flops.
+    assert!(
+        synth.memories >= 3,
+        "{what}: {} memories\n{}",
+        synth.memories,
+        synth.log
+    );
+}
+
+#[test]
+fn the_file_list_puts_the_board_top_last_and_every_source_in_it() {
+    for board in Board::ALL {
+        let built = board_build(board, board.default_mxu(), board::DEFAULT_BAUD);
+        let list = built
+            .files
+            .iter()
+            .find(|f| f.name == hw::emit::FILE_LIST)
+            .expect("files.f");
+        let names: Vec<&str> = list.text.lines().collect();
+        let sources: Vec<&str> = built
+            .files
+            .iter()
+            .filter(|f| f.module.is_some())
+            .map(|f| f.name.as_str())
+            .collect();
+        assert_eq!(names, sources, "{board}");
+        assert_eq!(
+            names.last().copied(),
+            Some(format!("{}.v", built.top).as_str())
+        );
+        assert!(built
+            .files
+            .iter()
+            .any(|f| f.name == board.constraint_file()));
+    }
+}
+
+/// Compiles the board build with its smoke test under Icarus and runs it;
+/// returns what it printed.
+fn run_smoke_test(built: &board::BoardBuild, tb_text: Option<String>) -> String {
+    let dir = tools::write_temp(&built.files);
+    let tb_name = built
+        .files
+        .iter()
+        .find(|f| f.name.ends_with("_tb.v"))
+        .expect("smoke test file")
+        .name
+        .clone();
+    if let Some(text) = tb_text {
+        std::fs::write(dir.path().join(&tb_name), text).unwrap();
+    }
+    let mut sources = tools::verilog_paths(dir.path(), &built.files);
+    sources.push(dir.path().join(&tb_name));
+    let vvp = dir.path().join("smoke.vvp");
+    let out = std::process::Command::new("iverilog")
+        .args(["-g2005", "-Wall", "-o"])
+        .arg(&vvp)
+        .args(&sources)
+        .output()
+        .expect("run iverilog");
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success() && text.trim().is_empty(),
+        "iverilog:\n{text}"
+    );
+    let out = std::process::Command::new("vvp")
+        .arg("-n")
+        .arg(&vvp)
+        .output()
+        .expect("run vvp");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_generated_smoke_test_passes_under_icarus_and_can_fail() {
+    for board in Board::ALL {
+        // A small array keeps Icarus quick; the top and bridge are the same.
+        let mxu = MxuConfig::with_acc_rows(2, 2, ElemType::Int8, 16).unwrap();
+        let built = board_build(board, mxu, board::DEFAULT_BAUD);
+        let out = run_smoke_test(&built, None);
+        assert!(
+            out.contains("PASS:") && !out.contains("FAIL"),
+            "{board}:\n{out}"
+        );
+        // The same test with one expected byte changed must fail.
+        let tb = built
+            .files
+            .iter()
+            .find(|f| f.name.ends_with("_tb.v"))
+            .unwrap()
+            .text
+            .replace("expected[1] = 8'h53;", "expected[1] = 8'h54;");
+        let out = run_smoke_test(&built, Some(tb));
+        assert!(
+            out.contains("FAIL: reply byte 1 is 53, expected 54"),
+            "{board}:\n{out}"
+        );
+    }
+}
