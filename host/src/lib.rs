@@ -27,7 +27,6 @@
 //!   default features), so the tool builds on any machine with a serial port.
 
 pub mod client;
-pub mod npy;
 pub mod protocol;
 pub mod transport;
 

@@ -40,7 +40,6 @@
 
 pub mod from_hw;
 pub mod mxu;
-pub mod npy;
 pub mod verilator;
 
 pub use verilator::{

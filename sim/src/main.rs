@@ -7,7 +7,7 @@
 
 use clap::{Parser, Subcommand};
 use config::{ElemType, MxuConfig};
-use sim::npy::{read_matrix, write_matrix, Matrix};
+use matrix::Matrix;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -121,7 +121,7 @@ fn matmul(args: &MatmulArgs) -> Result<(), Failure> {
                     .map_err(|e| Failure(1, e.to_string()))?;
                 (c, stats.cycles)
             };
-            write_matrix(
+            matrix::write(
                 &args.out,
                 &Matrix {
                     rows: m,
@@ -147,7 +147,7 @@ fn matmul(args: &MatmulArgs) -> Result<(), Failure> {
             };
             // float32 carries the fp32 results bit for bit (NaNs included).
             let data: Vec<f32> = c.into_iter().map(f32::from_bits).collect();
-            write_matrix(
+            matrix::write(
                 &args.out,
                 &Matrix {
                     rows: m,
@@ -182,9 +182,9 @@ fn matmul(args: &MatmulArgs) -> Result<(), Failure> {
 }
 
 /// A and B of one element type, with matching inner dimensions.
-fn operands<T: sim::npy::NpyElement>(args: &MatmulArgs) -> Result<(Matrix<T>, Matrix<T>), Failure> {
-    let a: Matrix<T> = read_matrix(&args.a, "A").map_err(bad)?;
-    let b: Matrix<T> = read_matrix(&args.b, "B").map_err(bad)?;
+fn operands<T: matrix::Element>(args: &MatmulArgs) -> Result<(Matrix<T>, Matrix<T>), Failure> {
+    let a: Matrix<T> = matrix::read(&args.a, "A").map_err(bad)?;
+    let b: Matrix<T> = matrix::read(&args.b, "B").map_err(bad)?;
     if a.cols != b.rows {
         return Err(bad(format!(
             "shape mismatch: A is {}x{} and B is {}x{}; A's columns must equal B's rows",

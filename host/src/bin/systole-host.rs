@@ -7,8 +7,8 @@
 
 use clap::{Parser, Subcommand};
 use config::ElemType;
-use host::npy::{self, Matrix};
 use host::{Client, HostError, SerialTransport};
+use matrix::Matrix;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -181,10 +181,10 @@ fn matmul(
         Int8(Matrix<i8>, Matrix<i8>),
         Bf16(Matrix<u16>, Matrix<u16>),
     }
-    let ops = match npy::read::<i8>(a, "A") {
-        Ok(ma) => Operands::Int8(ma, npy::read::<i8>(b, "B").map_err(bad)?),
-        Err(int8_err) => match npy::read::<u16>(a, "A") {
-            Ok(ma) => Operands::Bf16(ma, npy::read::<u16>(b, "B").map_err(bad)?),
+    let ops = match matrix::read::<i8>(a, "A") {
+        Ok(ma) => Operands::Int8(ma, matrix::read::<i8>(b, "B").map_err(bad)?),
+        Err(int8_err) => match matrix::read::<u16>(a, "A") {
+            Ok(ma) => Operands::Bf16(ma, matrix::read::<u16>(b, "B").map_err(bad)?),
             Err(_) => {
                 return Err(bad(
                     int8_err.replace("expected int8", "expected int8 or uint16")
@@ -208,7 +208,7 @@ fn matmul(
                     cols: mb.cols,
                     data: c,
                 };
-                npy::write(out, &c).map_err(|e| Failure(1, e))?;
+                matrix::write(out, &c).map_err(|e| Failure(1, e))?;
                 (ma.rows, mb.cols)
             }
             (Operands::Bf16(ma, mb), ElemType::Bf16) => {
@@ -218,7 +218,7 @@ fn matmul(
                     cols: mb.cols,
                     data: c.into_iter().map(f32::from_bits).collect(),
                 };
-                npy::write(out, &c).map_err(|e| Failure(1, e))?;
+                matrix::write(out, &c).map_err(|e| Failure(1, e))?;
                 (ma.rows, mb.cols)
             }
             (Operands::Int8(..), ElemType::Bf16) => return Err(bad(

@@ -1,8 +1,11 @@
-//! Reading and writing the run CLI's matrices as `.npy` files.
+//! `matrix`: row-major matrices and their `.npy` files, shared by the tools
+//! that take matrices from users (the run CLI in `sim`, `systole-host`).
 //!
-//! Errors are one-line messages for users. Writes go to a temporary file next
-//! to the destination and are renamed into place, so a failed run never
-//! leaves a partial output file.
+//! Inputs are int8 or uint16 (bf16 bit patterns), in C or Fortran order;
+//! outputs int32 or float32. Every error is one line naming the file and what
+//! was expected. Outputs are written to a temporary file next to the
+//! destination and renamed into place, so a failed run never leaves a partial
+//! file or damages an existing one.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -16,25 +19,25 @@ pub struct Matrix<T> {
 }
 
 /// Element types the CLI reads, with their accepted numpy type strings.
-pub trait NpyElement: npyz::Deserialize + Copy {
+pub trait Element: npyz::Deserialize + Copy {
     /// numpy's name for the type, for messages.
     const NAME: &'static str;
     /// Accepted type strings (byte orders).
     const TYPE_STRS: &'static [&'static str];
 }
 
-impl NpyElement for i8 {
+impl Element for i8 {
     const NAME: &'static str = "int8";
     const TYPE_STRS: &'static [&'static str] = &["|i1", "<i1", ">i1"];
 }
 
-impl NpyElement for u16 {
+impl Element for u16 {
     const NAME: &'static str = "uint16";
     const TYPE_STRS: &'static [&'static str] = &["<u2", ">u2"];
 }
 
 /// Reads a 2-D matrix of `T` from `path`; `what` names it in messages ("A").
-pub fn read_matrix<T: NpyElement>(path: &Path, what: &str) -> Result<Matrix<T>, String> {
+pub fn read<T: Element>(path: &Path, what: &str) -> Result<Matrix<T>, String> {
     let bytes = std::fs::read(path)
         .map_err(|e| format!("cannot read {what} from {}: {e}", path.display()))?;
     let npy = npyz::NpyFile::new(&bytes[..])
@@ -84,10 +87,7 @@ pub fn read_matrix<T: NpyElement>(path: &Path, what: &str) -> Result<Matrix<T>, 
 }
 
 /// Writes a 2-D matrix atomically (temporary file, then rename).
-pub fn write_matrix<T: npyz::AutoSerialize + Copy>(
-    path: &Path,
-    m: &Matrix<T>,
-) -> Result<(), String> {
+pub fn write<T: npyz::AutoSerialize + Copy>(path: &Path, m: &Matrix<T>) -> Result<(), String> {
     use npyz::WriterBuilder;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
