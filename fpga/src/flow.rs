@@ -1,0 +1,755 @@
+//! One flow: one MXU configuration on one part, from Verilog to a result.
+//!
+//! Steps (each a tool run in the flow's own folder, its log kept there):
+//! 1. elaborate the configuration with `gen` and wrap it in the harness;
+//! 2. synthesise with the family's Yosys script ([`crate::synth`]);
+//! 3. if the synthesised netlist fits the part and the family has place and
+//!    route: nextpnr with the part's target frequency and `--report`, whose
+//!    JSON gives Fmax for `clk_i` and the placer's utilisation; for iCE40,
+//!    `icepack` then writes the bitstream.
+//!
+//! A failing step ends the flow with a one-line error in the result; it never
+//! panics or stops the other flows.
+
+use crate::harness;
+use crate::parts::{Family, Part, Resources};
+use crate::synth::{self, SynthStats};
+use crate::tools::{self, Slots, Tool};
+use config::MxuConfig;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The configuration a result is about, as the report shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DesignInfo {
+    pub top: String,
+    pub dtype: String,
+    pub rows: u32,
+    pub cols: u32,
+    pub acc_rows: u32,
+}
+
+impl DesignInfo {
+    pub fn of(cfg: &MxuConfig) -> DesignInfo {
+        DesignInfo {
+            top: format!(
+                "mxu_{}_{}x{}_acc{}",
+                cfg.dtype(),
+                cfg.rows(),
+                cfg.cols(),
+                cfg.acc_rows()
+            ),
+            dtype: cfg.dtype().to_string(),
+            rows: cfg.rows(),
+            cols: cfg.cols(),
+            acc_rows: cfg.acc_rows(),
+        }
+    }
+
+    /// "int8 8x8, 256 acc rows"
+    pub fn label(&self) -> String {
+        format!("{} {}x{}", self.dtype, self.rows, self.cols)
+    }
+}
+
+/// Utilisation of each resource in percent of the part's capacity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Utilization {
+    pub luts: f64,
+    pub ffs: f64,
+    pub dsps: f64,
+    pub brams: f64,
+}
+
+impl Utilization {
+    pub fn of(used: &Resources, cap: &Resources) -> Utilization {
+        let pct = |u: f64, c: f64| {
+            if c == 0.0 {
+                if u == 0.0 {
+                    0.0
+                } else {
+                    f64::INFINITY
+                }
+            } else {
+                100.0 * u / c
+            }
+        };
+        Utilization {
+            luts: pct(used.luts as f64, cap.luts as f64),
+            ffs: pct(used.ffs as f64, cap.ffs as f64),
+            dsps: pct(used.dsps as f64, cap.dsps as f64),
+            brams: pct(used.brams, cap.brams),
+        }
+    }
+
+    /// The resources above 100 %, e.g. "LUTs 6400/5280 (121%)".
+    pub fn over(&self, used: &Resources, cap: &Resources) -> Vec<String> {
+        let mut v = Vec::new();
+        let mut add = |name: &str, pct: f64, u: String, c: String| {
+            if pct > 100.0 {
+                if pct.is_finite() {
+                    v.push(format!("{name} {u}/{c} ({pct:.0}%)"));
+                } else {
+                    v.push(format!("{name} {u}/{c}"));
+                }
+            }
+        };
+        add(
+            "LUTs",
+            self.luts,
+            used.luts.to_string(),
+            cap.luts.to_string(),
+        );
+        add("FFs", self.ffs, used.ffs.to_string(), cap.ffs.to_string());
+        add(
+            "DSPs",
+            self.dsps,
+            used.dsps.to_string(),
+            cap.dsps.to_string(),
+        );
+        add(
+            "BRAMs",
+            self.brams,
+            fmt_bram(used.brams),
+            fmt_bram(cap.brams),
+        );
+        v
+    }
+
+    /// The largest percentage and its resource name.
+    pub fn max(&self) -> (f64, &'static str) {
+        [
+            (self.luts, "LUTs"),
+            (self.ffs, "FFs"),
+            (self.dsps, "DSPs"),
+            (self.brams, "BRAMs"),
+        ]
+        .into_iter()
+        .fold((0.0, "LUTs"), |a, b| if b.0 > a.0 { b } else { a })
+    }
+}
+
+/// Block RAM count as printed: whole numbers plain, halves with ".5".
+pub fn fmt_bram(b: f64) -> String {
+    if b.fract() == 0.0 {
+        format!("{b:.0}")
+    } else {
+        format!("{b:.1}")
+    }
+}
+
+/// What place and route reported.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PnrResult {
+    /// Achieved maximum frequency of `clk_i`.
+    pub fmax_mhz: Option<f64>,
+    pub target_mhz: f64,
+    /// nextpnr's bel utilisation: type -> (used, available).
+    pub utilization: BTreeMap<String, (u64, u64)>,
+    pub seconds: f64,
+    /// The bitstream written (iCE40), relative to the report folder.
+    pub bitstream: Option<String>,
+}
+
+/// The outcome of one flow.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FlowResult {
+    pub part: String,
+    pub design: DesignInfo,
+    /// Flip-flops the harness adds (one per shifted port bit), included in the counts.
+    pub harness_ffs: u64,
+    pub synth: Option<SynthStats>,
+    pub synth_seconds: Option<f64>,
+    pub utilization: Option<Utilization>,
+    pub pnr: Option<PnrResult>,
+    /// Whether the design fits the part; `None` when a tool failed first.
+    pub fits: Option<bool>,
+    /// "place and route" or "synthesis estimate".
+    pub fit_basis: Option<String>,
+    /// Why it does not fit (one line).
+    pub why_not: Option<String>,
+    /// The tool failure that ended the flow (one line).
+    pub error: Option<String>,
+    /// The flow's folder, relative to the report folder.
+    pub dir: String,
+}
+
+/// Settings shared by all flows of a run.
+pub struct FlowEnv {
+    /// The report folder; each flow works in `<out>/<top>/<part>/`.
+    pub out: PathBuf,
+    pub slots: Slots,
+    pub tool_limit: Duration,
+    /// Syntheses done, by (design, family, multipliers in DSPs): parts of one
+    /// family with the same DSP split share one netlist.
+    pub synth_cache: SynthCache,
+    /// Reuse a finished flow's `flow.json` when its inputs are unchanged.
+    pub reuse: bool,
+    /// What else a flow's outcome depends on besides its files and scripts:
+    /// the tools' versions. Part of every flow's key.
+    pub fingerprint: String,
+}
+
+impl FlowEnv {
+    pub fn new(out: PathBuf, jobs: usize, tool_limit: Duration) -> FlowEnv {
+        FlowEnv {
+            out,
+            slots: Slots::new(jobs),
+            tool_limit,
+            synth_cache: SynthCache::default(),
+            reuse: false,
+            fingerprint: String::new(),
+        }
+    }
+}
+
+/// The file in a flow's folder that records its finished result and key.
+pub const FLOW_RECORD: &str = "flow.json";
+
+#[derive(Serialize, Deserialize)]
+struct FlowRecord {
+    key: String,
+    result: FlowResult,
+}
+
+/// FNV-1a, 64 bits: a hash that stays the same across Rust releases, so a
+/// record written by one build is recognised by the next.
+fn fnv1a(bytes: &[u8], mut h: u64) -> u64 {
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The key of a flow: everything its outcome depends on (the sources, the
+/// synthesis script, the place-and-route options, the tools, this crate).
+fn flow_key(env: &FlowEnv, dir: &Path, sources: &[String], script: &str, part: &Part) -> String {
+    let mut h = 0xcbf2_9ce4_8422_2325;
+    for name in sources {
+        h = fnv1a(name.as_bytes(), h);
+        h = fnv1a(&std::fs::read(dir.join(name)).unwrap_or_default(), h);
+    }
+    h = fnv1a(script.as_bytes(), h);
+    h = fnv1a(pnr_args(part).join(" ").as_bytes(), h);
+    if part.family == Family::Ecp5 {
+        h = fnv1a(ECP5_CLOCK_LPF.as_bytes(), h);
+    }
+    h = fnv1a(env.fingerprint.as_bytes(), h);
+    h = fnv1a(env!("CARGO_PKG_VERSION").as_bytes(), h);
+    format!("{h:016x}")
+}
+
+/// The recorded result in `dir` if its key is `key` and it answers the
+/// question (a synthesis-only record does not answer a place-and-route one).
+fn recorded(dir: &Path, key: &str, part: &Part, pnr: bool) -> Option<FlowResult> {
+    let text = std::fs::read_to_string(dir.join(FLOW_RECORD)).ok()?;
+    let rec: FlowRecord = serde_json::from_str(&text).ok()?;
+    let answers =
+        !(pnr && part.has_pnr() && rec.result.fits == Some(true)) || rec.result.pnr.is_some();
+    (rec.key == key && rec.result.error.is_none() && answers).then_some(rec.result)
+}
+
+/// A finished synthesis: its folder and figures.
+#[derive(Debug, Clone)]
+struct SynthDone {
+    dir: PathBuf,
+    stats: SynthStats,
+    seconds: f64,
+}
+
+type SynthKey = (String, Family, u64);
+type SynthCell = Arc<Mutex<Option<Result<SynthDone, String>>>>;
+
+/// Syntheses by key; a second flow with the same key waits for the first.
+#[derive(Default)]
+pub struct SynthCache {
+    slots: Mutex<HashMap<SynthKey, SynthCell>>,
+}
+
+fn yosys_for(family: Family) -> Tool {
+    match family {
+        Family::Ecp5 => Tool::YowaspYosys,
+        Family::Ice40 | Family::Xc7 => Tool::Yosys,
+    }
+}
+
+/// The tools the flows for `parts` need.
+pub fn tools_for(parts: &[&Part]) -> Vec<Tool> {
+    let mut v = Vec::new();
+    for p in parts {
+        let need: &[Tool] = match p.family {
+            Family::Ice40 => &[Tool::Yosys, Tool::NextpnrIce40, Tool::Icepack],
+            Family::Ecp5 => &[Tool::YowaspYosys, Tool::YowaspNextpnrEcp5],
+            Family::Xc7 => &[Tool::Yosys],
+        };
+        for t in need {
+            if !v.contains(t) {
+                v.push(*t);
+            }
+        }
+    }
+    v
+}
+
+/// Writes the design's Verilog and the harness into `dir`; returns the source
+/// file names (children first, harness last) and the harness flip-flop count.
+pub fn write_sources(cfg: &MxuConfig, dir: &Path) -> Result<(Vec<String>, u64), String> {
+    let generated = gen::generate(cfg)?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut sources = Vec::new();
+    let mut top_text = None;
+    for f in generated.files.iter().filter(|f| f.module.is_some()) {
+        std::fs::write(dir.join(&f.name), &f.text)
+            .map_err(|e| format!("cannot write {}: {e}", f.name))?;
+        if f.module.as_deref() == Some(generated.top.as_str()) {
+            top_text = Some(f.text.clone());
+        }
+        sources.push(f.name.clone());
+    }
+    let top_text = top_text.ok_or_else(|| format!("no file defines {}", generated.top))?;
+    let ports = harness::ports(&top_text, &generated.top)?;
+    let (n_in, n_out) = harness::shift_bits(&ports);
+    let wrapper = harness::harness(&generated.top, &ports)?;
+    let name = format!("{}.v", harness::TOP);
+    std::fs::write(dir.join(&name), wrapper).map_err(|e| format!("cannot write {name}: {e}"))?;
+    sources.push(name);
+    Ok((sources, u64::from(n_in + n_out) + 1))
+}
+
+/// Runs the flow of `cfg` on `part`; place and route only if `pnr` (and the part has it).
+pub fn run_flow(env: &FlowEnv, cfg: &MxuConfig, part: &Part, pnr: bool) -> FlowResult {
+    let design = DesignInfo::of(cfg);
+    let rel = format!("{}/{}", design.top, part.name);
+    let dir = env.out.join(&rel);
+    let mut result = FlowResult {
+        part: part.name.to_string(),
+        design,
+        harness_ffs: 0,
+        synth: None,
+        synth_seconds: None,
+        utilization: None,
+        pnr: None,
+        fits: None,
+        fit_basis: None,
+        why_not: None,
+        error: None,
+        dir: rel,
+    };
+    let (sources, harness_ffs) = match write_sources(cfg, &dir) {
+        Ok(s) => s,
+        Err(e) => {
+            result.error = Some(e);
+            return result;
+        }
+    };
+    result.harness_ffs = harness_ffs;
+    let pes = u64::from(cfg.rows()) * u64::from(cfg.cols());
+    let script = synth::script(&sources, harness::TOP, part, pes, u64::from(cfg.cols()));
+    let key = flow_key(env, &dir, &sources, &script, part);
+    if env.reuse {
+        if let Some(r) = recorded(&dir, &key, part, pnr) {
+            return r;
+        }
+    }
+    for stale in [
+        FLOW_RECORD,
+        "report.json",
+        "pnr.asc",
+        "pnr.bin",
+        "pnr.config",
+    ] {
+        let _ = std::fs::remove_file(dir.join(stale));
+    }
+    match flow_steps(env, cfg, part, pnr, &dir, &sources, &mut result) {
+        Ok(()) => {
+            let rec = FlowRecord {
+                key,
+                result: result.clone(),
+            };
+            // A record that cannot be written only costs a rerun next time.
+            if let Ok(text) = serde_json::to_string_pretty(&rec) {
+                let _ = std::fs::write(dir.join(FLOW_RECORD), text);
+            }
+        }
+        Err(e) => result.error = Some(e),
+    }
+    result
+}
+
+fn flow_steps(
+    env: &FlowEnv,
+    cfg: &MxuConfig,
+    part: &Part,
+    pnr: bool,
+    dir: &Path,
+    sources: &[String],
+    result: &mut FlowResult,
+) -> Result<(), String> {
+    let pes = u64::from(cfg.rows()) * u64::from(cfg.cols());
+    let soft = pes - synth::dsp_pes(pes, part);
+    let min_luts = soft * synth::min_luts_per_lut_multiplier(part.family);
+    if min_luts > part.capacity.luts {
+        result.fits = Some(false);
+        result.fit_basis = Some("lower bound (not synthesised)".into());
+        result.why_not = Some(format!(
+            "needs at least {min_luts} LUTs for {soft} LUT multipliers (part has {})",
+            part.capacity.luts
+        ));
+        return Ok(());
+    }
+    let key = (
+        result.design.top.clone(),
+        part.family,
+        synth::dsp_pes(pes, part),
+    );
+    let cell = env
+        .synth_cache
+        .slots
+        .lock()
+        .unwrap()
+        .entry(key)
+        .or_default()
+        .clone();
+    let mut cached = cell.lock().unwrap();
+    let done = match cached.as_ref() {
+        Some(Ok(done)) if done.dir == dir => done.clone(),
+        Some(Ok(done)) => {
+            for f in ["synth.ys", "yosys.log", "stat.json", "synth.json"] {
+                let from = done.dir.join(f);
+                if from.exists() {
+                    std::fs::copy(&from, dir.join(f))
+                        .map_err(|e| format!("cannot copy {}: {e}", from.display()))?;
+                }
+            }
+            done.clone()
+        }
+        Some(Err(e)) => return Err(e.clone()),
+        None => {
+            let r = synthesize(env, dir, sources, harness::TOP, part, pes, cfg.cols()).map(
+                |(stats, seconds)| SynthDone {
+                    dir: dir.to_path_buf(),
+                    stats,
+                    seconds,
+                },
+            );
+            *cached = Some(r.clone());
+            r?
+        }
+    };
+    drop(cached);
+    let (stats, seconds) = (done.stats, done.seconds);
+    result.synth_seconds = Some(seconds);
+    let util = Utilization::of(&stats.resources, &part.capacity);
+    let over = util.over(&stats.resources, &part.capacity);
+    result.synth = Some(stats);
+    result.utilization = Some(util);
+    if !over.is_empty() {
+        result.fits = Some(false);
+        result.fit_basis = Some("synthesis estimate".into());
+        result.why_not = Some(format!("needs {}", over.join(", ")));
+        return Ok(());
+    }
+    if !part.has_pnr() {
+        result.fits = Some(true);
+        result.fit_basis = Some("synthesis estimate".into());
+        return Ok(());
+    }
+    if !pnr {
+        result.fits = Some(true);
+        result.fit_basis = Some("synthesis estimate".into());
+        return Ok(());
+    }
+    match place_and_route(env, part, dir) {
+        Ok(mut p) => {
+            if part.family == Family::Ice40 {
+                let args = vec!["pnr.asc".to_string(), "pnr.bin".to_string()];
+                tools::run(
+                    &env.slots,
+                    Tool::Icepack,
+                    &args,
+                    dir,
+                    "icepack.log",
+                    env.tool_limit,
+                )?;
+                p.bitstream = Some(format!("{}/pnr.bin", result.dir));
+            }
+            result.pnr = Some(p);
+            result.fits = Some(true);
+            result.fit_basis = Some("place and route".into());
+        }
+        Err(PnrError::NoFit(why)) => {
+            result.fits = Some(false);
+            result.fit_basis = Some("place and route".into());
+            result.why_not = Some(why);
+        }
+        Err(PnrError::Tool(e)) => return Err(e),
+    }
+    Ok(())
+}
+
+/// Synthesises `sources` (in `dir`) with top `top` for `part`; `pes`
+/// processing elements in `cols` columns decide the DSP budget split. Returns
+/// the netlist's figures and the seconds Yosys took. Fails (one line) on a
+/// latch, an unmapped memory or a tool error.
+pub fn synthesize(
+    env: &FlowEnv,
+    dir: &Path,
+    sources: &[String],
+    top: &str,
+    part: &Part,
+    pes: u64,
+    cols: u32,
+) -> Result<(SynthStats, f64), String> {
+    let script = synth::script(sources, top, part, pes, u64::from(cols));
+    std::fs::write(dir.join("synth.ys"), script)
+        .map_err(|e| format!("cannot write synth.ys: {e}"))?;
+    let args = vec!["-s".to_string(), "synth.ys".to_string()];
+    let run = tools::run(
+        &env.slots,
+        yosys_for(part.family),
+        &args,
+        dir,
+        "yosys.log",
+        env.tool_limit,
+    )
+    .map_err(|e| {
+        if e.contains("selection is not empty") && e.contains("dlatch") {
+            format!("latch inferred: {e}")
+        } else {
+            e
+        }
+    })?;
+    let stat = std::fs::read_to_string(dir.join("stat.json"))
+        .map_err(|e| format!("yosys wrote no stat.json: {e}"))?;
+    Ok((synth::read_stats(part, &stat, pes)?, run.seconds))
+}
+
+enum PnrError {
+    /// The design did not place or route: it does not fit.
+    NoFit(String),
+    /// The tool could not be run or was killed.
+    Tool(String),
+}
+
+/// The clock pin constraint of the ECP5 flows: the clock enters on G2, a PCLK
+/// pin (the ULX3S 25 MHz clock); from a pin chosen at random router2 cannot
+/// reach the global clock network.
+const ECP5_CLOCK_LPF: &str = "LOCATE COMP \"clk_i\" SITE \"G2\";\n\
+                              IOBUF PORT \"clk_i\" IO_TYPE=LVCMOS33;\n";
+
+/// nextpnr's arguments for `part` (none without place and route).
+fn pnr_args(part: &Part) -> Vec<String> {
+    let Some(device) = part.pnr_device else {
+        return Vec::new();
+    };
+    let mut args: Vec<String> = vec![
+        device.into(),
+        "--package".into(),
+        part.package.into(),
+        "--json".into(),
+        "synth.json".into(),
+        "--freq".into(),
+        format!("{}", part.target_mhz),
+        "--timing-allow-fail".into(),
+        "--seed".into(),
+        "1".into(),
+        "--report".into(),
+        "report.json".into(),
+    ];
+    match part.family {
+        Family::Ice40 => args.extend([
+            "--asc".into(),
+            "pnr.asc".into(),
+            "--pcf-allow-unconstrained".into(),
+        ]),
+        // router2: router1 needs over 30 minutes (in WebAssembly) for a 16x16
+        // array on the 85F.
+        Family::Ecp5 => args.extend([
+            "--textcfg".into(),
+            "pnr.config".into(),
+            "--router".into(),
+            "router2".into(),
+            "--lpf".into(),
+            "clk.lpf".into(),
+            "--lpf-allow-unconstrained".into(),
+        ]),
+        Family::Xc7 => {}
+    }
+    args
+}
+
+fn place_and_route(env: &FlowEnv, part: &Part, dir: &Path) -> Result<PnrResult, PnrError> {
+    let args = pnr_args(part);
+    let tool = match part.family {
+        Family::Ice40 => Tool::NextpnrIce40,
+        Family::Ecp5 => {
+            std::fs::write(dir.join("clk.lpf"), ECP5_CLOCK_LPF)
+                .map_err(|e| PnrError::Tool(format!("cannot write clk.lpf: {e}")))?;
+            Tool::YowaspNextpnrEcp5
+        }
+        Family::Xc7 => unreachable!("no place and route for xc7"),
+    };
+    let run = match tools::run(&env.slots, tool, &args, dir, "nextpnr.log", env.tool_limit) {
+        Ok(run) => run,
+        Err(e)
+            if e.contains("killed after")
+                || e.contains("not found")
+                || e.contains("cannot run") =>
+        {
+            return Err(PnrError::Tool(e))
+        }
+        Err(e) => {
+            let text = std::fs::read_to_string(dir.join("nextpnr.log")).unwrap_or_default();
+            let why = tools::first_error(&text).unwrap_or(e);
+            return Err(PnrError::NoFit(format!("place and route failed: {why}")));
+        }
+    };
+    let report = std::fs::read_to_string(dir.join("report.json"))
+        .map_err(|e| PnrError::Tool(format!("nextpnr wrote no report.json: {e}")))?;
+    let log = std::fs::read_to_string(&run.log).unwrap_or_default();
+    let (fmax_mhz, utilization) = parse_nextpnr_report(&report, &log).map_err(PnrError::Tool)?;
+    Ok(PnrResult {
+        fmax_mhz,
+        target_mhz: part.target_mhz,
+        utilization,
+        seconds: run.seconds,
+        bitstream: None,
+    })
+}
+
+/// Fmax of the clock whose net name contains `clk_i` and the bel utilisation,
+/// from a nextpnr `--report` JSON; Fmax falls back to the log's last
+/// "Max frequency for clock" line.
+pub type NextpnrFigures = (Option<f64>, BTreeMap<String, (u64, u64)>);
+
+pub fn parse_nextpnr_report(report: &str, log: &str) -> Result<NextpnrFigures, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(report).map_err(|e| format!("cannot read nextpnr report: {e}"))?;
+    let mut fmax = v.get("fmax").and_then(|f| f.as_object()).and_then(|f| {
+        f.iter()
+            .filter(|(net, _)| net.contains("clk_i"))
+            .filter_map(|(_, c)| c.get("achieved")?.as_f64())
+            .reduce(f64::min)
+    });
+    if fmax.is_none() {
+        fmax = log
+            .lines()
+            .filter(|l| l.contains("Max frequency for clock") && l.contains("clk_i"))
+            .rev()
+            .find_map(|l| {
+                let after = l.split("': ").nth(1)?;
+                after.split_whitespace().next()?.parse::<f64>().ok()
+            });
+    }
+    let mut util = BTreeMap::new();
+    if let Some(u) = v.get("utilization").and_then(|u| u.as_object()) {
+        for (bel, x) in u {
+            let used = x.get("used").and_then(|n| n.as_u64()).unwrap_or(0);
+            let avail = x.get("available").and_then(|n| n.as_u64()).unwrap_or(0);
+            if used > 0 {
+                util.insert(bel.clone(), (used, avail));
+            }
+        }
+    }
+    Ok((fmax, util))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_fmax_and_utilization() {
+        let r = r#"{"fmax":{"$glbnet$clk_i$TRELLIS_IO_IN":{"achieved":93.5,"constraint":100}},
+            "utilization":{"DP16KD":{"available":56,"used":8},"ALU54B":{"available":14,"used":0}}}"#;
+        let (f, u) = parse_nextpnr_report(r, "").unwrap();
+        assert_eq!(f, Some(93.5));
+        assert_eq!(u.get("DP16KD"), Some(&(8, 56)));
+        assert!(!u.contains_key("ALU54B"));
+        let log = "Info: Max frequency for clock 'clk_i$SB_IO_IN_$glb_clk': 31.20 MHz (FAIL at 48.00 MHz)\n\
+                   Info: Max frequency for clock 'clk_i$SB_IO_IN_$glb_clk': 33.75 MHz (FAIL at 48.00 MHz)";
+        let (f, _) = parse_nextpnr_report("{}", log).unwrap();
+        assert_eq!(f, Some(33.75));
+    }
+
+    #[test]
+    fn a_record_answers_only_its_own_key_and_question() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = MxuConfig::with_acc_rows(2, 2, config::ElemType::Int8, 16).unwrap();
+        let part = crate::parts::part("ice40-up5k").unwrap();
+        let mut result = FlowResult {
+            part: part.name.into(),
+            design: DesignInfo::of(&cfg),
+            harness_ffs: 1,
+            synth: None,
+            synth_seconds: None,
+            utilization: None,
+            pnr: None,
+            fits: Some(true),
+            fit_basis: Some("synthesis estimate".into()),
+            why_not: None,
+            error: None,
+            dir: "x".into(),
+        };
+        let write = |r: &FlowResult| {
+            let rec = FlowRecord {
+                key: "k1".into(),
+                result: r.clone(),
+            };
+            std::fs::write(
+                dir.path().join(FLOW_RECORD),
+                serde_json::to_string(&rec).unwrap(),
+            )
+            .unwrap();
+        };
+        write(&result);
+        assert!(recorded(dir.path(), "k1", part, false).is_some());
+        assert!(recorded(dir.path(), "k2", part, false).is_none());
+        // Synthesis only: no answer to a place-and-route question.
+        assert!(recorded(dir.path(), "k1", part, true).is_none());
+        result.pnr = Some(PnrResult {
+            fmax_mhz: Some(30.0),
+            target_mhz: 36.0,
+            utilization: BTreeMap::new(),
+            seconds: 1.0,
+            bitstream: None,
+        });
+        write(&result);
+        assert_eq!(
+            recorded(dir.path(), "k1", part, true)
+                .unwrap()
+                .pnr
+                .unwrap()
+                .fmax_mhz,
+            Some(30.0)
+        );
+        std::fs::write(dir.path().join(FLOW_RECORD), "{ not json").unwrap();
+        assert!(recorded(dir.path(), "k1", part, false).is_none());
+    }
+
+    #[test]
+    fn utilization_names_what_is_over() {
+        let cap = Resources {
+            luts: 100,
+            ffs: 100,
+            dsps: 0,
+            brams: 4.0,
+        };
+        let used = Resources {
+            luts: 150,
+            ffs: 10,
+            dsps: 2,
+            brams: 4.5,
+        };
+        let u = Utilization::of(&used, &cap);
+        assert_eq!(
+            u.over(&used, &cap),
+            vec!["LUTs 150/100 (150%)", "DSPs 2/0", "BRAMs 4.5/4 (112%)"]
+        );
+        assert_eq!(u.max().1, "DSPs");
+    }
+}

@@ -1,0 +1,189 @@
+//! The measurement harness: a top module with four pins around a block.
+//!
+//! An MXU has hundreds of ports (a 4x4 int8 array: 81 input and 133 output
+//! bits), more than a small package has pins, and place and route must put
+//! every top-level port on a pin. The harness shifts all block inputs in
+//! through one pin (`sin_i`) and loads all block outputs into a shift register
+//! read out through another (`load_i`, `sout_o`), so every input and output
+//! bit stays live (nothing is optimised away) and every path to and from the
+//! block starts or ends at a flip-flop, so Fmax measures the block's own
+//! register-to-register paths. Its cost, one flip-flop per port bit plus a
+//! 2:1 multiplexer per output bit, is reported with every result.
+
+use std::fmt::Write;
+
+/// The harness top module's name.
+pub const TOP: &str = "fpga_top";
+
+/// One port of the wrapped block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Port {
+    pub name: String,
+    pub input: bool,
+    pub width: u32,
+}
+
+/// The ports of `module` as declared in `verilog` (ANSI port list, one port a
+/// line: `input  wire [31:0] name,` as the emitter writes it).
+pub fn ports(verilog: &str, module: &str) -> Result<Vec<Port>, String> {
+    let header = format!("module {module} (");
+    let start = verilog
+        .find(&header)
+        .ok_or_else(|| format!("module {module} not found in its file"))?;
+    let mut ports = Vec::new();
+    for line in verilog[start + header.len()..].lines() {
+        let line = line.trim();
+        if line.starts_with(");") {
+            return Ok(ports);
+        }
+        let mut words = line.trim_end_matches(',').split_whitespace().peekable();
+        let input = match words.next() {
+            Some("input") => true,
+            Some("output") => false,
+            _ => continue,
+        };
+        let mut width = 1;
+        let mut name = None;
+        for w in words {
+            if let Some(range) = w.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+                let (hi, lo) = range
+                    .split_once(':')
+                    .ok_or_else(|| format!("cannot read port range [{range}]"))?;
+                let hi: u32 = hi
+                    .parse()
+                    .map_err(|_| format!("bad port range [{range}]"))?;
+                let lo: u32 = lo
+                    .parse()
+                    .map_err(|_| format!("bad port range [{range}]"))?;
+                width = hi.abs_diff(lo) + 1;
+            } else if !matches!(w, "wire" | "reg" | "signed") {
+                name = Some(w.to_string());
+            }
+        }
+        let name = name.ok_or_else(|| format!("cannot read port declaration '{line}'"))?;
+        ports.push(Port { name, input, width });
+    }
+    Err(format!("port list of module {module} not terminated"))
+}
+
+/// Bits the harness shifts in and out: (inputs, outputs), clock and reset excluded.
+pub fn shift_bits(ports: &[Port]) -> (u32, u32) {
+    let inputs = ports
+        .iter()
+        .filter(|p| p.input && !is_clock_or_reset(p))
+        .map(|p| p.width)
+        .sum();
+    let outputs = ports.iter().filter(|p| !p.input).map(|p| p.width).sum();
+    (inputs, outputs)
+}
+
+fn is_clock_or_reset(p: &Port) -> bool {
+    p.name == "clk_i" || p.name == "rst_i"
+}
+
+/// The harness module around `block` (whose ports are `ports`; it must have
+/// `clk_i`, and `rst_i` if it has a reset).
+pub fn harness(block: &str, ports: &[Port]) -> Result<String, String> {
+    if !ports
+        .iter()
+        .any(|p| p.input && p.name == "clk_i" && p.width == 1)
+    {
+        return Err(format!("{block} has no 1-bit clk_i input"));
+    }
+    let (n_in, n_out) = shift_bits(ports);
+    let (n_in, n_out) = (n_in.max(1), n_out.max(1));
+    let mut v = String::new();
+    let _ = writeln!(
+        v,
+        "// Measurement harness around {block}: inputs shifted in on sin_i, outputs\n\
+         // loaded (load_i) into a shift register read out on sout_o.\n\
+         `default_nettype none\n\n\
+         module {TOP} (\n  input  wire clk_i,\n  input  wire rst_i,\n  input  wire sin_i,\n  \
+         input  wire load_i,\n  output wire sout_o\n);\n"
+    );
+    let _ = writeln!(v, "  reg rst_q;");
+    let _ = writeln!(v, "  reg [{}:0] in_q;", n_in - 1);
+    let _ = writeln!(v, "  reg [{}:0] out_q;", n_out - 1);
+    let _ = writeln!(v, "  wire [{}:0] out_w;", n_out - 1);
+    let shift_in = if n_in == 1 {
+        "sin_i".to_string()
+    } else {
+        format!("{{in_q[{}:0], sin_i}}", n_in - 2)
+    };
+    let shift_out = if n_out == 1 {
+        "1'b0".to_string()
+    } else {
+        format!("{{out_q[{}:0], 1'b0}}", n_out - 2)
+    };
+    let _ = writeln!(
+        v,
+        "\n  always @(posedge clk_i) begin\n    rst_q <= rst_i;\n    in_q <= {shift_in};\n    \
+         out_q <= load_i ? out_w : {shift_out};\n  end\n  assign sout_o = out_q[{}];\n",
+        n_out - 1
+    );
+    if ports.iter().all(|p| p.input) {
+        let _ = writeln!(v, "  assign out_w = 1'b0;");
+    }
+    let mut conns = Vec::new();
+    let (mut i, mut o) = (0u32, 0u32);
+    for p in ports {
+        let expr = if p.name == "clk_i" {
+            "clk_i".to_string()
+        } else if p.name == "rst_i" {
+            "rst_q".to_string()
+        } else if p.input {
+            let e = format!("in_q[{}:{}]", i + p.width - 1, i);
+            i += p.width;
+            e
+        } else {
+            let e = format!("out_w[{}:{}]", o + p.width - 1, o);
+            o += p.width;
+            e
+        };
+        conns.push(format!("    .{}({})", p.name, expr));
+    }
+    let _ = writeln!(v, "  {block} block (\n{}\n  );", conns.join(",\n"));
+    let _ = writeln!(v, "\nendmodule\n\n`default_nettype wire");
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOP: &str = "module m (\n  input  wire         clk_i,\n  input  wire         rst_i,\n  \
+        input  wire [31:0]  a_i,\n  input  wire signed [7:0] b_i,\n  output wire         \
+        c_o,\n  output wire [127:0] d_o\n);\n";
+
+    #[test]
+    fn reads_ports_and_counts_shift_bits() {
+        let p = ports(TOP, "m").unwrap();
+        assert_eq!(p.len(), 6);
+        assert_eq!(
+            p[2],
+            Port {
+                name: "a_i".into(),
+                input: true,
+                width: 32
+            }
+        );
+        assert_eq!(p[3].width, 8);
+        assert_eq!(shift_bits(&p), (40, 129));
+        let h = harness("m", &p).unwrap();
+        assert!(h.contains(".a_i(in_q[31:0])"), "{h}");
+        assert!(h.contains(".b_i(in_q[39:32])"), "{h}");
+        assert!(h.contains(".d_o(out_w[128:1])"), "{h}");
+        assert!(h.contains(".rst_i(rst_q)"), "{h}");
+    }
+
+    #[test]
+    fn refuses_a_block_without_clock() {
+        let p = vec![Port {
+            name: "x".into(),
+            input: true,
+            width: 1,
+        }];
+        assert!(harness("m", &p).is_err());
+        assert!(ports(TOP, "other").is_err());
+    }
+}

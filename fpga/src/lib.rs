@@ -1,0 +1,115 @@
+//! FPGA flows for Systole's generated Verilog, and one report of what each
+//! preset costs on common FPGAs and how fast it runs.
+//!
+//! `cargo run --release -p fpga -- report` elaborates every preset with `gen`,
+//! runs it through the flow of every part and writes `report.json` and
+//! `report.md` (see [`report::Report`]). Then, for each part, it searches for
+//! the largest square int8 MXU that fits ([`search`]).
+//!
+//! # The flows
+//!
+//! | family | synthesis | place and route | parts |
+//! | --- | --- | --- | --- |
+//! | iCE40 | Debian Yosys `synth_ice40` (`-dsp` on UP5K) | nextpnr-ice40, `icepack` | UP5K sg48, HX8K ct256 |
+//! | ECP5 | YoWASP Yosys `synth_ecp5` | YoWASP nextpnr-ecp5 | LFE5U-25F, LFE5U-85F (CABGA381) |
+//! | Xilinx 7-series | Debian Yosys `synth_xilinx -family xc7` | none (no open tool here) | Artix-7 35T, 100T |
+//!
+//! `scripts/fpga/install.sh` installs the tools (apt-get for the Debian ones, a
+//! venv under `build/fpga-tools` for the YoWASP ones); the report runs it when
+//! a tool is missing.
+//!
+//! # Design decisions
+//!
+//! - **A harness around the block** ([`harness`]): an MXU has more port bits
+//!   than a small package has pins, so the flows place a four-pin top that
+//!   shifts the MXU's inputs in and its outputs out. Every MXU path then
+//!   starts and ends at a flip-flop, so Fmax is the MXU's own, and nothing is
+//!   optimised away. Its flip-flops are included in the counts and reported.
+//! - **Multipliers to DSP blocks up to the part's DSP count, the rest to
+//!   LUTs** ([`synth`]): stock Yosys maps every multiplier to a DSP and fails
+//!   on parts with few; marking the surplus as LUT logic first is what a
+//!   vendor tool does and is what makes the "largest MXU" figure meaningful.
+//! - **The accumulator in block RAM** (`ram_style = "block"`); anything else
+//!   left as a memory or any latch fails the flow.
+//! - **iCE40 without `ice40_dsp`**: that Yosys pass folds the systolic
+//!   partial-sum chain into SB_MAC16 accumulators and leaves inputs undriven
+//!   on this design (see [`synth`]); the flow keeps SB_MAC16 as multipliers.
+//! - **Bounded**: at most `--jobs` tools run at once (default: the number of
+//!   cores), each killed after `--tool-timeout`; a failing tool becomes a
+//!   one-line error in its entry, never a crash of the run.
+//! - **Reruns are incremental**: a finished flow leaves `flow.json` in its
+//!   folder with its result and a key over everything it depends on (the
+//!   Verilog, the scripts, the nextpnr options, the tool versions); a rerun
+//!   with the same key takes the record instead of the tools (`--fresh` not).
+//! - **"Fits"** means placed and routed (iCE40, ECP5) or, for 7-series, every
+//!   resource at most 100 % of the part after synthesis.
+
+pub mod flow;
+pub mod harness;
+pub mod parts;
+pub mod report;
+pub mod runner;
+pub mod search;
+pub mod synth;
+pub mod tools;
+
+use config::{ElemType, MxuConfig};
+
+/// Accumulator rows of every FPGA preset. 256 is the depth of one iCE40 block
+/// RAM (256 x 16), so a shallower accumulator saves nothing there, and ECP5
+/// (512 x 36) and 7-series (512 x 36) RAMs hold it at the same count; the
+/// block RAM count is set by the accumulator's width, 32 * C bits, read
+/// through two ports (two copies).
+pub const ACC_ROWS: u32 = 256;
+
+/// One preset of the report.
+#[derive(Debug, Clone, Copy)]
+pub struct Preset {
+    pub rows: u32,
+    pub cols: u32,
+    pub dtype: ElemType,
+}
+
+impl Preset {
+    pub fn config(&self, acc_rows: u32) -> MxuConfig {
+        MxuConfig::with_acc_rows(self.rows, self.cols, self.dtype, acc_rows)
+            .expect("presets are valid configurations")
+    }
+}
+
+/// The presets of the full report.
+pub const PRESETS: [Preset; 4] = [
+    Preset {
+        rows: 4,
+        cols: 4,
+        dtype: ElemType::Int8,
+    },
+    Preset {
+        rows: 8,
+        cols: 8,
+        dtype: ElemType::Int8,
+    },
+    Preset {
+        rows: 16,
+        cols: 16,
+        dtype: ElemType::Int8,
+    },
+    Preset {
+        rows: 4,
+        cols: 4,
+        dtype: ElemType::Bf16,
+    },
+];
+
+/// The presets of `--quick`.
+pub const QUICK_PRESETS: [Preset; 1] = [Preset {
+    rows: 4,
+    cols: 4,
+    dtype: ElemType::Int8,
+}];
+
+/// The parts of `--quick`: the smallest of each family.
+pub const QUICK_PARTS: [&str; 3] = ["ice40-up5k", "ecp5-25f", "xc7a35t"];
+
+/// Blocks that have no RTL yet, listed in the report.
+pub const NOT_BUILT: [&str; 1] = ["VPU small preset: not built yet (the VPU has no RTL)."];

@@ -1,0 +1,248 @@
+//! `fpga report`: every preset through every FPGA flow, plus the largest int8
+//! MXU per part; writes `report.json` and `report.md`.
+
+use clap::{Args, Parser, Subcommand};
+use fpga::flow::{self, FlowEnv};
+use fpga::parts::{Part, PARTS};
+use fpga::report::Report;
+use fpga::runner::Runner;
+use fpga::tools;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    name = "fpga",
+    about = "FPGA flows and resource/Fmax reports for Systole's presets"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Synthesise (and place and route) every preset for every part; write report.json and report.md.
+    Report(ReportArgs),
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// A small subset: int8 4x4 on the smallest part of each family, no search.
+    #[arg(long)]
+    quick: bool,
+    /// Output folder (each flow's files go in <out>/<design>/<part>/).
+    #[arg(long, default_value = "build/fpga")]
+    out: PathBuf,
+    /// Tools run at once (default: the number of cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Only these parts (comma-separated names, e.g. ice40-up5k,xc7a35t).
+    #[arg(long, value_delimiter = ',')]
+    parts: Vec<String>,
+    /// Skip the search for the largest int8 MXU per part.
+    #[arg(long)]
+    no_search: bool,
+    /// Kill a tool run after this many seconds.
+    #[arg(long, default_value_t = 1800)]
+    tool_timeout: u64,
+    /// Stop trying new sizes in the search after this many seconds of the
+    /// run; the report then gives the largest size confirmed so far.
+    #[arg(long, default_value_t = 4800)]
+    search_deadline: u64,
+    /// Accumulator rows of every MXU (a power of two).
+    #[arg(long, default_value_t = fpga::ACC_ROWS)]
+    acc_rows: u32,
+    /// Rerun every flow, even those whose inputs and tools are unchanged
+    /// since a finished run in the same output folder.
+    #[arg(long)]
+    fresh: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Cmd::Report(args) => match report(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+    }
+}
+
+fn report(args: &ReportArgs) -> Result<(), String> {
+    let ReportArgs {
+        quick,
+        ref out,
+        jobs,
+        parts: ref part_names,
+        no_search,
+        tool_timeout,
+        search_deadline,
+        acc_rows,
+        fresh,
+    } = *args;
+    let parts: Vec<&'static Part> = if part_names.is_empty() && quick {
+        fpga::QUICK_PARTS
+            .iter()
+            .map(|n| fpga::parts::part(n).expect("quick parts exist"))
+            .collect()
+    } else if part_names.is_empty() {
+        PARTS.iter().collect()
+    } else {
+        part_names
+            .iter()
+            .map(|n| {
+                fpga::parts::part(n).ok_or_else(|| {
+                    let all: Vec<_> = PARTS.iter().map(|p| p.name).collect();
+                    format!("unknown part '{n}' (expected one of: {})", all.join(", "))
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let presets: Vec<_> = if quick {
+        fpga::QUICK_PRESETS.to_vec()
+    } else {
+        fpga::PRESETS.to_vec()
+    };
+    let configs = presets
+        .iter()
+        .map(|p| {
+            config::MxuConfig::with_acc_rows(p.rows, p.cols, p.dtype, acc_rows)
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    tools::ensure_installed(&flow::tools_for(&parts))?;
+    let mut versions = std::collections::BTreeMap::new();
+    for t in flow::tools_for(&parts) {
+        versions.insert(
+            t.program().to_string(),
+            tools::version(t).unwrap_or_else(|| "not found".into()),
+        );
+    }
+    let jobs = jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .max(1);
+    println!(
+        "fpga report: {} designs x {} parts, {jobs} tools at a time, output in {}",
+        configs.len(),
+        parts.len(),
+        out.display()
+    );
+    let mut env = FlowEnv::new(out.clone(), jobs, Duration::from_secs(tool_timeout));
+    env.reuse = !fresh;
+    env.fingerprint = format!("{versions:?}");
+    let mut runner = Runner::new(env);
+    runner.search_deadline = search_deadline as f64;
+    // Presets: one work list, `jobs` workers.
+    let work: Vec<(usize, config::MxuConfig, &'static Part)> = configs
+        .iter()
+        .flat_map(|c| parts.iter().map(move |p| (*c, *p)))
+        .enumerate()
+        .map(|(i, (c, p))| (i, c, p))
+        .collect();
+    let queue = std::sync::Mutex::new(work.clone());
+    let results = std::sync::Mutex::new(Vec::new());
+    // Twice as many workers as tool slots: a flow waiting for a synthesis
+    // another part of its family is running holds a worker but no slot.
+    std::thread::scope(|s| {
+        for _ in 0..2 * jobs {
+            s.spawn(|| loop {
+                let item = queue.lock().unwrap().pop();
+                let Some((i, cfg, part)) = item else { break };
+                let r = runner.flow(&cfg, part, true);
+                results.lock().unwrap().push((i, r));
+            });
+        }
+    });
+    let mut presets_done = results.into_inner().unwrap();
+    presets_done.sort_by_key(|(i, _)| *i);
+    let presets_done: Vec<_> = presets_done.into_iter().map(|(_, r)| r).collect();
+    let mut report = Report {
+        command: command_line(args),
+        quick,
+        seconds: 0.0,
+        tools: versions,
+        acc_rows,
+        parts: parts.iter().map(|p| **p).collect(),
+        presets: presets_done,
+        not_built: fpga::NOT_BUILT.iter().map(|s| s.to_string()).collect(),
+        largest: Vec::new(),
+    };
+    report.seconds = runner.elapsed();
+    report.write(out)?;
+    if !quick && !no_search {
+        println!(
+            "[{:7.1}s] searching for the largest int8 MXU per part",
+            runner.elapsed()
+        );
+        let largest = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for (i, part) in parts.iter().enumerate() {
+                let runner = &runner;
+                let largest = &largest;
+                s.spawn(move || {
+                    let l = fpga::search::largest(runner, part, acc_rows);
+                    println!(
+                        "[{:7.1}s] {}: largest int8 MXU {}",
+                        runner.elapsed(),
+                        part.name,
+                        l.size.map_or_else(|| "none".into(), |n| format!("{n}x{n}"))
+                    );
+                    largest.lock().unwrap().push((i, l));
+                });
+            }
+        });
+        let mut l = largest.into_inner().unwrap();
+        l.sort_by_key(|(i, _)| *i);
+        report.largest = l.into_iter().map(|(_, l)| l).collect();
+    }
+    report.seconds = runner.elapsed();
+    report.write(out)?;
+    let failed = report.presets.iter().filter(|r| r.error.is_some()).count();
+    println!(
+        "[{:7.1}s] wrote {} and {}{}",
+        runner.elapsed(),
+        out.join("report.json").display(),
+        out.join("report.md").display(),
+        if failed > 0 {
+            format!(" ({failed} flows failed: see their notes)")
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}
+
+/// The command that reproduces this report (options left at their defaults omitted).
+fn command_line(a: &ReportArgs) -> String {
+    let defaults = Cli::parse_from(["fpga", "report"]);
+    let Cmd::Report(d) = defaults.command;
+    let mut c = "cargo run --release -p fpga -- report".to_string();
+    if a.quick {
+        c.push_str(" --quick");
+    }
+    if a.out != d.out {
+        c.push_str(&format!(" --out {}", a.out.display()));
+    }
+    if !a.parts.is_empty() {
+        c.push_str(&format!(" --parts {}", a.parts.join(",")));
+    }
+    if a.no_search {
+        c.push_str(" --no-search");
+    }
+    if a.tool_timeout != d.tool_timeout {
+        c.push_str(&format!(" --tool-timeout {}", a.tool_timeout));
+    }
+    if a.search_deadline != d.search_deadline {
+        c.push_str(&format!(" --search-deadline {}", a.search_deadline));
+    }
+    if a.acc_rows != d.acc_rows {
+        c.push_str(&format!(" --acc-rows {}", a.acc_rows));
+    }
+    c
+}

