@@ -1,26 +1,16 @@
 //! Yosys synthesis scripts for each family and what is read back from them.
 //!
-//! Every script first elaborates the design, fails on any latch (`proc` must
-//! leave no `$dlatch`/`$sr` cell), flattens it and then decides which
-//! multipliers go to DSP blocks: the first `budget` processing elements in
-//! row-major order (`budget` = the part's DSP count), the rest are turned into
-//! `$macc` cells before the family script runs, so they become LUT logic. Stock
-//! Yosys maps every multiplier to a DSP whatever the device holds, which makes
-//! larger arrays fail on DSP count although LUT multipliers would fit.
+//! Every script is built from the recipes in [`board::yosys`], which the board
+//! builds use too: elaborate, fail on any latch, flatten, leave multipliers for
+//! the DSP blocks only up to the part's count (the rest become LUT logic), and
+//! on iCE40 skip `ice40_dsp`, which mis-packs the systolic partial-sum chain.
 //!
 //! The accumulator memory is marked `ram_style = "block"` so it always lands in
 //! block RAM; the small weight FIFO is left to Yosys' cost model (LUT RAM on
 //! ECP5 and 7-series, block RAM on iCE40, which has no LUT RAM).
-//!
-//! iCE40 runs `synth_ice40 -dsp` in three parts, with its `coarse` step spelt
-//! out without `ice40_dsp`: that pass folds the partial-sum adders and
-//! registers of the systolic chain into SB_MAC16 cells and, on this design,
-//! leaves adder inputs undriven (Yosys 0.23 and 0.70 alike: a 4x4 array keeps
-//! 10 resp. 8 of its 16 multipliers and computes wrong sums in gate-level
-//! simulation). Without it every multiplier is a plain SB_MAC16 multiplier and
-//! the adders are LUT carry chains, which simulates correctly.
 
 use crate::parts::{Family, Part, Resources};
+use board::yosys;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -51,66 +41,15 @@ pub fn dsp_pes(pes: u64, part: &Part) -> u64 {
     pes.min(part.capacity.dsps)
 }
 
-/// Yosys `select` patterns naming the first `k` processing elements of an
-/// array with `cols` columns, in row-major order.
-pub fn pe_patterns(k: u64, cols: u64) -> Vec<String> {
-    let mut pats = Vec::new();
-    if cols == 0 {
-        return pats;
-    }
-    for r in 0..k / cols {
-        pats.push(format!("n:*g_pe_row?{r}?.*"));
-    }
-    let r = k / cols;
-    for c in 0..k % cols {
-        pats.push(format!("n:*g_pe_row?{r}?.g_pe_col?{c}?.*"));
-    }
-    pats
-}
-
-/// The iCE40 `coarse` step of Yosys 0.23's `synth_ice40 -dsp`, less `ice40_dsp`.
-const ICE40_COARSE: &str = "opt_expr; opt_clean; check; opt -nodffe -nosdff; fsm; opt; wreduce; \
-    peepopt; opt_clean; share; techmap -map +/cmp2lut.v -D LUT_WIDTH=4; opt_expr; opt_clean; \
-    memory_dff; wreduce t:$mul; \
-    techmap -map +/mul2dsp.v -map +/ice40/dsp_map.v -D DSP_A_MAXWIDTH=16 -D DSP_B_MAXWIDTH=16 \
-    -D DSP_A_MINWIDTH=2 -D DSP_B_MINWIDTH=2 -D DSP_Y_MINWIDTH=11 -D DSP_NAME=$__MUL16X16; \
-    select a:mul2dsp; setattr -unset mul2dsp; opt_expr -fine; wreduce; select -clear; \
-    chtype -set $mul t:$__soft_mul; alumacc; opt; memory -nomap; opt_clean";
-
 /// The Yosys script for `sources` (file names relative to the run folder) with
 /// top module `top`, for `part`, with `pes` processing elements in `cols`
 /// columns. Writes `stat.json` and, for place and route, `synth.json`.
 pub fn script(sources: &[String], top: &str, part: &Part, pes: u64, cols: u64) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "read_verilog -defer {}", sources.join(" "));
-    let _ = writeln!(s, "hierarchy -top {top}");
-    let _ = writeln!(s, "proc");
-    let _ = writeln!(s, "select -list t:$dlatch t:$adlatch t:$dlatchsr t:$sr");
-    let _ = writeln!(
-        s,
-        "select -assert-none t:$dlatch t:$adlatch t:$dlatchsr t:$sr"
-    );
-    let _ = writeln!(s, "flatten");
-    let _ = writeln!(s, "opt_expr; opt_clean; wreduce");
+    let mut s = yosys::elaborate_commands(sources, top);
     let _ = writeln!(s, "setattr -set ram_style \"block\" m:*acc");
-    let k = dsp_pes(pes, part);
-    if k < pes {
-        if k > 0 {
-            let _ = writeln!(s, "select -set dspmul {}", pe_patterns(k, cols).join(" "));
-            let _ = writeln!(s, "select -set dspmul @dspmul t:$mul %i");
-            let _ = writeln!(s, "select -assert-min 1 @dspmul");
-            let _ = writeln!(s, "select -set softmul t:$mul @dspmul %d");
-        } else {
-            let _ = writeln!(s, "select -set softmul t:$mul");
-        }
-        let _ = writeln!(s, "alumacc @softmul");
-    }
+    s.push_str(&yosys::dsp_budget_commands(pes, part.capacity.dsps, cols));
     match part.family {
-        Family::Ice40 if part.capacity.dsps > 0 => {
-            let _ = writeln!(s, "synth_ice40 -dsp -top {top} -run :coarse");
-            let _ = writeln!(s, "{ICE40_COARSE}");
-            let _ = writeln!(s, "synth_ice40 -dsp -top {top} -run map_ram:");
-        }
+        Family::Ice40 if part.capacity.dsps > 0 => s.push_str(&yosys::ice40_dsp_commands(top)),
         Family::Ice40 => {
             let _ = writeln!(s, "synth_ice40 -top {top}");
         }
@@ -235,19 +174,6 @@ pub fn read_stats(part: &Part, stat_json: &str, pes: u64) -> Result<SynthStats, 
 mod tests {
     use super::*;
     use crate::parts::part;
-
-    #[test]
-    fn patterns_cover_whole_rows_then_a_partial_row() {
-        assert_eq!(
-            pe_patterns(6, 4),
-            vec![
-                "n:*g_pe_row?0?.*",
-                "n:*g_pe_row?1?.g_pe_col?0?.*",
-                "n:*g_pe_row?1?.g_pe_col?1?.*"
-            ]
-        );
-        assert!(pe_patterns(0, 4).is_empty());
-    }
 
     #[test]
     fn reads_stat_json_of_both_yosys_versions() {

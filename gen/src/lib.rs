@@ -112,7 +112,14 @@ pub fn write_files(dir: &Path, files: &[EmittedFile]) -> Result<Vec<PathBuf>, St
 
 /// The generated files `remove_stale` may remove, with the comment that starts
 /// their first line: Verilog sources, and board constraint files.
-const OWNED_KINDS: [(&str, &str); 4] = [(".v", "//"), (".pcf", "#"), (".lpf", "#"), (".core", "#")];
+const OWNED_KINDS: [(&str, &str); 6] = [
+    (".v", "//"),
+    (".pcf", "#"),
+    (".lpf", "#"),
+    (".core", "#"),
+    (".ys", "#"),
+    (".tcl", "#"),
+];
 
 /// Removes Verilog, board constraint and FuseSoC core files in `dir` that this
 /// generator wrote earlier and that the current file set does not contain.

@@ -143,3 +143,93 @@ fn the_generated_smoke_test_passes_under_icarus_and_can_fail() {
         );
     }
 }
+
+/// Writes a board build into a temporary folder.
+fn write_build(built: &board::BoardBuild) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for f in &built.files {
+        std::fs::write(dir.path().join(&f.name), &f.text).unwrap();
+    }
+    dir
+}
+
+/// Counts of `cell` in the last `stat` of a Yosys log.
+fn cell_count(log: &str, cell: &str) -> u64 {
+    log.lines()
+        .rev()
+        .find_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some(cell)).then(|| w.next()?.parse().ok())?
+        })
+        .unwrap_or(0)
+}
+
+/// The build's own recipe for the iCEBreaker default (what the README's
+/// `yosys -s` runs): 8 of the 16 multipliers in the UP5K's 8 SB_MAC16, the
+/// rest in LUTs, and `ice40_dsp` never runs (it mis-packs the partial sums).
+#[test]
+fn the_icebreaker_recipe_fills_the_dsps_without_ice40_dsp() {
+    let board = Board::IceBreaker;
+    let built = board_build(board, board.default_mxu(), board::DEFAULT_BAUD);
+    let dir = write_build(&built);
+    let script = board::yosys::script_name(board);
+    let out = std::process::Command::new("yosys")
+        .args(["-s", &script])
+        .current_dir(dir.path())
+        .output()
+        .expect("yosys runs (scripts/install-tools.sh installs it)");
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}{log}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(cell_count(&log, "SB_MAC16"), 8, "{log}");
+    assert!(!log.contains("Executing ICE40_DSP"), "ice40_dsp ran");
+    assert!(cell_count(&log, "SB_RAM40_4K") > 0, "{log}");
+    assert!(dir.path().join(format!("{}.json", built.top)).exists());
+}
+
+/// The same recipe through the Tcl file FuseSoC reads: edalize's Yosys script
+/// reads the sources (the Tcl file last), then calls `synth $top`.
+#[test]
+fn the_fusesoc_tcl_recipe_replaces_synth() {
+    let board = Board::IceBreaker;
+    let mxu = MxuConfig::with_acc_rows(3, 3, ElemType::Int8, 16).unwrap();
+    let built = board_build(board, mxu, board::DEFAULT_BAUD);
+    let dir = write_build(&built);
+    let sources: Vec<&str> = built
+        .files
+        .iter()
+        .filter(|f| f.module.is_some())
+        .map(|f| f.name.as_str())
+        .collect();
+    // The shape of edalize's generated script (templates/yosys).
+    let edalize = format!(
+        "yosys -import\nproc synth {{top}} {{\nsynth_ice40 -dsp -top $top\n}}\n\
+         verilog_defaults -push\nverilog_defaults -add -defer\n{}\nsource {}\n\
+         verilog_defaults -pop\nsynth {}\nyosys stat\n",
+        sources
+            .iter()
+            .map(|s| format!("read_verilog {{{s}}}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        board::yosys::tcl_name(board),
+        built.top
+    );
+    std::fs::write(dir.path().join("edalize.tcl"), edalize).unwrap();
+    let out = std::process::Command::new("yosys")
+        .args(["-p", "tcl edalize.tcl"])
+        .current_dir(dir.path())
+        .output()
+        .expect("yosys runs");
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}{log}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(cell_count(&log, "SB_MAC16"), 8, "{log}");
+    assert!(log.contains("Executing ALUMACC"), "{log}");
+    assert!(!log.contains("Executing ICE40_DSP"), "ice40_dsp ran");
+}

@@ -35,6 +35,10 @@
 //! - **Everything is a generator parameter**: the array ([`config::MxuConfig`]),
 //!   the activation buffer depth and the clocks per bit. Board defaults live
 //!   in one table, [`Board::defaults`].
+//! - **A synthesis recipe with every build** ([`yosys`]): a Yosys script and
+//!   the same recipe as a Tcl file for FuseSoC, because stock Yosys flows map
+//!   more multipliers to DSP blocks than the part has and, on iCE40, mis-pack
+//!   the partial-sum chain (`ice40_dsp`).
 //! - **Independent host.** The `host` crate implements the protocol from
 //!   `PROTOCOL.md` without depending on this crate; the tests run the host
 //!   library against the Verilated board tops at the UART wire level.
@@ -44,6 +48,7 @@ pub mod protocol;
 pub mod smoke;
 pub mod top;
 pub mod uart;
+pub mod yosys;
 
 pub use bridge::{bridge_name, build_bridge};
 pub use top::{Pin, PinDir};
@@ -146,19 +151,20 @@ pub enum Board {
 impl Board {
     pub const ALL: [Board; 2] = [Board::IceBreaker, Board::Ulx3s];
 
-    /// The array each board gets by default: the one place to change when the
-    /// FPGA reports show a larger array fits. Until then the values are ones
-    /// checked to place and route at the board clock with Yosys and nextpnr's
-    /// default options: on the UP5K an int8 PE takes about 400 LUTs without
-    /// DSPs (4x4 needs 124% of the 5,280 cells, and only 8 of its 16
-    /// multipliers fit the DSPs), so int8 3x3 (72% of the cells); on the
-    /// ECP5-85F Yosys puts every PE's multiplier in a DSP and there are 156,
-    /// so int8 12x12 (144 DSPs).
+    /// The array each board gets by default: the largest that places and
+    /// routes at the board clock with the build's own synthesis recipe
+    /// ([`yosys`]: multipliers in DSPs up to the part's count, no
+    /// `ice40_dsp`) and nextpnr (seed 1). iCEBreaker: int8 4x4 uses 4,330 of
+    /// the UP5K's 5,280 logic cells (82%), all 8 DSPs and 20 of 30 block RAMs,
+    /// Fmax 26 MHz; 5x5 needs 126% of the cells. (Yosys' stock `synth_ice40`
+    /// without DSPs needs 128% for 4x4; with `-dsp` its netlist is wrong.)
+    /// ULX3S: int8 12x12 keeps every multiplier in one of the 85F's 156 DSPs;
+    /// the FPGA report (`fpga` crate) places larger MXUs with LUT multipliers.
     pub fn defaults(self) -> BoardDefaults {
         match self {
             Board::IceBreaker => BoardDefaults {
-                rows: 3,
-                cols: 3,
+                rows: 4,
+                cols: 4,
                 dtype: ElemType::Int8,
                 acc_rows: 64,
                 act_rows: 256,
@@ -382,6 +388,42 @@ pub fn build_board(
         name: format!("{}.v", smoke::testbench_name(board)),
         module: None,
         text: smoke::testbench_verilog(board, cfg, &header.generator, &params),
+    });
+    let mut script_head = String::new();
+    top::header(
+        &mut script_head,
+        "#",
+        &header.generator,
+        &format!(
+            "Yosys synthesis of {} for the {} (recipe: hw/board/src/yosys.rs).",
+            board.top_name(),
+            board.description()
+        ),
+        &params,
+    );
+    files.push(EmittedFile {
+        name: yosys::script_name(board),
+        module: None,
+        text: yosys::board_script(
+            board,
+            &sources,
+            board.top_name(),
+            cfg.mxu.rows(),
+            cfg.mxu.cols(),
+            &script_head,
+        ),
+    });
+    files.push(EmittedFile {
+        name: yosys::tcl_name(board),
+        module: None,
+        text: yosys::board_tcl(
+            board,
+            &sources,
+            board.top_name(),
+            cfg.mxu.rows(),
+            cfg.mxu.cols(),
+            &script_head,
+        ),
     });
     files.push(EmittedFile {
         name: format!("{}.core", board.top_name()),

@@ -244,6 +244,12 @@ pub fn core_file(board: Board, sources: &[String], generator: &str, params: &str
         Board::Ulx3s => "LPF",
     };
     writeln!(out, "    file_type: {ctype}").unwrap();
+    // Read by edalize's Yosys script after the Verilog: replaces its `synth`
+    // procedure with the board recipe (DSP budget; no ice40_dsp).
+    writeln!(out, "  synth_recipe:").unwrap();
+    writeln!(out, "    files:").unwrap();
+    writeln!(out, "      - {}", crate::yosys::tcl_name(board)).unwrap();
+    writeln!(out, "    file_type: tclSource").unwrap();
     writeln!(out).unwrap();
     // A dependency contributes its default target; FuseSoC's tool_* and
     // target_* flags pick the filesets the using target needs.
@@ -258,5 +264,6 @@ pub fn core_file(board: Board, sources: &[String], generator: &str, params: &str
     writeln!(out, "      - \"tool_verilator ? (waivers)\"").unwrap();
     writeln!(out, "      - \"target_sim ? (smoke_test)\"").unwrap();
     writeln!(out, "      - \"tool_{pnr_tool} ? (constraints)\"").unwrap();
+    writeln!(out, "      - \"tool_{pnr_tool} ? (synth_recipe)\"").unwrap();
     out
 }

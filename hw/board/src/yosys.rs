@@ -1,0 +1,258 @@
+//! Yosys recipes for designs that contain the MXU: the synthesis script of
+//! each board build, and the pieces the `fpga` report's scripts share with it.
+//!
+//! Two things differ from running a family's stock `synth_*` command:
+//!
+//! - **Multipliers go to DSP blocks only up to the part's count.** Stock Yosys
+//!   maps every multiplier to a DSP block whatever the device holds, so an
+//!   array with more processing elements than DSPs fails in place and route.
+//!   The first `dsps` processing elements (row-major) keep their multiplier
+//!   for the DSPs; the others are turned into `$macc` cells first, which
+//!   become LUT logic.
+//! - **iCE40 runs without `ice40_dsp`.** That pass folds the partial-sum adder
+//!   and register of each processing element into an SB_MAC16 accumulator
+//!   and, on this design, leaves inputs of the folded cells undriven (Yosys
+//!   0.23 and 0.70 alike). A gate-level simulation of an int8 3x3 MXU
+//!   synthesised with `synth_ice40 -dsp` gives X on output bits where the RTL
+//!   has 0 or 1; with this recipe, every compared bit of 20,000 random cycles
+//!   matches the RTL. Without it each multiplier is a plain SB_MAC16
+//!   multiplier and the adders are LUT carry chains.
+
+use crate::Board;
+use std::fmt::Write;
+
+/// The `coarse` step of Yosys 0.23's `synth_ice40 -dsp`, spelt out, less
+/// `ice40_dsp` (see the module documentation).
+pub const ICE40_COARSE_WITHOUT_DSP_PACKING: &str = "opt_expr; opt_clean; check; \
+    opt -nodffe -nosdff; fsm; opt; wreduce; peepopt; opt_clean; share; \
+    techmap -map +/cmp2lut.v -D LUT_WIDTH=4; opt_expr; opt_clean; memory_dff; wreduce t:$mul; \
+    techmap -map +/mul2dsp.v -map +/ice40/dsp_map.v -D DSP_A_MAXWIDTH=16 -D DSP_B_MAXWIDTH=16 \
+    -D DSP_A_MINWIDTH=2 -D DSP_B_MINWIDTH=2 -D DSP_Y_MINWIDTH=11 -D DSP_NAME=$__MUL16X16; \
+    select a:mul2dsp; setattr -unset mul2dsp; opt_expr -fine; wreduce; select -clear; \
+    chtype -set $mul t:$__soft_mul; alumacc; opt; memory -nomap; opt_clean";
+
+/// Yosys `select` patterns naming the first `k` processing elements of an
+/// MXU with `cols` columns, in row-major order (instances
+/// `g_pe_row[r].g_pe_col[c]`, at any depth of the hierarchy once flattened).
+pub fn pe_patterns(k: u64, cols: u64) -> Vec<String> {
+    let mut pats = Vec::new();
+    if cols == 0 {
+        return pats;
+    }
+    for r in 0..k / cols {
+        pats.push(format!("n:*g_pe_row?{r}?.*"));
+    }
+    let r = k / cols;
+    for c in 0..k % cols {
+        pats.push(format!("n:*g_pe_row?{r}?.g_pe_col?{c}?.*"));
+    }
+    pats
+}
+
+/// Yosys commands, for a flattened design, that leave the multipliers of the
+/// first `dsps` of `pes` processing elements (in `cols` columns) for DSP
+/// blocks and turn the others into `$macc` cells (LUT logic). Empty when every
+/// multiplier has a DSP.
+pub fn dsp_budget_commands(pes: u64, dsps: u64, cols: u64) -> String {
+    let mut s = String::new();
+    let k = pes.min(dsps);
+    if k == pes {
+        return s;
+    }
+    if k > 0 {
+        let _ = writeln!(s, "select -set dspmul {}", pe_patterns(k, cols).join(" "));
+        let _ = writeln!(s, "select -set dspmul @dspmul t:$mul %i");
+        let _ = writeln!(s, "select -assert-min 1 @dspmul");
+        let _ = writeln!(s, "select -set softmul t:$mul @dspmul %d");
+    } else {
+        let _ = writeln!(s, "select -set softmul t:$mul");
+    }
+    let _ = writeln!(s, "alumacc @softmul");
+    s
+}
+
+/// The commands every script starts with: read, elaborate, refuse latches,
+/// flatten.
+pub fn elaborate_commands(sources: &[String], top: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "read_verilog -defer {}", sources.join(" "));
+    let _ = writeln!(s, "hierarchy -top {top}");
+    let _ = writeln!(s, "proc");
+    let _ = writeln!(
+        s,
+        "select -assert-none t:$dlatch t:$adlatch t:$dlatchsr t:$sr"
+    );
+    let _ = writeln!(s, "flatten");
+    let _ = writeln!(s, "opt_expr; opt_clean; wreduce");
+    s
+}
+
+/// `synth_ice40 -dsp` without `ice40_dsp` (see the module documentation).
+pub fn ice40_dsp_commands(top: &str) -> String {
+    format!(
+        "synth_ice40 -dsp -top {top} -run :coarse\n{ICE40_COARSE_WITHOUT_DSP_PACKING}\n\
+         synth_ice40 -dsp -top {top} -run map_ram:\n"
+    )
+}
+
+/// The board FPGA's synthesis, after the DSP budget.
+pub fn family_commands(board: Board, top: &str) -> String {
+    match board {
+        Board::IceBreaker => ice40_dsp_commands(top),
+        Board::Ulx3s => format!("synth_ecp5 -top {top}\n"),
+    }
+}
+
+/// DSP blocks of each board's FPGA (iCE40 UP5K: 8 SB_MAC16; ECP5-85F: 156
+/// MULT18X18D).
+pub fn board_dsps(board: Board) -> u64 {
+    match board {
+        Board::IceBreaker => 8,
+        Board::Ulx3s => 156,
+    }
+}
+
+/// The synthesis commands of a board build after its sources are read, one
+/// per entry: elaborate, DSP budget, the family's synthesis.
+fn board_commands(
+    board: Board,
+    sources: &[String],
+    top: &str,
+    rows: u32,
+    cols: u32,
+) -> Vec<String> {
+    let pes = u64::from(rows) * u64::from(cols);
+    let mut text = elaborate_commands(sources, top);
+    text.push_str(&dsp_budget_commands(
+        pes,
+        board_dsps(board),
+        u64::from(cols),
+    ));
+    text.push_str(&family_commands(board, top));
+    text.lines()
+        .flat_map(|l| l.split("; "))
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty() && !c.starts_with("read_verilog"))
+        .collect()
+}
+
+/// The synthesis script of a board build: `sources` (file names in the build
+/// folder) with top `top`, an MXU of `rows` x `cols`; writes `<top>.json` for
+/// nextpnr. `head` is the file's header comment.
+pub fn board_script(
+    board: Board,
+    sources: &[String],
+    top: &str,
+    rows: u32,
+    cols: u32,
+    head: &str,
+) -> String {
+    let mut s = head.to_string();
+    let _ = writeln!(
+        s,
+        "#\n# Run from this folder: yosys -s {}\n",
+        script_name(board)
+    );
+    let _ = writeln!(s, "read_verilog -defer {}", sources.join(" "));
+    for c in board_commands(board, sources, top, rows, cols) {
+        let _ = writeln!(s, "{c}");
+    }
+    let _ = writeln!(s, "stat");
+    let _ = writeln!(s, "write_json {top}.json");
+    s
+}
+
+/// The same recipe for FuseSoC (edalize's Yosys backend): a Tcl file, read as
+/// a `tclSource` after the Verilog, that redefines the `synth` procedure the
+/// backend's script calls next. Every `$` is escaped for Tcl.
+pub fn board_tcl(
+    board: Board,
+    sources: &[String],
+    top: &str,
+    rows: u32,
+    cols: u32,
+    head: &str,
+) -> String {
+    let mut s = head.to_string();
+    let _ = writeln!(
+        s,
+        "#\n# Read by edalize's Yosys script after the sources (FuseSoC targets \
+         icebreaker, ulx3s):\n# replaces its `synth` procedure with this recipe.\n"
+    );
+    let _ = writeln!(s, "proc synth {{top}} {{");
+    for c in board_commands(board, sources, top, rows, cols) {
+        let escaped: String = c
+            .chars()
+            .flat_map(|ch| match ch {
+                '$' | '[' | ']' | '{' | '}' | '"' | '\\' | ';' => vec!['\\', ch],
+                _ => vec![ch],
+            })
+            .collect();
+        let _ = writeln!(s, "  yosys {escaped}");
+    }
+    let _ = writeln!(s, "}}");
+    s
+}
+
+/// The file name of a board build's synthesis script.
+pub fn script_name(board: Board) -> String {
+    format!("{}.ys", board.top_name())
+}
+
+/// The file name of a board build's synthesis recipe for FuseSoC.
+pub fn tcl_name(board: Board) -> String {
+    format!("{}_synth.tcl", board.top_name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_cover_whole_rows_then_a_partial_row() {
+        assert_eq!(
+            pe_patterns(6, 4),
+            vec![
+                "n:*g_pe_row?0?.*",
+                "n:*g_pe_row?1?.g_pe_col?0?.*",
+                "n:*g_pe_row?1?.g_pe_col?1?.*"
+            ]
+        );
+        assert!(pe_patterns(0, 4).is_empty());
+    }
+
+    #[test]
+    fn budget_commands_only_when_multipliers_outnumber_dsps() {
+        assert_eq!(dsp_budget_commands(9, 9, 3), "");
+        let s = dsp_budget_commands(9, 8, 3);
+        assert!(s.contains("n:*g_pe_row?2?.g_pe_col?1?.*"), "{s}");
+        assert!(s.ends_with("alumacc @softmul\n"), "{s}");
+        assert_eq!(
+            dsp_budget_commands(4, 0, 2),
+            "select -set softmul t:$mul\nalumacc @softmul\n"
+        );
+    }
+
+    #[test]
+    fn ice40_script_avoids_ice40_dsp() {
+        let s = board_script(
+            Board::IceBreaker,
+            &["a.v".into(), "b.v".into()],
+            "t",
+            3,
+            3,
+            "# head\n",
+        );
+        assert!(s.starts_with("# head\n"));
+        assert!(s.contains("read_verilog -defer a.v b.v\n"));
+        assert!(!s.contains("ice40_dsp"), "{s}");
+        assert!(s.contains("-run :coarse") && s.contains("-run map_ram:"));
+        assert!(s.contains("alumacc @softmul"));
+        assert!(s.ends_with("write_json t.json\n"));
+        let e = board_script(Board::Ulx3s, &["a.v".into()], "t", 12, 12, "");
+        assert!(
+            e.contains("synth_ecp5 -top t") && !e.contains("alumacc"),
+            "{e}"
+        );
+    }
+}
