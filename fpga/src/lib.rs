@@ -32,8 +32,9 @@
 //! - **The accumulator in block RAM** (`ram_style = "block"`); anything else
 //!   left as a memory or any latch fails the flow.
 //! - **iCE40 without `ice40_dsp`**: that Yosys pass folds the systolic
-//!   partial-sum chain into SB_MAC16 accumulators and leaves inputs undriven
-//!   on this design (see [`synth`]); the flow keeps SB_MAC16 as multipliers.
+//!   partial-sum chain into SB_MAC16 accumulators, and the netlist does not
+//!   simulate like the RTL (`tests/gate_level.rs`); the flow keeps SB_MAC16
+//!   as plain multipliers, and that netlist matches the RTL bit for bit.
 //! - **Bounded**: at most `--jobs` tools run at once (default: the number of
 //!   cores), each killed after `--tool-timeout`; a failing tool becomes a
 //!   one-line error in its entry, never a crash of the run.

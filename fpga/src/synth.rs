@@ -3,7 +3,8 @@
 //! Every script is built from the recipes in [`board::yosys`], which the board
 //! builds use too: elaborate, fail on any latch, flatten, leave multipliers for
 //! the DSP blocks only up to the part's count (the rest become LUT logic), and
-//! on iCE40 skip `ice40_dsp`, which mis-packs the systolic partial-sum chain.
+//! on iCE40 skip `ice40_dsp`, whose netlist of the MXU does not simulate like
+//! the RTL (`tests/gate_level.rs`).
 //!
 //! The accumulator memory is marked `ram_style = "block"` so it always lands in
 //! block RAM; the small weight FIFO is left to Yosys' cost model (LUT RAM on

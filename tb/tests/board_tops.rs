@@ -166,7 +166,7 @@ fn cell_count(log: &str, cell: &str) -> u64 {
 
 /// The build's own recipe for the iCEBreaker default (what the README's
 /// `yosys -s` runs): 8 of the 16 multipliers in the UP5K's 8 SB_MAC16, the
-/// rest in LUTs, and `ice40_dsp` never runs (it mis-packs the partial sums).
+/// rest in LUTs, and `ice40_dsp` never runs (see `board::yosys`).
 #[test]
 fn the_icebreaker_recipe_fills_the_dsps_without_ice40_dsp() {
     let board = Board::IceBreaker;

@@ -37,8 +37,9 @@
 //!   in one table, [`Board::defaults`].
 //! - **A synthesis recipe with every build** ([`yosys`]): a Yosys script and
 //!   the same recipe as a Tcl file for FuseSoC, because stock Yosys flows map
-//!   more multipliers to DSP blocks than the part has and, on iCE40, mis-pack
-//!   the partial-sum chain (`ice40_dsp`).
+//!   more multipliers to DSP blocks than the part has and, on iCE40, pack the
+//!   partial-sum chain into DSP accumulators (`ice40_dsp`) in a netlist that
+//!   does not simulate like the RTL.
 //! - **Independent host.** The `host` crate implements the protocol from
 //!   `PROTOCOL.md` without depending on this crate; the tests run the host
 //!   library against the Verilated board tops at the UART wire level.
@@ -157,7 +158,8 @@ impl Board {
     /// `ice40_dsp`) and nextpnr (seed 1). iCEBreaker: int8 4x4 uses 4,330 of
     /// the UP5K's 5,280 logic cells (82%), all 8 DSPs and 20 of 30 block RAMs,
     /// Fmax 26 MHz; 5x5 needs 126% of the cells. (Yosys' stock `synth_ice40`
-    /// without DSPs needs 128% for 4x4; with `-dsp` its netlist is wrong.)
+    /// without DSPs needs 128% for 4x4; with `-dsp` its netlist does not
+    /// simulate like the RTL.)
     /// ULX3S: int8 12x12 keeps every multiplier in one of the 85F's 156 DSPs;
     /// the FPGA report (`fpga` crate) places larger MXUs with LUT multipliers.
     pub fn defaults(self) -> BoardDefaults {

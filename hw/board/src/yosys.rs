@@ -10,13 +10,14 @@
 //!   for the DSPs; the others are turned into `$macc` cells first, which
 //!   become LUT logic.
 //! - **iCE40 runs without `ice40_dsp`.** That pass folds the partial-sum adder
-//!   and register of each processing element into an SB_MAC16 accumulator
-//!   and, on this design, leaves inputs of the folded cells undriven (Yosys
-//!   0.23 and 0.70 alike). A gate-level simulation of an int8 3x3 MXU
-//!   synthesised with `synth_ice40 -dsp` gives X on output bits where the RTL
-//!   has 0 or 1; with this recipe, every compared bit of 20,000 random cycles
-//!   matches the RTL. Without it each multiplier is a plain SB_MAC16
-//!   multiplier and the adders are LUT carry chains.
+//!   and register of the processing elements into SB_MAC16 accumulators, and
+//!   the netlist does not simulate like the RTL: under Icarus with Yosys'
+//!   cell models, an int8 MXU synthesised with Yosys 0.23's `synth_ice40
+//!   -dsp` gives X on accumulator bits where the RTL has 0 or 1, also with
+//!   every x constant in the netlist replaced by 0 and the DSP registers
+//!   starting at 0 as on the chip. With this recipe every compared bit
+//!   matches the RTL (`fpga/tests/gate_level.rs` runs both). Each multiplier
+//!   is then a plain SB_MAC16 multiplier and the adders are LUT carry chains.
 
 use crate::Board;
 use std::fmt::Write;
