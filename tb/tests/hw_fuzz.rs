@@ -70,11 +70,33 @@ fn check_round(rng: &mut impl Rng, label: &str, size: FuzzSize, verilator: bool)
         )
     };
     let expected = run_evaluator(&top, &ports, &stim);
+    // Icarus first: it decides whether a Verilator-only difference is
+    // Verilator's.
+    let by_icarus = icarus::run(&files, &top, &stim).unwrap_or_else(|e| fail(e));
+    compare_outputs("Icarus", &ports, &expected, &by_icarus, defined_from)
+        .unwrap_or_else(|e| fail(e));
     if verilator {
         match run_verilator(&files, &top, &ports, &stim, "hw_fuzz", VERILATOR_ARGS) {
             Ok(by_verilator) => {
-                compare_outputs("Verilator", &ports, &expected, &by_verilator, defined_from)
-                    .unwrap_or_else(|e| fail(e))
+                if let Err(e) =
+                    compare_outputs("Verilator", &ports, &expected, &by_verilator, defined_from)
+                {
+                    // Verilator 5.006 also miscompiles some designs in its
+                    // front end (seed 2329040420366817519, round 1: one bit
+                    // of `-x[16:4]` with x = y - (65'h1ff..f >> 52); wrong
+                    // even with -O0) while Icarus and the evaluator agree.
+                    // Only that release is excused, and only when Icarus
+                    // agrees (checked above); any other Verilator fails.
+                    if verilator_release().as_deref() == Some(VERILATOR_WITH_KNOWN_MISCOMPILES) {
+                        println!(
+                            "{label}: Verilator {VERILATOR_WITH_KNOWN_MISCOMPILES} alone differs \
+                             ({e}); Icarus agrees with the evaluator; design written to {}",
+                            dump_files(&files, label)
+                        );
+                    } else {
+                        fail(e)
+                    }
+                }
             }
             // Verilator 5.006 asserts on some legal designs, e.g. `^(~x)` of
             // a 128-bit port connected to `{{127{1'b0}}, b}` and used as an
@@ -86,9 +108,19 @@ fn check_round(rng: &mut impl Rng, label: &str, size: FuzzSize, verilator: bool)
             Err(e) => fail(e),
         }
     }
-    let by_icarus = icarus::run(&files, &top, &stim).unwrap_or_else(|e| fail(e));
-    compare_outputs("Icarus", &ports, &expected, &by_icarus, defined_from)
-        .unwrap_or_else(|e| fail(e));
+}
+
+/// The Verilator release whose known miscompiles the fuzz excuses.
+const VERILATOR_WITH_KNOWN_MISCOMPILES: &str = "5.006";
+
+/// The installed Verilator's release ("5.006"), from `verilator --version`.
+fn verilator_release() -> Option<String> {
+    let out = std::process::Command::new("verilator")
+        .arg("--version")
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.split_whitespace().nth(1).map(str::to_string)
 }
 
 #[test]
