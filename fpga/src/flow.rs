@@ -301,17 +301,16 @@ pub fn write_sources(cfg: &MxuConfig, dir: &Path) -> Result<(Vec<String>, u64), 
     let generated = gen::generate(cfg)?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut sources = Vec::new();
-    let mut top_text = None;
     for f in generated.files.iter().filter(|f| f.module.is_some()) {
         std::fs::write(dir.join(&f.name), &f.text)
             .map_err(|e| format!("cannot write {}: {e}", f.name))?;
-        if f.module.as_deref() == Some(generated.top.as_str()) {
-            top_text = Some(f.text.clone());
-        }
         sources.push(f.name.clone());
     }
-    let top_text = top_text.ok_or_else(|| format!("no file defines {}", generated.top))?;
-    let ports = harness::ports(&top_text, &generated.top)?;
+    let top = generated
+        .top_module
+        .as_ref()
+        .expect("an MXU build has its top module's definition");
+    let ports = harness::ports(top);
     let (n_in, n_out) = harness::shift_bits(&ports);
     let wrapper = harness::harness(&generated.top, &ports)?;
     let name = format!("{}.v", harness::TOP);

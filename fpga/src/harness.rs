@@ -10,6 +10,7 @@
 //! register-to-register paths. Its cost, one flip-flop per port bit plus a
 //! 2:1 multiplexer per output bit, is reported with every result.
 
+use hw::{Dir, ModuleDef};
 use std::fmt::Write;
 
 /// The harness top module's name.
@@ -23,47 +24,18 @@ pub struct Port {
     pub width: u32,
 }
 
-/// The ports of `module` as declared in `verilog` (ANSI port list, one port a
-/// line: `input  wire [31:0] name,` as the emitter writes it).
-pub fn ports(verilog: &str, module: &str) -> Result<Vec<Port>, String> {
-    let header = format!("module {module} (");
-    let start = verilog
-        .find(&header)
-        .ok_or_else(|| format!("module {module} not found in its file"))?;
-    let mut ports = Vec::new();
-    for line in verilog[start + header.len()..].lines() {
-        let line = line.trim();
-        if line.starts_with(");") {
-            return Ok(ports);
-        }
-        let mut words = line.trim_end_matches(',').split_whitespace().peekable();
-        let input = match words.next() {
-            Some("input") => true,
-            Some("output") => false,
-            _ => continue,
-        };
-        let mut width = 1;
-        let mut name = None;
-        for w in words {
-            if let Some(range) = w.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
-                let (hi, lo) = range
-                    .split_once(':')
-                    .ok_or_else(|| format!("cannot read port range [{range}]"))?;
-                let hi: u32 = hi
-                    .parse()
-                    .map_err(|_| format!("bad port range [{range}]"))?;
-                let lo: u32 = lo
-                    .parse()
-                    .map_err(|_| format!("bad port range [{range}]"))?;
-                width = hi.abs_diff(lo) + 1;
-            } else if !matches!(w, "wire" | "reg" | "signed") {
-                name = Some(w.to_string());
-            }
-        }
-        let name = name.ok_or_else(|| format!("cannot read port declaration '{line}'"))?;
-        ports.push(Port { name, input, width });
-    }
-    Err(format!("port list of module {module} not terminated"))
+/// The ports of `module`, in declaration order (clock and reset first), from
+/// its definition.
+pub fn ports(module: &ModuleDef) -> Vec<Port> {
+    module
+        .port_list()
+        .into_iter()
+        .map(|(name, dir, ty)| Port {
+            name,
+            input: dir == Dir::In,
+            width: ty.width,
+        })
+        .collect()
 }
 
 /// Bits the harness shifts in and out: (inputs, outputs), clock and reset excluded.
@@ -150,14 +122,24 @@ pub fn harness(block: &str, ports: &[Port]) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hw::{ModuleBuilder, Ty};
 
-    const TOP: &str = "module m (\n  input  wire         clk_i,\n  input  wire         rst_i,\n  \
-        input  wire [31:0]  a_i,\n  input  wire signed [7:0] b_i,\n  output wire         \
-        c_o,\n  output wire [127:0] d_o\n);\n";
+    /// `m`: clock, reset, inputs a_i (32 bits) and b_i (8, signed), outputs
+    /// c_o (1) and d_o (128).
+    fn module() -> ModuleDef {
+        let mut m = ModuleBuilder::new("m");
+        let a = m.input("a_i", Ty::new(32, false));
+        let b = m.input("b_i", Ty::new(8, true));
+        let r = m.reg_reset("r", Ty::new(32, false), 0);
+        m.set_next(r, a);
+        m.output("c_o", b.trunc(1));
+        m.output("d_o", r.q().zext(128));
+        m.finish()
+    }
 
     #[test]
     fn reads_ports_and_counts_shift_bits() {
-        let p = ports(TOP, "m").unwrap();
+        let p = ports(&module());
         assert_eq!(p.len(), 6);
         assert_eq!(
             p[2],
@@ -184,6 +166,5 @@ mod tests {
             width: 1,
         }];
         assert!(harness("m", &p).is_err());
-        assert!(ports(TOP, "other").is_err());
     }
 }

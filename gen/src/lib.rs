@@ -9,8 +9,9 @@
 
 use board::{Board, BridgeConfig};
 use config::MxuConfig;
-use hw::{catch_elab, emit_design, Design, EmittedFile, Header};
+use hw::{catch_elab, emit_design, Design, EmittedFile, Header, ModuleDef};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 /// Generator name and version, written into every file header.
 pub fn generator_id() -> String {
@@ -25,6 +26,9 @@ pub fn header_marker() -> String {
 /// The result of elaborating and emitting one configuration.
 pub struct Generated {
     pub top: String,
+    /// The top module's definition (its ports, for tools that wrap it);
+    /// `None` for a board build, whose top is written as Verilog text.
+    pub top_module: Option<Rc<ModuleDef>>,
     pub files: Vec<EmittedFile>,
     pub modules: usize,
 }
@@ -46,6 +50,7 @@ pub fn generate(cfg: &MxuConfig) -> Result<Generated, String> {
     let modules = design.hierarchy(&top).len();
     Ok(Generated {
         top: top.name.clone(),
+        top_module: Some(top),
         files,
         modules,
     })
@@ -72,6 +77,7 @@ pub fn generate_board(
     Ok((
         Generated {
             top: built.top,
+            top_module: None,
             files: built.files,
             modules: built.modules,
         },
