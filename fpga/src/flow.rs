@@ -16,6 +16,7 @@ use crate::parts::{Family, Part, Resources};
 use crate::synth::{self, SynthStats};
 use crate::tools::{self, Slots, Tool};
 use config::MxuConfig;
+use hw::EmittedFile;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -295,28 +296,36 @@ pub fn tools_for(parts: &[&Part]) -> Vec<Tool> {
     v
 }
 
-/// Writes the design's Verilog and the harness into `dir`; returns the source
-/// file names (children first, harness last) and the harness flip-flop count.
-pub fn write_sources(cfg: &MxuConfig, dir: &Path) -> Result<(Vec<String>, u64), String> {
-    let generated = gen::generate(cfg)?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let mut sources = Vec::new();
-    for f in generated.files.iter().filter(|f| f.module.is_some()) {
-        std::fs::write(dir.join(&f.name), &f.text)
-            .map_err(|e| format!("cannot write {}: {e}", f.name))?;
-        sources.push(f.name.clone());
-    }
+/// The design's files as `gen` emits them, plus the harness as the last
+/// Verilog source (top [`harness::TOP`]), and the harness flip-flop count.
+pub fn harnessed_files(cfg: &MxuConfig) -> Result<(Vec<EmittedFile>, u64), String> {
+    let mut generated = gen::generate(cfg)?;
     let top = generated
         .top_module
         .as_ref()
         .expect("an MXU build has its top module's definition");
     let ports = harness::ports(top);
     let (n_in, n_out) = harness::shift_bits(&ports);
-    let wrapper = harness::harness(&generated.top, &ports)?;
-    let name = format!("{}.v", harness::TOP);
-    std::fs::write(dir.join(&name), wrapper).map_err(|e| format!("cannot write {name}: {e}"))?;
-    sources.push(name);
-    Ok((sources, u64::from(n_in + n_out) + 1))
+    generated.files.push(EmittedFile {
+        name: format!("{}.v", harness::TOP),
+        module: Some(harness::TOP.to_string()),
+        text: harness::harness(&generated.top, &ports)?,
+    });
+    Ok((generated.files, u64::from(n_in + n_out) + 1))
+}
+
+/// Writes the design's Verilog and the harness into `dir`; returns the source
+/// file names (children first, harness last) and the harness flip-flop count.
+pub fn write_sources(cfg: &MxuConfig, dir: &Path) -> Result<(Vec<String>, u64), String> {
+    let (files, harness_ffs) = harnessed_files(cfg)?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut sources = Vec::new();
+    for f in files.iter().filter(|f| f.module.is_some()) {
+        std::fs::write(dir.join(&f.name), &f.text)
+            .map_err(|e| format!("cannot write {}: {e}", f.name))?;
+        sources.push(f.name.clone());
+    }
+    Ok((sources, harness_ffs))
 }
 
 /// Runs the flow of `cfg` on `part`; place and route only if `pnr` (and the part has it).

@@ -7,7 +7,6 @@
 use config::{ElemType, MxuConfig};
 use fpga::flow::{self, FlowEnv, FlowResult};
 use fpga::parts::part;
-use std::process::Command;
 use std::time::Duration;
 
 fn env(dir: &std::path::Path) -> FlowEnv {
@@ -94,31 +93,8 @@ fn a_latch_fails_the_flow() {
 
 #[test]
 fn harness_and_mxu_pass_verilator_lint_and_icarus() {
-    let tmp = tempfile::tempdir().unwrap();
     let cfg = MxuConfig::with_acc_rows(2, 3, ElemType::Int8, 16).unwrap();
-    let (sources, _) = flow::write_sources(&cfg, tmp.path()).unwrap();
-    let generated = gen::generate(&cfg).unwrap();
-    let waivers = generated
-        .files
-        .iter()
-        .find(|f| f.name == hw::emit::WAIVER_FILE)
-        .unwrap();
-    std::fs::write(tmp.path().join(&waivers.name), &waivers.text).unwrap();
-    let out = Command::new("verilator")
-        .args(["--lint-only", "-Wall", "--top-module", fpga::harness::TOP])
-        .arg(&waivers.name)
-        .args(&sources)
-        .current_dir(tmp.path())
-        .output()
-        .expect("verilator runs (scripts/install-tools.sh installs it)");
-    let text = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && !text.contains("%Warning"), "{text}");
-    let out = Command::new("iverilog")
-        .args(["-g2005", "-Wall", "-s", fpga::harness::TOP, "-o", "h.vvp"])
-        .args(&sources)
-        .current_dir(tmp.path())
-        .output()
-        .expect("iverilog runs");
-    let text = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && !text.contains("warning"), "{text}");
+    let (files, _) = flow::harnessed_files(&cfg).unwrap();
+    tb::tools::verilator_lint(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
+    tb::tools::iverilog_compile(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
 }

@@ -158,15 +158,19 @@ fn netlist_vs_rtl(dir: &Path, sources: &[String], top: &str, synth: &str) -> (u6
 
 #[test]
 fn the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle() {
-    let seed = tb_seed();
-    let dir = tempfile::tempdir().unwrap();
+    // Icarus' $random takes a 32-bit seed.
+    let seed = tb::seed::seed_for("the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle")
+        as u32
+        & 0x7fff_ffff;
     let cfg = MxuConfig::with_acc_rows(2, 2, ElemType::Int8, 16).unwrap();
     let generated = gen::generate(&cfg).unwrap();
-    let mut sources = Vec::new();
-    for f in generated.files.iter().filter(|f| f.module.is_some()) {
-        std::fs::write(dir.path().join(&f.name), &f.text).unwrap();
-        sources.push(f.name.clone());
-    }
+    let dir = tb::tools::write_temp(&generated.files);
+    let sources: Vec<String> = generated
+        .files
+        .iter()
+        .filter(|f| f.module.is_some())
+        .map(|f| f.name.clone())
+        .collect();
     let ports = harness::ports(generated.top_module.as_ref().unwrap());
     std::fs::write(
         dir.path().join("bench.v"),
@@ -199,19 +203,4 @@ fn the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle() {
         "stock synth_ice40 -dsp: {stock_bad} of {stock_compared} compared bits differ \
          (the recipe: 0 of {compared})"
     );
-}
-
-/// The seed of the random inputs: `SYSTOLE_SEED` or a fresh one, printed.
-fn tb_seed() -> u32 {
-    let seed = std::env::var("SYSTOLE_SEED")
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-        }) as u32
-        & 0x7fff_ffff;
-    println!("gate-level bench: seed {seed} (replay with SYSTOLE_SEED={seed})");
-    seed
 }
