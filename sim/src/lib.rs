@@ -43,5 +43,6 @@ pub mod mxu;
 pub mod verilator;
 
 pub use verilator::{
-    BuildOptions, CacheStatus, Model, ModelSpec, PortDir, PortId, PortSpec, SimError, Trace,
+    verilator_release, BuildOptions, CacheStatus, Model, ModelSpec, PortDir, PortId, PortSpec,
+    SimError, Trace,
 };

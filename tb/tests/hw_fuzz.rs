@@ -7,7 +7,8 @@ use num_bigint::BigUint;
 use rand::Rng;
 use tb::fuzz::{
     compare_outputs, dump_files, is_verilator_internal_error, random_bits, random_design,
-    run_evaluator, run_verilator, FuzzDesign, FuzzSize,
+    run_evaluator, run_verilator, verilator_miscompiles_are_known, FuzzDesign, FuzzSize,
+    VERILATOR_WITH_KNOWN_MISCOMPILES,
 };
 use tb::icarus::{self, TestPorts};
 use tb::seed::rng_for;
@@ -81,13 +82,9 @@ fn check_round(rng: &mut impl Rng, label: &str, size: FuzzSize, verilator: bool)
                 if let Err(e) =
                     compare_outputs("Verilator", &ports, &expected, &by_verilator, defined_from)
                 {
-                    // Verilator 5.006 also miscompiles some designs in its
-                    // front end (seed 2329040420366817519, round 1: one bit
-                    // of `-x[16:4]` with x = y - (65'h1ff..f >> 52); wrong
-                    // even with -O0) while Icarus and the evaluator agree.
-                    // Only that release is excused, and only when Icarus
-                    // agrees (checked above); any other Verilator fails.
-                    if verilator_release().as_deref() == Some(VERILATOR_WITH_KNOWN_MISCOMPILES) {
+                    // Only for the known-bad release, and only because Icarus
+                    // agrees with the evaluator (checked above).
+                    if verilator_miscompiles_are_known() {
                         println!(
                             "{label}: Verilator {VERILATOR_WITH_KNOWN_MISCOMPILES} alone differs \
                              ({e}); Icarus agrees with the evaluator; design written to {}",
@@ -108,19 +105,6 @@ fn check_round(rng: &mut impl Rng, label: &str, size: FuzzSize, verilator: bool)
             Err(e) => fail(e),
         }
     }
-}
-
-/// The Verilator release whose known miscompiles the fuzz excuses.
-const VERILATOR_WITH_KNOWN_MISCOMPILES: &str = "5.006";
-
-/// The installed Verilator's release ("5.006"), from `verilator --version`.
-fn verilator_release() -> Option<String> {
-    let out = std::process::Command::new("verilator")
-        .arg("--version")
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.split_whitespace().nth(1).map(str::to_string)
 }
 
 #[test]

@@ -34,3 +34,10 @@ pub use error::SimError;
 pub use model::{BuildOptions, CacheStatus, Model, PortId};
 pub use spec::{ModelSpec, PortDir, PortSpec, MAX_PORT_WIDTH};
 pub use trace::Trace;
+
+/// The release of the Verilator every model is built with ("5.006"), from the
+/// `verilator --version` probed once per process.
+pub fn verilator_release() -> Result<&'static str, SimError> {
+    let version = &toolchain::Toolchain::get()?.verilator_version;
+    Ok(version.split_whitespace().nth(1).unwrap_or(version))
+}
