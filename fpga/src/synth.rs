@@ -46,7 +46,8 @@ pub fn dsp_pes(pes: u64, part: &Part) -> u64 {
 /// top module `top`, for `part`, with `pes` processing elements in `cols`
 /// columns. Writes `stat.json` and, for place and route, `synth.json`.
 pub fn script(sources: &[String], top: &str, part: &Part, pes: u64, cols: u64) -> String {
-    let mut s = yosys::elaborate_commands(sources, top);
+    let mut s = yosys::read_command(sources);
+    s.push_str(&yosys::elaborate_commands(top));
     let _ = writeln!(s, "setattr -set ram_style \"block\" m:*acc");
     s.push_str(&yosys::dsp_budget_commands(pes, part.capacity.dsps, cols));
     match part.family {

@@ -403,29 +403,16 @@ pub fn build_board(
         ),
         &params,
     );
+    let recipe = yosys::board_recipe(board, board.top_name(), cfg.mxu.rows(), cfg.mxu.cols());
     files.push(EmittedFile {
         name: yosys::script_name(board),
         module: None,
-        text: yosys::board_script(
-            board,
-            &sources,
-            board.top_name(),
-            cfg.mxu.rows(),
-            cfg.mxu.cols(),
-            &script_head,
-        ),
+        text: yosys::board_script(board, &sources, board.top_name(), &recipe, &script_head),
     });
     files.push(EmittedFile {
         name: yosys::tcl_name(board),
         module: None,
-        text: yosys::board_tcl(
-            board,
-            &sources,
-            board.top_name(),
-            cfg.mxu.rows(),
-            cfg.mxu.cols(),
-            &script_head,
-        ),
+        text: yosys::board_tcl(&recipe, &script_head),
     });
     files.push(EmittedFile {
         name: format!("{}.core", board.top_name()),

@@ -72,11 +72,15 @@ pub fn dsp_budget_commands(pes: u64, dsps: u64, cols: u64) -> String {
     s
 }
 
-/// The commands every script starts with: read, elaborate, refuse latches,
+/// The command that reads `sources` (file names), deferring elaboration.
+pub fn read_command(sources: &[String]) -> String {
+    format!("read_verilog -defer {}\n", sources.join(" "))
+}
+
+/// The commands every script runs after reading: elaborate, refuse latches,
 /// flatten.
-pub fn elaborate_commands(sources: &[String], top: &str) -> String {
+pub fn elaborate_commands(top: &str) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "read_verilog -defer {}", sources.join(" "));
     let _ = writeln!(s, "hierarchy -top {top}");
     let _ = writeln!(s, "proc");
     let _ = writeln!(
@@ -113,17 +117,12 @@ pub fn board_dsps(board: Board) -> u64 {
     }
 }
 
-/// The synthesis commands of a board build after its sources are read, one
-/// per entry: elaborate, DSP budget, the family's synthesis.
-fn board_commands(
-    board: Board,
-    sources: &[String],
-    top: &str,
-    rows: u32,
-    cols: u32,
-) -> Vec<String> {
+/// The synthesis recipe of a board build with top `top` around an MXU of
+/// `rows` x `cols`, after its sources are read: one command per entry
+/// (elaborate, DSP budget, the family's synthesis).
+pub fn board_recipe(board: Board, top: &str, rows: u32, cols: u32) -> Vec<String> {
     let pes = u64::from(rows) * u64::from(cols);
-    let mut text = elaborate_commands(sources, top);
+    let mut text = elaborate_commands(top);
     text.push_str(&dsp_budget_commands(
         pes,
         board_dsps(board),
@@ -133,19 +132,18 @@ fn board_commands(
     text.lines()
         .flat_map(|l| l.split("; "))
         .map(|c| c.trim().to_string())
-        .filter(|c| !c.is_empty() && !c.starts_with("read_verilog"))
+        .filter(|c| !c.is_empty())
         .collect()
 }
 
-/// The synthesis script of a board build: `sources` (file names in the build
-/// folder) with top `top`, an MXU of `rows` x `cols`; writes `<top>.json` for
-/// nextpnr. `head` is the file's header comment.
+/// The recipe as a Yosys script (`yosys -s`): reads `sources` (file names in
+/// the build folder), runs `recipe`, writes `<top>.json` for nextpnr. `head`
+/// is the file's header comment.
 pub fn board_script(
     board: Board,
     sources: &[String],
     top: &str,
-    rows: u32,
-    cols: u32,
+    recipe: &[String],
     head: &str,
 ) -> String {
     let mut s = head.to_string();
@@ -154,8 +152,8 @@ pub fn board_script(
         "#\n# Run from this folder: yosys -s {}\n",
         script_name(board)
     );
-    let _ = writeln!(s, "read_verilog -defer {}", sources.join(" "));
-    for c in board_commands(board, sources, top, rows, cols) {
+    s.push_str(&read_command(sources));
+    for c in recipe {
         let _ = writeln!(s, "{c}");
     }
     let _ = writeln!(s, "stat");
@@ -163,17 +161,10 @@ pub fn board_script(
     s
 }
 
-/// The same recipe for FuseSoC (edalize's Yosys backend): a Tcl file, read as
-/// a `tclSource` after the Verilog, that redefines the `synth` procedure the
-/// backend's script calls next. Every `$` is escaped for Tcl.
-pub fn board_tcl(
-    board: Board,
-    sources: &[String],
-    top: &str,
-    rows: u32,
-    cols: u32,
-    head: &str,
-) -> String {
+/// The recipe for FuseSoC (edalize's Yosys backend): a Tcl file, read as a
+/// `tclSource` after the Verilog, that redefines the `synth` procedure the
+/// backend's script calls next. Every Tcl special character is escaped.
+pub fn board_tcl(recipe: &[String], head: &str) -> String {
     let mut s = head.to_string();
     let _ = writeln!(
         s,
@@ -181,7 +172,7 @@ pub fn board_tcl(
          icebreaker, ulx3s):\n# replaces its `synth` procedure with this recipe.\n"
     );
     let _ = writeln!(s, "proc synth {{top}} {{");
-    for c in board_commands(board, sources, top, rows, cols) {
+    for c in recipe {
         let escaped: String = c
             .chars()
             .flat_map(|ch| match ch {
@@ -236,12 +227,12 @@ mod tests {
 
     #[test]
     fn ice40_script_avoids_ice40_dsp() {
+        let recipe = board_recipe(Board::IceBreaker, "t", 3, 3);
         let s = board_script(
             Board::IceBreaker,
             &["a.v".into(), "b.v".into()],
             "t",
-            3,
-            3,
+            &recipe,
             "# head\n",
         );
         assert!(s.starts_with("# head\n"));
@@ -250,10 +241,20 @@ mod tests {
         assert!(s.contains("-run :coarse") && s.contains("-run map_ram:"));
         assert!(s.contains("alumacc @softmul"));
         assert!(s.ends_with("write_json t.json\n"));
-        let e = board_script(Board::Ulx3s, &["a.v".into()], "t", 12, 12, "");
+        let e = board_recipe(Board::Ulx3s, "t", 12, 12).join("\n");
         assert!(
             e.contains("synth_ecp5 -top t") && !e.contains("alumacc"),
             "{e}"
         );
+        let t = board_tcl(&recipe, "");
+        assert!(
+            t.contains("proc synth {top} {\n  yosys hierarchy -top t\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("  yosys select -set softmul t:\\$mul @dspmul %d\n"),
+            "{t}"
+        );
+        assert!(!t.contains("read_verilog") && t.ends_with("}\n"), "{t}");
     }
 }
