@@ -144,13 +144,21 @@ fn the_generated_smoke_test_passes_under_icarus_and_can_fail() {
     }
 }
 
-/// Writes a board build into a temporary folder.
-fn write_build(built: &board::BoardBuild) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for f in &built.files {
-        std::fs::write(dir.path().join(&f.name), &f.text).unwrap();
-    }
-    dir
+/// Runs Yosys with `args` in `dir`; its log (stdout). Fails the test if Yosys
+/// fails.
+fn yosys_in(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("yosys")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("yosys runs (scripts/install-tools.sh installs it)");
+    let log = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}{log}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    log
 }
 
 /// Counts of `cell` in the last `stat` of a Yosys log.
@@ -171,19 +179,8 @@ fn cell_count(log: &str, cell: &str) -> u64 {
 fn the_icebreaker_recipe_fills_the_dsps_without_ice40_dsp() {
     let board = Board::IceBreaker;
     let built = board_build(board, board.default_mxu(), board::DEFAULT_BAUD);
-    let dir = write_build(&built);
-    let script = board::yosys::script_name(board);
-    let out = std::process::Command::new("yosys")
-        .args(["-s", &script])
-        .current_dir(dir.path())
-        .output()
-        .expect("yosys runs (scripts/install-tools.sh installs it)");
-    let log = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}{log}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let dir = tools::write_temp(&built.files);
+    let log = yosys_in(dir.path(), &["-s", &board::yosys::script_name(board)]);
     assert_eq!(cell_count(&log, "SB_MAC16"), 8, "{log}");
     assert!(!log.contains("Executing ICE40_DSP"), "ice40_dsp ran");
     assert!(cell_count(&log, "SB_RAM40_4K") > 0, "{log}");
@@ -197,7 +194,7 @@ fn the_fusesoc_tcl_recipe_replaces_synth() {
     let board = Board::IceBreaker;
     let mxu = MxuConfig::with_acc_rows(3, 3, ElemType::Int8, 16).unwrap();
     let built = board_build(board, mxu, board::DEFAULT_BAUD);
-    let dir = write_build(&built);
+    let dir = tools::write_temp(&built.files);
     let sources: Vec<&str> = built
         .files
         .iter()
@@ -218,17 +215,7 @@ fn the_fusesoc_tcl_recipe_replaces_synth() {
         built.top
     );
     std::fs::write(dir.path().join("edalize.tcl"), edalize).unwrap();
-    let out = std::process::Command::new("yosys")
-        .args(["-p", "tcl edalize.tcl"])
-        .current_dir(dir.path())
-        .output()
-        .expect("yosys runs");
-    let log = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}{log}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let log = yosys_in(dir.path(), &["-p", "tcl edalize.tcl"]);
     assert_eq!(cell_count(&log, "SB_MAC16"), 8, "{log}");
     assert!(log.contains("Executing ALUMACC"), "{log}");
     assert!(!log.contains("Executing ICE40_DSP"), "ice40_dsp ran");
