@@ -63,34 +63,8 @@ impl Runner {
         self.elapsed() > self.search_deadline
     }
 
-    /// Square int8 sizes already run on `part` with `acc_rows`.
-    pub fn known_square_sizes(&self, part: &Part, acc_rows: u32) -> Vec<u32> {
-        let mut v: Vec<u32> = self
-            .done
-            .lock()
-            .unwrap()
-            .values()
-            .filter(|r| {
-                r.part == part.name
-                    && r.design.dtype == ElemType::Int8.name()
-                    && r.design.rows == r.design.cols
-                    && r.design.acc_rows == acc_rows
-                    && r.error.is_none()
-            })
-            .map(|r| r.design.rows)
-            .collect();
-        v.sort_unstable();
-        v
-    }
-
-    /// The largest square int8 array already placed and routed on `part`.
-    pub fn largest_routed_square(&self, part: &Part, acc_rows: u32) -> Option<u32> {
-        self.largest_square(part, acc_rows, true)
-    }
-
-    /// The largest square int8 array already found to fit `part`: placed and
-    /// routed if `routed`, else by any basis.
-    pub fn largest_square(&self, part: &Part, acc_rows: u32, routed: bool) -> Option<u32> {
+    /// The results so far of square int8 arrays with `acc_rows` on `part`.
+    fn square_int8_results(&self, part: &Part, acc_rows: u32) -> Vec<FlowResult> {
         self.done
             .lock()
             .unwrap()
@@ -100,9 +74,29 @@ impl Runner {
                     && r.design.dtype == ElemType::Int8.name()
                     && r.design.rows == r.design.cols
                     && r.design.acc_rows == acc_rows
-                    && r.fits == Some(true)
-                    && (!routed || r.pnr.is_some())
             })
+            .cloned()
+            .collect()
+    }
+
+    /// Square int8 sizes already run (without a tool failure) on `part` with `acc_rows`.
+    pub fn known_square_sizes(&self, part: &Part, acc_rows: u32) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .square_int8_results(part, acc_rows)
+            .iter()
+            .filter(|r| r.error.is_none())
+            .map(|r| r.design.rows)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The largest square int8 array already found to fit `part`: placed and
+    /// routed if `routed`, else by any basis.
+    pub fn largest_square(&self, part: &Part, acc_rows: u32, routed: bool) -> Option<u32> {
+        self.square_int8_results(part, acc_rows)
+            .iter()
+            .filter(|r| r.fits == Some(true) && (!routed || r.pnr.is_some()))
             .map(|r| r.design.rows)
             .max()
     }

@@ -148,7 +148,7 @@ fn search(
     let mut best = None;
     if lo > 0 {
         if part.has_pnr() {
-            let mut p_lo = runner.largest_routed_square(part, acc_rows).unwrap_or(0);
+            let mut p_lo = runner.largest_square(part, acc_rows, true).unwrap_or(0);
             let mut p_hi = lo + 1;
             let mut cand = lo;
             loop {
