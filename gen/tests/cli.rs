@@ -27,6 +27,23 @@ fn read_dir_sorted(dir: &Path) -> Vec<(String, Vec<u8>)> {
     v
 }
 
+/// `gen ARGS --out o` in `dir` fails with exit 2 and one error line, and leaves
+/// `o` as it was (`before`).
+fn assert_refused(dir: &Path, args: &[&str], before: &[(String, Vec<u8>)]) {
+    let mut full = args.to_vec();
+    full.extend(["--out", "o"]);
+    let out = gen(dir, &full);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(
+        read_dir_sorted(&dir.join("o")),
+        before,
+        "{args:?} changed the output"
+    );
+}
+
 #[test]
 fn no_arguments_writes_the_default_design_to_build_verilog() {
     let dir = tempfile::tempdir().unwrap();
@@ -140,18 +157,7 @@ fn invalid_input_is_one_line_exit_two_and_leaves_output_intact() {
         &["--config", "missing.toml"],
         &["--bogus"],
     ] {
-        let mut full = args.to_vec();
-        full.extend(["--out", "o"]);
-        let out = gen(dir.path(), &full);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-        assert!(!err.contains("panicked"), "{err}");
-        assert_eq!(
-            read_dir_sorted(&dir.path().join("o")),
-            before,
-            "{args:?} changed the output"
-        );
+        assert_refused(dir.path(), args, &before);
     }
 }
 
@@ -322,18 +328,7 @@ fn bad_board_arguments_are_one_line_exit_two_and_leave_output_intact() {
         &["--board", "icebreaker", "--act-rows", "100"],
         &["--board", "ulx3s", "--rows", "0"],
     ] {
-        let mut full = args.to_vec();
-        full.extend(["--out", "o"]);
-        let out = gen(dir.path(), &full);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-        assert!(!err.contains("panicked"), "{err}");
-        assert_eq!(
-            read_dir_sorted(&dir.path().join("o")),
-            before,
-            "{args:?} changed the output"
-        );
+        assert_refused(dir.path(), args, &before);
     }
     let out = gen(dir.path(), &["--board", "arty"]);
     let err = String::from_utf8_lossy(&out.stderr);
