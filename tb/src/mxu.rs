@@ -1,5 +1,6 @@
 //! Checking the MXU in RTL against the golden model.
 
+use rand::Rng;
 use sim::mxu::{MatmulStats, MxuDriver};
 
 /// Runs an int8 matmul on the RTL and checks C (bit for bit, as it is read
@@ -44,4 +45,41 @@ fn check_cycles(d: &MxuDriver, stats: &MatmulStats, (m, k, n): (usize, usize, us
         d.config()
     );
     assert_eq!(stats.macs, timing.macs());
+}
+
+/// Random int8 operands weighted to the edges: -128, 127 and 0 each an
+/// eighth of the time.
+pub fn random_i8(rng: &mut impl Rng, len: usize) -> Vec<i8> {
+    (0..len)
+        .map(|_| match rng.gen_range(0..8) {
+            0 => -128,
+            1 => 127,
+            2 => 0,
+            _ => rng.gen(),
+        })
+        .collect()
+}
+
+/// bf16 values that stress the contract: zeros of both signs, subnormals,
+/// infinities, NaNs, the largest and smallest normals, ones and near-ties.
+pub const SPECIAL_BF16: &[u16] = &[
+    0x0000, 0x8000, 0x0001, 0x8001, 0x007F, // zeros, subnormals
+    0x0080, 0x8080, 0x7F7F, 0xFF7F, // extreme normals
+    0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, // infinities, NaNs
+    0x3F80, 0xBF80, 0x3F81, 0xBF81, 0x4000, 0x3F00, // around one
+    0x5F80, 0x6000, 0x1F80, 0x2000, // products near overflow / underflow
+];
+
+/// One random bf16 operand (bit pattern): a special value a tenth of the
+/// time, a moderate magnitude (sums that round, cancel and tie) most of the
+/// time, any pattern otherwise.
+pub fn random_bf16(rng: &mut impl Rng) -> u16 {
+    match rng.gen_range(0..10) {
+        0 => SPECIAL_BF16[rng.gen_range(0..SPECIAL_BF16.len())],
+        1..=6 => {
+            let exp: u16 = rng.gen_range(0x7A..0x84);
+            (rng.gen::<u16>() & 0x807F) | (exp << 7)
+        }
+        _ => rng.gen(),
+    }
 }

@@ -16,6 +16,7 @@ use sim::{Model, ModelSpec, PortId, PortSpec};
 use std::collections::VecDeque;
 use std::io;
 use std::time::Duration;
+use tb::mxu::{random_bf16, random_i8};
 use tb::seed::rng_for;
 
 /// Clocks per bit in the simulations (1.5 Mbaud on the iCEBreaker's 12 MHz).
@@ -236,17 +237,6 @@ fn connect(board: Board, cfg: &BridgeConfig) -> Client<WireUart> {
     Client::connect_with(wire, LATENCY).unwrap_or_else(|e| panic!("connect: {e}"))
 }
 
-fn random_i8(rng: &mut impl Rng, len: usize) -> Vec<i8> {
-    (0..len)
-        .map(|_| match rng.gen_range(0..8) {
-            0 => -128,
-            1 => 127,
-            2 => 0,
-            _ => rng.gen(),
-        })
-        .collect()
-}
-
 fn check_int8<T: Transport>(
     client: &mut Client<T>,
     a: &[i8],
@@ -331,24 +321,6 @@ fn int8_matmuls_through_the_uart_match_golden() {
     let st = client.status().unwrap();
     assert_eq!((st.queued, st.flags), (0, 0), "{st:?}");
     assert_eq!(client.link_mut().framing_errors, 0);
-}
-
-/// bf16 values that stress the contract: zeros of both signs, subnormals,
-/// infinities, NaNs, extreme normals, values around one.
-const SPECIAL_BF16: &[u16] = &[
-    0x0000, 0x8000, 0x0001, 0x8001, 0x007F, 0x0080, 0x8080, 0x7F7F, 0xFF7F, 0x7F80, 0xFF80, 0x7FC0,
-    0xFFC1, 0x3F80, 0xBF80, 0x3F81, 0x4000, 0x3F00,
-];
-
-fn random_bf16(rng: &mut impl Rng) -> u16 {
-    match rng.gen_range(0..8) {
-        0 => SPECIAL_BF16[rng.gen_range(0..SPECIAL_BF16.len())],
-        1..=5 => {
-            let exp: u16 = rng.gen_range(0x7A..0x84);
-            (rng.gen::<u16>() & 0x807F) | (exp << 7)
-        }
-        _ => rng.gen(),
-    }
 }
 
 #[test]

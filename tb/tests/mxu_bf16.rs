@@ -6,34 +6,12 @@ use config::{ElemType, MxuConfig};
 use rand::Rng;
 use rstest::rstest;
 use sim::mxu::MxuDriver;
-use tb::mxu::check_bf16;
+use tb::mxu::{check_bf16, random_bf16, SPECIAL_BF16};
 use tb::seed::rng_for;
 
 fn driver(rows: u32, cols: u32) -> MxuDriver {
     let cfg = MxuConfig::new(rows, cols, ElemType::Bf16).unwrap();
     MxuDriver::new(&cfg).unwrap_or_else(|e| panic!("cannot build the {cfg} MXU: {e}"))
-}
-
-/// bf16 values that stress the contract: zeros of both signs, subnormals,
-/// infinities, NaNs, the largest and smallest normals, ones and near-ties.
-const SPECIAL: &[u16] = &[
-    0x0000, 0x8000, 0x0001, 0x8001, 0x007F, // zeros, subnormals
-    0x0080, 0x8080, 0x7F7F, 0xFF7F, // extreme normals
-    0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, // infinities, NaNs
-    0x3F80, 0xBF80, 0x3F81, 0xBF81, 0x4000, 0x3F00, // around one
-    0x5F80, 0x6000, 0x1F80, 0x2000, // products near overflow / underflow
-];
-
-fn random_bf16(rng: &mut impl Rng) -> u16 {
-    match rng.gen_range(0..10) {
-        0 => SPECIAL[rng.gen_range(0..SPECIAL.len())],
-        // Moderate magnitudes: sums that round, cancel and tie.
-        1..=6 => {
-            let exp: u16 = rng.gen_range(0x7A..0x84);
-            (rng.gen::<u16>() & 0x807F) | (exp << 7)
-        }
-        _ => rng.gen(),
-    }
 }
 
 #[rstest]
@@ -69,10 +47,15 @@ fn adversarial_values(#[case] rows: u32, #[case] cols: u32) {
     let r = rows as usize;
     // Every special value against every other, as single products, and summed
     // in a tile and across tiles.
-    for (m, k, n) in [(SPECIAL.len(), 1, SPECIAL.len()), (5, 2 * r + 1, 3)] {
-        let a: Vec<u16> = (0..m * k).map(|i| SPECIAL[i % SPECIAL.len()]).collect();
+    for (m, k, n) in [
+        (SPECIAL_BF16.len(), 1, SPECIAL_BF16.len()),
+        (5, 2 * r + 1, 3),
+    ] {
+        let a: Vec<u16> = (0..m * k)
+            .map(|i| SPECIAL_BF16[i % SPECIAL_BF16.len()])
+            .collect();
         let b: Vec<u16> = (0..k * n)
-            .map(|i| SPECIAL[(i * 7 + 3) % SPECIAL.len()])
+            .map(|i| SPECIAL_BF16[(i * 7 + 3) % SPECIAL_BF16.len()])
             .collect();
         check_bf16(&mut d, &a, &b, (m, k, n), "special values");
     }

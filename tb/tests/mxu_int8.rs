@@ -6,7 +6,7 @@ use config::{ElemType, MxuConfig};
 use rand::Rng;
 use rstest::rstest;
 use sim::mxu::MxuDriver;
-use tb::mxu::check_int8;
+use tb::mxu::{check_int8, random_i8};
 use tb::seed::rng_for;
 
 /// One driver per array shape per test process (a model build costs seconds).
@@ -17,17 +17,6 @@ fn driver(rows: u32, cols: u32) -> MxuDriver {
 
 fn filled(len: usize, v: i8) -> Vec<i8> {
     vec![v; len]
-}
-
-fn random(rng: &mut impl Rng, len: usize) -> Vec<i8> {
-    (0..len)
-        .map(|_| match rng.gen_range(0..8) {
-            0 => -128,
-            1 => 127,
-            2 => 0,
-            _ => rng.gen(),
-        })
-        .collect()
 }
 
 #[rstest]
@@ -129,8 +118,8 @@ fn random_matrices(#[case] rows: u32, #[case] cols: u32) {
         } else {
             rng.gen_range(1..=c)
         };
-        let a = random(&mut rng, m * k);
-        let b = random(&mut rng, k * n);
+        let a = random_i8(&mut rng, m * k);
+        let b = random_i8(&mut rng, k * n);
         check_int8(&mut d, &a, &b, (m, k, n), &format!("random round {round}"));
     }
 }
@@ -142,8 +131,8 @@ fn long_stream_keeps_the_array_busy() {
     let mut rng = rng_for("long_stream_keeps_the_array_busy");
     let mut d = driver(8, 8);
     let (m, k, n) = (256, 64, 64);
-    let a = random(&mut rng, m * k);
-    let b = random(&mut rng, k * n);
+    let a = random_i8(&mut rng, m * k);
+    let b = random_i8(&mut rng, k * n);
     check_int8(&mut d, &a, &b, (m, k, n), "8x8 M=256 K=N=64");
     let timing = golden::MxuTiming::new(d.config(), m, k, n);
     assert!(timing.utilization() >= 0.97, "{}", timing.utilization());
