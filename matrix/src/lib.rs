@@ -86,6 +86,17 @@ pub fn read<T: Element>(path: &Path, what: &str) -> Result<Matrix<T>, String> {
     Ok(Matrix { rows, cols, data })
 }
 
+/// Checks that A (M x K) and B (K x N) can be multiplied; the error is one line.
+pub fn check_product_shapes<T, U>(a: &Matrix<T>, b: &Matrix<U>) -> Result<(), String> {
+    if a.cols != b.rows {
+        return Err(format!(
+            "shape mismatch: A is {}x{} and B is {}x{}; A's columns must equal B's rows",
+            a.rows, a.cols, b.rows, b.cols
+        ));
+    }
+    Ok(())
+}
+
 /// Writes a 2-D matrix atomically (temporary file, then rename).
 pub fn write<T: npyz::AutoSerialize + Copy>(path: &Path, m: &Matrix<T>) -> Result<(), String> {
     use npyz::WriterBuilder;

@@ -185,12 +185,7 @@ fn matmul(args: &MatmulArgs) -> Result<(), Failure> {
 fn operands<T: matrix::Element>(args: &MatmulArgs) -> Result<(Matrix<T>, Matrix<T>), Failure> {
     let a: Matrix<T> = matrix::read(&args.a, "A").map_err(bad)?;
     let b: Matrix<T> = matrix::read(&args.b, "B").map_err(bad)?;
-    if a.cols != b.rows {
-        return Err(bad(format!(
-            "shape mismatch: A is {}x{} and B is {}x{}; A's columns must equal B's rows",
-            a.rows, a.cols, b.rows, b.cols
-        )));
-    }
+    matrix::check_product_shapes(&a, &b).map_err(bad)?;
     Ok((a, b))
 }
 

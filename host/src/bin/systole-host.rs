@@ -158,16 +158,6 @@ fn bad(msg: String) -> Failure {
     Failure(2, msg)
 }
 
-fn check_shapes<T>(a: &Matrix<T>, b: &Matrix<T>) -> Result<(), Failure> {
-    if a.cols != b.rows {
-        return Err(bad(format!(
-            "A is {}x{} and B is {}x{}: A's columns must equal B's rows",
-            a.rows, a.cols, b.rows, b.cols
-        )));
-    }
-    Ok(())
-}
-
 fn matmul(
     link: &Link,
     a: &std::path::Path,
@@ -193,8 +183,8 @@ fn matmul(
         },
     };
     match &ops {
-        Operands::Int8(ma, mb) => check_shapes(ma, mb)?,
-        Operands::Bf16(ma, mb) => check_shapes(ma, mb)?,
+        Operands::Int8(ma, mb) => matrix::check_product_shapes(ma, mb).map_err(bad)?,
+        Operands::Bf16(ma, mb) => matrix::check_product_shapes(ma, mb).map_err(bad)?,
     }
     let mut client = connect(link)?;
     let dtype = client.info().dtype;
