@@ -88,94 +88,97 @@ fn probe(
     }
 }
 
+/// What is known about one question ("does n x n fit?"): the largest size
+/// that fits and the smallest that does not, with the results that say so.
+#[derive(Default)]
+struct Bracket {
+    /// Largest size known to fit (0: none).
+    lo: u32,
+    lo_result: Option<FlowResult>,
+    /// Smallest size known not to fit.
+    hi: Option<u32>,
+    hi_result: Option<FlowResult>,
+}
+
+impl Bracket {
+    fn add(&mut self, n: u32, r: FlowResult) {
+        if r.fits == Some(true) {
+            if n >= self.lo {
+                self.lo = n;
+                self.lo_result = Some(r);
+            }
+        } else if self.hi.is_none_or(|h| n < h) {
+            self.hi = Some(n);
+            self.hi_result = Some(r);
+        }
+    }
+
+    /// Halves the gap between `lo` and `hi` with `probe` until they are adjacent.
+    fn bisect(
+        &mut self,
+        mut probe: impl FnMut(u32) -> Result<FlowResult, String>,
+    ) -> Result<(), String> {
+        while let Some(h) = self.hi {
+            if h - self.lo <= 1 {
+                break;
+            }
+            let mid = (self.lo + h) / 2;
+            self.add(mid, probe(mid)?);
+        }
+        Ok(())
+    }
+}
+
+/// Brackets the largest fitting size by synthesis estimates (the presets'
+/// sizes first, then growing by half, then bisecting); where the family has
+/// place and route, confirms it with place and route, bisecting below on
+/// failure.
 fn search(
     runner: &Runner,
     part: &'static Part,
     acc_rows: u32,
     out: &mut Largest,
 ) -> Result<(), String> {
-    // Bracket with synthesis estimates.
-    let (mut lo, mut hi) = (0u32, None::<u32>);
-    let mut hi_result: Option<FlowResult> = None;
-    let fits = |r: &FlowResult| r.fits == Some(true);
+    let trail = &mut out.trail;
+    let mut by_synth = Bracket::default();
     for n in runner.known_square_sizes(part, acc_rows) {
-        let r = probe(runner, part, n, acc_rows, false, &mut out.trail)?;
-        if fits(&r) {
-            lo = lo.max(n);
-            out.size = Some(lo);
-        } else if hi.is_none_or(|h| n < h) {
-            hi = Some(n);
-            hi_result = Some(r);
-        }
+        by_synth.add(n, probe(runner, part, n, acc_rows, false, trail)?);
     }
-    if lo == 0 && hi.is_none() {
-        let r = probe(runner, part, 4, acc_rows, false, &mut out.trail)?;
-        if fits(&r) {
-            lo = 4;
-            out.size = Some(lo);
-        } else {
-            hi = Some(4);
-            hi_result = Some(r);
-        }
+    if by_synth.lo == 0 && by_synth.hi.is_none() {
+        by_synth.add(4, probe(runner, part, 4, acc_rows, false, trail)?);
     }
-    while hi.is_none() && lo < MAX_SIZE {
-        let n = (lo + lo.div_ceil(2)).min(MAX_SIZE);
-        let r = probe(runner, part, n, acc_rows, false, &mut out.trail)?;
-        if fits(&r) {
-            lo = n;
-            out.size = Some(lo);
-        } else {
-            hi = Some(n);
-            hi_result = Some(r);
-        }
+    while by_synth.hi.is_none() && by_synth.lo < MAX_SIZE {
+        let n = (by_synth.lo + by_synth.lo.div_ceil(2)).min(MAX_SIZE);
+        by_synth.add(n, probe(runner, part, n, acc_rows, false, trail)?);
     }
-    while let Some(h) = hi {
-        if h - lo <= 1 {
-            break;
+    by_synth.bisect(|n| probe(runner, part, n, acc_rows, false, trail))?;
+    out.estimate_size = (by_synth.lo > 0).then_some(by_synth.lo);
+    // The answer is placed and routed where the family has it; why the next
+    // size does not fit comes from place and route, else from synthesis.
+    let (answer, synth_next) = if by_synth.lo > 0 && part.has_pnr() {
+        let trail = &mut out.trail;
+        let mut routed = Bracket {
+            lo: runner.largest_square(part, acc_rows, true).unwrap_or(0),
+            hi: Some(by_synth.lo + 1),
+            ..Bracket::default()
+        };
+        let n = by_synth.lo;
+        routed.add(n, probe(runner, part, n, acc_rows, true, trail)?);
+        routed.bisect(|n| probe(runner, part, n, acc_rows, true, trail))?;
+        if routed.lo_result.is_none() && routed.lo > 0 {
+            // Routed before the search (a preset): recalled, not rerun.
+            let n = routed.lo;
+            routed.lo_result = Some(probe(runner, part, n, acc_rows, true, trail)?);
         }
-        let mid = (lo + h) / 2;
-        let r = probe(runner, part, mid, acc_rows, false, &mut out.trail)?;
-        if fits(&r) {
-            lo = mid;
-            out.size = Some(lo);
-        } else {
-            hi = Some(mid);
-            hi_result = Some(r);
-        }
-    }
-    out.estimate_size = (lo > 0).then_some(lo);
-    // Confirm with place and route, bisecting below on failure.
-    let mut best = None;
-    if lo > 0 {
-        if part.has_pnr() {
-            let mut p_lo = runner.largest_square(part, acc_rows, true).unwrap_or(0);
-            let mut p_hi = lo + 1;
-            let mut cand = lo;
-            loop {
-                let r = probe(runner, part, cand, acc_rows, true, &mut out.trail)?;
-                if fits(&r) {
-                    p_lo = cand;
-                    best = Some(r);
-                } else {
-                    p_hi = cand;
-                    hi_result = Some(r);
-                }
-                if p_hi - p_lo <= 1 {
-                    break;
-                }
-                cand = (p_lo + p_hi) / 2;
-            }
-            if best.is_none() && p_lo > 0 {
-                best = Some(probe(runner, part, p_lo, acc_rows, true, &mut out.trail)?);
-            }
-            lo = p_lo;
-        } else {
-            best = Some(probe(runner, part, lo, acc_rows, false, &mut out.trail)?);
-        }
-    }
+        (routed, by_synth.hi_result)
+    } else {
+        (by_synth, None)
+    };
+    let lo = answer.lo;
+    let next = answer.hi_result.or(synth_next);
     out.size = (lo > 0).then_some(lo);
-    out.result = best;
-    out.next_size_up = hi_result.as_ref().map(|r| {
+    out.result = answer.lo_result;
+    out.next_size_up = next.as_ref().map(|r| {
         format!(
             "{}x{}: {}",
             r.design.rows,
@@ -186,14 +189,7 @@ fn search(
     if lo >= MAX_SIZE {
         out.next_size_up = Some(format!("not tried (search stops at {MAX_SIZE}x{MAX_SIZE})"));
     }
-    out.non_square = non_square(
-        runner,
-        part,
-        acc_rows,
-        lo,
-        hi_result.as_ref(),
-        &mut out.trail,
-    );
+    out.non_square = non_square(runner, part, acc_rows, lo, next.as_ref(), &mut out.trail);
     Ok(())
 }
 
@@ -243,5 +239,60 @@ fn non_square(
         "little: cost grows with R*C (LUT multipliers past the DSP budget), so R x C with the \
          same product costs about the same"
             .into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::DesignInfo;
+
+    fn result(n: u32, fits: bool) -> FlowResult {
+        FlowResult {
+            part: "p".into(),
+            design: DesignInfo::of(&cfg(n, n, 16).unwrap()),
+            harness_ffs: 0,
+            synth: None,
+            synth_seconds: None,
+            utilization: None,
+            pnr: None,
+            fits: Some(fits),
+            fit_basis: None,
+            why_not: (!fits).then(|| format!("{n} too big")),
+            error: None,
+            dir: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_bracket_keeps_the_largest_fit_and_the_smallest_miss() {
+        let mut b = Bracket::default();
+        for (n, fits) in [(8, true), (16, false), (4, true), (24, false), (12, false)] {
+            b.add(n, result(n, fits));
+        }
+        assert_eq!((b.lo, b.hi), (8, Some(12)));
+        assert_eq!(b.lo_result.unwrap().design.rows, 8);
+        assert_eq!(b.hi_result.unwrap().design.rows, 12);
+    }
+
+    #[test]
+    fn bisection_finds_the_threshold_and_stops_at_the_first_error() {
+        let mut b = Bracket::default();
+        b.add(4, result(4, true));
+        b.add(24, result(24, false));
+        let mut probed = Vec::new();
+        b.bisect(|n| {
+            probed.push(n);
+            Ok(result(n, n <= 13))
+        })
+        .unwrap();
+        assert_eq!((b.lo, b.hi), (13, Some(14)));
+        assert_eq!(probed, vec![14, 9, 11, 12, 13]);
+        let mut b = Bracket::default();
+        b.add(4, result(4, true));
+        b.add(24, result(24, false));
+        let e = b.bisect(|n| Err(format!("{n}: tool failed"))).unwrap_err();
+        assert_eq!(e, "14: tool failed");
+        assert_eq!((b.lo, b.hi), (4, Some(24)));
     }
 }
