@@ -148,6 +148,10 @@ struct Emitter<'a> {
     temps_emitted: Vec<bool>,
     body: Vec<String>,
     next_temp: usize,
+    /// The `localparam` naming each named constant node.
+    const_names: Vec<Option<String>>,
+    /// The `localparam`s written so far (declared only if used: lint).
+    used_params: std::collections::BTreeSet<String>,
 }
 
 impl<'a> Emitter<'a> {
@@ -170,7 +174,12 @@ impl<'a> Emitter<'a> {
             temps_emitted: vec![false; n],
             body: Vec::new(),
             next_temp: 0,
+            const_names: vec![None; n],
+            used_params: Default::default(),
         };
+        for (node, name) in &def.const_names {
+            e.const_names[*node] = Some(name.clone());
+        }
         e.plan();
         e
     }
@@ -313,7 +322,13 @@ impl<'a> Emitter<'a> {
             format!("({a} {op} {b})")
         };
         match &node.op {
-            Op::Const(bits) => literal(ty, bits),
+            Op::Const(bits) => match &self.const_names[n] {
+                Some(name) => {
+                    self.used_params.insert(name.clone());
+                    name.clone()
+                }
+                None => literal(ty, bits),
+            },
             Op::Sig(s) => self.sig_names[*s].clone(),
             Op::Add => bin(self, "+"),
             Op::Sub => bin(self, "-"),
@@ -574,7 +589,16 @@ impl<'a> Emitter<'a> {
             }
             writeln!(out, ");").unwrap();
         }
-        for lines in [&decls, &self.temp_decls, &self.body, &inst_text] {
+        let params = self.localparams();
+        let fsm_tables = self.fsm_tables();
+        for lines in [
+            &fsm_tables,
+            &params,
+            &decls,
+            &self.temp_decls,
+            &self.body,
+            &inst_text,
+        ] {
             if !lines.is_empty() {
                 writeln!(out).unwrap();
                 for l in lines {
@@ -590,6 +614,62 @@ impl<'a> Emitter<'a> {
         writeln!(out, "endmodule").unwrap();
         writeln!(out).unwrap();
         writeln!(out, "`default_nettype wire").unwrap();
+        out
+    }
+
+    /// `localparam`s of the enum constants the module's logic uses, in
+    /// declaration order.
+    fn localparams(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for e in &self.def.enums {
+            for (name, value) in &e.variants {
+                if self.used_params.contains(name) {
+                    let bits = BigUint::from(*value);
+                    let r = decl_range(e.ty);
+                    let sep = if r.is_empty() { "" } else { " " };
+                    out.push(format!(
+                        "  localparam {r}{sep}{name} = {};",
+                        literal(e.ty, &bits)
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    /// A comment per FSM: its states and the transitions its generator
+    /// wrote, one line per state.
+    fn fsm_tables(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for f in &self.def.fsms {
+            let width = f.states.iter().map(|s| s.len()).max().unwrap_or(0).max(5);
+            out.push(format!(
+                "  // FSM {}_q: {} states, reset to {}. Transitions:",
+                f.register,
+                f.states.len(),
+                f.states[f.reset as usize]
+            ));
+            let targets = |from: Option<u32>| -> Vec<&str> {
+                f.transitions
+                    .iter()
+                    .filter(|(fr, _)| *fr == from)
+                    .map(|(_, to)| f.states[*to as usize].as_str())
+                    .collect()
+            };
+            for (k, state) in f.states.iter().enumerate() {
+                let to = targets(Some(k as u32));
+                let to = if to.is_empty() {
+                    "(stays)".to_string()
+                } else {
+                    to.join(", ")
+                };
+                out.push(format!("  //   {state:<width$} -> {to}"));
+            }
+            let any = targets(None);
+            if !any.is_empty() {
+                out.push(format!("  //   {:<width$} -> {}", "(any)", any.join(", ")));
+            }
+        }
         out
     }
 

@@ -216,6 +216,31 @@ pub struct Waiver {
     pub reason: String,
 }
 
+/// An enum used in a module: its constants are emitted as `localparam`s.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnumDecl {
+    /// The enum's name in upper snake case (the constants' prefix).
+    pub name: String,
+    pub ty: Ty,
+    /// Constant name and encoding, in declaration order.
+    pub variants: Vec<(String, u32)>,
+}
+
+/// What an FSM declared with the builder's FSM helper looks like, for the
+/// emitted state table and for tests that inspect it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsmInfo {
+    /// The state register's name (`<register>_q` in Verilog).
+    pub register: String,
+    /// The states' constant names, by encoding.
+    pub states: Vec<String>,
+    /// The reset state's encoding.
+    pub reset: u32,
+    /// (from, to) encodings of every transition written, in program order;
+    /// `from` is `None` for a transition written outside the state table.
+    pub transitions: Vec<(Option<u32>, u32)>,
+}
+
 /// What a module definition is made of. Built by `ModuleBuilder`, immutable after.
 #[derive(Debug, Clone)]
 pub struct ModuleDef {
@@ -233,6 +258,12 @@ pub struct ModuleDef {
     pub arrays: Vec<InstanceArray>,
     pub memories: Vec<Memory>,
     pub waivers: Vec<Waiver>,
+    /// Enums whose constants the module uses.
+    pub enums: Vec<EnumDecl>,
+    /// Constant nodes written by name (an enum constant), in creation order.
+    pub const_names: Vec<(NodeId, String)>,
+    /// FSMs declared with the FSM helper.
+    pub fsms: Vec<FsmInfo>,
     /// Whether the module has a clock / a synchronous reset input (derived at
     /// finish: only when something inside needs it, so lint sees no unused port).
     pub has_clock: bool,
@@ -253,6 +284,9 @@ impl ModuleDef {
             arrays: Vec::new(),
             memories: Vec::new(),
             waivers: Vec::new(),
+            enums: Vec::new(),
+            const_names: Vec::new(),
+            fsms: Vec::new(),
             has_clock: false,
             has_reset: false,
         }

@@ -38,7 +38,9 @@ mod ty;
 
 pub use blocks::delay;
 pub use builder::{
-    cat, mux, Bus, Expr, Idx, Inst, InstArray, Mem, ModuleBuilder, Operand, Reg, Wire,
+    cat, enum_const_name, enum_operand, mux, Assignable, Bus, CaseLabel, Comb, Expr, Fsm,
+    FsmStates, HwEnum, Idx, IfChain, Inst, InstArray, Mem, ModuleBuilder, Operand, Reg, Switch,
+    Wire,
 };
 pub use design::{Design, Params};
 pub use emit::{emit_design, emit_module, EmittedFile, Header};
@@ -46,4 +48,4 @@ pub use error::{catch_elab, quiet_elab_errors, ElabError, ELAB_ERROR_PREFIX};
 pub use eval::Evaluator;
 pub use ir::{Dir, ModuleDef};
 pub use names::identifier_problem;
-pub use ty::{Ty, MAX_WIDTH};
+pub use ty::{bits_for, Ty, MAX_WIDTH};

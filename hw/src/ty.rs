@@ -6,6 +6,11 @@ use std::fmt;
 /// connect a 1024x1024 array, small enough to catch a runaway width computation.
 pub const MAX_WIDTH: u32 = 1 << 24;
 
+/// Bits needed to hold every number in `0..=max` (at least 1).
+pub fn bits_for(max: u64) -> u32 {
+    (64 - max.leading_zeros()).max(1)
+}
+
 /// The type of every value: width (>= 1 bit) and signedness (two's complement).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Ty {

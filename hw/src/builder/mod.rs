@@ -23,6 +23,7 @@ use std::panic::Location;
 use std::rc::Rc;
 
 mod checks;
+mod control;
 mod expr;
 mod hierarchy;
 mod memory;
@@ -30,6 +31,10 @@ mod module;
 
 use checks::{check_complete, needs_clock_reset};
 pub(crate) use checks::{flat_of, for_each_index};
+pub use control::{
+    enum_const_name, enum_operand, Assignable, CaseLabel, Comb, Fsm, FsmStates, HwEnum, IfChain,
+    Switch,
+};
 pub use expr::{cat, mux, Operand};
 
 /// A value inside a module under construction.
@@ -148,6 +153,8 @@ struct Building {
     names: BTreeSet<String>,
     /// For each signal, the node that reads it.
     sig_nodes: Vec<NodeId>,
+    /// Procedural assignments (if / switch / FSM), lowered at finish.
+    ctl: control::Control,
 }
 
 thread_local! {
@@ -263,6 +270,7 @@ impl ModuleBuilder {
 
                 names: BTreeSet::new(),
                 sig_nodes: Vec::new(),
+                ctl: control::Control::default(),
             })
         });
         ModuleBuilder { token, loc }

@@ -119,6 +119,13 @@ impl ModuleBuilder {
         let loc = Location::caller();
         self.own(value);
         self.own(r.q);
+        if self.with(|m| m.ctl.is_target(r.sig)) {
+            let name = self.with(|m| m.def.signals[r.sig].name.clone());
+            elab_error(format!(
+                "register '{name}' is assigned procedurally (assign); \
+                 drive it either procedurally or with set_next / set_enable, not both"
+            ));
+        }
         self.with(|m| {
             let s = &mut m.def.signals[r.sig];
             if s.ty != value.ty {
@@ -146,6 +153,13 @@ impl ModuleBuilder {
         let loc = Location::caller();
         self.own(enable);
         self.own(r.q);
+        if self.with(|m| m.ctl.is_target(r.sig)) {
+            let name = self.with(|m| m.def.signals[r.sig].name.clone());
+            elab_error(format!(
+                "register '{name}' is assigned procedurally (assign); \
+                 drive it either procedurally or with set_next / set_enable, not both"
+            ));
+        }
         if enable.ty != Ty::BOOL {
             elab_error(format!(
                 "enable must be one unsigned bit, got {}",
@@ -185,6 +199,7 @@ impl ModuleBuilder {
 
     /// Checks the definition is complete and returns it.
     pub fn finish(self) -> ModuleDef {
+        self.with(control::lower);
         let mut def = self.with(|m| std::mem::replace(&mut m.def, ModuleDef::empty("")));
         check_complete(&def, self.loc);
         let (clock, reset) = needs_clock_reset(&def);
