@@ -39,8 +39,8 @@ mod ty;
 pub use blocks::delay;
 pub use builder::{
     cat, enum_const_name, enum_operand, mux, Assignable, Bus, CaseLabel, Comb, Expr, Fsm,
-    FsmStates, HwEnum, Idx, IfChain, Inst, InstArray, Mem, ModuleBuilder, Operand, Reg, Switch,
-    Wire,
+    FsmStates, HwEnum, Idx, IfChain, Inst, InstArray, Mem, ModuleBuilder, Operand, Record,
+    RecordReg, RecordTy, Reg, Stream, StreamSink, Switch, Wire,
 };
 pub use design::{Design, Params};
 pub use emit::{emit_design, emit_module, EmittedFile, Header};

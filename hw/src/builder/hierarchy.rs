@@ -148,7 +148,14 @@ impl ModuleBuilder {
     fn child_port(&self, module: &ModuleDef, port: &str) -> (usize, Ty, Dir) {
         match module.port(port) {
             Some((i, s)) => (i, s.ty, s.port.expect("port")),
-            None => elab_error(format!("module '{}' has no port '{port}'", module.name)),
+            None => {
+                let names: Vec<String> = module.port_list().into_iter().map(|p| p.0).collect();
+                elab_error(format!(
+                    "module '{}' has no port '{port}' (ports: {})",
+                    module.name,
+                    names.join(", ")
+                ))
+            }
         }
     }
 

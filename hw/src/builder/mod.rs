@@ -28,6 +28,7 @@ mod expr;
 mod hierarchy;
 mod memory;
 mod module;
+mod record;
 
 use checks::{check_complete, needs_clock_reset};
 pub(crate) use checks::{flat_of, for_each_index};
@@ -36,6 +37,7 @@ pub use control::{
     Switch,
 };
 pub use expr::{cat, mux, Operand};
+pub use record::{Record, RecordReg, RecordTy, Stream, StreamSink};
 
 /// A value inside a module under construction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
