@@ -8,14 +8,20 @@
 //! once into evaluation order, and every value is an arbitrary-precision bit
 //! pattern masked to its width. Registers update at `step`, memories are read
 //! before they are written in the same cycle, as in the emitted Verilog.
+//!
+//! Procedural logic (`if`, `switch`, FSM tables) is *interpreted* from the
+//! statements as written (the first branch whose condition holds is taken;
+//! the last assignment on the path wins), not read from the drivers the
+//! builder lowered it into. The emitted Verilog holds the lowering, so the
+//! fuzz that compares the two checks the lowering as well as the emitter.
 
-use crate::builder::flat_of;
-use crate::builder::for_each_index;
+use crate::builder::{block_assigns, flat_of, for_each_index};
 use crate::ir::*;
 use crate::ty::Ty;
 use num_bigint::{BigInt, BigUint};
 use num_traits::{One, ToPrimitive, Zero};
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 #[derive(Debug, Clone)]
 enum FOp {
@@ -26,6 +32,107 @@ enum FOp {
     /// Resolved away before evaluation.
     Alias(Option<usize>),
     Op(Op),
+    /// A procedural target's value or enable, by interpreting its statements.
+    Proc(Rc<FProc>, ProcWant),
+}
+
+/// The statements that decide one procedural target, pruned to the ones
+/// that can matter to it. Values and conditions are *slots*: indices into
+/// the node's `args`, so resolving aliases renames them with the args.
+#[derive(Debug)]
+struct FProc {
+    stmts: Vec<FStmt>,
+    default: Option<usize>,
+}
+
+#[derive(Debug)]
+enum FStmt {
+    Assign(usize),
+    If {
+        branches: Vec<(usize, Vec<FStmt>)>,
+        else_body: Option<Vec<FStmt>>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProcWant {
+    /// The value assigned on the path taken (a register's next value).
+    Value,
+    /// Whether the path taken assigns the target (a register's enable).
+    Assigned,
+}
+
+/// Builds the statements of procedural target `t` (of a definition whose
+/// nodes map to flattened nodes by `node_map`), collecting the flattened
+/// nodes they read into `deps`.
+struct ProcBuilder<'a> {
+    t: usize,
+    node_map: &'a [usize],
+    deps: Vec<usize>,
+}
+
+impl ProcBuilder<'_> {
+    fn slot(&mut self, node: NodeId) -> usize {
+        let f = self.node_map[node];
+        match self.deps.iter().position(|&d| d == f) {
+            Some(k) => k,
+            None => {
+                self.deps.push(f);
+                self.deps.len() - 1
+            }
+        }
+    }
+
+    fn block(&mut self, stmts: &[ProcStmt]) -> Vec<FStmt> {
+        let mut out = Vec::new();
+        for s in stmts {
+            match s {
+                ProcStmt::Assign { target, value } if *target == self.t => {
+                    out.push(FStmt::Assign(self.slot(*value)))
+                }
+                ProcStmt::Assign { .. } => {}
+                ProcStmt::If(i) => {
+                    let assigns = |b: &[ProcStmt]| block_assigns(b, self.t);
+                    if !i.branches.iter().any(|(_, b)| assigns(b))
+                        && !i.else_body.as_deref().is_some_and(assigns)
+                    {
+                        continue;
+                    }
+                    // A complete switch or FSM table takes its last branch
+                    // when no condition holds: that branch is its `else`.
+                    let mut branches: Vec<&(NodeId, Vec<ProcStmt>)> = i.branches.iter().collect();
+                    let mut else_body = i.else_body.as_deref();
+                    if i.exhaustive && else_body.is_none() {
+                        else_body = branches.pop().map(|(_, b)| b.as_slice());
+                    }
+                    // A branch that does not assign the target leaves it as
+                    // not taking the statement would, unless taking it skips
+                    // an `else` that does: such branches need no condition
+                    // when they come last, or when no two can hold at once.
+                    if !else_body.is_some_and(assigns) {
+                        else_body = None;
+                        if i.disjoint {
+                            branches.retain(|(_, b)| assigns(b));
+                        } else {
+                            while branches.last().is_some_and(|(_, b)| !assigns(b)) {
+                                branches.pop();
+                            }
+                        }
+                    }
+                    let branches = branches
+                        .into_iter()
+                        .map(|(c, b)| (self.slot(*c), self.block(b)))
+                        .collect();
+                    let else_body = else_body.map(|b| self.block(b));
+                    out.push(FStmt::If {
+                        branches,
+                        else_body,
+                    });
+                }
+            }
+        }
+        out
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -210,6 +317,38 @@ impl Flattener {
             }
         }
 
+        // Procedural targets: interpreted from their statements, not taken
+        // from the drivers their lowering produced.
+        let procedural = &def.procedural;
+        for (t, target) in procedural.targets.iter().enumerate() {
+            let mut b = ProcBuilder {
+                t,
+                node_map: &node_map,
+                deps: Vec::new(),
+            };
+            let stmts = b.block(&procedural.stmts);
+            let default = target.default.map(|d| b.slot(d));
+            let deps = b.deps;
+            let program = Rc::new(FProc { stmts, default });
+            let ty = def.signals[target.sig].ty;
+            let name = Some(qual(&def.signals[target.sig].name));
+            let value = self.push(
+                FOp::Proc(program.clone(), ProcWant::Value),
+                ty,
+                deps.clone(),
+                name.clone(),
+            );
+            if target.is_reg {
+                let assigned =
+                    self.push(FOp::Proc(program, ProcWant::Assigned), Ty::BOOL, deps, name);
+                let r = &mut self.regs[reg_index[&target.sig]];
+                r.next = value;
+                r.enable = Some(assigned);
+            } else {
+                self.nodes[sig_node[target.sig]].op = FOp::Alias(Some(value));
+            }
+        }
+
         for inst in &def.instances {
             let child = &inst.module;
             let inputs: Vec<Option<usize>> = inst
@@ -288,6 +427,31 @@ impl Flattener {
         }
 
         def.ports.iter().map(|&p| sig_node[p]).collect()
+    }
+}
+
+/// Runs procedural statements: `current` ends as the slot of the value
+/// assigned last on the path the conditions select (or stays as it was).
+fn run_proc<'v>(
+    stmts: &[FStmt],
+    current: &mut Option<usize>,
+    value: &dyn Fn(usize) -> &'v BigUint,
+) {
+    for s in stmts {
+        match s {
+            FStmt::Assign(slot) => *current = Some(*slot),
+            FStmt::If {
+                branches,
+                else_body,
+            } => match branches.iter().find(|(c, _)| !value(*c).is_zero()) {
+                Some((_, body)) => run_proc(body, current, value),
+                None => {
+                    if let Some(body) = else_body {
+                        run_proc(body, current, value)
+                    }
+                }
+            },
+        }
     }
 }
 
@@ -510,6 +674,18 @@ impl Evaluator {
             FOp::Const(c) => c.clone(),
             FOp::RegQ(r) => self.reg_state[*r].clone(),
             FOp::MemRd(r) => self.mem_reads[*r].clone(),
+            FOp::Proc(program, want) => {
+                let mut current = program.default;
+                run_proc(&program.stmts, &mut current, &|slot| {
+                    &self.values[node.args[slot]]
+                });
+                match want {
+                    ProcWant::Value => current
+                        .map(|slot| arg(slot).clone())
+                        .unwrap_or_else(BigUint::zero),
+                    ProcWant::Assigned => BigUint::from(current.is_some() as u8),
+                }
+            }
             FOp::Op(op) => match op {
                 Op::Const(_) | Op::Sig(_) => unreachable!("resolved when flattening"),
                 Op::Add => (arg(0) + arg(1)) & mask(w),

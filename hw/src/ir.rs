@@ -216,6 +216,54 @@ pub struct Waiver {
     pub reason: String,
 }
 
+/// Procedural logic (`if`, `switch`, FSM tables) as written. The builder
+/// lowers it into signal drivers at `finish`; the definition keeps it so the
+/// evaluator can interpret it directly, independently of that lowering.
+#[derive(Debug, Clone, Default)]
+pub struct Procedural {
+    pub targets: Vec<ProcTarget>,
+    /// The module's top-level statements, in program order.
+    pub stmts: Vec<ProcStmt>,
+}
+
+/// A procedurally assigned register or combinational value.
+#[derive(Debug, Clone)]
+pub struct ProcTarget {
+    pub sig: SigId,
+    /// A combinational value's default (registers hold instead).
+    pub default: Option<NodeId>,
+    pub is_reg: bool,
+    pub loc: Loc,
+}
+
+#[derive(Debug, Clone)]
+pub enum ProcStmt {
+    /// `targets[target] = value`; the last assignment on a path wins.
+    Assign {
+        target: usize,
+        value: NodeId,
+    },
+    If(ProcIf),
+}
+
+/// An `if` chain, a `switch` or an FSM state table: the first branch whose
+/// condition holds is taken, else the `else` body (if any).
+#[derive(Debug, Clone)]
+pub struct ProcIf {
+    /// Branches: condition (one bit) and body.
+    pub branches: Vec<(NodeId, Vec<ProcStmt>)>,
+    pub else_body: Option<Vec<ProcStmt>>,
+    /// The conditions cover every case (a switch over all selector values,
+    /// an FSM table over all states): when none holds, the last branch is
+    /// taken.
+    pub exhaustive: bool,
+    /// The conditions exclude each other (switch labels, FSM states).
+    pub disjoint: bool,
+    /// "if", "switch" or "fsm", for messages.
+    pub what: &'static str,
+    pub loc: Loc,
+}
+
 /// An enum used in a module: its constants are emitted as `localparam`s.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnumDecl {
@@ -264,6 +312,8 @@ pub struct ModuleDef {
     pub const_names: Vec<(NodeId, String)>,
     /// FSMs declared with the FSM helper.
     pub fsms: Vec<FsmInfo>,
+    /// Procedural statements (already lowered into the signals' drivers).
+    pub procedural: Procedural,
     /// Whether the module has a clock / a synchronous reset input (derived at
     /// finish: only when something inside needs it, so lint sees no unused port).
     pub has_clock: bool,
@@ -287,6 +337,7 @@ impl ModuleDef {
             enums: Vec::new(),
             const_names: Vec::new(),
             fsms: Vec::new(),
+            procedural: Procedural::default(),
             has_clock: false,
             has_reset: false,
         }

@@ -5,6 +5,14 @@
 //! instances joined by a bus, and a 2-D grid of registered cells joined by
 //! buses running east, south and west.
 //!
+//! With [`FuzzSize::control`] and [`FuzzSize::fsms`] the top module and the
+//! child also get procedural logic: registers and combinational values (with
+//! and without defaults) assigned in random nested `if / elif / else` chains
+//! and `switch`es (duplicate-free labels, with and without default, some
+//! covering every selector value), and FSMs over enums of 2, 3, 5 and 8
+//! states whose state tables (all states or a subset) nest the same random
+//! statements and move between states from inside and outside the table.
+//!
 //! The generator only uses the public builder API, so everything it builds is
 //! something a generator author could write. Every value it creates ends up in
 //! an output port, so no operation is optimised away before it is compared.
@@ -20,7 +28,9 @@
 //! simulators (the evaluator, Verilator, Icarus) and compares them cycle by cycle.
 
 use crate::icarus::TestPorts;
-use hw::{cat, mux, Design, EmittedFile, Expr, ModuleBuilder, ModuleDef, Ty};
+use hw::{
+    cat, mux, Comb, Design, EmittedFile, Expr, Fsm, HwEnum, ModuleBuilder, ModuleDef, Reg, Ty,
+};
 use num_bigint::{BigInt, BigUint};
 use num_traits::One;
 use rand::seq::SliceRandom;
@@ -48,6 +58,11 @@ pub struct FuzzSize {
     pub chain: u32,
     /// Rows and columns of the grid of registered cells (0 = none).
     pub grid: (u32, u32),
+    /// Top-level control statements (`if` chains, `switch`es, assignments)
+    /// over procedural registers and combinational values (0 = none).
+    pub control: usize,
+    /// FSMs with random state tables (0 = none).
+    pub fsms: usize,
 }
 
 impl FuzzSize {
@@ -59,8 +74,52 @@ impl FuzzSize {
         delays: 4,
         chain: 3,
         grid: (2, 3),
+        control: 0,
+        fsms: 0,
+    };
+
+    /// [`FuzzSize::DEFAULT`] with procedural logic and FSMs.
+    pub const WITH_CONTROL: FuzzSize = FuzzSize {
+        control: 8,
+        fsms: 2,
+        ..FuzzSize::DEFAULT
     };
 }
+
+hw::hw_enum! {
+    /// FSM states for the fuzz: a one-bit state.
+    pub enum FuzzTwo { Off, On }
+}
+hw::hw_enum! {
+    /// FSM states for the fuzz: unused encoding 3.
+    pub enum FuzzThree { Idle, Busy, Done }
+}
+hw::hw_enum! {
+    /// FSM states for the fuzz: three unused encodings; also the type of a
+    /// value assigned enum constants.
+    pub enum FuzzFive { S0, S1, S2, S3, S4 }
+}
+hw::hw_enum! {
+    /// FSM states for the fuzz: every encoding used.
+    pub enum FuzzEight { S0, S1, S2, S3, S4, S5, S6, S7 }
+}
+
+/// Something the procedural statements assign.
+#[derive(Clone, Copy)]
+enum Target {
+    Reg(Reg),
+    Comb(Comb),
+}
+
+/// A procedural target and how often the statements assigned it.
+struct ProcTarget {
+    target: Target,
+    ty: Ty,
+    assigned: usize,
+}
+
+/// Moves one FSM to its state `k`; and the number of states.
+type Goto<'a> = (&'a dyn Fn(&mut ModuleBuilder, usize), usize);
 
 /// A random design and the first cycle from which all its outputs are defined
 /// in a four-valued simulator.
@@ -118,6 +177,8 @@ struct Gen<'r, R: Rng> {
     /// Values not yet used by anything; they become outputs at the end.
     unused: Vec<Expr>,
     names: usize,
+    /// Procedural registers and combinational values.
+    targets: Vec<ProcTarget>,
 }
 
 impl<R: Rng> Gen<'_, R> {
@@ -318,6 +379,263 @@ impl<R: Rng> Gen<'_, R> {
     }
 }
 
+impl<R: Rng> Gen<'_, R> {
+    /// Procedural logic: targets, FSMs and `size.control` top-level
+    /// statements, nested up to three deep. Combinational values join the
+    /// pool only afterwards, so no statement reads a value it assigns.
+    fn control(&mut self, m: &mut ModuleBuilder, size: FuzzSize) {
+        let n = size.control / 2 + 1;
+        for _ in 0..n {
+            let ty = self.target_ty();
+            let name = self.next_name("pr");
+            let reset = random_const(self.rng, ty);
+            let r = m.reg_reset(&name, ty, reset);
+            self.pool.push(r.q());
+            self.unused.push(r.q());
+            self.targets.push(ProcTarget {
+                target: Target::Reg(r),
+                ty,
+                assigned: 0,
+            });
+        }
+        let mut combs = Vec::new();
+        for _ in 0..n {
+            let ty = self.target_ty();
+            let name = self.next_name("pc");
+            let (c, needs_cover) = if self.rng.gen_bool(0.5) {
+                let d = random_const(self.rng, ty);
+                (m.comb_default(&name, ty, d), false)
+            } else {
+                (m.comb(&name, ty), true)
+            };
+            combs.push((c, needs_cover));
+            self.targets.push(ProcTarget {
+                target: Target::Comb(c),
+                ty,
+                assigned: 0,
+            });
+        }
+        // A combinational value without default is assigned on every path:
+        // unconditionally first, or in every case of a complete switch.
+        for (k, (c, needs_cover)) in combs.iter().enumerate() {
+            if !needs_cover {
+                continue;
+            }
+            let index = self.targets.len() - combs.len() + k;
+            if self.rng.gen_bool(0.6) {
+                let v = self.value_for(m, index);
+                m.assign(*c, v);
+            } else {
+                let w = self.rng.gen_range(1..=2u32);
+                let sel = self.pick_bits(w);
+                let mut sw = m.switch(sel);
+                for label in 0..1u32 << w {
+                    sw = sw.case(label, |m| {
+                        let v = self.value_for(m, index);
+                        m.assign(*c, v);
+                        self.statements(m, 2, &[], 1);
+                    });
+                }
+            }
+            self.targets[index].assigned += 1;
+        }
+        // FSMs: declared first (their states join the pool), tables among
+        // the statements.
+        let fsms: Vec<FsmGen> = (0..size.fsms).map(|_| self.fsm(m)).collect();
+        let gotos: Vec<Goto> = fsms.iter().map(|f| (&*f.goto, f.states)).collect();
+        let mut tables: Vec<usize> = (0..fsms.len()).collect();
+        for i in 0..size.control.max(fsms.len()) {
+            if !tables.is_empty() && (i >= size.control || self.rng.gen_bool(0.3)) {
+                let f = tables.remove(0);
+                (fsms[f].table)(m, self, &gotos);
+            } else {
+                self.statements(m, 0, &gotos, 1);
+            }
+        }
+        for f in tables {
+            (fsms[f].table)(m, self, &gotos);
+        }
+        // Every register is assigned somewhere.
+        for index in 0..self.targets.len() {
+            if self.targets[index].assigned == 0 {
+                let c = self.one_bit();
+                m.if_(c, |m| self.assign_target(m, index));
+            }
+        }
+        for (c, _) in combs {
+            self.add(c.value());
+        }
+    }
+
+    /// A target type: often narrow (selectors, flags), sometimes an enum.
+    fn target_ty(&mut self) -> Ty {
+        match self.rng.gen_range(0..4) {
+            0 => FuzzFive::ty(),
+            1 => Ty::new(self.rng.gen_range(1..=4), self.rng.gen_bool(0.5)),
+            _ => random_ty(self.rng),
+        }
+    }
+
+    /// A value to assign to target `index`: pool logic, a constant, or (for
+    /// the enum's type) an enum constant.
+    fn value_for(&mut self, m: &ModuleBuilder, index: usize) -> Expr {
+        let ty = self.targets[index].ty;
+        match self.rng.gen_range(0..5) {
+            0 if ty == FuzzFive::ty() => {
+                let k = self.rng.gen_range(0..FuzzFive::VARIANTS.len());
+                m.enum_lit(FuzzFive::VARIANTS[k])
+            }
+            1 => {
+                let v = random_const(self.rng, ty);
+                m.lit(ty, v)
+            }
+            _ => self.operand_like(ty),
+        }
+    }
+
+    fn assign_target(&mut self, m: &mut ModuleBuilder, index: usize) {
+        let v = self.value_for(m, index);
+        match self.targets[index].target {
+            Target::Reg(r) => m.assign(r, v),
+            Target::Comb(c) => m.assign(c, v),
+        }
+        self.targets[index].assigned += 1;
+    }
+
+    /// `w` bits of some pool value (a switch selector).
+    fn pick_bits(&mut self, w: u32) -> Expr {
+        let e = self.pick();
+        if e.width() >= w {
+            let lo = self.rng.gen_range(0..=e.width() - w);
+            e.slice(lo, w)
+        } else {
+            e.as_unsigned().zext(w)
+        }
+    }
+
+    /// `count` random statements at nesting `depth`: assignments, `if`
+    /// chains, `switch`es and FSM moves.
+    fn statements(&mut self, m: &mut ModuleBuilder, depth: u32, gotos: &[Goto], count: usize) {
+        for _ in 0..count {
+            let kind = self.rng.gen_range(0..10);
+            match kind {
+                0..=3 if !self.targets.is_empty() => {
+                    let index = self.rng.gen_range(0..self.targets.len());
+                    self.assign_target(m, index);
+                }
+                4 | 5 if !gotos.is_empty() => {
+                    let (goto, states) = gotos[self.rng.gen_range(0..gotos.len())];
+                    goto(m, self.rng.gen_range(0..states));
+                }
+                6..=7 if depth < 3 => {
+                    let c = self.one_bit();
+                    let n = self.rng.gen_range(0..=3);
+                    let mut chain = m.if_(c, |m| self.statements(m, depth + 1, gotos, n));
+                    for _ in 0..self.rng.gen_range(0..=2) {
+                        let c = self.one_bit();
+                        let n = self.rng.gen_range(0..=3);
+                        chain = chain.elif(c, |m| self.statements(m, depth + 1, gotos, n));
+                    }
+                    if self.rng.gen_bool(0.5) {
+                        let n = self.rng.gen_range(0..=3);
+                        chain.else_(|m| self.statements(m, depth + 1, gotos, n));
+                    }
+                }
+                8 | 9 if depth < 3 => {
+                    let w = self.rng.gen_range(1..=3u32);
+                    let sel = self.pick_bits(w);
+                    let mut labels: Vec<u32> = (0..1u32 << w).collect();
+                    labels.shuffle(self.rng);
+                    labels.truncate(self.rng.gen_range(1..=labels.len()));
+                    let mut sw = m.switch(sel);
+                    while !labels.is_empty() {
+                        let take = self.rng.gen_range(1..=labels.len().min(3));
+                        let group: Vec<u32> = labels.drain(..take).collect();
+                        let n = self.rng.gen_range(0..=2);
+                        sw = sw.cases(&group, |m| self.statements(m, depth + 1, gotos, n));
+                    }
+                    if self.rng.gen_bool(0.5) {
+                        let n = self.rng.gen_range(0..=2);
+                        sw.default(|m| self.statements(m, depth + 1, gotos, n));
+                    }
+                }
+                _ => {
+                    if !self.targets.is_empty() {
+                        let index = self.rng.gen_range(0..self.targets.len());
+                        self.assign_target(m, index);
+                    }
+                }
+            }
+        }
+    }
+
+    /// An FSM over one of the fuzz enums, with a random reset state.
+    fn fsm(&mut self, m: &mut ModuleBuilder) -> FsmGen {
+        match self.rng.gen_range(0..4) {
+            0 => self.fsm_of::<FuzzTwo>(m),
+            1 => self.fsm_of::<FuzzThree>(m),
+            2 => self.fsm_of::<FuzzFive>(m),
+            _ => self.fsm_of::<FuzzEight>(m),
+        }
+    }
+
+    fn fsm_of<S: HwEnum>(&mut self, m: &mut ModuleBuilder) -> FsmGen {
+        let name = self.next_name("fsm");
+        let reset = S::VARIANTS[self.rng.gen_range(0..S::VARIANTS.len())];
+        let fsm: Fsm<S> = m.fsm(&name, reset);
+        self.add(fsm.state());
+        let probe = S::VARIANTS[self.rng.gen_range(0..S::VARIANTS.len())];
+        let is = fsm.is(probe);
+        self.add(is);
+        // All states listed (a complete table) or a random subset.
+        let mut listed: Vec<S> = S::VARIANTS.to_vec();
+        if self.rng.gen_bool(0.5) {
+            listed.shuffle(self.rng);
+            listed.truncate(self.rng.gen_range(1..=listed.len()));
+        }
+        FsmGen {
+            goto: Box::new(move |m: &mut ModuleBuilder, k: usize| fsm.goto(m, S::VARIANTS[k])),
+            states: S::VARIANTS.len(),
+            table: Box::new(
+                move |m: &mut ModuleBuilder, g: &mut dyn ControlGen, gotos: &[Goto]| {
+                    m.fsm_states(fsm, |t| {
+                        for &s in &listed {
+                            t.state(s, |m| g.state_body(m, gotos));
+                        }
+                    });
+                },
+            ),
+        }
+    }
+}
+
+/// What an FSM's generator needs from [`Gen`] inside its state table (the
+/// table is built by a closure that knows the enum type; this keeps the
+/// random generator's type out of it).
+trait ControlGen {
+    fn state_body(&mut self, m: &mut ModuleBuilder, gotos: &[Goto]);
+}
+
+impl<R: Rng> ControlGen for Gen<'_, R> {
+    fn state_body(&mut self, m: &mut ModuleBuilder, gotos: &[Goto]) {
+        let n = self.rng.gen_range(1..=3);
+        self.statements(m, 1, gotos, n);
+    }
+}
+
+/// Moves an FSM to its state `k`.
+type Mover = Box<dyn Fn(&mut ModuleBuilder, usize)>;
+
+/// Writes an FSM's state table, its bodies from a [`ControlGen`].
+type TableWriter = Box<dyn Fn(&mut ModuleBuilder, &mut dyn ControlGen, &[Goto])>;
+
+/// An FSM under generation: how to move it, and how to write its table.
+struct FsmGen {
+    goto: Mover,
+    states: usize,
+    table: TableWriter,
+}
+
 /// What [`random_logic`] builds besides the random operations.
 struct LogicSpec<'a> {
     size: FuzzSize,
@@ -345,6 +663,7 @@ fn random_logic(
         pool: Vec::new(),
         unused: Vec::new(),
         names: 0,
+        targets: Vec::new(),
     };
     let mut defined_from = 1;
     // Values that only reach outputs (defined later than cycle 1).
@@ -416,6 +735,9 @@ fn random_logic(
     for _ in half..size.operations {
         g.operation(m);
     }
+    if size.control > 0 || size.fsms > 0 {
+        g.control(m, size);
+    }
     for r in regs {
         let v = g.operand_like(r.q().ty());
         m.set_next(r, v);
@@ -484,6 +806,8 @@ pub fn random_design(rng: &mut impl Rng, size: FuzzSize) -> FuzzDesign {
         delays: size.delays.min(2),
         chain: 0,
         grid: (0, 0),
+        control: size.control / 2,
+        fsms: size.fsms.min(1),
     };
     let child_seed: u64 = rng.gen();
     let child = design.define("fuzz_child", &[], |_, m| {
@@ -548,6 +872,8 @@ pub fn random_design(rng: &mut impl Rng, size: FuzzSize) -> FuzzDesign {
                     delays: 1,
                     chain: 0,
                     grid: (0, 0),
+                    control: 0,
+                    fsms: 0,
                 },
                 extra_inputs: &ins,
                 fixed_outputs: &[("x_o", gx, x_reg), ("y_o", gy, y_reg), ("z_o", gz, true)],

@@ -1,10 +1,22 @@
 //! The `hw` emitter against the `hw` evaluator: random designs are emitted as
 //! Verilog and simulated by Icarus Verilog and Verilator; every output must
 //! equal the evaluator's in every cycle from the one where all are defined.
+//! The designs include nested `if / elif / else` chains, `switch`es and FSMs
+//! ([`FuzzSize::WITH_CONTROL`]).
+//!
+//! Verilator 5.006 has bugs of its own that random designs hit: internal
+//! errors on legal designs, and a front-end constant-folding miscompile. On
+//! that release alone a round that Verilator cannot build for an internal
+//! error, or where Verilator alone differs while Icarus agrees with the
+//! evaluator, is *excused*: printed to stderr with the design, counted, and
+//! the test fails when more than [`MAX_EXCUSED`] rounds of a run are excused.
+//! Under any other release both fail the test. The seeds that found such
+//! bugs are replayed by `pinned_seeds_still_behave_as_found`.
 
-use hw::{emit_design, Header};
+use hw::{emit_design, EmittedFile, Header, ModuleDef};
 use num_bigint::BigUint;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
+use std::rc::Rc;
 use tb::fuzz::{
     compare_outputs, dump_files, is_verilator_internal_error, random_bits, random_design,
     run_evaluator, run_verilator, verilator_miscompiles_are_known, FuzzDesign, FuzzSize,
@@ -14,8 +26,14 @@ use tb::icarus::{self, TestPorts};
 use tb::seed::rng_for;
 
 /// Icarus-only rounds (cheap); the Verilator test builds a model per round.
-const ROUNDS: usize = 8;
+const ROUNDS: usize = 10;
+const VERILATOR_ROUNDS: usize = 3;
 const CYCLES: usize = 60;
+/// Excused Verilator rounds a run may have before it fails (of
+/// [`VERILATOR_ROUNDS`]): about 1 in 24 random designs hit a 5.006 internal
+/// error, so two in one run is already unlikely, and more means the excuse
+/// hides something.
+const MAX_EXCUSED: usize = 1;
 
 /// Warnings that random logic legitimately triggers under Verilator.
 const VERILATOR_ARGS: &[&str] = &[
@@ -25,8 +43,8 @@ const VERILATOR_ARGS: &[&str] = &[
     // Random logic compares against constants that make the result constant.
     "-Wno-UNSIGNED",
     "-Wno-CMPCONST",
-    // (sim builds every model with -fno-dfg: Verilator 5.006's data-flow
-    // optimizer miscompiled a comparison in seed 301 of this test.)
+    // Random switches compare a selector against every label of its width.
+    "-Wno-CASEOVERLAP",
 ];
 
 /// Per-cycle inputs: reset in cycle 0 (so all three simulators start from the
@@ -49,9 +67,17 @@ fn stimulus(rng: &mut impl Rng, ports: &TestPorts) -> Vec<Vec<BigUint>> {
         .collect()
 }
 
-/// Runs one random design in the evaluator, Icarus and (if `verilator`)
-/// Verilator and compares them.
-fn check_round(rng: &mut impl Rng, label: &str, size: FuzzSize, verilator: bool) {
+/// One round: a random design, its Verilog and its stimulus.
+struct Round {
+    label: String,
+    top: Rc<ModuleDef>,
+    files: Vec<EmittedFile>,
+    ports: TestPorts,
+    stimulus: Vec<Vec<BigUint>>,
+    defined_from: usize,
+}
+
+fn make_round(rng: &mut impl Rng, label: &str, size: FuzzSize) -> Round {
     let FuzzDesign {
         design,
         top,
@@ -63,47 +89,85 @@ fn check_round(rng: &mut impl Rng, label: &str, size: FuzzSize, verilator: bool)
     };
     let files = emit_design(&design, &top, &header);
     let ports = TestPorts::of(&top);
-    let stim = stimulus(rng, &ports);
+    let stimulus = stimulus(rng, &ports);
+    Round {
+        label: label.to_string(),
+        top,
+        files,
+        ports,
+        stimulus,
+        defined_from,
+    }
+}
+
+/// How a round ended (a failure panics).
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    /// Every simulator agreed with the evaluator.
+    Agreed,
+    /// Verilator 5.006 could not build or ran wrong; Icarus agreed.
+    Excused(String),
+}
+
+/// Runs a round in the evaluator, Icarus and (if `verilator`) Verilator and
+/// compares them.
+fn run_round(r: &Round, verilator: bool) -> Outcome {
     let fail = |e: String| -> ! {
         panic!(
-            "{label}: {e}; design written to {}",
-            dump_files(&files, label)
+            "{}: {e}; design written to {}",
+            r.label,
+            dump_files(&r.files, &r.label)
         )
     };
-    let expected = run_evaluator(&top, &ports, &stim);
+    let expected = run_evaluator(&r.top, &r.ports, &r.stimulus);
     // Icarus first: it decides whether a Verilator-only difference is
     // Verilator's.
-    let by_icarus = icarus::run(&files, &top, &stim).unwrap_or_else(|e| fail(e));
-    compare_outputs("Icarus", &ports, &expected, &by_icarus, defined_from)
+    let by_icarus = icarus::run(&r.files, &r.top, &r.stimulus).unwrap_or_else(|e| fail(e));
+    compare_outputs("Icarus", &r.ports, &expected, &by_icarus, r.defined_from)
         .unwrap_or_else(|e| fail(e));
-    if verilator {
-        match run_verilator(&files, &top, &ports, &stim, "hw_fuzz", VERILATOR_ARGS) {
-            Ok(by_verilator) => {
-                if let Err(e) =
-                    compare_outputs("Verilator", &ports, &expected, &by_verilator, defined_from)
-                {
-                    // Only for the known-bad release, and only because Icarus
-                    // agrees with the evaluator (checked above).
-                    if verilator_miscompiles_are_known() {
-                        println!(
-                            "{label}: Verilator {VERILATOR_WITH_KNOWN_MISCOMPILES} alone differs \
-                             ({e}); Icarus agrees with the evaluator; design written to {}",
-                            dump_files(&files, label)
-                        );
-                    } else {
-                        fail(e)
-                    }
+    if !verilator {
+        return Outcome::Agreed;
+    }
+    let excuse = |what: String| -> Outcome {
+        let text = format!(
+            "{}: EXCUSED on Verilator {VERILATOR_WITH_KNOWN_MISCOMPILES}: {what}; Icarus agrees \
+             with the evaluator; design written to {}",
+            r.label,
+            dump_files(&r.files, &r.label)
+        );
+        eprintln!("{text}");
+        Outcome::Excused(text)
+    };
+    match run_verilator(
+        &r.files,
+        &r.top,
+        &r.ports,
+        &r.stimulus,
+        "hw_fuzz",
+        VERILATOR_ARGS,
+    ) {
+        Ok(by_verilator) => {
+            match compare_outputs(
+                "Verilator",
+                &r.ports,
+                &expected,
+                &by_verilator,
+                r.defined_from,
+            ) {
+                Ok(()) => Outcome::Agreed,
+                Err(e) if verilator_miscompiles_are_known() => {
+                    excuse(format!("Verilator alone differs ({e})"))
                 }
+                Err(e) => fail(e),
             }
-            // Verilator 5.006 asserts on some legal designs, e.g. `^(~x)` of
-            // a 128-bit port connected to `{{127{1'b0}}, b}` and used as an
-            // enable ("Reduction over single bit value should have been
-            // folded"). That is Verilator's bug; Icarus still checks the round.
-            Err(e) if is_verilator_internal_error(&e) => {
-                println!("{label}: NOT compared under Verilator, internal error: {e}")
-            }
-            Err(e) => fail(e),
         }
+        // Verilator 5.006 asserts on some legal designs, e.g. `^(~x)` of a
+        // 128-bit port connected to `{{127{1'b0}}, b}` and used as an enable
+        // ("Reduction over single bit value should have been folded").
+        Err(e) if is_verilator_internal_error(&e) && verilator_miscompiles_are_known() => {
+            excuse(format!("Verilator internal error: {e}"))
+        }
+        Err(e) => fail(e),
     }
 }
 
@@ -115,22 +179,112 @@ fn emitted_verilog_matches_the_evaluator() {
         // Grids of every shape up to 3x3, rows and columns 1 included.
         let size = FuzzSize {
             grid: (rng.gen_range(1..=3), rng.gen_range(1..=3)),
-            ..FuzzSize::DEFAULT
+            ..FuzzSize::WITH_CONTROL
         };
-        check_round(&mut rng, &label, size, false);
+        let r = make_round(&mut rng, &label, size);
+        assert_eq!(run_round(&r, false), Outcome::Agreed);
     }
 }
 
 #[test]
 fn verilated_verilog_matches_the_evaluator() {
     let mut rng = rng_for("verilated_verilog_matches_the_evaluator");
+    let mut excused = Vec::new();
     // One model per round costs a C++ compile; fewer, larger rounds.
-    for round in 0..2 {
+    for round in 0..VERILATOR_ROUNDS {
         let size = FuzzSize {
             operations: 400,
+            control: 12,
+            fsms: 3,
             ..FuzzSize::DEFAULT
         };
         let label = format!("systole-fuzz-verilator-round{round}");
-        check_round(&mut rng, &label, size, true);
+        let r = make_round(&mut rng, &label, size);
+        if let Outcome::Excused(why) = run_round(&r, true) {
+            excused.push(why);
+        }
+    }
+    eprintln!(
+        "hw_fuzz: {} of {VERILATOR_ROUNDS} Verilator rounds excused (at most {MAX_EXCUSED} allowed)",
+        excused.len()
+    );
+    assert!(
+        excused.len() <= MAX_EXCUSED,
+        "{} rounds excused:\n{}",
+        excused.len(),
+        excused.join("\n")
+    );
+}
+
+/// FNV-1a over the emitted files: a fingerprint that is stable across Rust
+/// releases, to notice when the generator no longer rebuilds a pinned design.
+fn fingerprint(files: &[EmittedFile]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for f in files {
+        for b in f.name.bytes().chain(f.text.bytes()) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// A seed that found a Verilator bug, with the generator settings and round
+/// that rebuild the design, and what the design must do now.
+struct Pinned {
+    seed: u64,
+    round: usize,
+    size: FuzzSize,
+    /// [`fingerprint`] of the design's Verilog.
+    fingerprint: u64,
+    /// What the bug was.
+    found: &'static str,
+}
+
+/// The seeds found so far (by `verilated_verilog_matches_the_evaluator` as
+/// it was before procedural control joined the fuzz: 2 rounds of 400
+/// operations, `FuzzSize::DEFAULT` otherwise).
+const PINNED: &[Pinned] = &[Pinned {
+    seed: 2_329_040_420_366_817_519,
+    round: 1,
+    size: FuzzSize {
+        operations: 400,
+        ..FuzzSize::DEFAULT
+    },
+    fingerprint: 0xfc53_9879_120e_f333,
+    found: "Verilator 5.006 folds one bit of `-x[16:4]` with \
+            x = y - (65'h1ff..f >> 52) wrongly in its front end, even at -O0",
+}];
+
+#[test]
+fn pinned_seeds_still_behave_as_found() {
+    for p in PINNED {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(p.seed);
+        let mut round = None;
+        for k in 0..=p.round {
+            let label = format!("systole-fuzz-pinned-{}-round{k}", p.seed);
+            round = Some(make_round(&mut rng, &label, p.size));
+        }
+        let r = round.expect("at least one round");
+        let got = fingerprint(&r.files);
+        assert_eq!(
+            got, p.fingerprint,
+            "seed {}: the fuzz generator no longer rebuilds the pinned design \
+             (fingerprint {got:#x}); it found: {}",
+            p.seed, p.found
+        );
+        let outcome = run_round(&r, true);
+        if verilator_miscompiles_are_known() {
+            // The excuse must still be needed: if 5.006 stops showing the
+            // bug here, the pin no longer tests what it was pinned for.
+            assert!(
+                matches!(outcome, Outcome::Excused(_)),
+                "seed {}: Verilator {VERILATOR_WITH_KNOWN_MISCOMPILES} no longer shows: {}",
+                p.seed,
+                p.found
+            );
+        } else {
+            assert_eq!(outcome, Outcome::Agreed);
+        }
     }
 }

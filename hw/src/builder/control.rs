@@ -42,44 +42,12 @@ use std::marker::PhantomData;
 // ---------------------------------------------------------------------------
 // The statement tree.
 
-/// A procedurally assigned value.
-#[derive(Debug)]
-pub(super) struct Target {
-    sig: SigId,
-    /// For a [`Comb`]: its default value, if declared with one. Registers hold.
-    default: Option<NodeId>,
-    is_reg: bool,
-    loc: Loc,
-}
-
-#[derive(Debug)]
-pub(super) enum Stmt {
-    Assign { target: usize, value: NodeId },
-    If(IfStmt),
-}
-
-#[derive(Debug)]
-pub(super) struct IfStmt {
-    /// `if` / `elif` branches (or switch cases): condition and body.
-    branches: Vec<(NodeId, Vec<Stmt>)>,
-    else_body: Option<Vec<Stmt>>,
-    /// A switch whose cases cover every selector value: its last branch is
-    /// taken when no other is, whatever its condition says.
-    exhaustive: bool,
-    /// "if", "switch" or "fsm", for messages.
-    what: &'static str,
-    /// The branch conditions exclude each other (a switch's labels, an FSM's
-    /// states), so branch order does not matter.
-    disjoint: bool,
-    loc: Loc,
-}
-
 /// The control state of a module under construction.
 #[derive(Debug)]
 pub(super) struct Control {
     /// Open blocks, innermost last; `blocks[0]` is the module's top level.
-    blocks: Vec<Vec<Stmt>>,
-    targets: Vec<Target>,
+    blocks: Vec<Vec<ProcStmt>>,
+    targets: Vec<ProcTarget>,
     by_sig: BTreeMap<SigId, usize>,
     /// For each open FSM state body: (FSM index, state).
     fsm_scopes: Vec<(usize, u32)>,
@@ -102,16 +70,16 @@ impl Control {
         self.by_sig.contains_key(&sig)
     }
 
-    fn current(&mut self) -> &mut Vec<Stmt> {
+    fn current(&mut self) -> &mut Vec<ProcStmt> {
         self.blocks
             .last_mut()
             .expect("the top-level block is never closed")
     }
 
     /// The `if` or `switch` statement that was opened last in the current block.
-    fn last_if(&mut self) -> &mut IfStmt {
+    fn last_if(&mut self) -> &mut ProcIf {
         match self.current().last_mut() {
-            Some(Stmt::If(s)) => s,
+            Some(ProcStmt::If(s)) => s,
             _ => unreachable!("a chain continues the statement it opened"),
         }
     }
@@ -352,7 +320,7 @@ pub struct Switch<'a> {
 
 impl ModuleBuilder {
     /// Runs `body` with a fresh current block and returns its statements.
-    fn run_block(&mut self, body: impl FnOnce(&mut ModuleBuilder)) -> Vec<Stmt> {
+    fn run_block(&mut self, body: impl FnOnce(&mut ModuleBuilder)) -> Vec<ProcStmt> {
         self.with(|m| m.ctl.blocks.push(Vec::new()));
         body(self);
         self.with(|m| m.ctl.blocks.pop().expect("opened above"))
@@ -376,7 +344,7 @@ impl ModuleBuilder {
         self.check_cond(cond, "if");
         let loc = Location::caller();
         self.with(|m| {
-            m.ctl.current().push(Stmt::If(IfStmt {
+            m.ctl.current().push(ProcStmt::If(ProcIf {
                 branches: Vec::new(),
                 else_body: None,
                 exhaustive: false,
@@ -397,7 +365,7 @@ impl ModuleBuilder {
         self.own(sel);
         let loc = Location::caller();
         self.with(|m| {
-            m.ctl.current().push(Stmt::If(IfStmt {
+            m.ctl.current().push(ProcStmt::If(ProcIf {
                 branches: Vec::new(),
                 else_body: None,
                 exhaustive: false,
@@ -460,7 +428,7 @@ impl ModuleBuilder {
         });
         self.with(|m| {
             m.ctl.by_sig.insert(w.sig, m.ctl.targets.len());
-            m.ctl.targets.push(Target {
+            m.ctl.targets.push(ProcTarget {
                 sig: w.sig,
                 default,
                 is_reg: false,
@@ -513,7 +481,7 @@ impl ModuleBuilder {
                         ),
                     }
                     m.ctl.by_sig.insert(sig, m.ctl.targets.len());
-                    m.ctl.targets.push(Target {
+                    m.ctl.targets.push(ProcTarget {
                         sig,
                         default: None,
                         is_reg: true,
@@ -522,7 +490,7 @@ impl ModuleBuilder {
                     m.ctl.targets.len() - 1
                 }
             };
-            m.ctl.current().push(Stmt::Assign {
+            m.ctl.current().push(ProcStmt::Assign {
                 target: index,
                 value: value.node(),
             });
@@ -726,7 +694,7 @@ impl ModuleBuilder {
     ) {
         let loc = Location::caller();
         self.with(|m| {
-            m.ctl.current().push(Stmt::If(IfStmt {
+            m.ctl.current().push(ProcStmt::If(ProcIf {
                 branches: Vec::new(),
                 else_body: None,
                 exhaustive: false,
@@ -810,17 +778,17 @@ impl Lowering<'_> {
         self.node(Op::Not, Ty::BOOL, vec![c], loc)
     }
 
-    fn block(&mut self, stmts: &[Stmt], mut path: Path) -> Path {
+    fn block(&mut self, stmts: &[ProcStmt], mut path: Path) -> Path {
         for s in stmts {
             match s {
-                Stmt::Assign { target, value } if *target == self.target => {
+                ProcStmt::Assign { target, value } if *target == self.target => {
                     path = Path::Assigned {
                         enable: None,
                         value: *value,
                     };
                 }
-                Stmt::Assign { .. } => {}
-                Stmt::If(i) => {
+                ProcStmt::Assign { .. } => {}
+                ProcStmt::If(i) => {
                     if !assigns(i, self.target) {
                         continue;
                     }
@@ -831,7 +799,7 @@ impl Lowering<'_> {
         path
     }
 
-    fn if_stmt(&mut self, i: &IfStmt, incoming: Path) -> Path {
+    fn if_stmt(&mut self, i: &ProcIf, incoming: Path) -> Path {
         let mut branches: Vec<(NodeId, Path)> = i
             .branches
             .iter()
@@ -953,14 +921,19 @@ fn enable_of(p: Path) -> En {
 }
 
 /// Whether any branch of `i` assigns `target`.
-fn assigns(i: &IfStmt, target: usize) -> bool {
-    let block = |b: &[Stmt]| {
-        b.iter().any(|s| match s {
-            Stmt::Assign { target: t, .. } => *t == target,
-            Stmt::If(inner) => assigns(inner, target),
-        })
-    };
-    i.branches.iter().any(|(_, b)| block(b)) || i.else_body.as_deref().is_some_and(block)
+fn assigns(i: &ProcIf, target: usize) -> bool {
+    i.branches.iter().any(|(_, b)| block_assigns(b, target))
+        || i.else_body
+            .as_deref()
+            .is_some_and(|b| block_assigns(b, target))
+}
+
+/// Whether any statement of `b` (at any depth) assigns `target`.
+pub(crate) fn block_assigns(b: &[ProcStmt], target: usize) -> bool {
+    b.iter().any(|s| match s {
+        ProcStmt::Assign { target: t, .. } => *t == target,
+        ProcStmt::If(inner) => assigns(inner, target),
+    })
 }
 
 /// Lowers every procedural target of the module into drivers (at `finish`).
@@ -970,6 +943,14 @@ pub(super) fn lower(m: &mut Building) {
     }
     let root = std::mem::take(&mut m.ctl.blocks[0]);
     let targets = std::mem::take(&mut m.ctl.targets);
+    lower_targets(m, &root, &targets);
+    m.def.procedural = Procedural {
+        targets,
+        stmts: root,
+    };
+}
+
+fn lower_targets(m: &mut Building, root: &[ProcStmt], targets: &[ProcTarget]) {
     for (index, t) in targets.iter().enumerate() {
         let start = match t.default {
             Some(d) => Path::Assigned {
@@ -983,7 +964,7 @@ pub(super) fn lower(m: &mut Building) {
             target: index,
             open_at: None,
         };
-        let end = l.block(&root, start);
+        let end = l.block(root, start);
         let open_at = l.open_at;
         let name = m.def.signals[t.sig].name.clone();
         match (t.is_reg, end) {

@@ -32,6 +32,7 @@ mod record;
 
 use checks::{check_complete, needs_clock_reset};
 pub(crate) use checks::{flat_of, for_each_index};
+pub(crate) use control::block_assigns;
 pub use control::{
     enum_const_name, enum_operand, Assignable, CaseLabel, Comb, Fsm, FsmStates, HwEnum, IfChain,
     Switch,
