@@ -493,3 +493,19 @@ fn an_enum_next_to_a_value_of_another_type_is_an_error() {
     });
     assert!(msg.contains("Light::Green"), "{msg}");
 }
+
+#[test]
+fn an_fsm_that_never_moves_is_an_error_at_its_declaration() {
+    let mut at = String::new();
+    let msg = elab_error(|| {
+        let mut m = ModuleBuilder::new("still");
+        at = line_below(1);
+        let fsm = m.fsm("st", Light::Red);
+        m.output("s_o", fsm.state());
+        m.finish();
+    });
+    assert!(
+        msg.contains(&at) && msg.contains("never changes state"),
+        "{msg}"
+    );
+}

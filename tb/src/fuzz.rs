@@ -455,6 +455,14 @@ impl<R: Rng> Gen<'_, R> {
         for f in tables {
             (fsms[f].table)(m, self, &gotos);
         }
+        // Every FSM moves somewhere.
+        for f in &fsms {
+            if f.moves.get() == 0 {
+                let c = self.one_bit();
+                let k = self.rng.gen_range(0..f.states);
+                m.if_(c, |m| (f.goto)(m, k));
+            }
+        }
         // Every register is assigned somewhere.
         for index in 0..self.targets.len() {
             if self.targets[index].assigned == 0 {
@@ -593,8 +601,14 @@ impl<R: Rng> Gen<'_, R> {
             listed.shuffle(self.rng);
             listed.truncate(self.rng.gen_range(1..=listed.len()));
         }
+        let moves = Rc::new(std::cell::Cell::new(0));
+        let counter = moves.clone();
         FsmGen {
-            goto: Box::new(move |m: &mut ModuleBuilder, k: usize| fsm.goto(m, S::VARIANTS[k])),
+            goto: Box::new(move |m: &mut ModuleBuilder, k: usize| {
+                counter.set(counter.get() + 1);
+                fsm.goto(m, S::VARIANTS[k])
+            }),
+            moves,
             states: S::VARIANTS.len(),
             table: Box::new(
                 move |m: &mut ModuleBuilder, g: &mut dyn ControlGen, gotos: &[Goto]| {
@@ -632,6 +646,8 @@ type TableWriter = Box<dyn Fn(&mut ModuleBuilder, &mut dyn ControlGen, &[Goto])>
 /// An FSM under generation: how to move it, and how to write its table.
 struct FsmGen {
     goto: Mover,
+    /// How many moves the statements wrote.
+    moves: Rc<std::cell::Cell<usize>>,
     states: usize,
     table: TableWriter,
 }

@@ -675,6 +675,15 @@ impl ModuleBuilder {
                 reset: reset.index(),
                 transitions: Vec::new(),
             });
+            // Procedural from the start: an FSM that never moves is reported
+            // as such at finish.
+            m.ctl.by_sig.insert(reg.sig, m.ctl.targets.len());
+            m.ctl.targets.push(ProcTarget {
+                sig: reg.sig,
+                default: None,
+                is_reg: true,
+                loc,
+            });
             m.def.fsms.len() - 1
         });
         Fsm {
@@ -974,6 +983,9 @@ fn lower_targets(m: &mut Building, root: &[ProcStmt], targets: &[ProcTarget]) {
                 } else {
                     "combinational value"
                 };
+                if m.def.fsms.iter().any(|f| f.register == name) {
+                    elab_error_at(t.loc, format!("FSM '{name}' never changes state (no goto)"))
+                }
                 elab_error_at(t.loc, format!("{what} '{name}' is never assigned"))
             }
             (true, Path::Assigned { enable, value }) => {
