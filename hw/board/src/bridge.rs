@@ -39,12 +39,18 @@
 //! - **CRC.** One CRC-8 register covers the command bytes as received and the
 //!   reply bytes as sent; the reply's last byte is its value, so the host
 //!   detects corruption in either direction.
+//!
+//! The state machine is written as its state table ([`BridgeState`]): each
+//! state lists what it does and where it goes, and every register is
+//! assigned in the states that change it (it holds elsewhere). The emitted
+//! Verilog names the states and lists the transitions above the state
+//! register.
 
 use crate::protocol::{self, op, status, MAX_QUEUED_TILES, STATUS_BYTES};
 use crate::uart::{self, bits_for};
 use crate::BridgeConfig;
 use config::ElemType;
-use hw::{cat, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
+use hw::{cat, mux, Design, Expr, HwEnum, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
 /// Port names of the bridge module.
@@ -71,34 +77,43 @@ pub fn bridge_name(cfg: &BridgeConfig) -> String {
     )
 }
 
-// Bridge states.
-const IDLE: u32 = 0;
-const HDR: u32 = 1;
-const DECODE: u32 = 2;
-const RECV: u32 = 3;
-const REPLY: u32 = 4;
-const RD_ISSUE: u32 = 5;
-const RD_LOAD: u32 = 6;
-const SEND: u32 = 7;
-const CRC: u32 = 8;
-const MM_START: u32 = 9;
-const MM_RUN: u32 = 10;
-const MM_DRAIN: u32 = 11;
-const W_READ: u32 = 12;
-const W_PUSH: u32 = 13;
+hw::hw_enum! {
+    /// The bridge's states (see the module docs for the flow).
+    pub enum BridgeState {
+        /// Waiting for SYNC.
+        Idle,
+        /// Receiving the seven header bytes after SYNC.
+        Hdr,
+        /// Checking the header: status, payload target, row counts.
+        Decode,
+        /// Receiving payload rows.
+        Recv,
+        /// Sending the status byte.
+        Reply,
+        /// Reading the next row to send.
+        RdIssue,
+        /// Taking the read row into the shift register.
+        RdLoad,
+        /// Sending payload bytes.
+        Send,
+        /// Sending the CRC byte.
+        Crc,
+        /// Reading the first activation row of a matmul step.
+        MmStart,
+        /// Presenting activation rows to the MXU.
+        MmRun,
+        /// Waiting for the MXU's last result.
+        MmDrain,
+        /// Reading the next weight row of a received tile.
+        WRead,
+        /// Offering that row to the MXU's weight FIFO.
+        WPush,
+    }
+}
 
-// Payload targets.
-const T_ACT: u32 = 0;
-const T_WEIGHTS: u32 = 1;
-const T_ACC: u32 = 2;
-const T_STATUS: u32 = 3;
-
-/// `default`, or the value of the first case whose condition holds.
-fn select(default: Expr, cases: &[(Expr, Expr)]) -> Expr {
-    cases
-        .iter()
-        .rev()
-        .fold(default, |acc, &(cond, value)| mux(cond, value, acc))
+hw::hw_enum! {
+    /// Where a command's payload rows go or come from.
+    pub enum PayloadTarget { Act, Weights, Acc, Status }
 }
 
 /// One byte of CRC-8/SMBUS (polynomial 0x07), as logic.
@@ -138,6 +153,8 @@ fn body(
     mxu_def: &Rc<ModuleDef>,
 ) {
     use mxu::ports as mp;
+    use BridgeState as S;
+    use PayloadTarget as T;
     let mxu_cfg = cfg.mxu();
     let (rows, cols) = (mxu_cfg.rows(), mxu_cfg.cols());
     let e = mxu_cfg.dtype().operand_bits();
@@ -150,9 +167,6 @@ fn body(
     let bc_ty = Ty::u(bits_for(sh_bits / 8));
     let u8t = Ty::u(8);
     let u16t = Ty::u(16);
-    let st_ty = Ty::u(4);
-    let tgt_ty = Ty::u(2);
-    let q_ty = Ty::u(2);
 
     // ---- The UARTs.
     let rx_pin = m.input(ports::UART_RX, Ty::BOOL);
@@ -161,8 +175,8 @@ fn body(
     let rx_valid = m.inst_output(rx, uart::rx_ports::VALID);
     let rx_byte = m.inst_output(rx, uart::rx_ports::DATA);
     let rx_ferr = m.inst_output(rx, uart::rx_ports::FRAME_ERR);
-    let tx_valid = m.wire_decl("tx_valid", Ty::BOOL);
-    let tx_data = m.wire_decl("tx_data", u8t);
+    let tx_valid = m.comb_default("tx_valid", Ty::BOOL, 0);
+    let tx_data = m.comb("tx_data", u8t);
     let tx = m.instance("tx", tx_def);
     m.connect(tx, uart::tx_ports::VALID, tx_valid.value());
     m.connect(tx, uart::tx_ports::DATA, tx_data.value());
@@ -171,13 +185,13 @@ fn body(
     m.output(ports::UART_TX, tx_pin);
 
     // ---- Registers.
-    let state = m.reg_reset("state", st_ty, IDLE);
+    let fsm = m.fsm("state", S::Idle);
     let hdr_cnt = m.reg_reset("hdr_cnt", Ty::u(3), 0);
     let opcode = m.reg_reset("opcode", u8t, 0);
     let fields = m.reg_reset("fields", Ty::u(48), 0);
     let crc = m.reg_reset("crc", u8t, 0);
     let status_q = m.reg_reset("status", u8t, 0);
-    let target = m.reg_reset("target", tgt_ty, 0);
+    let target = m.reg_reset("target", T::ty(), T::Act.index());
     let reads = m.reg_reset("reads", Ty::BOOL, 0);
     let exec = m.reg_reset("exec", Ty::BOOL, 0);
     let row_bytes = m.reg_reset("row_bytes", bc_ty, 1);
@@ -187,7 +201,7 @@ fn body(
     let acc_ptr = m.reg_reset("acc_ptr", u16t, 0);
     let add = m.reg_reset("add", Ty::BOOL, 0);
     let first = m.reg_reset("first", Ty::BOOL, 0);
-    let queued = m.reg_reset("queued", q_ty, 0);
+    let queued = m.reg_reset("queued", Ty::u(2), 0);
     let sh = m.reg_reset("sh", Ty::u(sh_bits), 0);
     let push_ty = Ty::u(bits_for(rows - 1));
     let push_cnt = m.reg_reset("push_cnt", push_ty, 0);
@@ -196,24 +210,8 @@ fn body(
     let f_stray = m.reg_reset("flag_stray", Ty::BOOL, 0);
     let f_timeout = m.reg_reset("flag_timeout", Ty::BOOL, 0);
 
-    let s = state.q();
-    let at = |k: u32| s.is_eq(k);
-    let idle = m.wire("st_idle", at(IDLE));
-    let hdr = m.wire("st_hdr", at(HDR));
-    let decode = m.wire("st_decode", at(DECODE));
-    let recv = m.wire("st_recv", at(RECV));
-    let reply = m.wire("st_reply", at(REPLY));
-    let rd_issue = m.wire("st_rd_issue", at(RD_ISSUE));
-    let rd_load = m.wire("st_rd_load", at(RD_LOAD));
-    let send = m.wire("st_send", at(SEND));
-    let crc_st = m.wire("st_crc", at(CRC));
-    let mm_start = m.wire("st_mm_start", at(MM_START));
-    let mm_run = m.wire("st_mm_run", at(MM_RUN));
-    let mm_drain = m.wire("st_mm_drain", at(MM_DRAIN));
-    let w_read = m.wire("st_w_read", at(W_READ));
-    let w_push = m.wire("st_w_push", at(W_PUSH));
-
-    // ---- The MXU and the activation buffer.
+    // ---- The MXU and the buffers. Its inputs are combinational values the
+    // state table assigns (0 in states that do not).
     let mxu = m.instance("mxu", mxu_def);
     let w_ready = m.inst_output(mxu, mp::W_READY);
     let a_ready = m.inst_output(mxu, mp::A_READY);
@@ -225,48 +223,32 @@ fn body(
         "mxu_acc_wr_o",
         "a matmul step is complete when busy_o falls; single writes need no count",
     );
-    let abuf = m.memory("abuf", Ty::u(act_bits), act_aw);
-    let tgt = target.q();
-    let tgt_is = |k: u32| tgt.is_eq(k);
-    let mm_accept = m.wire("mm_accept", mm_run & a_ready);
-    // Read data is there the cycle after the read (the MXU also says so).
-    let rd_take = m.wire("rd_take", rd_load & (!tgt_is(T_ACC) | acc_rd_valid));
+    let w_valid = m.comb_default("w_valid", Ty::BOOL, 0);
+    let a_valid = m.comb_default("a_valid", Ty::BOOL, 0);
+    let acc_rd_en = m.comb_default("acc_rd_en", Ty::BOOL, 0);
+    let abuf_rd_en = m.comb_default("abuf_rd_en", Ty::BOOL, 0);
+    let w_read = m.comb_default("wbuf_rd_en", Ty::BOOL, 0);
     let addr_lo = addr.q().trunc(act_aw);
-    let abuf_rd_en = m.wire(
-        "abuf_rd_en",
-        (rd_issue & tgt_is(T_ACT)) | mm_start | mm_accept,
-    );
-    let abuf_rd_addr = m.wire("abuf_rd_addr", mux(mm_run, addr_lo + 1, addr_lo));
-    let abuf_row = m.mem_read(abuf, Some(abuf_rd_en), abuf_rd_addr);
+    let abuf_rd_addr = m.comb_default("abuf_rd_addr", Ty::u(act_aw), addr_lo);
+    let abuf = m.memory("abuf", Ty::u(act_bits), act_aw);
+    let abuf_row = m.mem_read(abuf, Some(abuf_rd_en.value()), abuf_rd_addr.value());
     // The weight tile buffer: a whole tile is received before any of it goes
     // to the MXU, so a command that is abandoned or refused leaves no partial
     // tile in the weight FIFO.
     let wbuf_aw = bits_for(rows - 1);
     let wbuf = m.memory("wbuf", Ty::u(w_bits), wbuf_aw);
-    let wbuf_row = m.mem_read(wbuf, Some(w_read), push_cnt.q().zext(wbuf_aw));
-    m.connect(mxu, mp::W_VALID, w_push);
+    let wbuf_row = m.mem_read(wbuf, Some(w_read.value()), push_cnt.q().zext(wbuf_aw));
+    m.connect(mxu, mp::W_VALID, w_valid.value());
     m.connect(mxu, mp::W_ROW, wbuf_row);
-    m.connect(mxu, mp::A_VALID, mm_run);
-    m.connect(mxu, mp::A_FIRST, mm_run & first.q());
+    m.connect(mxu, mp::A_VALID, a_valid.value());
+    m.connect(mxu, mp::A_FIRST, a_valid.value() & first.q());
     m.connect(mxu, mp::A_ROW, abuf_row);
     m.connect(mxu, mp::A_ACC_ADDR, acc_ptr.q().trunc(acc_aw));
     m.connect(mxu, mp::A_ACC_ADD, add.q());
-    m.connect(mxu, mp::ACC_RD_EN, rd_issue & tgt_is(T_ACC));
+    m.connect(mxu, mp::ACC_RD_EN, acc_rd_en.value());
     m.connect(mxu, mp::ACC_RD_ADDR, addr.q().trunc(acc_aw));
 
-    // ---- Header.
-    let is_sync = rx_byte.is_eq(protocol::SYNC);
-    let start_cmd = m.wire("start_cmd", idle & rx_valid & is_sync);
-    let hdr_byte = m.wire("hdr_byte", hdr & rx_valid);
-    let hdr_done = m.wire("hdr_done", hdr_byte & hdr_cnt.q().is_eq(6));
-    m.set_next(hdr_cnt, mux(idle, hdr_cnt.q().lit(0), hdr_cnt.q() + 1));
-    m.set_enable(hdr_cnt, idle | hdr_byte);
-    m.set_next(opcode, rx_byte);
-    m.set_enable(opcode, hdr_byte & hdr_cnt.q().is_eq(0));
-    m.set_next(fields, cat(&[rx_byte, fields.q().slice(8, 40)]));
-    m.set_enable(fields, hdr_byte & hdr_cnt.q().is_ne(0));
-
-    // ---- Decode: checks on the header fields.
+    // ---- Decode: the checks on the header fields, by opcode.
     let f = fields.q();
     let f_addr = f.slice(0, 16);
     let f_count = f.slice(16, 16);
@@ -281,109 +263,83 @@ fn body(
     let acc_addr_ok = m.wire("acc_addr_ok", count_ok & end17(f_addr).is_le(acc_rows17));
     let acc_arg_ok = m.wire("acc_arg_ok", count_ok & end17(f_arg).is_le(acc_rows17));
     let opq = opcode.q();
-    let is_op = |k: u8| opq.is_eq(k);
-    let is_status = m.wire("op_status", is_op(op::STATUS));
-    let is_write = m.wire("op_write_act", is_op(op::WRITE_ACT));
-    let is_read_act = m.wire("op_read_act", is_op(op::READ_ACT));
-    let is_load = m.wire("op_load_weights", is_op(op::LOAD_WEIGHTS));
-    let is_mm = m.wire("op_matmul", is_op(op::MATMUL) | is_op(op::MATMUL_ADD));
-    let is_read_acc = m.wire("op_read_acc", is_op(op::READ_ACC));
-    let sb = |v: u8| opq.lit(v);
-    let ok = sb(status::OK);
-    let bad_range = sb(status::BAD_RANGE);
-    let queue_ok = queued.q().is_lt(MAX_QUEUED_TILES);
-    let mm_status = mux(
-        act_ok & acc_arg_ok,
-        mux(queued.q().is_eq(0), sb(status::NO_WEIGHTS), ok),
-        bad_range,
+    let range = |ok: Expr| mux(ok, opq.lit(status::OK), opq.lit(status::BAD_RANGE));
+    // What DECODE loads: the reply status, the payload target and row size,
+    // the rows to move, whether the reply carries rows, and the next state.
+    let dec_status = m.comb_default("dec_status", u8t, status::BAD_OPCODE);
+    let dec_target = m.comb_default("dec_target", T::ty(), T::Act);
+    let dec_row_bytes = m.comb_default("dec_row_bytes", bc_ty, act_bits / 8);
+    let dec_rows = m.comb_default("dec_rows", u16t, f_count);
+    let dec_reads = m.comb_default("dec_reads", Ty::BOOL, 0);
+    let dec_recv = m.comb_default("dec_recv", Ty::BOOL, 0);
+    m.switch(opq)
+        .case(op::STATUS, |m| {
+            m.assign(dec_status, status::OK);
+            m.assign(dec_target, T::Status);
+            m.assign(dec_row_bytes, STATUS_BYTES as u32);
+            m.assign(dec_rows, 1);
+            m.assign(dec_reads, 1);
+        })
+        .case(op::WRITE_ACT, |m| {
+            m.assign(dec_status, range(act_ok));
+            m.assign(dec_recv, count_ok);
+        })
+        .case(op::READ_ACT, |m| {
+            m.assign(dec_status, range(act_ok));
+            m.assign(dec_reads, 1);
+        })
+        .case(op::LOAD_WEIGHTS, |m| {
+            let room = queued.q().is_lt(MAX_QUEUED_TILES);
+            m.assign(
+                dec_status,
+                mux(room, opq.lit(status::OK), opq.lit(status::QUEUE_FULL)),
+            );
+            m.assign(dec_target, T::Weights);
+            m.assign(dec_row_bytes, w_bits / 8);
+            m.assign(dec_rows, rows);
+            // The tile is read (and dropped if refused) whatever the status.
+            m.assign(dec_recv, 1);
+        })
+        .cases(&[op::MATMUL, op::MATMUL_ADD], |m| {
+            m.if_(!(act_ok & acc_arg_ok), |m| {
+                m.assign(dec_status, status::BAD_RANGE)
+            })
+            .elif(queued.q().is_eq(0), |m| {
+                m.assign(dec_status, status::NO_WEIGHTS)
+            })
+            .else_(|m| m.assign(dec_status, status::OK));
+        })
+        .case(op::READ_ACC, |m| {
+            m.assign(dec_status, range(acc_addr_ok));
+            m.assign(dec_target, T::Acc);
+            m.assign(dec_row_bytes, acc_bits / 8);
+            m.assign(dec_reads, 1);
+        });
+    let is_mm = m.wire(
+        "op_matmul",
+        opq.is_eq(op::MATMUL) | opq.is_eq(op::MATMUL_ADD),
     );
-    let dec_status = m.wire(
-        "dec_status",
-        select(
-            sb(status::BAD_OPCODE),
-            &[
-                (is_status, ok),
-                (is_write | is_read_act, mux(act_ok, ok, bad_range)),
-                (is_load, mux(queue_ok, ok, sb(status::QUEUE_FULL))),
-                (is_mm, mm_status),
-                (is_read_acc, mux(acc_addr_ok, ok, bad_range)),
-            ],
-        ),
-    );
-    let dec_ok = dec_status.is_eq(status::OK);
-    let st = |k: u32| s.lit(k);
-    let dec_next = select(
-        st(REPLY),
-        &[
-            (is_write & count_ok, st(RECV)),
-            (is_load, st(RECV)),
-            (is_mm & dec_ok, st(MM_START)),
-        ],
-    );
-    let tl = |k: u32| tgt.lit(k);
-    let dec_target = select(
-        tl(T_ACT),
-        &[
-            (is_load, tl(T_WEIGHTS)),
-            (is_read_acc, tl(T_ACC)),
-            (is_status, tl(T_STATUS)),
-        ],
-    );
-    let bl = |k: u32| byte_cnt.q().lit(k);
-    let dec_row_bytes = select(
-        bl(act_bits / 8),
-        &[
-            (is_load, bl(w_bits / 8)),
-            (is_read_acc, bl(acc_bits / 8)),
-            (is_status, bl(STATUS_BYTES as u32)),
-        ],
-    );
-    let dec_rows = mux(
-        is_load,
-        f_count.lit(rows),
-        mux(is_status, f_count.lit(1), f_count),
-    );
-    m.set_next(status_q, dec_status);
-    m.set_enable(status_q, decode);
-    m.set_next(target, dec_target);
-    m.set_enable(target, decode);
-    m.set_next(reads, is_status | is_read_act | is_read_acc);
-    m.set_enable(reads, decode);
-    m.set_next(exec, dec_ok);
-    m.set_enable(exec, decode);
-    m.set_next(row_bytes, dec_row_bytes);
-    m.set_enable(row_bytes, decode);
-    m.set_next(add, is_op(op::MATMUL_ADD));
-    m.set_enable(add, decode);
+    let dec_ok = dec_status.value().is_eq(status::OK);
 
-    // ---- Payload bytes in and out.
-    let recv_byte = m.wire("recv_byte", recv & rx_valid);
-    let tx_fire = m.wire("tx_fire", tx_valid.value() & tx_ready);
-    let send_byte = m.wire("send_byte", send & tx_ready);
-    let byte_step = recv_byte | send_byte;
-    let row_last = byte_cnt.q().is_eq(row_bytes.q() - 1);
-    let row_end = m.wire("row_end", byte_step & row_last);
+    // ---- Payload bytes and rows.
+    let tgt = target.q();
+    let tgt_is = |t: PayloadTarget| tgt.is_eq(t);
+    let row_last = m.wire("row_last", byte_cnt.q().is_eq(row_bytes.q() - 1));
     let last_row = m.wire("last_row", rows_left.q().is_eq(1));
-    let recv_done = m.wire("recv_done", recv_byte & row_last & last_row);
-    m.set_next(
-        byte_cnt,
-        mux(decode | rd_take | row_end, bl(0), byte_cnt.q() + 1),
+    let sh_q = sh.q();
+    let sh_in = m.wire("sh_in", cat(&[rx_byte, sh_q.slice(8, sh_bits - 8)]));
+    let sh_out = cat(&[m.lit(u8t, 0), sh_q.slice(8, sh_bits - 8)]);
+    // Read data is there the cycle after the read (the MXU also says so).
+    let rd_take = m.wire("rd_take", !tgt_is(T::Acc) | acc_rd_valid);
+    let rd_data = mux(
+        tgt_is(T::Acc),
+        acc_rd_data.zext(sh_bits),
+        abuf_row.zext(sh_bits),
     );
-    m.set_enable(byte_cnt, decode | rd_take | byte_step);
-    m.set_next(rows_left, mux(decode, dec_rows, rows_left.q() - 1));
-    m.set_enable(rows_left, decode | row_end | mm_accept);
-    let recv_row = m.wire("recv_row", recv_byte & row_last);
-    m.set_next(
-        addr,
-        mux(decode, mux(is_load, f_addr.lit(0), f_addr), addr.q() + 1),
-    );
-    m.set_enable(addr, decode | recv_row | rd_take | mm_accept);
-    m.set_next(acc_ptr, mux(decode, f_arg, acc_ptr.q() + 1));
-    m.set_enable(acc_ptr, decode | mm_accept);
-
+    let push_last = push_cnt.q().is_eq(rows - 1);
     // The status word (STATUS payload), least significant byte first.
     let word = {
-        let version = sb(protocol::VERSION);
+        let sb = |v: u8| m.lit(u8t, v);
         let dtype = sb(match mxu_cfg.dtype() {
             ElemType::Int8 => 0,
             ElemType::Bf16 => 1,
@@ -401,120 +357,203 @@ fn body(
             m.lit(u16t, cols),
             m.lit(u16t, rows),
             dtype,
-            version,
+            sb(protocol::VERSION),
             magic,
         ])
     };
     let word = m.wire("status_word", word);
-    let sh_q = sh.q();
-    let sh_in = m.wire("sh_in", cat(&[rx_byte, sh_q.slice(8, sh_bits - 8)]));
-    let sh_out = cat(&[m.lit(u8t, 0), sh_q.slice(8, sh_bits - 8)]);
-    let rd_data = mux(
-        tgt_is(T_ACC),
-        acc_rd_data.zext(sh_bits),
-        abuf_row.zext(sh_bits),
+    // Complete received rows are stored in the cycle their last byte arrives:
+    // activation rows into the buffer, weight rows into the tile buffer.
+    let store = m.comb_default("store_row", Ty::BOOL, 0);
+    m.mem_write(
+        abuf,
+        store.value() & tgt_is(T::Act),
+        addr_lo,
+        sh_in.slice(sh_bits - act_bits, act_bits),
     );
-    m.set_next(
-        sh,
-        select(
-            word.zext(sh_bits),
-            &[(recv_byte, sh_in), (rd_take, rd_data), (send_byte, sh_out)],
-        ),
-    );
-    m.set_enable(sh, decode | recv_byte | rd_take | send_byte);
-
-    // Complete received rows: activation rows into the buffer, weight rows
-    // into the holding register.
-    let store = m.wire("store_row", recv_row & exec.q());
-    let act_row = sh_in.slice(sh_bits - act_bits, act_bits);
-    m.mem_write(abuf, store & tgt_is(T_ACT), addr_lo, act_row);
-    let w_row = sh_in.slice(sh_bits - w_bits, w_bits);
     m.mem_write(
         wbuf,
-        store & tgt_is(T_WEIGHTS),
+        store.value() & tgt_is(T::Weights),
         addr.q().trunc(wbuf_aw),
-        w_row,
+        sh_in.slice(sh_bits - w_bits, w_bits),
     );
-    let push_go = m.wire("push_go", recv_done & exec.q() & tgt_is(T_WEIGHTS));
-    let pushed = m.wire("pushed", w_push & w_ready);
-    let push_last = push_cnt.q().is_eq(rows - 1);
-    m.set_next(
-        push_cnt,
-        mux(push_go, push_cnt.q().lit(0), push_cnt.q() + 1),
-    );
-    m.set_enable(push_cnt, push_go | pushed);
-    let tile_in = pushed & push_last;
-    let first_accept = mm_accept & first.q();
-    m.set_next(
-        queued,
-        mux(
-            tile_in,
-            queued.q() + 1,
-            mux(first_accept, queued.q() - 1, queued.q()),
-        ),
-    );
-    m.set_next(first, mm_start);
-    m.set_enable(first, mm_start | mm_accept);
 
-    // ---- Replies.
-    m.drive(tx_valid, reply | send | crc_st);
-    m.drive(
-        tx_data,
-        select(
-            sh_q.slice(0, 8),
-            &[(reply, status_q.q()), (crc_st, crc.q())],
-        ),
-    );
-    let crc_byte = mux(tx_fire, tx_data.value(), rx_byte);
-    let crc_sync = m.lit(u8t, protocol::crc8_update(0, protocol::SYNC));
-    m.set_next(crc, mux(start_cmd, crc_sync, crc8_logic(crc.q(), crc_byte)));
-    m.set_enable(crc, start_cmd | hdr_byte | recv_byte | (tx_fire & !crc_st));
+    // ---- The state table.
+    let crc_rx = crc8_logic(crc.q(), rx_byte);
+    let crc_tx = crc8_logic(crc.q(), tx_data.value());
+    // A payload byte received (RECV) or sent (SEND): count it; the row's
+    // last byte ends the row.
+    let byte_step = |m: &mut ModuleBuilder| {
+        m.if_(row_last, |m| {
+            m.assign(byte_cnt, 0);
+            m.assign(rows_left, rows_left.q() - 1);
+        })
+        .else_(|m| m.assign(byte_cnt, byte_cnt.q() + 1));
+    };
+    // A byte expected while receiving: none for 2^timeout_log2 cycles
+    // abandons the command.
+    let timed_out = m.comb_default("timed_out", Ty::BOOL, 0);
+    let wait_byte = |m: &mut ModuleBuilder| {
+        m.assign(quiet, quiet.q() + 1);
+        m.if_(quiet.q().all(), |m| {
+            m.assign(timed_out, 1);
+            fsm.goto(m, S::Idle);
+        });
+    };
+    m.assign(quiet, 0);
+    m.assign(tx_data, sh_q.slice(0, 8));
+    m.fsm_states(fsm, |st| {
+        st.state(S::Idle, |m| {
+            m.assign(hdr_cnt, 0);
+            m.if_(rx_valid & rx_byte.is_eq(protocol::SYNC), |m| {
+                m.assign(crc, protocol::crc8_update(0, protocol::SYNC));
+                fsm.goto(m, S::Hdr);
+            });
+        })
+        .state(S::Hdr, |m| {
+            m.if_(rx_valid, |m| {
+                m.assign(hdr_cnt, hdr_cnt.q() + 1);
+                m.assign(crc, crc_rx);
+                m.if_(hdr_cnt.q().is_eq(0), |m| m.assign(opcode, rx_byte))
+                    .else_(|m| m.assign(fields, cat(&[rx_byte, f.slice(8, 40)])));
+                m.if_(hdr_cnt.q().is_eq(6), |m| fsm.goto(m, S::Decode));
+            })
+            .else_(wait_byte);
+        })
+        .state(S::Decode, |m| {
+            m.assign(status_q, dec_status.value());
+            m.assign(target, dec_target.value());
+            m.assign(reads, dec_reads.value());
+            m.assign(exec, dec_ok);
+            m.assign(row_bytes, dec_row_bytes.value());
+            m.assign(add, opq.is_eq(op::MATMUL_ADD));
+            m.assign(byte_cnt, 0);
+            m.assign(rows_left, dec_rows.value());
+            // A weight tile is written from row 0 of the tile buffer.
+            m.assign(
+                addr,
+                mux(opq.is_eq(op::LOAD_WEIGHTS), f_addr.lit(0), f_addr),
+            );
+            m.assign(acc_ptr, f_arg);
+            m.assign(sh, word.zext(sh_bits));
+            m.if_(dec_recv.value(), |m| fsm.goto(m, S::Recv))
+                .elif(is_mm & dec_ok, |m| fsm.goto(m, S::MmStart))
+                .else_(|m| fsm.goto(m, S::Reply));
+        })
+        .state(S::Recv, |m| {
+            m.if_(rx_valid, |m| {
+                m.assign(crc, crc_rx);
+                m.assign(sh, sh_in);
+                byte_step(m);
+                m.if_(row_last, |m| {
+                    m.assign(store, exec.q());
+                    m.assign(addr, addr.q() + 1);
+                    m.if_(last_row, |m| {
+                        m.if_(exec.q() & tgt_is(T::Weights), |m| {
+                            m.assign(push_cnt, 0);
+                            fsm.goto(m, S::WRead);
+                        })
+                        .else_(|m| fsm.goto(m, S::Reply));
+                    });
+                });
+            })
+            .else_(wait_byte);
+        })
+        .state(S::WRead, |m| {
+            m.assign(w_read, 1);
+            fsm.goto(m, S::WPush);
+        })
+        .state(S::WPush, |m| {
+            m.assign(w_valid, 1);
+            m.if_(w_ready, |m| {
+                m.assign(push_cnt, push_cnt.q() + 1);
+                m.if_(push_last, |m| {
+                    m.assign(queued, queued.q() + 1);
+                    fsm.goto(m, S::Reply);
+                })
+                .else_(|m| fsm.goto(m, S::WRead));
+            });
+        })
+        .state(S::Reply, |m| {
+            m.assign(tx_valid, 1);
+            m.assign(tx_data, status_q.q());
+            m.if_(tx_ready, |m| {
+                m.assign(crc, crc_tx);
+                m.if_(reads.q() & status_q.q().is_eq(status::OK), |m| {
+                    m.if_(tgt_is(T::Status), |m| fsm.goto(m, S::Send))
+                        .else_(|m| fsm.goto(m, S::RdIssue));
+                })
+                .else_(|m| fsm.goto(m, S::Crc));
+            });
+        })
+        .state(S::RdIssue, |m| {
+            m.assign(abuf_rd_en, tgt_is(T::Act));
+            m.assign(acc_rd_en, tgt_is(T::Acc));
+            fsm.goto(m, S::RdLoad);
+        })
+        .state(S::RdLoad, |m| {
+            m.if_(rd_take, |m| {
+                m.assign(sh, rd_data);
+                m.assign(byte_cnt, 0);
+                m.assign(addr, addr.q() + 1);
+                fsm.goto(m, S::Send);
+            });
+        })
+        .state(S::Send, |m| {
+            m.assign(tx_valid, 1);
+            m.if_(tx_ready, |m| {
+                m.assign(crc, crc_tx);
+                m.assign(sh, sh_out);
+                byte_step(m);
+                m.if_(row_last, |m| {
+                    m.if_(last_row, |m| fsm.goto(m, S::Crc))
+                        .else_(|m| fsm.goto(m, S::RdIssue));
+                });
+            });
+        })
+        .state(S::Crc, |m| {
+            m.assign(tx_valid, 1);
+            m.assign(tx_data, crc.q());
+            m.if_(tx_ready, |m| fsm.goto(m, S::Idle));
+        })
+        .state(S::MmStart, |m| {
+            m.assign(abuf_rd_en, 1);
+            m.assign(first, 1);
+            fsm.goto(m, S::MmRun);
+        })
+        .state(S::MmRun, |m| {
+            // Rows are presented one per cycle, each read one ahead.
+            m.assign(a_valid, 1);
+            m.assign(abuf_rd_addr, addr_lo + 1);
+            m.if_(a_ready, |m| {
+                m.assign(abuf_rd_en, 1);
+                m.assign(first, 0);
+                m.assign(rows_left, rows_left.q() - 1);
+                m.assign(addr, addr.q() + 1);
+                m.assign(acc_ptr, acc_ptr.q() + 1);
+                m.if_(first.q(), |m| m.assign(queued, queued.q() - 1));
+                m.if_(last_row, |m| fsm.goto(m, S::MmDrain));
+            });
+        })
+        .state(S::MmDrain, |m| {
+            m.if_(!busy, |m| fsm.goto(m, S::Reply));
+        });
+    });
 
-    // ---- Timeout, flags.
-    let receiving = hdr | recv;
-    m.set_next(
-        quiet,
-        mux(receiving & !rx_valid, quiet.q() + 1, quiet.q().lit(0)),
-    );
-    let timed_out = m.wire("timed_out", receiving & !rx_valid & quiet.q().all());
-    let clear = decode & is_status;
-    let stray = rx_valid & ((idle & !is_sync) | !(idle | receiving));
+    // ---- Error flags: set by their event, cleared by a STATUS command;
+    // the event wins.
+    let clear = fsm.is(S::Decode) & opq.is_eq(op::STATUS);
+    let idle = fsm.is(S::Idle);
+    let receiving = fsm.is(S::Hdr) | fsm.is(S::Recv);
+    let stray = rx_valid & ((idle & rx_byte.is_ne(protocol::SYNC)) | !(idle | receiving));
     for (flag, event) in [
         (f_framing, rx_ferr),
         (f_stray, stray),
-        (f_timeout, timed_out),
+        (f_timeout, timed_out.value()),
     ] {
-        m.set_next(flag, event | (flag.q() & !clear));
+        m.if_(clear, |m| m.assign(flag, 0));
+        m.if_(event, |m| m.assign(flag, 1));
     }
-
-    // ---- Next state.
-    let after_reply = mux(
-        reads.q() & status_q.q().is_eq(status::OK),
-        mux(tgt_is(T_STATUS), st(SEND), st(RD_ISSUE)),
-        st(CRC),
-    );
-    let next = select(
-        s,
-        &[
-            (start_cmd, st(HDR)),
-            (hdr_done, st(DECODE)),
-            (timed_out, st(IDLE)),
-            (decode, dec_next),
-            (push_go, st(W_READ)),
-            (recv_done, st(REPLY)),
-            (w_read, st(W_PUSH)),
-            (pushed, mux(push_last, st(REPLY), st(W_READ))),
-            (reply & tx_ready, after_reply),
-            (rd_issue, st(RD_LOAD)),
-            (rd_take, st(SEND)),
-            (send_byte & row_last, mux(last_row, st(CRC), st(RD_ISSUE))),
-            (crc_st & tx_ready, st(IDLE)),
-            (mm_start, st(MM_RUN)),
-            (mm_accept & last_row, st(MM_DRAIN)),
-            (mm_drain & !busy, st(REPLY)),
-        ],
-    );
-    m.set_next(state, next);
 
     m.output(ports::ACTIVE, !idle);
     m.output(ports::ERROR, f_framing.q() | f_stray.q() | f_timeout.q());
