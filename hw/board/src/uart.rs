@@ -22,8 +22,24 @@
 //! offered then starts right after it: back-to-back bytes are sent with no
 //! gap, each bit exactly `N` cycles long.
 
-use hw::{mux, Design, ModuleDef, Ty};
+use hw::{mux, Design, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
+
+hw::hw_enum! {
+    /// The receiver's states.
+    pub enum RxState {
+        /// Waiting for the line to go low (a start bit).
+        Idle,
+        /// Counting to the middle of the start bit.
+        Start,
+        /// Sampling the eight data bits.
+        Data,
+        /// Sampling the stop bit.
+        Stop,
+        /// After a framing error: waiting for the line to go high.
+        WaitHigh,
+    }
+}
 
 /// The fewest clock cycles per bit the receiver's mid-bit sampling supports.
 pub const MIN_CLOCKS_PER_BIT: u32 = 4;
@@ -89,61 +105,60 @@ pub fn uart_rx(design: &mut Design, clocks_per_bit: u32) -> Rc<ModuleDef> {
         m.set_next(sync2, sync1.q());
         let line = sync2.q();
 
-        const IDLE: u32 = 0;
-        const START: u32 = 1;
-        const DATA: u32 = 2;
-        const STOP: u32 = 3;
-        const WAIT_HIGH: u32 = 4;
-        let st_ty = Ty::u(3);
-        let state = m.reg_reset("state", st_ty, IDLE);
+        let fsm = m.fsm("state", RxState::Idle);
         let cnt_ty = Ty::u(bits_for(n - 1));
         let cnt = m.reg_reset("cnt", cnt_ty, 0);
         let bit = m.reg_reset("bit_idx", Ty::u(3), 0);
         let shift = m.reg_reset("shift", Ty::u(8), 0);
-        let s = state.q();
-        let is = |v: u32| s.is_eq(v);
-        let in_idle = m.wire("in_idle", is(IDLE));
-        let in_start = m.wire("in_start", is(START));
-        let in_data = m.wire("in_data", is(DATA));
-        let in_stop = m.wire("in_stop", is(STOP));
-        let in_wait = m.wire("in_wait", is(WAIT_HIGH));
-        let framing = m.wire("framing", in_start | in_data | in_stop);
-        // The sample point: the counter has run out in a framing state.
-        let tick = m.wire("tick", framing & cnt.q().is_eq(0));
-        let begin = m.wire("start_edge", in_idle & !line);
-
+        let valid = m.reg_reset("valid", Ty::BOOL, 0);
+        let ferr = m.reg_reset("ferr", Ty::BOOL, 0);
         let half = m.lit(cnt_ty, (n - 1) / 2 - 1);
         let full = m.lit(cnt_ty, n - 1);
-        let cnt_next = mux(begin, half, mux(tick, full, cnt.q() - 1));
-        m.set_next(cnt, cnt_next);
-        m.set_enable(cnt, begin | framing);
-
-        let lit = |v: u32| m.lit(st_ty, v);
-        let (idle, start, data, stop, wait) =
-            (lit(IDLE), lit(START), lit(DATA), lit(STOP), lit(WAIT_HIGH));
-        let last_bit = bit.q().is_eq(7);
-        let after_start = mux(line, idle, data);
-        let after_data = mux(last_bit, stop, data);
-        let after_stop = mux(line, idle, wait);
-        let on_tick = mux(in_start, after_start, mux(in_data, after_data, after_stop));
-        let next = mux(
-            begin,
-            start,
-            mux(tick, on_tick, mux(in_wait & line, idle, s)),
-        );
-        m.set_next(state, next);
-
-        let data_tick = m.wire("data_tick", tick & in_data);
-        m.set_next(bit, mux(in_start, m.lit(Ty::u(3), 0), bit.q() + 1));
-        m.set_enable(bit, tick & (in_start | in_data));
-        m.set_next(shift, hw::cat(&[line, shift.q().slice(1, 7)]));
-        m.set_enable(shift, data_tick);
-
-        let stop_tick = tick & in_stop;
-        let valid = m.reg_reset("valid", Ty::BOOL, 0);
-        m.set_next(valid, stop_tick & line);
-        let ferr = m.reg_reset("ferr", Ty::BOOL, 0);
-        m.set_next(ferr, stop_tick & !line);
+        // In the framing states the counter runs down to the next sample
+        // point (0), where `on_sample` runs and it restarts a bit time.
+        let at_sample = |m: &mut ModuleBuilder, on_sample: &dyn Fn(&mut ModuleBuilder)| {
+            m.if_(cnt.q().is_eq(0), |m| {
+                m.assign(cnt, full);
+                on_sample(m);
+            })
+            .else_(|m| m.assign(cnt, cnt.q() - 1));
+        };
+        m.assign(valid, 0);
+        m.assign(ferr, 0);
+        m.fsm_states(fsm, |st| {
+            st.state(RxState::Idle, |m| {
+                m.if_(!line, |m| {
+                    m.assign(cnt, half);
+                    fsm.goto(m, RxState::Start);
+                });
+            })
+            .state(RxState::Start, |m| {
+                // A start bit that is high again at its middle was a glitch.
+                at_sample(m, &|m| {
+                    m.assign(bit, 0);
+                    m.if_(line, |m| fsm.goto(m, RxState::Idle))
+                        .else_(|m| fsm.goto(m, RxState::Data));
+                });
+            })
+            .state(RxState::Data, |m| {
+                at_sample(m, &|m| {
+                    m.assign(shift, hw::cat(&[line, shift.q().slice(1, 7)]));
+                    m.assign(bit, bit.q() + 1);
+                    m.if_(bit.q().is_eq(7), |m| fsm.goto(m, RxState::Stop));
+                });
+            })
+            .state(RxState::Stop, |m| {
+                at_sample(m, &|m| {
+                    m.assign(valid, line);
+                    m.assign(ferr, !line);
+                    m.if_(line, |m| fsm.goto(m, RxState::Idle))
+                        .else_(|m| fsm.goto(m, RxState::WaitHigh));
+                });
+            })
+            .state(RxState::WaitHigh, |m| {
+                m.if_(line, |m| fsm.goto(m, RxState::Idle));
+            });
+        });
         m.output(rx_ports::VALID, valid.q());
         m.output(rx_ports::DATA, shift.q());
         m.output(rx_ports::FRAME_ERR, ferr.q());
