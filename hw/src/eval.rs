@@ -32,6 +32,8 @@ enum FOp {
     /// Resolved away before evaluation.
     Alias(Option<usize>),
     Op(Op),
+    /// A comparison, and whether its operands are signed.
+    Compare(Op, bool),
     /// A procedural target's value or enable, by interpreting its statements.
     Proc(Rc<FProc>, ProcWant),
 }
@@ -289,6 +291,15 @@ impl Flattener {
                             None,
                         ),
                     }
+                }
+                op @ (Op::Eq | Op::Ne | Op::Lt | Op::Le | Op::Gt | Op::Ge) => {
+                    // The operands' signedness is the IR's: a resolved
+                    // operand may be another signal of the same width but
+                    // the other signedness (a signed child port read
+                    // through an unsigned bus element).
+                    let signed = def.nodes[node.args[0]].ty.signed;
+                    let args = node.args.iter().map(|&a| node_map[a]).collect();
+                    self.push(FOp::Compare(op.clone(), signed), node.ty, args, None)
                 }
                 op => {
                     let args = node.args.iter().map(|&a| node_map[a]).collect();
@@ -686,6 +697,23 @@ impl Evaluator {
                     ProcWant::Assigned => BigUint::from(current.is_some() as u8),
                 }
             }
+            FOp::Compare(op, signed) => {
+                let width = arg_ty(0).width;
+                let ord = if *signed {
+                    to_signed(arg(0), width).cmp(&to_signed(arg(1), width))
+                } else {
+                    arg(0).cmp(arg(1))
+                };
+                let r = match op {
+                    Op::Eq => ord.is_eq(),
+                    Op::Ne => ord.is_ne(),
+                    Op::Lt => ord.is_lt(),
+                    Op::Le => ord.is_le(),
+                    Op::Gt => ord.is_gt(),
+                    _ => ord.is_ge(),
+                };
+                BigUint::from(r as u8)
+            }
             FOp::Op(op) => match op {
                 Op::Const(_) | Op::Sig(_) => unreachable!("resolved when flattening"),
                 Op::Add => (arg(0) + arg(1)) & mask(w),
@@ -726,21 +754,7 @@ impl Evaluator {
                     }
                 }
                 Op::Eq | Op::Ne | Op::Lt | Op::Le | Op::Gt | Op::Ge => {
-                    let t = arg_ty(0);
-                    let ord = if t.signed {
-                        to_signed(arg(0), t.width).cmp(&to_signed(arg(1), t.width))
-                    } else {
-                        arg(0).cmp(arg(1))
-                    };
-                    let r = match op {
-                        Op::Eq => ord.is_eq(),
-                        Op::Ne => ord.is_ne(),
-                        Op::Lt => ord.is_lt(),
-                        Op::Le => ord.is_le(),
-                        Op::Gt => ord.is_gt(),
-                        _ => ord.is_ge(),
-                    };
-                    BigUint::from(r as u8)
+                    unreachable!("flattened into FOp::Compare")
                 }
                 Op::RedAnd => BigUint::from((*arg(0) == mask(arg_ty(0).width)) as u8),
                 Op::RedOr => BigUint::from((!arg(0).is_zero()) as u8),

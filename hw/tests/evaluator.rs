@@ -1313,3 +1313,31 @@ fn delay_lines_of_depth_0_1_and_3() {
         }
     }
 }
+
+#[test]
+fn a_signed_value_read_through_an_unsigned_bus_element_compares_unsigned() {
+    // The bus holds s1 elements driven by a child's s1 output; the parent
+    // reads element 1 as u1 (the raw slice). The comparison must follow the
+    // IR's operand type (unsigned), not the driver's (signed): 1 > 0.
+    let mut design = Design::new();
+    let child = design.define("pass_s1", &[], |_, m| {
+        let x = m.input("x_i", Ty::s(1));
+        m.output("y_o", x);
+    });
+    let top = design.define("bus_cmp", &[], |_, m| {
+        let a = m.input("a_i", Ty::s(1));
+        let bus = m.bus("b", Ty::s(1), &[2]);
+        m.bus_drive(bus, &[0], a);
+        let arr = m.instance_array("u", &child, &[("i", 1)]);
+        m.array_connect(arr, "x_i", bus, &[arr.var(0)]);
+        m.array_connect(arr, "y_o", bus, &[arr.var(0) + 1]);
+        let raw = m.bus_read(bus, &[1]).as_unsigned();
+        m.output("gt_o", raw.is_gt(raw.lit(0)));
+        m.output("le_o", raw.is_le(raw.lit(0)));
+    });
+    let mut e = evaluator(&top);
+    let out = run(&mut e, &[("a_i", &b(1))], &["gt_o", "le_o"]);
+    assert_eq!(out, [b(1), b(0)]);
+    let out = run(&mut e, &[("a_i", &b(0))], &["gt_o", "le_o"]);
+    assert_eq!(out, [b(0), b(1)]);
+}
