@@ -332,6 +332,16 @@ impl<'a> Emitter<'a> {
             Op::Sig(s) => self.sig_names[*s].clone(),
             Op::Add => bin(self, "+"),
             Op::Sub => bin(self, "-"),
+            // Verilator (5.006 and 5.048) gets a signed square wrong:
+            // `{{31{1'b0}}, t}` with `t = x * x` of a signed 32-bit `x`
+            // comes out sign-extended (hw_fuzz seed 9423845421823481800).
+            // A same-width product has the same bits signed or unsigned,
+            // so signed ones are written as unsigned products.
+            Op::Mul if ty.signed => {
+                let a = self.expr(args[0]);
+                let b = self.expr(args[1]);
+                format!("$signed(($unsigned({a}) * $unsigned({b})))")
+            }
             Op::Mul => bin(self, "*"),
             Op::And => bin(self, "&"),
             Op::Or => bin(self, "|"),
@@ -360,7 +370,13 @@ impl<'a> Emitter<'a> {
             Op::MulWide => {
                 let a = self.extended(args[0], ty.width);
                 let b = self.extended(args[1], ty.width);
-                format!("({a} * {b})")
+                if ty.signed && a == b {
+                    // A signed square (see Op::Mul): the product of the
+                    // sign-extended bit patterns, unsigned, has the same bits.
+                    format!("$signed(($unsigned({a}) * $unsigned({b})))")
+                } else {
+                    format!("({a} * {b})")
+                }
             }
             Op::Slice { lo } => {
                 let src_ty = self.def.nodes[args[0]].ty;

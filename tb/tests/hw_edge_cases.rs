@@ -7,7 +7,9 @@
 //! Verilator folds the expression at compile time with its own arithmetic
 //! (`V3Number`), a different code path from the C++ it runs for inputs. (That
 //! is how `8'hff << 32'hffffffff` was found to fold to `8'h7f` in Verilator
-//! 5.006, which the emitter now avoids.) The design is fixed, so its Verilator
+//! 5.006, which the emitter now avoids; and that Verilator 5.006 and 5.048
+//! sign-extend `{{N{1'b0}}, t}` where `t = x * x` of a signed `x`, which the
+//! emitter avoids by writing signed squares as unsigned products.) The design is fixed, so its Verilator
 //! model is built once and then comes from the cache; the input values are
 //! random, edge-weighted, and seeded.
 
@@ -25,6 +27,7 @@ const TYPES: &[(u32, bool)] = &[
     (1, true),
     (8, false),
     (8, true),
+    (32, true),
     (33, true),
     (64, false),
     (65, true),
@@ -146,6 +149,16 @@ fn edge_design() -> (Design, std::rc::Rc<hw::ModuleDef>) {
                 m.output(&format!("sh_{name}_{src}_o"), s);
                 let a = arithmetic(m, x);
                 m.output(&format!("ar_{name}_{src}_o"), a);
+                // Squares through a named wire, zero-extended: Verilator
+                // sign-extends a signed square there unless the emitter
+                // writes it as an unsigned product.
+                let sq = m.wire(&format!("sq_{name}_{src}"), x * x);
+                m.output(&format!("sq_{name}_{src}_o"), sq.as_unsigned().zext(w + 9));
+                let sqw = m.wire(&format!("sqw_{name}_{src}"), x.mul_wide(x));
+                m.output(
+                    &format!("sqw_{name}_{src}_o"),
+                    sqw.as_unsigned().zext(2 * w + 9),
+                );
             }
         }
         // A register, so the design is clocked like every other.
