@@ -961,3 +961,73 @@ fn crc_logic_is_one_reduction_per_bit() {
     let lines = text.lines().count();
     assert!(lines < 120, "{lines} lines:\n{text}");
 }
+
+/// The first-word fall-through FIFO of depth N + 1 behaves exactly like the
+/// MXU's former hand-written weight FIFO (a memory of N rows with pointers
+/// one bit wider, ready while the memory is not full, plus an output register
+/// refilled when empty or taken), cycle for cycle under random traffic, for
+/// the power-of-two N >= 2 the MXU uses.
+#[test]
+fn fwft_fifo_matches_the_former_mxu_weight_fifo() {
+    let mut rng = rng_for("fwft_fifo_matches_the_former_mxu_weight_fifo");
+    for rows in [2u32, 4, 8, 16] {
+        let mut design = Design::new();
+        let library = blocks::fifo(&mut design, Ty::u(12), rows + 1, FifoMode::Fwft);
+        let top = design.define("weight_fifo_pair", &[], |_, m| {
+            let valid = m.input("in_valid_i", Ty::BOOL);
+            let data = m.input("in_data_i", Ty::u(12));
+            let ready_in = m.input("out_ready_i", Ty::BOOL);
+            // The former structure, as the MXU built it.
+            let aw = rows.trailing_zeros();
+            let ptr = Ty::u(aw + 1);
+            let mem = m.memory("wfifo", Ty::u(12), aw);
+            let wr = m.reg_reset("wfifo_wr", ptr, 0);
+            let rd = m.reg_reset("wfifo_rd", ptr, 0);
+            let count = m.wire("wfifo_count", wr.q() - rd.q());
+            let ready = m.wire("w_ready", count.is_ne(rows));
+            let write = m.wire("wfifo_write", valid & ready);
+            m.mem_write(mem, write, wr.q().trunc(aw), data);
+            m.set_next(wr, wr.q() + write.zext(aw + 1));
+            let head_valid = m.reg_reset("head_valid", Ty::BOOL, 0);
+            let take = m.wire("take", head_valid.q() & ready_in);
+            let fetch = m.wire("fetch", count.is_ne(0) & (!head_valid.q() | take));
+            let head = m.mem_read(mem, Some(fetch), rd.q().trunc(aw));
+            m.set_next(rd, rd.q() + fetch.zext(aw + 1));
+            m.set_next(head_valid, fetch | (head_valid.q() & !take));
+            m.output("old_ready_o", ready);
+            m.output("old_valid_o", head_valid.q());
+            m.output("old_data_o", head);
+            let u = m.instance("fifo", &library);
+            m.connect(u, "in_valid_i", valid);
+            m.connect(u, "in_data_i", data);
+            m.connect(u, "out_ready_i", ready_in);
+            for port in ["in_ready_o", "out_valid_o", "out_data_o", "count_o"] {
+                let v = m.inst_output(u, port);
+                m.output(&format!("new_{port}"), v);
+            }
+        });
+        let mut e = hw::Evaluator::new(&top).unwrap();
+        let (mut valid, mut ready) = (Pattern::new(&mut rng), Pattern::new(&mut rng));
+        e.set_int("rst_i", 1);
+        e.step();
+        e.set_int("rst_i", 0);
+        for cycle in 0..3000 {
+            e.set_int("in_valid_i", valid.next(&mut rng) as i128);
+            e.set_int("out_ready_i", ready.next(&mut rng) as i128);
+            e.set_int("in_data_i", rng.gen_range(0..4096));
+            e.eval();
+            let at = format!("N = {rows}, cycle {cycle}");
+            assert_eq!(e.get("old_ready_o"), e.get("new_in_ready_o"), "{at}");
+            assert_eq!(e.get("old_valid_o"), e.get("new_out_valid_o"), "{at}");
+            if !e.get("old_valid_o").is_zero() {
+                assert_eq!(e.get("old_data_o"), e.get("new_out_data_o"), "{at}");
+            }
+            if cycle % 500 == 0 {
+                // New traffic mixes now and then.
+                valid = Pattern::new(&mut rng);
+                ready = Pattern::new(&mut rng);
+            }
+            e.step();
+        }
+    }
+}
