@@ -221,6 +221,15 @@ impl<'a> Emitter<'a> {
             for w in &m.writes {
                 roots.extend([w.enable, w.addr, w.data]);
                 needs_name[w.addr] = true;
+                if let Some(k) = w.mask {
+                    roots.push(k);
+                    // Lanes are part-selects of the data and bit-selects of
+                    // the mask.
+                    if def.nodes[k].ty.width > 1 {
+                        needs_name[k] = true;
+                        needs_name[w.data] = true;
+                    }
+                }
             }
             for r in &m.reads {
                 roots.extend(r.enable);
@@ -536,8 +545,9 @@ impl<'a> Emitter<'a> {
         for m in &def.memories {
             let r = decl_range(m.elem);
             let sep = if r.is_empty() { "" } else { " " };
-            decls.push(format!("  reg {r}{sep}{} [0:{}];", m.name, m.depth() - 1));
+            decls.push(format!("  reg {r}{sep}{} [0:{}];", m.name, m.depth - 1));
         }
+        let initial = self.initial_block();
 
         // Instances.
         let mut inst_text = Vec::new();
@@ -622,9 +632,9 @@ impl<'a> Emitter<'a> {
                 }
             }
         }
-        if let Some(c) = clocked {
+        for block in [initial, clocked].into_iter().flatten() {
             writeln!(out).unwrap();
-            out.push_str(&c);
+            out.push_str(&block);
         }
         writeln!(out).unwrap();
         writeln!(out, "endmodule").unwrap();
@@ -822,23 +832,66 @@ impl<'a> Emitter<'a> {
             }
         }
         for m in &def.memories {
+            // Out-of-range addresses exist only below a power-of-two depth;
+            // there a write is skipped and a read loads 0.
+            let last = m
+                .has_out_of_range_addresses()
+                .then(|| literal(Ty::u(m.addr_width), &BigUint::from(m.depth)));
             for w in &m.writes {
                 let en = self.expr(w.enable);
                 let addr = self.expr(w.addr);
                 let data = self.expr(w.data);
-                lines.push(format!("    if ({en}) begin"));
-                lines.push(format!("      {}[{addr}] <= {data};", m.name));
+                match &last {
+                    None => lines.push(format!("    if ({en}) begin")),
+                    Some(depth) => lines.push(format!("    if ({en} && ({addr} < {depth})) begin")),
+                }
+                let lanes = w.mask.map_or(1, |k| def.nodes[k].ty.width);
+                match w.mask {
+                    None => lines.push(format!("      {}[{addr}] <= {data};", m.name)),
+                    Some(k) if lanes == 1 => {
+                        let mask = self.expr(k);
+                        lines.push(format!("      if ({mask}) begin"));
+                        lines.push(format!("        {}[{addr}] <= {data};", m.name));
+                        lines.push("      end".into());
+                    }
+                    Some(k) => {
+                        // One statement per lane, the form synthesis tools
+                        // map to a RAM's byte enables.
+                        let mask = self.named(k);
+                        let data = self.named(w.data);
+                        let lane = m.elem.width / lanes;
+                        for l in 0..lanes {
+                            let bits = if lane == 1 {
+                                format!("[{l}]")
+                            } else {
+                                format!("[{}:{}]", l * lane + lane - 1, l * lane)
+                            };
+                            lines.push(format!("      if ({mask}[{l}]) begin"));
+                            lines
+                                .push(format!("        {}[{addr}]{bits} <= {data}{bits};", m.name));
+                            lines.push("      end".into());
+                        }
+                    }
+                }
                 lines.push("    end".into());
             }
             for r in &m.reads {
                 let addr = self.expr(r.addr);
                 let q = &def.signals[r.data].name;
+                let word = match &last {
+                    None => format!("{}[{addr}]", m.name),
+                    Some(depth) => format!(
+                        "(({addr} < {depth}) ? {}[{addr}] : {})",
+                        m.name,
+                        literal(m.elem, &BigUint::from(0u8))
+                    ),
+                };
                 match r.enable {
-                    None => lines.push(format!("    {q} <= {}[{addr}];", m.name)),
+                    None => lines.push(format!("    {q} <= {word};")),
                     Some(e) => {
                         let en = self.expr(e);
                         lines.push(format!("    if ({en}) begin"));
-                        lines.push(format!("      {q} <= {}[{addr}];", m.name));
+                        lines.push(format!("      {q} <= {word};"));
                         lines.push("    end".into());
                     }
                 }
@@ -854,6 +907,24 @@ impl<'a> Emitter<'a> {
         }
         writeln!(out, "  end").unwrap();
         Some(out)
+    }
+}
+
+impl Emitter<'_> {
+    /// The `initial` block giving memories their initial contents, one
+    /// assignment per word: the form Yosys, Icarus and Verilator all load.
+    fn initial_block(&self) -> Option<String> {
+        let mut out = String::new();
+        for m in &self.def.memories {
+            let Some(words) = &m.init else { continue };
+            for (a, w) in words.iter().enumerate() {
+                writeln!(out, "    {}[{a}] = {};", m.name, literal(m.elem, w)).unwrap();
+            }
+        }
+        if out.is_empty() {
+            return None;
+        }
+        Some(format!("  initial begin\n{out}  end\n"))
     }
 }
 

@@ -7,7 +7,8 @@
 //! node that drives them, each bus element resolved to its own driver), sorted
 //! once into evaluation order, and every value is an arbitrary-precision bit
 //! pattern masked to its width. Registers update at `step`, memories are read
-//! before they are written in the same cycle, as in the emitted Verilog.
+//! before they are written in the same cycle, as in the emitted Verilog; an
+//! address past a memory's last word reads 0 and is not written.
 //!
 //! Procedural logic (`if`, `switch`, FSM tables) is *interpreted* from the
 //! statements as written (the first branch whose condition holds is taken;
@@ -153,11 +154,22 @@ struct FReg {
     reset: Option<BigUint>,
 }
 
+/// A write port: enable, address, data, and the lane mask if any.
+#[derive(Debug, Clone)]
+struct FWrite {
+    enable: usize,
+    addr: usize,
+    data: usize,
+    mask: Option<usize>,
+}
+
 #[derive(Debug, Clone)]
 struct FMem {
     elem: Ty,
+    /// Every word, `depth` of them; addresses past the end read 0 and are
+    /// never written.
     words: Vec<BigUint>,
-    writes: Vec<(usize, usize, usize)>,
+    writes: Vec<FWrite>,
     /// (enable, addr, index into `mem_reads`).
     reads: Vec<(Option<usize>, usize, usize)>,
 }
@@ -419,13 +431,20 @@ impl Flattener {
         for m in &def.memories {
             let mut fm = FMem {
                 elem: m.elem,
-                words: vec![BigUint::zero(); m.depth() as usize],
+                words: m
+                    .init
+                    .clone()
+                    .unwrap_or_else(|| vec![BigUint::zero(); m.depth as usize]),
                 writes: Vec::new(),
                 reads: Vec::new(),
             };
             for w in &m.writes {
-                fm.writes
-                    .push((node_map[w.enable], node_map[w.addr], node_map[w.data]));
+                fm.writes.push(FWrite {
+                    enable: node_map[w.enable],
+                    addr: node_map[w.addr],
+                    data: node_map[w.data],
+                    mask: w.mask.map(|k| node_map[k]),
+                });
             }
             for r in &m.reads {
                 let FOp::MemRd(k) = self.nodes[sig_node[r.data]].op else {
@@ -550,7 +569,10 @@ impl Evaluator {
         }
         for m in &mut f.mems {
             for w in &mut m.writes {
-                *w = (target[w.0], target[w.1], target[w.2]);
+                w.enable = target[w.enable];
+                w.addr = target[w.addr];
+                w.data = target[w.data];
+                w.mask = w.mask.map(|k| target[k]);
             }
             for r in &mut m.reads {
                 *r = (r.0.map(|e| target[e]), target[r.1], r.2);
@@ -801,14 +823,35 @@ impl Evaluator {
             for &(en, addr, k) in &m.reads {
                 if en.is_none_or(|e| !self.values[e].is_zero()) {
                     let a = self.values[addr].to_usize().expect("address fits");
-                    reads[k] = m.words[a].clone();
+                    reads[k] = m.words.get(a).cloned().unwrap_or_default();
                 }
             }
-            for &(en, addr, data) in &m.writes {
-                if !self.values[en].is_zero() {
-                    let a = self.values[addr].to_usize().expect("address fits");
-                    m.words[a] = self.values[data].clone() & mask(m.elem.width);
+            for w in &m.writes {
+                if self.values[w.enable].is_zero() {
+                    continue;
                 }
+                let a = self.values[w.addr].to_usize().expect("address fits");
+                let Some(word) = m.words.get_mut(a) else {
+                    continue; // out of range: ignored
+                };
+                let data = &self.values[w.data];
+                let width = m.elem.width;
+                // The bits this port writes: every bit, or the masked lanes.
+                let written = match w.mask {
+                    None => mask(width),
+                    Some(k) => {
+                        let lanes = self.nodes[k].ty.width;
+                        let lane = width / lanes;
+                        let mut bits = BigUint::zero();
+                        for l in 0..lanes {
+                            if self.values[k].bit(l as u64) {
+                                bits |= mask(lane) << (l * lane) as usize;
+                            }
+                        }
+                        bits
+                    }
+                };
+                *word = (&*word & (mask(width) ^ &written)) | (data & &written);
             }
         }
         self.reg_state = next;

@@ -179,6 +179,9 @@ pub struct MemWrite {
     pub enable: NodeId,
     pub addr: NodeId,
     pub data: NodeId,
+    /// Per-lane write enables: bit k writes lane k (bits `k*L .. k*L+L-1`,
+    /// L = element width / mask width) of the word. `None` writes every bit.
+    pub mask: Option<NodeId>,
 }
 
 #[derive(Debug, Clone)]
@@ -187,21 +190,40 @@ pub struct MemReadPort {
     pub addr: NodeId,
     /// The `MemRead` signal holding the registered data.
     pub data: SigId,
+    /// Whether the builder lowered this port to write-first: the port itself
+    /// is read-first like every other (the back ends see no difference), and
+    /// the value handed to the generator merges registered copies of the
+    /// memory's write ports over it. Recorded so that no write port can be
+    /// added after such a port (its bypass would miss it).
+    pub write_first: bool,
 }
 
+/// A synchronous memory of `depth` words.
+///
+/// Out-of-range addresses (possible only when `depth` is not a power of two):
+/// a write to an address >= `depth` is ignored, and a read of one loads 0 into
+/// the read register. The emitter guards those accesses only when `depth` is
+/// not a power of two.
 #[derive(Debug, Clone)]
 pub struct Memory {
     pub name: String,
     pub elem: Ty,
+    /// Address width: the fewest bits that can address `depth` words, at least 1.
     pub addr_width: u32,
+    /// Number of words, >= 1 (not necessarily a power of two).
+    pub depth: u64,
+    /// Initial contents (exactly `depth` bit patterns), or `None` for a memory
+    /// that starts undefined (0 in the evaluator, X in four-valued simulators).
+    pub init: Option<Vec<BigUint>>,
     pub writes: Vec<MemWrite>,
     pub reads: Vec<MemReadPort>,
     pub loc: Loc,
 }
 
 impl Memory {
-    pub fn depth(&self) -> u64 {
-        1u64 << self.addr_width
+    /// Whether addresses can exceed the last word (`depth` is not `2^addr_width`).
+    pub fn has_out_of_range_addresses(&self) -> bool {
+        self.depth != 1u64 << self.addr_width
     }
 }
 

@@ -25,7 +25,7 @@
 //!   `$signed` where signedness matters, no keyword as a name; lint waivers go to
 //!   a `.vlt` file, each with its reason.
 
-mod blocks;
+pub mod blocks;
 mod builder;
 mod design;
 pub mod emit;

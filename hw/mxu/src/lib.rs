@@ -61,6 +61,7 @@
 //!   while any accepted row has not been written.
 
 use config::{ElemType, MxuConfig};
+use hw::blocks::FifoMode;
 use hw::{cat, delay, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
@@ -170,8 +171,20 @@ pub fn build(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
             ElemType::Int8 => None,
             ElemType::Bf16 => Some(hw::fp::fp32_add(design, 2)),
         };
-        build_top(m, &cfg, &pe, acc_adder.as_ref());
+        let weight_fifo = weight_fifo(design, &cfg);
+        build_top(m, &cfg, &pe, acc_adder.as_ref(), &weight_fifo);
     })
+}
+
+/// The weight FIFO: the library's first-word fall-through FIFO holding
+/// `weight_fifo_rows` rows in its memory plus the head in its output
+/// register. Its `in_ready_o` (fewer than all rows held) equals "the memory
+/// has room", because the memory is full with the output register empty only
+/// for a memory of one row, and `weight_fifo_rows` >= 2.
+fn weight_fifo(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
+    let t = Timing::of(cfg);
+    let row = Ty::u(cfg.cols() * operand_ty(cfg.dtype()).width);
+    hw::blocks::fifo(design, row, t.weight_fifo_rows + 1, FifoMode::Fwft)
 }
 
 fn build_top(
@@ -179,6 +192,7 @@ fn build_top(
     cfg: &MxuConfig,
     pe: &Rc<ModuleDef>,
     acc_adder: Option<&Rc<ModuleDef>>,
+    weight_fifo: &Rc<ModuleDef>,
 ) {
     use ports::*;
     let t = Timing::of(cfg);
@@ -199,24 +213,22 @@ fn build_top(
     let rd_en = m.input(ACC_RD_EN, Ty::BOOL);
     let rd_addr = m.input(ACC_RD_ADDR, Ty::u(acc_aw));
 
-    // ---- Weight FIFO: a memory plus an output register (the head).
-    let fifo_aw = t.weight_fifo_rows.trailing_zeros();
-    let ptr_ty = Ty::u(fifo_aw + 1);
-    let wfifo = m.memory("wfifo", Ty::u(cols * op_bits), fifo_aw);
-    let wr_ptr = m.reg_reset("wfifo_wr", ptr_ty, 0);
-    let rd_ptr = m.reg_reset("wfifo_rd", ptr_ty, 0);
-    let count = m.wire("wfifo_count", wr_ptr.q() - rd_ptr.q());
-    let w_ready = m.wire("w_ready", count.is_ne(t.weight_fifo_rows));
+    // ---- Weight FIFO: rows written in cycle x reach the head in x + 2 at the
+    // earliest, and the head is refilled in the cycle the loader takes it.
+    let wfifo = m.instance("wfifo", weight_fifo);
+    m.connect(wfifo, "in_valid_i", w_valid);
+    m.connect(wfifo, "in_data_i", w_row);
+    let w_ready = m.inst_output(wfifo, "in_ready_o");
     m.output(W_READY, w_ready);
-    let write = m.wire("wfifo_write", w_valid & w_ready);
-    m.mem_write(wfifo, write, wr_ptr.q().trunc(fifo_aw), w_row);
-    m.set_next(wr_ptr, wr_ptr.q() + write.zext(fifo_aw + 1));
-    let head_valid = m.reg_reset("head_valid", Ty::BOOL, 0);
+    let head_valid = m.inst_output(wfifo, "out_valid_o");
+    let head = m.inst_output(wfifo, "out_data_o");
     let take = m.wire_decl("take", Ty::BOOL);
-    let fetch = m.wire("fetch", count.is_ne(0) & (!head_valid.q() | take.value()));
-    let head = m.mem_read(wfifo, Some(fetch), rd_ptr.q().trunc(fifo_aw));
-    m.set_next(rd_ptr, rd_ptr.q() + fetch.zext(fifo_aw + 1));
-    m.set_next(head_valid, fetch | (head_valid.q() & !take.value()));
+    m.connect(wfifo, "out_ready_i", take.value());
+    m.waive(
+        "UNUSEDSIGNAL",
+        "wfifo_count_o",
+        "the loader needs the head's valid bit, not the FIFO's occupancy",
+    );
 
     // ---- Loader: shifts the head into the shadow chains, one row per cycle.
     let loaded_ty = Ty::u(bits_for(rows));
@@ -248,7 +260,7 @@ fn build_top(
         );
         !first_accept & idle
     };
-    let take_now = head_valid.q() & may_shift & loaded_now.is_lt(rows);
+    let take_now = head_valid & may_shift & loaded_now.is_lt(rows);
     m.drive(take, take_now);
     m.set_next(loaded, loaded_now + take_now.zext(loaded_ty.width));
     let gap_max = m.lit(gap_ty, t.first_row_gap);

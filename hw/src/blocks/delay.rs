@@ -1,4 +1,5 @@
-//! A small library of reusable structures built from the primitives.
+//! A delay line: a value delayed by a fixed number of cycles, inline in the
+//! module that uses it.
 
 use crate::builder::{cat, Expr, ModuleBuilder};
 use num_bigint::BigInt;
