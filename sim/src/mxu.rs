@@ -8,8 +8,9 @@
 //! for every K-tile after the first, starting a tile's first row as soon as
 //! `a_ready_o` accepts it. It never assumes a cycle: it follows the handshakes
 //! and counts accumulator writes (`acc_wr_o`) to know when a pass is done, then
-//! reads the results out of the accumulator. A pass covers as many rows of A
-//! and n-tiles as the accumulator holds (the split `golden::MxuTiming` states).
+//! reads the results out of the accumulator. The passes (as many rows of A
+//! and n-tiles as the accumulator holds) and the tiles' padding come from
+//! [`config::mxu_plan`], the plan the golden cycle model counts.
 //!
 //! The cycle count it reports is measured on the RTL (per pass, from its first
 //! cycle through its last accumulator write; read-out not counted), so the
@@ -17,6 +18,7 @@
 
 use crate::from_hw::model_spec;
 use crate::verilator::{Model, PortId, SimError};
+use config::mxu_plan::{MatmulPlan, Pass};
 use config::{ElemType, MxuConfig};
 use hw::{emit_design, Design, Header};
 use std::fmt;
@@ -157,22 +159,11 @@ pub struct MxuDriver {
     p: Ports,
 }
 
-/// One pass: rows `m0 .. m0 + rows` of A against n-tiles `nt0 .. nt0 + n_tiles`;
-/// row m of the g-th n-tile goes to accumulator row `g * rows + m`.
-struct Pass {
-    m0: usize,
-    rows: usize,
-    nt0: usize,
-    n_tiles: usize,
-}
-
-/// One matmul's operands as element bit patterns, row-major.
+/// One matmul's operands as element bit patterns, row-major, with its plan.
 struct Operands<'a> {
     a: &'a [u32],
     b: &'a [u32],
-    m: usize,
-    k: usize,
-    n: usize,
+    plan: MatmulPlan,
 }
 
 impl MxuDriver {
@@ -247,14 +238,7 @@ impl MxuDriver {
         let a: Vec<u32> = a.iter().map(|&x| x as u8 as u32).collect();
         let b: Vec<u32> = b.iter().map(|&x| x as u8 as u32).collect();
         let expected: Option<Vec<u32>> = expected.map(|e| e.iter().map(|&x| x as u32).collect());
-        let ops = Operands {
-            a: &a,
-            b: &b,
-            m,
-            k,
-            n,
-        };
-        let (c, stats) = self.run(&ops, expected.as_deref())?;
+        let (c, stats) = self.run(&a, &b, (m, k, n), expected.as_deref())?;
         Ok((c.into_iter().map(|x| x as i32).collect(), stats))
     }
 
@@ -270,16 +254,7 @@ impl MxuDriver {
         self.require(ElemType::Bf16)?;
         let a: Vec<u32> = a.iter().map(|&x| x as u32).collect();
         let b: Vec<u32> = b.iter().map(|&x| x as u32).collect();
-        self.run(
-            &Operands {
-                a: &a,
-                b: &b,
-                m,
-                k,
-                n,
-            },
-            expected,
-        )
+        self.run(&a, &b, (m, k, n), expected)
     }
 
     fn require(&self, dtype: ElemType) -> Result<(), DriverError> {
@@ -295,62 +270,34 @@ impl MxuDriver {
 
     fn run(
         &mut self,
-        ops: &Operands<'_>,
+        a: &[u32],
+        b: &[u32],
+        (m, k, n): (usize, usize, usize),
         expected: Option<&[u32]>,
     ) -> Result<(Vec<u32>, MatmulStats), DriverError> {
-        let (m, k, n) = (ops.m, ops.k, ops.n);
-        if m == 0 || k == 0 || n == 0 {
-            return Err(DriverError::Shape(format!(
-                "matmul dimensions must be >= 1, got M={m} K={k} N={n}"
-            )));
-        }
-        if ops.a.len() != m * k || ops.b.len() != k * n {
-            return Err(DriverError::Shape(format!(
-                "A has {} elements and B {}, expected {} (M x K) and {} (K x N)",
-                ops.a.len(),
-                ops.b.len(),
-                m * k,
-                k * n
-            )));
-        }
+        let shape = |e: config::ConfigError| DriverError::Shape(e.to_string());
+        let plan = MatmulPlan::new(&self.cfg, m, k, n).map_err(shape)?;
+        plan.check_operands(a.len(), b.len()).map_err(shape)?;
         if expected.is_some_and(|e| e.len() != m * n) {
             return Err(DriverError::Shape("expected C has the wrong size".into()));
         }
-        let (rows, cols) = (self.cfg.rows() as usize, self.cfg.cols() as usize);
+        let ops = Operands { a, b, plan };
         let mut c = vec![0u32; m * n];
         let mut stats = MatmulStats {
-            rows: rows as u32,
-            cols: cols as u32,
+            rows: self.cfg.rows(),
+            cols: self.cfg.cols(),
             cycles: 0,
             readout_cycles: 0,
             macs: (m * k * n) as u64,
             tiles: 0,
             passes: 0,
         };
-        // Passes: blocks of P rows of A, each split into groups of G n-tiles so
-        // that P * G accumulator rows hold the results.
-        let acc_rows = self.cfg.acc_rows() as usize;
-        let n_tiles = n.div_ceil(cols);
-        let mut m0 = 0;
-        while m0 < m {
-            let block = acc_rows.min(m - m0);
-            let group = (acc_rows / block).max(1);
-            let mut nt0 = 0;
-            while nt0 < n_tiles {
-                let pass = Pass {
-                    m0,
-                    rows: block,
-                    nt0,
-                    n_tiles: group.min(n_tiles - nt0),
-                };
-                self.reset();
-                stats.cycles += self.pass(ops, &pass)?;
-                stats.readout_cycles += self.read_out(ops, &pass, &mut c, expected)?;
-                stats.tiles += (pass.n_tiles * k.div_ceil(rows)) as u64;
-                stats.passes += 1;
-                nt0 += pass.n_tiles;
-            }
-            m0 += block;
+        for pass in plan.passes() {
+            self.reset();
+            stats.cycles += self.pass(&ops, &pass)?;
+            stats.readout_cycles += self.read_out(&ops, &pass, &mut c, expected)?;
+            stats.tiles += (pass.n_tiles * plan.k_tiles()) as u64;
+            stats.passes += 1;
         }
         Ok((c, stats))
     }
@@ -358,10 +305,10 @@ impl MxuDriver {
     /// Streams every tile of a pass; returns its cycles (through its last
     /// accumulator write).
     fn pass(&mut self, ops: &Operands<'_>, pass: &Pass) -> Result<u64, DriverError> {
-        let (k, n) = (ops.k, ops.n);
+        let plan = &ops.plan;
         let (rows, cols) = (self.cfg.rows() as usize, self.cfg.cols() as usize);
         let bits = self.cfg.dtype().operand_bits();
-        let k_tiles = k.div_ceil(rows);
+        let k_tiles = plan.k_tiles();
         let tiles = k_tiles * pass.n_tiles;
         // Tile i covers k-tile i % k_tiles of the pass's n-tile i / k_tiles.
         let tile_of = |i: usize| (i / k_tiles, i % k_tiles);
@@ -381,15 +328,10 @@ impl MxuDriver {
             if pushed < weight_rows {
                 // Row j of a tile is its B row R-1-j (bottom row first).
                 let (g, kt) = tile_of(pushed / rows);
-                let nt = pass.nt0 + g;
-                let kk = kt * rows + (rows - 1 - pushed % rows);
+                let r = rows - 1 - pushed % rows;
                 let row = (0..cols).map(|cc| {
-                    let nn = nt * cols + cc;
-                    if kk < k && nn < n {
-                        ops.b[kk * n + nn]
-                    } else {
-                        0
-                    }
+                    plan.b_index(kt, pass.nt0 + g, r, cc)
+                        .map_or(0, |i| ops.b[i])
                 });
                 pack(row, bits, &mut w_words);
                 self.model.poke(p.w_valid, 1);
@@ -400,19 +342,13 @@ impl MxuDriver {
             if accepted < total_rows {
                 let (g, kt) = tile_of(accepted / pass_rows);
                 let mm = accepted % pass_rows;
-                let row = (0..rows).map(|rr| {
-                    let kk = kt * rows + rr;
-                    if kk < k {
-                        ops.a[(pass.m0 + mm) * k + kk]
-                    } else {
-                        0
-                    }
-                });
+                let row =
+                    (0..rows).map(|rr| plan.a_index(pass.m0 + mm, kt, rr).map_or(0, |i| ops.a[i]));
                 pack(row, bits, &mut a_words);
                 self.model.poke(p.a_valid, 1);
                 self.model.poke(p.a_first, (mm == 0) as u64);
                 self.model.poke_wide(p.a_row, &a_words);
-                self.model.poke(p.a_addr, (g * pass_rows + mm) as u64);
+                self.model.poke(p.a_addr, pass.acc_row(g, mm) as u64);
                 self.model.poke(p.a_add, (kt > 0) as u64);
             } else {
                 self.model.poke(p.a_valid, 0);
@@ -459,14 +395,12 @@ impl MxuDriver {
         c: &mut [u32],
         expected: Option<&[u32]>,
     ) -> Result<u64, DriverError> {
-        let n = ops.n;
-        let cols = self.cfg.cols() as usize;
         let p = &self.p;
         let mut cycles = 0u64;
         for g in 0..pass.n_tiles {
             for mm in 0..pass.rows {
                 self.model.poke(p.rd_en, 1);
-                self.model.poke(p.rd_addr, (g * pass.rows + mm) as u64);
+                self.model.poke(p.rd_addr, pass.acc_row(g, mm) as u64);
                 self.model.step();
                 cycles += 1;
                 self.model.poke(p.rd_en, 0);
@@ -478,21 +412,20 @@ impl MxuDriver {
                 }
                 let data = self.model.peek_wide(p.rd_data);
                 let row = pass.m0 + mm;
-                for (cc, &word) in data.iter().enumerate().take(cols) {
-                    let col = (pass.nt0 + g) * cols + cc;
-                    if col >= n {
+                for (cc, &word) in data.iter().enumerate().take(self.cfg.cols() as usize) {
+                    let Some(i) = ops.plan.c_index(row, pass.nt0 + g, cc) else {
                         break;
-                    }
-                    c[row * n + col] = word;
+                    };
+                    c[i] = word;
                     if let Some(e) = expected {
-                        if e[row * n + col] != word {
+                        if e[i] != word {
                             // One more cycle so the waveform shows the failure.
                             self.model.step();
                             self.model.flush_trace();
                             return Err(DriverError::Mismatch {
                                 row,
-                                col,
-                                expected: e[row * n + col],
+                                col: i % ops.plan.dims().2,
+                                expected: e[i],
                                 got: word,
                                 cycle: self.model.cycle(),
                                 waveform: self.model.trace_path().map(|p| p.display().to_string()),
