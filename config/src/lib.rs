@@ -251,7 +251,7 @@ impl<'de> Deserialize<'de> for MxuConfig {
 }
 
 /// Joins a multi-line parser message into one line for CLI error output.
-fn one_line(msg: &str) -> String {
+pub fn one_line(msg: &str) -> String {
     msg.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
