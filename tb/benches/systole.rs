@@ -93,8 +93,7 @@
 use config::{ElemType, MxuConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sim::from_hw::model_spec;
-use sim::mxu::{mxu_files, MatmulStats, MxuDriver};
+use sim::drivers::mxu::{MatmulStats, MxuDriver};
 use sim::{BuildOptions, CacheStatus, Model, ModelSpec, Trace};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -472,8 +471,8 @@ fn gen_table(opts: &Options) {
 
 fn mxu_spec(array: Array) -> (ModelSpec, String) {
     let cfg = array.cfg();
-    let (files, top) = mxu_files(&cfg);
-    (model_spec(&files, &top), mxu::top_name(&cfg))
+    let spec = sim::drivers::mxu::mxu_spec(&cfg).expect("the MXU elaborates");
+    (spec, mxu::top_name(&cfg))
 }
 
 fn build_model(spec: &ModelSpec, label: &str) -> Model {

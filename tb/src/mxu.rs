@@ -1,7 +1,7 @@
 //! Checking the MXU in RTL against the golden model.
 
 use rand::Rng;
-use sim::mxu::{MatmulStats, MxuDriver};
+use sim::drivers::mxu::{MatmulStats, MxuDriver};
 
 /// Runs an int8 matmul on the RTL and checks C (bit for bit, as it is read
 /// out) and the cycle count against the golden model. `what` names the case.

@@ -4,7 +4,7 @@
 
 use config::{ElemType, MxuConfig};
 use rstest::rstest;
-use sim::mxu::mxu_files;
+use sim::drivers::mxu::mxu_files;
 use tb::tools;
 
 #[rstest]
@@ -20,7 +20,7 @@ use tb::tools;
 #[case(ElemType::Bf16, 8, 8)]
 fn mxu_passes_lint_icarus_and_yosys(#[case] dtype: ElemType, #[case] rows: u32, #[case] cols: u32) {
     let cfg = MxuConfig::new(rows, cols, dtype).unwrap();
-    let (files, top) = mxu_files(&cfg);
+    let (files, top) = mxu_files(&cfg).unwrap();
     tools::verilator_lint(&files, &top.name).unwrap_or_else(|e| panic!("{cfg}: {e}"));
     tools::iverilog_compile(&files, &top.name).unwrap_or_else(|e| panic!("{cfg}: {e}"));
     let synth = tools::yosys_synth(&files, &top.name).unwrap_or_else(|e| panic!("{cfg}: {e}"));
@@ -35,7 +35,7 @@ fn mxu_passes_lint_icarus_and_yosys(#[case] dtype: ElemType, #[case] rows: u32, 
 #[test]
 fn every_waiver_states_a_reason() {
     let cfg = MxuConfig::DEFAULT;
-    let (files, _) = mxu_files(&cfg);
+    let (files, _) = mxu_files(&cfg).unwrap();
     let vlt = files
         .iter()
         .find(|f| f.name == hw::emit::WAIVER_FILE)

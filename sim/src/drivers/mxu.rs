@@ -17,11 +17,11 @@
 //! tests can hold it to the golden cycle model exactly.
 
 use crate::from_hw::model_spec;
-use crate::verilator::{Model, PortId, SimError};
+use crate::verilator::{Model, ModelSpec, PortId, SimError};
 use config::mxu_plan::{MatmulPlan, Pass};
 use config::{ElemType, MxuConfig};
-use hw::{emit_design, Design, Header};
 use std::fmt;
+use std::rc::Rc;
 
 /// One matmul's measured cost.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,6 +53,9 @@ impl MatmulStats {
 pub enum DriverError {
     /// The model could not be built or loaded.
     Sim(SimError),
+    /// The generator refused the configuration (a generator bug: every
+    /// valid configuration elaborates).
+    Elaboration(String),
     /// Operand shapes or types do not describe a matmul for this array.
     Shape(String),
     /// The RTL broke its interface contract (e.g. never finished a pass).
@@ -73,7 +76,9 @@ impl fmt::Display for DriverError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DriverError::Sim(e) => write!(f, "{e}"),
-            DriverError::Shape(s) | DriverError::Protocol(s) => f.write_str(s),
+            DriverError::Elaboration(s) | DriverError::Shape(s) | DriverError::Protocol(s) => {
+                f.write_str(s)
+            }
             DriverError::Mismatch {
                 row,
                 col,
@@ -104,15 +109,22 @@ impl From<SimError> for DriverError {
     }
 }
 
-/// The Verilog of the MXU for `cfg`, as `gen` would write it.
-pub fn mxu_files(cfg: &MxuConfig) -> (Vec<hw::EmittedFile>, std::rc::Rc<hw::ModuleDef>) {
-    let mut design = Design::new();
-    let top = mxu::build(&mut design, cfg);
-    let header = Header {
-        generator: format!("systole-sim {}", env!("CARGO_PKG_VERSION")),
-        params: cfg.params(),
-    };
-    (emit_design(&design, &top, &header), top)
+/// The Verilog of the MXU for `cfg` and its top module, exactly as `gen`
+/// writes it (the simulated RTL is the RTL users get).
+pub fn mxu_files(
+    cfg: &MxuConfig,
+) -> Result<(Vec<hw::EmittedFile>, Rc<hw::ModuleDef>), DriverError> {
+    let generated = gen::generate(cfg).map_err(DriverError::Elaboration)?;
+    let top = generated
+        .top_module
+        .expect("an elaborated block has its top module's definition");
+    Ok((generated.files, top))
+}
+
+/// The Verilator model spec of the MXU for `cfg`.
+pub fn mxu_spec(cfg: &MxuConfig) -> Result<ModelSpec, DriverError> {
+    let (files, top) = mxu_files(cfg)?;
+    Ok(model_spec(&files, &top))
 }
 
 /// Packs `values` of `bits` each (little-endian, element 0 lowest) into words.
@@ -169,9 +181,7 @@ struct Operands<'a> {
 impl MxuDriver {
     /// Builds (or loads from the cache) the Verilated MXU for `cfg` and resets it.
     pub fn new(cfg: &MxuConfig) -> Result<MxuDriver, DriverError> {
-        let (files, top) = mxu_files(cfg);
-        let spec = model_spec(&files, &top);
-        let model = Model::build(&spec, &mxu::top_name(cfg))?;
+        let model = Model::build(&mxu_spec(cfg)?, &mxu::top_name(cfg))?;
         use mxu::ports::*;
         let port = |name: &str| model.port(name);
         let p = Ports {
