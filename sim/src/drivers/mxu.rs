@@ -127,8 +127,9 @@ pub fn mxu_spec(cfg: &MxuConfig) -> Result<ModelSpec, DriverError> {
     Ok(model_spec(&files, &top))
 }
 
-/// Packs `values` of `bits` each (little-endian, element 0 lowest) into words.
-fn pack(values: impl Iterator<Item = u32>, bits: u32, words: &mut [u32]) {
+/// Packs `values` of `bits` each (little-endian, element 0 lowest) into the
+/// 32-bit words of a wide port, as [`Model::poke_wide`] takes them.
+pub fn pack(values: impl Iterator<Item = u32>, bits: u32, words: &mut [u32]) {
     words.fill(0);
     let mask = if bits == 32 {
         u32::MAX
@@ -145,46 +146,34 @@ fn pack(values: impl Iterator<Item = u32>, bits: u32, words: &mut [u32]) {
     }
 }
 
-struct Ports {
-    w_valid: PortId,
-    w_row: PortId,
-    w_ready: PortId,
-    a_valid: PortId,
-    a_first: PortId,
-    a_row: PortId,
-    a_addr: PortId,
-    a_add: PortId,
-    a_ready: PortId,
-    rd_en: PortId,
-    rd_addr: PortId,
-    rd_valid: PortId,
-    rd_data: PortId,
-    acc_wr: PortId,
-    busy: PortId,
-    reset: PortId,
+/// The MXU's ports on a model of it (names in `mxu::ports`), for the driver
+/// and for anything else that drives the model directly (benchmarks).
+#[derive(Debug, Clone, Copy)]
+pub struct MxuPorts {
+    pub w_valid: PortId,
+    pub w_row: PortId,
+    pub w_ready: PortId,
+    pub a_valid: PortId,
+    pub a_first: PortId,
+    pub a_row: PortId,
+    pub a_addr: PortId,
+    pub a_add: PortId,
+    pub a_ready: PortId,
+    pub rd_en: PortId,
+    pub rd_addr: PortId,
+    pub rd_valid: PortId,
+    pub rd_data: PortId,
+    pub acc_wr: PortId,
+    pub busy: PortId,
+    pub reset: PortId,
 }
 
-/// A Verilated MXU of one configuration, ready for matmuls.
-pub struct MxuDriver {
-    cfg: MxuConfig,
-    model: Model,
-    p: Ports,
-}
-
-/// One matmul's operands as element bit patterns, row-major, with its plan.
-struct Operands<'a> {
-    a: &'a [u32],
-    b: &'a [u32],
-    plan: MatmulPlan,
-}
-
-impl MxuDriver {
-    /// Builds (or loads from the cache) the Verilated MXU for `cfg` and resets it.
-    pub fn new(cfg: &MxuConfig) -> Result<MxuDriver, DriverError> {
-        let model = Model::build(&mxu_spec(cfg)?, &mxu::top_name(cfg))?;
+impl MxuPorts {
+    /// Looks every port up on `model`.
+    pub fn of(model: &Model) -> Result<MxuPorts, SimError> {
         use mxu::ports::*;
         let port = |name: &str| model.port(name);
-        let p = Ports {
+        Ok(MxuPorts {
             w_valid: port(W_VALID)?,
             w_row: port(W_ROW)?,
             w_ready: port(W_READY)?,
@@ -201,7 +190,48 @@ impl MxuDriver {
             acc_wr: port(ACC_WR)?,
             busy: port(BUSY)?,
             reset: port(hw::ir::RESET)?,
-        };
+        })
+    }
+
+    /// Drives every control input of `model` low and holds reset for one
+    /// cycle: the MXU is idle and empty afterwards.
+    pub fn reset_idle(&self, model: &mut Model) {
+        for port in [
+            self.w_valid,
+            self.a_valid,
+            self.a_first,
+            self.a_add,
+            self.rd_en,
+            self.a_addr,
+            self.rd_addr,
+        ] {
+            model.poke(port, 0);
+        }
+        model.poke(self.reset, 1);
+        model.step();
+        model.poke(self.reset, 0);
+    }
+}
+
+/// A Verilated MXU of one configuration, ready for matmuls.
+pub struct MxuDriver {
+    cfg: MxuConfig,
+    model: Model,
+    p: MxuPorts,
+}
+
+/// One matmul's operands as element bit patterns, row-major, with its plan.
+struct Operands<'a> {
+    a: &'a [u32],
+    b: &'a [u32],
+    plan: MatmulPlan,
+}
+
+impl MxuDriver {
+    /// Builds (or loads from the cache) the Verilated MXU for `cfg` and resets it.
+    pub fn new(cfg: &MxuConfig) -> Result<MxuDriver, DriverError> {
+        let model = Model::build(&mxu_spec(cfg)?, &mxu::top_name(cfg))?;
+        let p = MxuPorts::of(&model)?;
         let mut d = MxuDriver {
             cfg: *cfg,
             model,
@@ -222,15 +252,7 @@ impl MxuDriver {
 
     /// Drives every input low and holds reset for one cycle.
     pub fn reset(&mut self) {
-        let p = &self.p;
-        for port in [
-            p.w_valid, p.a_valid, p.a_first, p.a_add, p.rd_en, p.a_addr, p.rd_addr,
-        ] {
-            self.model.poke(port, 0);
-        }
-        self.model.poke(p.reset, 1);
-        self.model.step();
-        self.model.poke(p.reset, 0);
+        self.p.reset_idle(&mut self.model);
     }
 
     /// C = A x B with int8 A (`m x k`) and B (`k x n`), int32 C (wrapping).
