@@ -3,11 +3,20 @@
 //! The RTL generator (`hw/<block>`), the bit-exact golden model (`golden`) and the
 //! simulator driver (`sim`) all take the *same* value of the same type, so a model
 //! cannot silently describe a different array than the RTL it is compared against.
-//! This crate holds only the types, their validation and their TOML form; it has no
-//! logic of its own and depends on neither `hw` nor `golden`.
+//! It depends on neither `hw` nor `golden`, which is why it is a crate of its own:
+//! those two may not depend on each other.
 //!
-//! Every constructor validates: a configuration value that exists is a legal one.
-//! Deserialised values (from `gen --config FILE`) go through the same check.
+//! What it holds:
+//! - the configuration types, their validation and their TOML form. Every
+//!   constructor validates: a configuration value that exists is a legal one.
+//!   Deserialised values (from `gen --config FILE`) go through the same check.
+//! - the host-side decisions that several crates must make identically and
+//!   that follow from a configuration alone: [`mxu_plan`], how a matmul is cut
+//!   into the MXU's weight tiles and passes over its accumulator (shared by the
+//!   golden cycle model, the simulator's driver and the board client). Nothing
+//!   here models the RTL.
+
+pub mod mxu_plan;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -242,7 +251,7 @@ impl<'de> Deserialize<'de> for MxuConfig {
 }
 
 /// Joins a multi-line parser message into one line for CLI error output.
-fn one_line(msg: &str) -> String {
+pub fn one_line(msg: &str) -> String {
     msg.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())

@@ -1,7 +1,8 @@
 //! FPGA flows for Systole's generated Verilog, and one report of what each
 //! preset costs on common FPGAs and how fast it runs.
 //!
-//! `cargo run --release -p fpga -- report` elaborates every preset with `gen`,
+//! `cargo run --release -p fpga -- report` takes the presets the block
+//! registry marks for the report ([`report_presets`]), elaborates each with `gen`,
 //! runs it through the flow of every part and writes `report.json` and
 //! `report.md` (see [`report::Report`]). Then, for each part, it searches for
 //! the largest square int8 MXU that fits ([`search`]).
@@ -54,7 +55,7 @@ pub mod search;
 pub mod synth;
 pub mod tools;
 
-use config::{ElemType, MxuConfig};
+use config::MxuConfig;
 
 /// Accumulator rows of every FPGA preset. 256 is the depth of one iCE40 block
 /// RAM (256 x 16), so a shallower accumulator saves nothing there, and ECP5
@@ -63,54 +64,68 @@ use config::{ElemType, MxuConfig};
 /// through two ports (two copies).
 pub const ACC_ROWS: u32 = 256;
 
-/// One preset of the report.
-#[derive(Debug, Clone, Copy)]
-pub struct Preset {
-    pub rows: u32,
-    pub cols: u32,
-    pub dtype: ElemType,
-}
-
-impl Preset {
-    pub fn config(&self, acc_rows: u32) -> MxuConfig {
-        MxuConfig::with_acc_rows(self.rows, self.cols, self.dtype, acc_rows)
-            .expect("presets are valid configurations")
+/// The designs of the report, from the block registry (`gen::registry`):
+/// every preset marked for the FPGA report, or with `quick` the first such
+/// preset of each block, each MXU with `acc_rows` accumulator rows. The flows
+/// synthesise MXUs (their DSP budget counts processing elements); a preset
+/// of another block is returned as a note for the report instead, so a new
+/// block shows up there until the flows learn it.
+pub fn report_presets(quick: bool, acc_rows: u32) -> Result<(Vec<MxuConfig>, Vec<String>), String> {
+    let mut configs = Vec::new();
+    let mut notes = Vec::new();
+    for block in gen::registry() {
+        let presets = block.presets().into_iter().filter(|p| p.fpga_report);
+        for preset in presets.take(if quick { 1 } else { usize::MAX }) {
+            match preset.config.config_any().downcast_ref::<MxuConfig>() {
+                Some(c) => configs.push(
+                    MxuConfig::with_acc_rows(c.rows(), c.cols(), c.dtype(), acc_rows)
+                        .map_err(|e| e.to_string())?,
+                ),
+                None => notes.push(format!(
+                    "{} preset {}: not built (the FPGA flows do not take this block yet).",
+                    block.name(),
+                    preset.name
+                )),
+            }
+        }
     }
+    Ok((configs, notes))
 }
-
-/// The presets of the full report.
-pub const PRESETS: [Preset; 4] = [
-    Preset {
-        rows: 4,
-        cols: 4,
-        dtype: ElemType::Int8,
-    },
-    Preset {
-        rows: 8,
-        cols: 8,
-        dtype: ElemType::Int8,
-    },
-    Preset {
-        rows: 16,
-        cols: 16,
-        dtype: ElemType::Int8,
-    },
-    Preset {
-        rows: 4,
-        cols: 4,
-        dtype: ElemType::Bf16,
-    },
-];
-
-/// The presets of `--quick`.
-pub const QUICK_PRESETS: [Preset; 1] = [Preset {
-    rows: 4,
-    cols: 4,
-    dtype: ElemType::Int8,
-}];
 
 /// The parts of `--quick`: the smallest of each family.
 pub const QUICK_PARTS: [&str; 3] = ["ice40-up5k", "ecp5-25f", "xc7a35t"];
 
-/// Blocks that have no RTL yet, listed in the report.
+/// Planned blocks that have no RTL yet (and so no registry entry), listed in
+/// the report.
 pub const NOT_BUILT: [&str; 1] = ["VPU small preset: not built yet (the VPU has no RTL)."];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use config::ElemType;
+
+    fn shapes(configs: &[MxuConfig]) -> Vec<(ElemType, u32, u32, u32)> {
+        configs
+            .iter()
+            .map(|c| (c.dtype(), c.rows(), c.cols(), c.acc_rows()))
+            .collect()
+    }
+
+    #[test]
+    fn the_report_covers_the_registry_fpga_presets() {
+        let (full, notes) = report_presets(false, ACC_ROWS).unwrap();
+        assert_eq!(
+            shapes(&full),
+            [
+                (ElemType::Int8, 4, 4, 256),
+                (ElemType::Int8, 8, 8, 256),
+                (ElemType::Int8, 16, 16, 256),
+                (ElemType::Bf16, 4, 4, 256),
+            ]
+        );
+        assert!(notes.is_empty(), "{notes:?}");
+        let (quick, _) = report_presets(true, 512).unwrap();
+        assert_eq!(shapes(&quick), [(ElemType::Int8, 4, 4, 512)]);
+        assert!(report_presets(false, 100).is_err());
+    }
+}

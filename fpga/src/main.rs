@@ -29,7 +29,8 @@ enum Cmd {
 
 #[derive(Args)]
 struct ReportArgs {
-    /// A small subset: int8 4x4 on the smallest part of each family, no search.
+    /// A small subset: each block's first FPGA preset (int8 4x4) on the
+    /// smallest part of each family, no search.
     #[arg(long)]
     quick: bool,
     /// Output folder (each flow's files go in <out>/<design>/<part>/).
@@ -103,18 +104,7 @@ fn report(args: &ReportArgs) -> Result<(), String> {
             })
             .collect::<Result<_, _>>()?
     };
-    let presets: Vec<_> = if quick {
-        fpga::QUICK_PRESETS.to_vec()
-    } else {
-        fpga::PRESETS.to_vec()
-    };
-    let configs = presets
-        .iter()
-        .map(|p| {
-            config::MxuConfig::with_acc_rows(p.rows, p.cols, p.dtype, acc_rows)
-                .map_err(|e| e.to_string())
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let (configs, flowless) = fpga::report_presets(quick, acc_rows)?;
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     tools::ensure_installed(&flow::tools_for(&parts))?;
     let mut versions = std::collections::BTreeMap::new();
@@ -170,7 +160,11 @@ fn report(args: &ReportArgs) -> Result<(), String> {
         acc_rows,
         parts: parts.iter().map(|p| **p).collect(),
         presets: presets_done,
-        not_built: fpga::NOT_BUILT.iter().map(|s| s.to_string()).collect(),
+        not_built: fpga::NOT_BUILT
+            .iter()
+            .map(|s| s.to_string())
+            .chain(flowless)
+            .collect(),
         largest: Vec::new(),
     };
     report.seconds = runner.elapsed();

@@ -1,17 +1,51 @@
 //! `gen`: elaborates a Systole configuration and writes its Verilog.
 //!
-//! The library half holds what the binary and the tests share: turning a
-//! configuration into emitted files ([`generate`]) and writing them to a folder
-//! without ever leaving a half-written file behind ([`write_files`]): every
-//! file goes to a temporary name first and is renamed into place, and stale
-//! files of an earlier run (recognised by this generator's header) are removed
-//! so the folder always holds exactly one consistent design.
+//! The library half holds what the binary, the other tools and the tests
+//! share:
+//! - [`registry`]: every block Systole has (see [`hw::Block`]). `gen --block`,
+//!   the lint / Icarus / Yosys checks (`tb/tests/rtl_quality.rs`) and the FPGA
+//!   report iterate over it, so a new block is covered by all of them once it
+//!   has a line there. It lives in this crate because `gen` is the lowest
+//!   tool that depends on every block crate.
+//! - turning a configured block into emitted files ([`generate_configured`],
+//!   [`generate_block`], [`generate`] for the MXU, [`generate_board`] for a
+//!   board build around it), in memory;
+//! - writing them to a folder without ever leaving a half-written file behind
+//!   ([`write_files`]): every file goes to a temporary name first and is
+//!   renamed into place, and stale files of an earlier run (recognised by this
+//!   generator's header) are removed so the folder always holds exactly one
+//!   consistent design.
 
 use board::{Board, BridgeConfig};
 use config::MxuConfig;
-use hw::{catch_elab, emit_design, Design, EmittedFile, Header, ModuleDef};
+use hw::{
+    catch_elab, emit_design, AnyBlock, Block, Configured, Design, EmittedFile, Header, ModuleDef,
+};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+
+/// Every block, in the order tools list them. Adding a block is one line here.
+pub fn registry() -> Vec<&'static dyn AnyBlock> {
+    vec![&mxu::Mxu]
+}
+
+/// The block `gen` builds when `--block` is not given.
+pub const DEFAULT_BLOCK: &str = "mxu";
+
+/// The registered block called `name`; the error (one line) names the known ones.
+pub fn find_block(name: &str) -> Result<&'static dyn AnyBlock, String> {
+    let blocks = registry();
+    match blocks.iter().find(|b| b.name() == name) {
+        Some(b) => Ok(*b),
+        None => {
+            let names: Vec<_> = blocks.iter().map(|b| b.name()).collect();
+            Err(format!(
+                "unknown block '{name}' (known blocks: {})",
+                names.join(", ")
+            ))
+        }
+    }
+}
 
 /// Generator name and version, written into every file header.
 pub fn generator_id() -> String {
@@ -33,18 +67,41 @@ pub struct Generated {
     pub modules: usize,
 }
 
+/// Elaborates a configured block and emits its files (in memory).
+pub fn generate_configured(block: &dyn Configured) -> Result<Generated, String> {
+    emit(block.design_params(), |design| block.elaborate(design))
+}
+
+/// Elaborates `block` for `cfg` and emits its files (in memory): what
+/// [`generate_configured`] gives for the same configuration, for code that
+/// holds the typed configuration.
+pub fn generate_block<B: Block>(block: &B, cfg: &B::Config) -> Result<Generated, String> {
+    emit(block.design_params(cfg), |design| {
+        block.elaborate(design, cfg)
+    })
+}
+
 /// Elaborates the MXU for `cfg` and emits its files (in memory).
 pub fn generate(cfg: &MxuConfig) -> Result<Generated, String> {
+    generate_block(&mxu::Mxu, cfg)
+}
+
+/// Elaborates with `build`, turning an elaboration error into `Err`, and
+/// emits the design with a header naming this generator and `params`.
+fn emit(
+    params: Vec<(String, String)>,
+    build: impl FnOnce(&mut Design) -> Rc<ModuleDef>,
+) -> Result<Generated, String> {
     hw::quiet_elab_errors();
     let (design, top) = catch_elab(|| {
         let mut design = Design::new();
-        let top = mxu::build(&mut design, cfg);
+        let top = build(&mut design);
         (design, top)
     })
     .map_err(|e| e.to_string())?;
     let header = Header {
         generator: generator_id(),
-        params: cfg.params(),
+        params,
     };
     let files = emit_design(&design, &top, &header);
     let modules = design.hierarchy(&top).len();
@@ -158,4 +215,44 @@ fn remove_stale(dir: &Path, files: &[EmittedFile]) -> Result<(), String> {
             .map_err(|e| format!("cannot remove stale {}: {e}", p.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_names_are_unique_command_line_words_and_the_default_is_registered() {
+        let names: Vec<&str> = registry().iter().map(|b| b.name()).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        for n in &names {
+            assert!(
+                !n.is_empty()
+                    && n.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{n}"
+            );
+            assert_ne!(*n, "list", "`--block list` lists the blocks");
+        }
+        assert!(find_block(DEFAULT_BLOCK).is_ok());
+        let err = find_block("nope").err().unwrap();
+        assert!(err.contains(DEFAULT_BLOCK) && !err.contains('\n'), "{err}");
+    }
+
+    #[test]
+    fn generating_a_configured_block_equals_generating_its_typed_configuration() {
+        let cfg = config::MxuConfig::new(3, 2, config::ElemType::Bf16).unwrap();
+        let table = match toml::Value::try_from(cfg).unwrap() {
+            toml::Value::Table(t) => t,
+            other => panic!("{other}"),
+        };
+        let erased = find_block("mxu").unwrap().configure(&table).unwrap();
+        let a = generate_configured(erased.as_ref()).unwrap();
+        let b = generate(&cfg).unwrap();
+        assert_eq!(a.top, b.top);
+        assert_eq!(a.files, b.files);
+    }
 }

@@ -1,30 +1,42 @@
 //! `gen`: writes the Verilog of a Systole configuration.
 //!
 //! `cargo run -p gen` writes the default configuration (an int8 8x8 MXU) to
-//! `build/verilog/`; `cargo run -p gen -- --board icebreaker` writes the UART
-//! bridge, the board top and its constraints to `build/icebreaker/`; see
-//! `--help` for the flags.
+//! `build/verilog/`; `cargo run -p gen -- --block NAME` another block;
+//! `cargo run -p gen -- --board icebreaker` writes the UART bridge, the board
+//! top and its constraints to `build/icebreaker/`; `--block list` lists every
+//! block with its parameters, `--help` the flags.
+//!
+//! The flags of a block's parameters are not written here: they are built
+//! from the block's parameter list ([`hw::Block::params`]), so the command
+//! line knows the block only once `--block` has been read. `main` therefore
+//! looks for `--block` first, then builds the command for that block. A
+//! configuration is assembled as one TOML table, each source overriding the
+//! one before: the block's defaults (or the board's array, with `--board`),
+//! the `--config` file, the flags. The block validates the result.
 
 use board::Board;
-use clap::Parser;
-use config::{ElemType, MxuConfig};
-use std::path::PathBuf;
+use clap::{Arg, ArgMatches, CommandFactory as _, FromArgMatches as _, Parser};
+use hw::{AnyBlock, Param, ParamKind};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-/// Elaborates the Systole MXU and writes synthesizable Verilog-2005: one file per
-/// module, a Verilator lint waiver file (waivers.vlt) and a file list (files.f).
-/// With --board, the MXU inside the UART host bridge, the board's top module and
-/// its constraint file.
+/// The flags every block has.
 #[derive(Parser, Debug)]
 #[command(name = "gen", version, about, long_about = None)]
 struct Args {
+    /// The block to generate, or `list` to list every block with its
+    /// parameters [default: mxu].
+    #[arg(long, value_name = "NAME")]
+    block: Option<String>,
     /// Output folder (created if missing) [default: build/verilog, or
     /// build/<BOARD> with --board].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Write a board build: icebreaker (iCE40 UP5K) or ulx3s (ECP5-85F). The
-    /// array defaults to the board's (flags and --config override it).
+    /// Write a board build of the MXU: icebreaker (iCE40 UP5K) or ulx3s
+    /// (ECP5-85F). The array defaults to the board's (flags and --config
+    /// override it).
     #[arg(long, value_name = "BOARD", value_parser = parse_board)]
     board: Option<Board>,
     /// UART speed of a board build [default: 115200].
@@ -34,34 +46,40 @@ struct Args {
     /// [default: the board's].
     #[arg(long, value_name = "N")]
     act_rows: Option<u32>,
-    /// Array rows R (the K direction). Overrides the config file.
-    #[arg(long, value_name = "R")]
-    rows: Option<u32>,
-    /// Array columns C (the N direction). Overrides the config file.
-    #[arg(long, value_name = "C")]
-    cols: Option<u32>,
-    /// Element type: int8 or bf16. Overrides the config file.
-    #[arg(long, value_name = "TYPE", value_parser = parse_dtype)]
-    dtype: Option<ElemType>,
-    /// Accumulator rows (a power of two, 2..=65536). Overrides the config file.
-    #[arg(long, value_name = "N")]
-    acc_rows: Option<u32>,
-    /// A saved configuration (TOML with `rows`, `cols`, `dtype`, `acc_rows`); flags override it.
+    /// A saved configuration of the block (TOML; its keys are the
+    /// parameters' names). The help text lists them.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-}
-
-fn parse_dtype(s: &str) -> Result<ElemType, String> {
-    s.parse::<ElemType>().map_err(|e| e.to_string())
 }
 
 fn parse_board(s: &str) -> Result<Board, String> {
     s.parse::<Board>()
 }
 
+/// What `--block` asks for.
+enum Choice {
+    List,
+    Block(&'static dyn AnyBlock),
+}
+
 fn main() -> ExitCode {
-    let args = match Args::try_parse() {
-        Ok(a) => a,
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let choice = match block_arg(&argv).as_deref() {
+        Some("list") => Choice::List,
+        name => match gen::find_block(name.unwrap_or(gen::DEFAULT_BLOCK)) {
+            Ok(b) => Choice::Block(b),
+            Err(e) => {
+                eprintln!("error: {e}; see gen --block list");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let block = match choice {
+        Choice::List => gen::find_block(gen::DEFAULT_BLOCK).expect("the default block exists"),
+        Choice::Block(b) => b,
+    };
+    let matches = match command(block).try_get_matches_from(&argv) {
+        Ok(m) => m,
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
@@ -75,7 +93,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(&args) {
+    if let Choice::List = choice {
+        print!("{}", block_list());
+        return ExitCode::SUCCESS;
+    }
+    let args = Args::from_arg_matches(&matches).expect("the command is built from Args");
+    match run(&args, block, &matches) {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
             eprintln!("error: {msg}");
@@ -84,65 +107,201 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &Args) -> Result<(), String> {
-    if args.board.is_none() {
-        for (flag, given) in [
-            ("--baud", args.baud.is_some()),
-            ("--act-rows", args.act_rows.is_some()),
-        ] {
-            if given {
-                return Err(format!("{flag} applies to board builds only (add --board)"));
+/// The value of `--block NAME` or `--block=NAME`, read before the command
+/// exists because the block decides the command's flags. A value clap would
+/// refuse (a missing one, a second `--block`) is left for clap to report.
+fn block_arg(argv: &[OsString]) -> Option<String> {
+    let mut it = argv.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(arg) = it.next() {
+        if arg == "--" {
+            break;
+        }
+        if arg == "--block" {
+            return it.next().filter(|v| !v.starts_with('-')).map(String::from);
+        }
+        if let Some(v) = arg.strip_prefix("--block=") {
+            return Some(v.to_string());
+        }
+    }
+    None
+}
+
+/// The command line for `block`: the common flags and one per parameter.
+fn command(block: &dyn AnyBlock) -> clap::Command {
+    let keys: Vec<String> = block
+        .params()
+        .iter()
+        .map(|p| format!("`{}`", p.name))
+        .collect();
+    let cmd = Args::command()
+        .mut_arg("config", |a| {
+            a.help(format!(
+                "A saved configuration (TOML with {}); keys it leaves out take the defaults, \
+                 flags override it",
+                keys.join(", ")
+            ))
+        })
+        .after_help(format!(
+            "Block: {} ({}). `gen --block list` lists every block.",
+            block.name(),
+            block.description()
+        ));
+    block
+        .params()
+        .iter()
+        .fold(cmd, |cmd, p| cmd.arg(param_arg(block, p)))
+}
+
+/// The flag of one block parameter. Values are only parsed here (an integer,
+/// or one of the names); the block's configuration checks the range, so a
+/// flag and a `--config` key get the same message.
+fn param_arg(block: &dyn AnyBlock, p: &Param) -> Arg {
+    let default = block.default_text(p).unwrap_or_else(|| "none".into());
+    let arg = Arg::new(p.name)
+        .long(p.flag())
+        .value_name(p.value_name)
+        .help(format!(
+            "{}: {}, default {default}. Overrides the config file",
+            p.help,
+            p.kind.allowed()
+        ));
+    match &p.kind {
+        ParamKind::Int { .. } | ParamKind::PowerOfTwo { .. } => {
+            arg.value_parser(clap::value_parser!(u64).range(..=i64::MAX as u64))
+        }
+        ParamKind::Choice(names) => {
+            let names = names.clone();
+            arg.value_parser(move |s: &str| -> Result<String, String> {
+                if names.contains(&s) {
+                    Ok(s.to_string())
+                } else {
+                    Err(format!("expected one of: {}", names.join(", ")))
+                }
+            })
+        }
+    }
+}
+
+/// The flags given for `block`'s parameters, as TOML values.
+fn param_flags(block: &dyn AnyBlock, matches: &ArgMatches) -> toml::Table {
+    let mut table = toml::Table::new();
+    for p in block.params() {
+        let value = if p.kind.is_integer() {
+            matches
+                .get_one::<u64>(p.name)
+                .map(|&v| toml::Value::Integer(v as i64))
+        } else {
+            matches
+                .get_one::<String>(p.name)
+                .map(|v| toml::Value::String(v.clone()))
+        };
+        if let Some(v) = value {
+            table.insert(p.name.to_string(), v);
+        }
+    }
+    table
+}
+
+/// `--block list`: every block, its parameters and its presets.
+fn block_list() -> String {
+    let mut out = String::new();
+    for block in gen::registry() {
+        let default = if block.name() == gen::DEFAULT_BLOCK {
+            " (default)"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "{}{default}: {}\n",
+            block.name(),
+            block.description()
+        ));
+        let params = block.params();
+        let usage: Vec<String> = params
+            .iter()
+            .map(|p| format!("--{} <{}>", p.flag(), p.value_name))
+            .collect();
+        let width = usage.iter().map(String::len).max().unwrap_or(0);
+        for (p, usage) in params.iter().zip(&usage) {
+            let default = block.default_text(p).unwrap_or_else(|| "none".into());
+            out.push_str(&format!(
+                "  {usage:<width$}  {}; default {default}. {}\n",
+                p.kind.allowed(),
+                p.help
+            ));
+        }
+        let presets: Vec<String> = block.presets().into_iter().map(|p| p.name).collect();
+        out.push_str(&format!("  presets: {}\n", presets.join(", ")));
+    }
+    out
+}
+
+/// Reads a `--config` file as a TOML table (not yet validated).
+fn read_config(path: &Path) -> Result<toml::Table, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
+    text.parse::<toml::Table>().map_err(|e| {
+        format!(
+            "config {}: {}",
+            path.display(),
+            config::one_line(&e.to_string())
+        )
+    })
+}
+
+fn run(args: &Args, block: &dyn AnyBlock, matches: &ArgMatches) -> Result<(), String> {
+    match args.board {
+        Some(_) if block.name() != hw::Block::name(&mxu::Mxu) => {
+            return Err(format!(
+                "--board builds the mxu block, not {} (leave out --block)",
+                block.name()
+            ));
+        }
+        Some(_) => {}
+        None => {
+            for (flag, given) in [
+                ("--baud", args.baud.is_some()),
+                ("--act-rows", args.act_rows.is_some()),
+            ] {
+                if given {
+                    return Err(format!("{flag} applies to board builds only (add --board)"));
+                }
             }
         }
     }
-    let base = match &args.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
-            let cfg = MxuConfig::from_toml(&text)
-                .map_err(|e| format!("config {}: {e}", path.display()))?;
-            match args.board {
-                // Keys the file leaves out take the board's values.
-                Some(board) => {
-                    let keys: toml::Table = text.parse().unwrap_or_default();
-                    let d = board.default_mxu();
-                    let has = |k: &str| keys.contains_key(k);
-                    MxuConfig::with_acc_rows(
-                        if has("rows") { cfg.rows() } else { d.rows() },
-                        if has("cols") { cfg.cols() } else { d.cols() },
-                        if has("dtype") { cfg.dtype() } else { d.dtype() },
-                        if has("acc_rows") {
-                            cfg.acc_rows()
-                        } else {
-                            d.acc_rows()
-                        },
-                    )
-                    .map_err(|e| format!("config {}: {e}", path.display()))?
-                }
-                None => cfg,
-            }
-        }
-        None => args.board.map_or(MxuConfig::DEFAULT, |b| b.default_mxu()),
+    // Defaults, then the file, then the flags.
+    let mut table = match args.board {
+        Some(board) => match toml::Value::try_from(board.default_mxu()) {
+            Ok(toml::Value::Table(t)) => t,
+            _ => unreachable!("an MXU configuration serialises as a table"),
+        },
+        None => block.default_table(),
     };
-    let cfg = MxuConfig::with_acc_rows(
-        args.rows.unwrap_or(base.rows()),
-        args.cols.unwrap_or(base.cols()),
-        args.dtype.unwrap_or(base.dtype()),
-        args.acc_rows.unwrap_or(base.acc_rows()),
-    )
-    .map_err(|e| e.to_string())?;
+    if let Some(path) = &args.config {
+        table.extend(read_config(path)?);
+        // The file on its own must be valid, whatever the flags change.
+        block
+            .configure(&table)
+            .map_err(|e| format!("config {}: {e}", path.display()))?;
+    }
+    table.extend(param_flags(block, matches));
+    let configured = block.configure(&table)?;
 
     let start = Instant::now();
     let (generated, params, out) = match args.board {
         None => {
-            let generated = gen::generate(&cfg)?;
+            let generated = gen::generate_configured(configured.as_ref())?;
             let out = args.out.clone().unwrap_or_else(|| "build/verilog".into());
-            println!("{}: MXU {cfg}", gen::generator_id());
-            (generated, cfg.params(), out)
+            println!("{}: {}", gen::generator_id(), configured.describe());
+            (generated, configured.design_params(), out)
         }
         Some(board) => {
+            let cfg = configured
+                .config_any()
+                .downcast_ref::<config::MxuConfig>()
+                .expect("the mxu block is configured by an MxuConfig");
             let (generated, bridge, baud) =
-                gen::generate_board(board, &cfg, args.act_rows, args.baud)?;
+                gen::generate_board(board, cfg, args.act_rows, args.baud)?;
             let out = args
                 .out
                 .clone()

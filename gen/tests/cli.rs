@@ -156,6 +156,9 @@ fn invalid_input_is_one_line_exit_two_and_leaves_output_intact() {
         &["--config", "junk.toml"],
         &["--config", "missing.toml"],
         &["--bogus"],
+        &["--block", "nope"],
+        &["--block"],
+        &["--block", "mxu", "--rows", "0"],
     ] {
         assert_refused(dir.path(), args, &before);
     }
@@ -168,6 +171,7 @@ fn help_lists_every_flag() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     for flag in [
+        "--block",
         "--out",
         "--board",
         "--baud",
@@ -351,4 +355,125 @@ fn a_saved_config_with_a_board_fills_missing_keys_from_the_board() {
     let d = board::Board::IceBreaker.defaults();
     let top = format!("mxu_bf16_{}x{}_acc{}.v", d.rows, d.cols, d.acc_rows);
     assert!(dir.path().join("o").join(&top).exists(), "{top} missing");
+}
+
+#[test]
+fn block_list_names_every_block_with_its_parameters_and_presets() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = gen(dir.path(), &["--block", "list"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for block in gen::registry() {
+        assert!(
+            text.contains(block.name()),
+            "{} missing:\n{text}",
+            block.name()
+        );
+        assert!(text.contains(block.description()), "{text}");
+        for p in block.params() {
+            let line = text
+                .lines()
+                .find(|l| l.contains(&format!("--{} <{}>", p.flag(), p.value_name)))
+                .unwrap_or_else(|| panic!("--{} missing:\n{text}", p.flag()));
+            let default = block.default_text(&p).unwrap();
+            for needle in [
+                p.kind.allowed(),
+                format!("default {default}"),
+                p.help.into(),
+            ] {
+                assert!(line.contains(&needle), "'{needle}' missing from {line}");
+            }
+        }
+        for preset in block.presets() {
+            assert!(text.contains(&preset.name), "{} missing", preset.name);
+        }
+    }
+    // Nothing is written.
+    assert!(!dir.path().join("build").exists());
+}
+
+#[test]
+fn block_mxu_is_the_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = gen(dir.path(), &["--rows", "3", "--out", "a"]);
+    assert!(plain.status.success());
+    let named = gen(dir.path(), &["--block", "mxu", "--rows", "3", "--out", "b"]);
+    assert!(
+        named.status.success(),
+        "{}",
+        String::from_utf8_lossy(&named.stderr)
+    );
+    assert_eq!(
+        read_dir_sorted(&dir.path().join("a")),
+        read_dir_sorted(&dir.path().join("b"))
+    );
+    let eq = gen(dir.path(), &["--block=mxu", "--rows", "3", "--out", "c"]);
+    assert!(eq.status.success());
+    assert_eq!(
+        read_dir_sorted(&dir.path().join("a")),
+        read_dir_sorted(&dir.path().join("c"))
+    );
+}
+
+#[test]
+fn an_unknown_block_is_one_line_naming_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = gen(dir.path(), &["--block", "gpu"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("unknown block 'gpu'"), "{err}");
+    for block in gen::registry() {
+        assert!(err.contains(block.name()), "{err}");
+    }
+    assert!(!dir.path().join("build").exists());
+}
+
+#[test]
+fn every_block_takes_a_saved_config_and_its_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    for block in gen::registry() {
+        // Each preset as a saved configuration gives that preset's design.
+        for preset in block.presets() {
+            let file = format!("{}-{}.toml", block.name(), preset.name);
+            let text = toml::to_string(&preset.config.to_table()).unwrap();
+            std::fs::write(dir.path().join(&file), text).unwrap();
+            let out = gen(
+                dir.path(),
+                &["--block", block.name(), "--config", &file, "--out", "o"],
+            );
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(out.status.success(), "{file}: {err}");
+            let top = format!("{}.v", preset.config.top_name());
+            let text = std::fs::read_to_string(dir.path().join("o").join(&top))
+                .unwrap_or_else(|e| panic!("{file}: {top}: {e}"));
+            let params: Vec<String> = preset
+                .config
+                .design_params()
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            let line = format!("Design parameters: {}", params.join(" "));
+            assert!(text.contains(&line), "{file}: '{line}' missing");
+        }
+        // The block's help lists its parameters as flags.
+        let out = gen(dir.path(), &["--block", block.name(), "--help"]);
+        assert!(out.status.success());
+        let help = String::from_utf8_lossy(&out.stdout);
+        for p in block.params() {
+            assert!(help.contains(&format!("--{}", p.flag())), "{help}");
+        }
+    }
+}
+
+#[test]
+fn a_saved_mxu_config_with_block_mxu_and_a_flag_override() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("c.toml"), "cols = 5\nacc_rows = 16\n").unwrap();
+    let args = ["--block", "mxu", "--config", "c.toml", "--rows", "2"];
+    let out = gen(dir.path(), &[&args[..], &["--out", "o"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    assert!(dir.path().join("o/mxu_int8_2x5_acc16.v").exists());
 }

@@ -22,6 +22,11 @@
 //! block's P rows; row m of the g-th n-tile of the group uses accumulator row
 //! g * P + m. Cycle 0 is a pass's first cycle.
 //!
+//! The split into passes is the host's choice, not a rule of the hardware, so
+//! the model takes it from [`config::mxu_plan`], the one plan the simulator's
+//! driver and the board client follow too. Everything below, the hardware's
+//! rules, is stated here from the interface contract alone.
+//!
 //! The host: writes the T*R weight rows in order, one per cycle whenever
 //! `w_ready` is high; presents tile i's first activation row from the cycle
 //! after tile i-1's last row was accepted (cycle 0 for tile 0) until it is
@@ -50,6 +55,7 @@
 //! utilization = MACs / (cycles * R * C).
 
 use crate::numerics::{add32, bf16_mul};
+use config::mxu_plan::MatmulPlan;
 use config::{ElemType, MxuConfig};
 
 /// int8 matmul: `C[i][j] = sum_k A[i][k] * B[k][j]`, each product exact in
@@ -132,14 +138,11 @@ fn check_shapes(a_len: usize, b_len: usize, m: usize, k: usize, n: usize) {
 /// [module docs](self#timing-contract) for the contract it states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MxuTiming {
+    plan: MatmulPlan,
     rows: u64,
     cols: u64,
-    acc_rows: u64,
     pe_latency: u64,
     acc_add_latency: u64,
-    m: u64,
-    k: u64,
-    n: u64,
 }
 
 impl MxuTiming {
@@ -150,23 +153,18 @@ impl MxuTiming {
     /// If `m`, `k` or `n` is 0: an empty matmul issues nothing, so it has no
     /// schedule to model.
     pub fn new(cfg: &MxuConfig, m: usize, k: usize, n: usize) -> Self {
-        assert!(
-            m > 0 && k > 0 && n > 0,
-            "MxuTiming: matmul dimensions must be nonzero, got m={m} k={k} n={n}"
-        );
+        let plan = MatmulPlan::new(cfg, m, k, n)
+            .unwrap_or_else(|e| panic!("MxuTiming: {e} (they must be nonzero)"));
         let (pe_latency, acc_add_latency) = match cfg.dtype() {
             ElemType::Int8 => (1, 0),
             ElemType::Bf16 => (2, 2),
         };
         MxuTiming {
+            plan,
             rows: u64::from(cfg.rows()),
             cols: u64::from(cfg.cols()),
-            acc_rows: u64::from(cfg.acc_rows()),
             pe_latency,
             acc_add_latency,
-            m: m as u64,
-            k: k as u64,
-            n: n as u64,
         }
     }
 
@@ -182,41 +180,33 @@ impl MxuTiming {
 
     /// Weight tiles along K: ceil(K/R).
     pub fn k_tiles(&self) -> u64 {
-        self.k.div_ceil(self.rows)
+        self.plan.k_tiles() as u64
     }
 
     /// Weight tiles along N: ceil(N/C).
     pub fn n_tiles(&self) -> u64 {
-        self.n.div_ceil(self.cols)
+        self.plan.n_tiles() as u64
     }
 
-    /// T = ceil(K/R) * ceil(N/C), the weight tiles of one pass.
+    /// T = ceil(K/R) * ceil(N/C), the weight tiles of the whole matmul.
     pub fn tile_count(&self) -> u64 {
         self.k_tiles() * self.n_tiles()
     }
 
-    /// `(n_tile, k_tile)` of tile `i`: tiles run n-tile outer, k-tile inner.
+    /// `(n_tile, k_tile)` of tile `i` of a pass: tiles run n-tile outer,
+    /// k-tile inner.
     pub fn tile_coords(&self, i: u64) -> (u64, u64) {
         (i / self.k_tiles(), i % self.k_tiles())
     }
 
-    /// The passes as (rows of A, n-tiles): M-blocks outer, n-tile groups inner
-    /// (see the [contract](self#timing-contract)).
+    /// The passes as (rows of A, n-tiles), in the order of the shared
+    /// [`MatmulPlan`] (see the [contract](self#timing-contract)).
     pub fn passes(&self) -> Vec<(u64, u64)> {
-        let mut out = Vec::new();
-        let mut rows_left = self.m;
-        while rows_left > 0 {
-            let rows = rows_left.min(self.acc_rows);
-            let group = (self.acc_rows / rows).max(1);
-            let mut n_left = self.n_tiles();
-            while n_left > 0 {
-                let g = n_left.min(group);
-                out.push((rows, g));
-                n_left -= g;
-            }
-            rows_left -= rows;
-        }
-        out
+        self.plan
+            .passes()
+            .iter()
+            .map(|p| (p.rows as u64, p.n_tiles as u64))
+            .collect()
     }
 
     /// Cycles from a row's acceptance to its accumulator write.
@@ -296,7 +286,8 @@ impl MxuTiming {
 
     /// M*K*N, the useful multiply-accumulates (padding excluded).
     pub fn macs(&self) -> u64 {
-        self.m * self.k * self.n
+        let (m, k, n) = self.plan.dims();
+        (m * k * n) as u64
     }
 
     /// MACs / (cycles * R * C): the fraction of the array's MAC slots over the

@@ -2,7 +2,8 @@
 
 use crate::protocol::{self, crc8_over, crc8_update, flags, header, status, Opcode};
 use crate::transport::Transport;
-use config::ElemType;
+use config::mxu_plan::MatmulPlan;
+use config::{ConfigError, ElemType, MxuConfig};
 use std::fmt;
 use std::time::Duration;
 
@@ -479,94 +480,73 @@ impl<T: Transport> Client<T> {
         }
     }
 
-    /// The tiling, as the simulator's MXU driver does it: B in R x C tiles
-    /// (zero-padded at the edges); rows of A in blocks of P that fit both
-    /// buffers; per block, groups of G n-tiles whose P x G results fit the
-    /// accumulator; per group, each k-tile's activation rows (written once per
-    /// block when all k-tiles fit the buffer) and, per n-tile, its weight tile
-    /// and one MATMUL step (the first k-tile overwrites, later ones add).
+    /// The tiling of [`config::mxu_plan`], which the simulator's MXU driver
+    /// and the golden cycle model follow too: B in R x C tiles (zero-padded
+    /// at the edges); rows of A in blocks of P that fit both the accumulator
+    /// and the activation buffer; per block, passes over groups of G n-tiles
+    /// whose P x G results fit the accumulator. Per pass, each k-tile's
+    /// activation rows (written once per block when all k-tiles fit the
+    /// buffer) and, per n-tile, its weight tile and one MATMUL step (the
+    /// first k-tile overwrites, later ones add).
     fn matmul_bits(
         &mut self,
         a: &[u16],
         b: &[u16],
         (m, k, n): (usize, usize, usize),
     ) -> Result<Vec<u32>, HostError> {
-        if m == 0 || k == 0 || n == 0 {
-            return Err(HostError::Shape(format!(
-                "matmul dimensions must be >= 1, got M={m} K={k} N={n}"
-            )));
-        }
-        if a.len() != m * k || b.len() != k * n {
-            return Err(HostError::Shape(format!(
-                "A has {} elements and B {}, expected {} (M x K) and {} (K x N)",
-                a.len(),
-                b.len(),
-                m * k,
-                k * n
-            )));
-        }
+        let shape = |e: ConfigError| HostError::Shape(e.to_string());
+        let cfg = MxuConfig::with_acc_rows(
+            self.info.rows,
+            self.info.cols,
+            self.info.dtype,
+            self.info.acc_rows,
+        )
+        .map_err(shape)?;
+        // A block of A must also fit the activation buffer, and its row count
+        // a u16 command field.
+        let block_limit = (self.info.act_rows as usize).min(u16::MAX as usize);
+        let plan = MatmulPlan::with_block_limit(&cfg, m, k, n, block_limit).map_err(shape)?;
+        plan.check_operands(a.len(), b.len()).map_err(shape)?;
         let (r, cols) = (self.info.rows as usize, self.info.cols as usize);
-        let acc_rows = self.info.acc_rows as usize;
         let act_rows = self.info.act_rows as usize;
-        let k_tiles = k.div_ceil(r);
-        let n_tiles = n.div_ceil(cols);
-        let block_max = acc_rows.min(act_rows).min(u16::MAX as usize);
+        let k_tiles = plan.k_tiles();
         let mut c = vec![0u32; m * n];
-        let mut m0 = 0;
-        while m0 < m {
-            let p = block_max.min(m - m0);
-            let group = (acc_rows / p).max(1);
+        for pass in plan.passes() {
+            let p = pass.rows;
             let resident = p * k_tiles <= act_rows;
-            let mut nt0 = 0;
-            while nt0 < n_tiles {
-                let g_count = group.min(n_tiles - nt0);
-                for kt in 0..k_tiles {
-                    let base = if resident { kt * p } else { 0 };
-                    if !resident || nt0 == 0 {
-                        let rows: Vec<u16> = (0..p)
-                            .flat_map(|mm| {
-                                (0..r).map(move |rr| {
-                                    let kk = kt * r + rr;
-                                    if kk < k {
-                                        a[(m0 + mm) * k + kk]
-                                    } else {
-                                        0
-                                    }
-                                })
+            for kt in 0..k_tiles {
+                let base = if resident { kt * p } else { 0 };
+                // Resident rows stay in the buffer for the block's later passes.
+                if !resident || pass.nt0 == 0 {
+                    let rows: Vec<u16> = (0..p)
+                        .flat_map(|mm| {
+                            (0..r).map(move |rr| {
+                                plan.a_index(pass.m0 + mm, kt, rr).map_or(0, |i| a[i])
                             })
-                            .collect();
-                        self.write_act(base as u16, &rows)?;
-                    }
-                    for g in 0..g_count {
-                        let nt = nt0 + g;
-                        let tile: Vec<u16> = (0..r * cols)
-                            .map(|i| {
-                                let (kk, nn) = (kt * r + i / cols, nt * cols + i % cols);
-                                if kk < k && nn < n {
-                                    b[kk * n + nn]
-                                } else {
-                                    0
-                                }
-                            })
-                            .collect();
-                        self.load_weights(&tile)?;
-                        self.matmul_step(base as u16, p as u16, (g * p) as u16, kt > 0)?;
-                    }
+                        })
+                        .collect();
+                    self.write_act(base as u16, &rows)?;
                 }
-                let out = self.read_acc(0, (g_count * p) as u16)?;
-                for g in 0..g_count {
-                    for mm in 0..p {
-                        for cc in 0..cols {
-                            let col = (nt0 + g) * cols + cc;
-                            if col < n {
-                                c[(m0 + mm) * n + col] = out[(g * p + mm) * cols + cc];
-                            }
+                for g in 0..pass.n_tiles {
+                    let nt = pass.nt0 + g;
+                    let tile: Vec<u16> = (0..r * cols)
+                        .map(|i| plan.b_index(kt, nt, i / cols, i % cols).map_or(0, |j| b[j]))
+                        .collect();
+                    self.load_weights(&tile)?;
+                    let acc_row = pass.acc_row(g, 0) as u16;
+                    self.matmul_step(base as u16, p as u16, acc_row, kt > 0)?;
+                }
+            }
+            let out = self.read_acc(0, pass.acc_rows_used() as u16)?;
+            for g in 0..pass.n_tiles {
+                for mm in 0..p {
+                    for cc in 0..cols {
+                        if let Some(i) = plan.c_index(pass.m0 + mm, pass.nt0 + g, cc) {
+                            c[i] = out[pass.acc_row(g, mm) * cols + cc];
                         }
                     }
                 }
-                nt0 += g_count;
             }
-            m0 += p;
         }
         Ok(c)
     }

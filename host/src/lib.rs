@@ -16,9 +16,10 @@
 //!   and no RTS/CTS is needed. Reply timeouts are the bytes' wire time plus a
 //!   latency allowance ([`DEFAULT_LATENCY`]).
 //! - **The client tiles.** [`Client::matmul_int8`] and [`Client::matmul_bf16`]
-//!   multiply matrices of any shape exactly as the simulator's MXU driver does
-//!   (same tiles, same accumulation order), so the results are bit-exact with
-//!   the golden model for the bridge's array.
+//!   multiply matrices of any shape with the plan of `config::mxu_plan`, the
+//!   one the simulator's MXU driver follows (same tiles, same accumulation
+//!   order), so the results are bit-exact with the golden model for the
+//!   bridge's array.
 //! - **Errors are values with one-line messages** ([`HostError`]): an error
 //!   status from the bridge, a CRC mismatch, a timeout. After a timeout or a
 //!   corrupt reply, [`Client::resync`] waits out the bridge's command timeout

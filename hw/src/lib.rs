@@ -25,6 +25,7 @@
 //!   `$signed` where signedness matters, no keyword as a name; lint waivers go to
 //!   a `.vlt` file, each with its reason.
 
+mod block;
 pub mod blocks;
 mod builder;
 mod design;
@@ -36,6 +37,7 @@ pub mod ir;
 mod names;
 mod ty;
 
+pub use block::{AnyBlock, Block, Configured, Param, ParamKind, Preset};
 pub use blocks::delay;
 pub use builder::{
     cat, enum_const_name, enum_operand, mux, Assignable, Bus, CaseLabel, Comb, Expr, Fsm,

@@ -1,8 +1,17 @@
 //! `sim`: runs the accelerator's Verilog under Verilator, driven from Rust.
 //!
-//! The crate does not depend on the hardware-description layer: a [`ModelSpec`] is Verilog
-//! text, the top module's name and its port list. [`Model::build`] turns it into a running
-//! simulation; block drivers (one module per block) sit on top of [`Model`].
+//! Three layers, each knowing less than the one above it:
+//! - [`verilator`], the harness, knows no block and not even the hardware-description
+//!   layer: a [`ModelSpec`] is Verilog text, the top module's name and its port list, and
+//!   [`Model::build`] turns it into a running simulation. [`from_hw`] makes a spec from
+//!   emitted `hw` files.
+//! - [`drivers`], one module per block, are typed hosts of a block's interface on top of
+//!   [`Model`] (e.g. [`drivers::mxu::MxuDriver::matmul_int8`]). A driver gets its block's
+//!   Verilog from `gen`, so the simulated RTL is the RTL users get.
+//! - the run CLI (`src/cli/`, one module per subcommand, behind a thin `main.rs`) reads
+//!   data files and runs a driver or the golden model.
+//!
+//! The rest of this page is about the harness.
 //!
 //! # Design
 //! **Built at run time, cached.** Array sizes are run-time flags of the CLI, so models cannot
@@ -38,8 +47,8 @@
 //! `SYSTOLE_TRACE=1` (or a path) makes every model write a VCD waveform, printed as
 //! `waveform: <path>` on stderr.
 
+pub mod drivers;
 pub mod from_hw;
-pub mod mxu;
 pub mod verilator;
 
 pub use verilator::{

@@ -93,13 +93,13 @@
 use config::{ElemType, MxuConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sim::from_hw::model_spec;
-use sim::mxu::{mxu_files, MatmulStats, MxuDriver};
+use sim::drivers::mxu::{pack, MatmulStats, MxuDriver, MxuPorts};
 use sim::{BuildOptions, CacheStatus, Model, ModelSpec, Trace};
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use tb::mxu::{moderate_bf16, random_i8};
 
 /// Set in a child process started by the `build` table: a comma-separated list
 /// of arrays (`int8:8`, `bf16:16`) to load from the (already filled) cache,
@@ -233,13 +233,10 @@ fn machine_line(opts: &Options) -> String {
                 .map(|s| s.trim().to_string())
         })
         .unwrap_or_else(|| "unknown CPU".into());
-    let verilator = Command::new("verilator")
-        .arg("--version")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "not found".into());
+    let verilator = sim::verilator_release().map_or_else(
+        |e| format!("no Verilator ({e})"),
+        |r| format!("Verilator {r}"),
+    );
     format!(
         "Machine: nproc = {nproc} ({cpu}); {verilator}; mode: {}",
         if opts.quick { "quick" } else { "full" }
@@ -333,19 +330,10 @@ fn calibrated(target: Duration, reps: usize, mut run: impl FnMut(u64)) -> (u64, 
     (n, best)
 }
 
-fn random_i8(rng: &mut impl Rng, len: usize) -> Vec<i8> {
-    (0..len).map(|_| rng.gen()).collect()
-}
-
-/// Random finite bf16 values of moderate magnitude (2^-5 .. 2^5, either
-/// sign): sums that round and cancel, but no overflow, NaN or subnormal.
-fn random_bf16(rng: &mut impl Rng, len: usize) -> Vec<u16> {
-    (0..len)
-        .map(|_| {
-            let exp: u16 = rng.gen_range(0x7A..0x84);
-            (rng.gen::<u16>() & 0x807F) | (exp << 7)
-        })
-        .collect()
+/// `len` bf16 operands of moderate magnitude (`tb::mxu::moderate_bf16`):
+/// sums that round and cancel, but no overflow, NaN or subnormal.
+fn moderate_bf16s(rng: &mut impl Rng, len: usize) -> Vec<u16> {
+    (0..len).map(|_| moderate_bf16(rng)).collect()
 }
 
 /// Random operands of one matmul C = A x B of either element type.
@@ -374,8 +362,8 @@ impl Operands {
                 ops.b_i8 = random_i8(rng, k * n);
             }
             ElemType::Bf16 => {
-                ops.a_bf16 = random_bf16(rng, m * k);
-                ops.b_bf16 = random_bf16(rng, k * n);
+                ops.a_bf16 = moderate_bf16s(rng, m * k);
+                ops.b_bf16 = moderate_bf16s(rng, k * n);
             }
         }
         ops
@@ -472,8 +460,8 @@ fn gen_table(opts: &Options) {
 
 fn mxu_spec(array: Array) -> (ModelSpec, String) {
     let cfg = array.cfg();
-    let (files, top) = mxu_files(&cfg);
-    (model_spec(&files, &top), mxu::top_name(&cfg))
+    let spec = sim::drivers::mxu::mxu_spec(&cfg).expect("the MXU elaborates");
+    (spec, mxu::top_name(&cfg))
 }
 
 fn build_model(spec: &ModelSpec, label: &str) -> Model {
@@ -652,10 +640,7 @@ fn build_table(opts: &Options) -> Option<tempfile::TempDir> {
     };
     let cache_dir = match &cache {
         Some(dir) => dir.path().to_path_buf(),
-        None => std::env::var_os(CACHE_ENV)
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(default_cache_dir),
+        None => sim::verilator::cache_dir(),
     };
 
     header(
@@ -718,54 +703,11 @@ fn build_table(opts: &Options) -> Option<tempfile::TempDir> {
     cache
 }
 
-/// The cache folder `sim` uses when `SYSTOLE_CACHE_DIR` is unset.
-fn default_cache_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
-        .join("systole-models")
-}
-
 // ---------------------------------------------------------------------------
 // 3. Simulation speed
 
-struct MxuPorts {
-    w_valid: sim::PortId,
-    w_row: sim::PortId,
-    w_ready: sim::PortId,
-    a_valid: sim::PortId,
-    a_first: sim::PortId,
-    a_row: sim::PortId,
-    a_addr: sim::PortId,
-    a_add: sim::PortId,
-    a_ready: sim::PortId,
-    acc_wr: sim::PortId,
-    reset: sim::PortId,
-}
-
-impl MxuPorts {
-    fn of(model: &Model) -> MxuPorts {
-        use mxu::ports::*;
-        let p = |name: &str| model.port(name).expect("MXU port");
-        MxuPorts {
-            w_valid: p(W_VALID),
-            w_row: p(W_ROW),
-            w_ready: p(W_READY),
-            a_valid: p(A_VALID),
-            a_first: p(A_FIRST),
-            a_row: p(A_ROW),
-            a_addr: p(A_ACC_ADDR),
-            a_add: p(A_ACC_ADD),
-            a_ready: p(A_READY),
-            acc_wr: p(ACC_WR),
-            reset: p(hw::ir::RESET),
-        }
-    }
-}
-
-/// A random row of `len` elements as port words (element 0 lowest): any int8
-/// values, or bf16 values as `random_bf16` makes them.
+/// A random row of `len` elements as port words (element 0 lowest): int8
+/// values as `tb::mxu::random_i8` makes them, or moderate bf16 values.
 fn random_row(rng: &mut impl Rng, dtype: ElemType, len: u32) -> Vec<u32> {
     let bits = dtype.operand_bits();
     let values: Vec<u32> = match dtype {
@@ -773,16 +715,13 @@ fn random_row(rng: &mut impl Rng, dtype: ElemType, len: u32) -> Vec<u32> {
             .into_iter()
             .map(|x| u32::from(x as u8))
             .collect(),
-        ElemType::Bf16 => random_bf16(rng, len as usize)
+        ElemType::Bf16 => moderate_bf16s(rng, len as usize)
             .into_iter()
             .map(u32::from)
             .collect(),
     };
     let mut words = vec![0u32; (len * bits).div_ceil(32) as usize];
-    for (i, v) in values.into_iter().enumerate() {
-        let bit = i as u32 * bits;
-        words[(bit / 32) as usize] |= v << (bit % 32);
-    }
+    pack(values.into_iter(), bits, &mut words);
     words
 }
 
@@ -828,12 +767,7 @@ fn driver_shape(array: Array, quick: bool) -> (usize, usize, usize) {
 /// real weights, not the zeros of reset) and holds `pat` on its inputs, with
 /// the activation row `a`, accumulator row 0 and overwrite.
 fn hold_pattern(model: &mut Model, p: &MxuPorts, pat: Pattern, w: &[u32], a: &[u32]) {
-    model.poke(p.w_valid, 0);
-    model.poke(p.a_valid, 0);
-    model.poke(p.a_first, 0);
-    model.poke(p.reset, 1);
-    model.step();
-    model.poke(p.reset, 0);
+    p.reset_idle(model);
     model.poke(p.w_valid, 1);
     model.poke_wide(p.w_row, w);
     model.poke(p.a_valid, 1);
@@ -887,7 +821,7 @@ fn loop_rows(array: Array, target: Duration, reps: usize, rows_out: &mut Vec<Sim
     let n = array.n;
     let (spec, label) = mxu_spec(array);
     let mut model = build_model(&spec, &label);
-    let p = MxuPorts::of(&model);
+    let p = MxuPorts::of(&model).expect("MXU ports");
     let mut rng = ChaCha8Rng::seed_from_u64(u64::from(n) + 100 * (array.dtype as u64));
     let w_words = [
         random_row(&mut rng, array.dtype, n),

@@ -1,7 +1,7 @@
 //! Checking the MXU in RTL against the golden model.
 
 use rand::Rng;
-use sim::mxu::{MatmulStats, MxuDriver};
+use sim::drivers::mxu::{MatmulStats, MxuDriver};
 
 /// Runs an int8 matmul on the RTL and checks C (bit for bit, as it is read
 /// out) and the cycle count against the golden model. `what` names the case.
@@ -76,10 +76,15 @@ pub const SPECIAL_BF16: &[u16] = &[
 pub fn random_bf16(rng: &mut impl Rng) -> u16 {
     match rng.gen_range(0..10) {
         0 => SPECIAL_BF16[rng.gen_range(0..SPECIAL_BF16.len())],
-        1..=6 => {
-            let exp: u16 = rng.gen_range(0x7A..0x84);
-            (rng.gen::<u16>() & 0x807F) | (exp << 7)
-        }
+        1..=6 => moderate_bf16(rng),
         _ => rng.gen(),
     }
+}
+
+/// One random finite bf16 value (bit pattern) of moderate magnitude, 2^-5 ..
+/// 2^5 of either sign: sums of them round and cancel, but never overflow or
+/// become NaN or subnormal.
+pub fn moderate_bf16(rng: &mut impl Rng) -> u16 {
+    let exp: u16 = rng.gen_range(0x7A..0x84);
+    (rng.gen::<u16>() & 0x807F) | (exp << 7)
 }

@@ -5,7 +5,7 @@
 use config::{ElemType, MxuConfig};
 use rand::Rng;
 use rstest::rstest;
-use sim::mxu::MxuDriver;
+use sim::drivers::mxu::MxuDriver;
 use tb::mxu::{check_bf16, random_bf16, SPECIAL_BF16};
 use tb::seed::rng_for;
 

@@ -5,7 +5,7 @@
 use config::{ElemType, MxuConfig};
 use rand::Rng;
 use rstest::rstest;
-use sim::mxu::MxuDriver;
+use sim::drivers::mxu::MxuDriver;
 use tb::mxu::{check_int8, random_i8};
 use tb::seed::rng_for;
 
@@ -150,7 +150,10 @@ fn a_wrong_expected_value_is_reported_as_a_mismatch() {
         .matmul_int8(&a, &b, (2, 2, 2), Some(&expected))
         .unwrap_err();
     assert!(
-        matches!(err, sim::mxu::DriverError::Mismatch { row: 1, col: 1, .. }),
+        matches!(
+            err,
+            sim::drivers::mxu::DriverError::Mismatch { row: 1, col: 1, .. }
+        ),
         "{err}"
     );
 }

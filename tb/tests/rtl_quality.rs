@@ -1,55 +1,102 @@
-//! Every preset's generated Verilog passes the tools users will run it
-//! through: `verilator --lint-only -Wall` (waivers only with reasons),
-//! `iverilog -g2005`, and a Yosys synthesis that infers no latch.
+//! Every preset of every registered block (`gen::registry`) generates Verilog
+//! that passes the tools users will run it through: `verilator --lint-only
+//! -Wall` (waivers only with reasons), `iverilog -g2005`, and a Yosys
+//! synthesis that infers no latch. A block joins these checks by joining the
+//! registry; nothing here names one.
 
-use config::{ElemType, MxuConfig};
-use rstest::rstest;
-use sim::mxu::mxu_files;
+use hw::EmittedFile;
+use std::sync::Mutex;
 use tb::tools;
 
-#[rstest]
-#[case(ElemType::Int8, 1, 1)]
-#[case(ElemType::Int8, 2, 3)]
-#[case(ElemType::Int8, 3, 2)]
-#[case(ElemType::Int8, 4, 4)]
-#[case(ElemType::Int8, 8, 8)]
-#[case(ElemType::Int8, 16, 16)]
-#[case(ElemType::Bf16, 1, 1)]
-#[case(ElemType::Bf16, 2, 3)]
-#[case(ElemType::Bf16, 4, 4)]
-#[case(ElemType::Bf16, 8, 8)]
-fn mxu_passes_lint_icarus_and_yosys(#[case] dtype: ElemType, #[case] rows: u32, #[case] cols: u32) {
-    let cfg = MxuConfig::new(rows, cols, dtype).unwrap();
-    let (files, top) = mxu_files(&cfg);
-    tools::verilator_lint(&files, &top.name).unwrap_or_else(|e| panic!("{cfg}: {e}"));
-    tools::iverilog_compile(&files, &top.name).unwrap_or_else(|e| panic!("{cfg}: {e}"));
-    let synth = tools::yosys_synth(&files, &top.name).unwrap_or_else(|e| panic!("{cfg}: {e}"));
-    assert_eq!(synth.latches, 0, "{cfg}: latches inferred\n{}", synth.log);
-    assert!(
-        synth.flip_flops > 0 && synth.cells > 0,
-        "{cfg}: empty synthesis?\n{}",
-        synth.log
-    );
+/// One preset's emitted design.
+struct Design {
+    /// `block preset`, e.g. `mxu int8-4x4`.
+    what: String,
+    top: String,
+    files: Vec<EmittedFile>,
+}
+
+/// Every preset of every block, elaborated and emitted as `gen` writes it.
+fn every_preset() -> Vec<Design> {
+    let mut out = Vec::new();
+    for block in gen::registry() {
+        for preset in block.presets() {
+            let what = format!("{} {}", block.name(), preset.name);
+            let generated = gen::generate_configured(preset.config.as_ref())
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            out.push(Design {
+                what,
+                top: generated.top,
+                files: generated.files,
+            });
+        }
+    }
+    out
+}
+
+/// Lint, Icarus and Yosys for one design; the first complaint, in one message.
+fn check(d: &Design) -> Result<(), String> {
+    tools::verilator_lint(&d.files, &d.top)?;
+    tools::iverilog_compile(&d.files, &d.top)?;
+    let synth = tools::yosys_synth(&d.files, &d.top)?;
+    if synth.latches != 0 {
+        return Err(format!("latches inferred\n{}", synth.log));
+    }
+    if synth.flip_flops == 0 || synth.cells == 0 {
+        return Err(format!("empty synthesis?\n{}", synth.log));
+    }
+    Ok(())
+}
+
+#[test]
+fn every_preset_passes_lint_icarus_and_yosys() {
+    let designs = every_preset();
+    let names: Vec<&str> = designs.iter().map(|d| d.what.as_str()).collect();
+    println!("checking {} presets: {}", designs.len(), names.join(", "));
+    // The tools are external processes: run them on every core, and report
+    // every failing preset rather than the first.
+    let queue = Mutex::new(designs.iter().collect::<Vec<_>>());
+    let failures = Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let Some(d) = queue.lock().unwrap().pop() else {
+                    break;
+                };
+                if let Err(e) = check(d) {
+                    failures.lock().unwrap().push(format!("{}: {e}", d.what));
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 #[test]
 fn every_waiver_states_a_reason() {
-    let cfg = MxuConfig::DEFAULT;
-    let (files, _) = mxu_files(&cfg);
-    let vlt = files
-        .iter()
-        .find(|f| f.name == hw::emit::WAIVER_FILE)
-        .expect("waiver file");
-    let lines: Vec<&str> = vlt.text.lines().collect();
-    for (i, l) in lines.iter().enumerate() {
-        if l.starts_with("lint_off") {
-            // The reason is the comment line above the waiver's pair of lines.
-            let reason = lines[..i]
-                .iter()
-                .rev()
-                .find(|p| p.starts_with("//"))
-                .unwrap();
-            assert!(reason.len() > 20, "waiver without a real reason: {l}");
+    for d in every_preset() {
+        let vlt = d
+            .files
+            .iter()
+            .find(|f| f.name == hw::emit::WAIVER_FILE)
+            .expect("waiver file");
+        let lines: Vec<&str> = vlt.text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            if l.starts_with("lint_off") {
+                // The reason is the comment line above the waiver's pair of lines.
+                let reason = lines[..i]
+                    .iter()
+                    .rev()
+                    .find(|p| p.starts_with("//"))
+                    .unwrap();
+                assert!(
+                    reason.len() > 20,
+                    "{}: waiver without a real reason: {l}",
+                    d.what
+                );
+            }
         }
     }
 }

@@ -65,6 +65,9 @@ use hw::blocks::FifoMode;
 use hw::{cat, delay, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
+mod block;
+pub use block::Mxu;
+
 /// Port names of the MXU top module.
 pub mod ports {
     pub const W_VALID: &str = "w_valid_i";

@@ -4,8 +4,8 @@ use super::*;
 
 impl ModuleBuilder {
     /// A bus of `dims` elements of type `elem` (row-major), emitted as an array
-    /// of nets (one per element). Each element must be driven exactly once, by [`bus_drive`]
-    /// (Self::bus_drive) or by an instance array's output.
+    /// of nets (one per element). Each element must be driven exactly once,
+    /// by [`bus_drive`](Self::bus_drive) or by an instance array's output.
     #[track_caller]
     pub fn bus(&mut self, name: &str, elem: Ty, dims: &[u32]) -> Bus {
         if dims.is_empty() || dims.contains(&0) {
@@ -101,8 +101,8 @@ impl ModuleBuilder {
     }
 
     /// Instantiates `module` as `name`. Connect every input with
-    /// [`connect`](Self::connect); read outputs with [`inst_output`]
-    /// (Self::inst_output). Outputs appear in this module as wires named
+    /// [`connect`](Self::connect); read outputs with
+    /// [`inst_output`](Self::inst_output). Outputs appear in this module as wires named
     /// `<name>_<port>`.
     #[track_caller]
     pub fn instance(&mut self, name: &str, module: &Rc<ModuleDef>) -> Inst {

@@ -8,18 +8,20 @@
 //! for every K-tile after the first, starting a tile's first row as soon as
 //! `a_ready_o` accepts it. It never assumes a cycle: it follows the handshakes
 //! and counts accumulator writes (`acc_wr_o`) to know when a pass is done, then
-//! reads the results out of the accumulator. A pass covers as many rows of A
-//! and n-tiles as the accumulator holds (the split `golden::MxuTiming` states).
+//! reads the results out of the accumulator. The passes (as many rows of A
+//! and n-tiles as the accumulator holds) and the tiles' padding come from
+//! [`config::mxu_plan`], the plan the golden cycle model counts.
 //!
 //! The cycle count it reports is measured on the RTL (per pass, from its first
 //! cycle through its last accumulator write; read-out not counted), so the
 //! tests can hold it to the golden cycle model exactly.
 
 use crate::from_hw::model_spec;
-use crate::verilator::{Model, PortId, SimError};
+use crate::verilator::{Model, ModelSpec, PortId, SimError};
+use config::mxu_plan::{MatmulPlan, Pass};
 use config::{ElemType, MxuConfig};
-use hw::{emit_design, Design, Header};
 use std::fmt;
+use std::rc::Rc;
 
 /// One matmul's measured cost.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,6 +53,9 @@ impl MatmulStats {
 pub enum DriverError {
     /// The model could not be built or loaded.
     Sim(SimError),
+    /// The generator refused the configuration (a generator bug: every
+    /// valid configuration elaborates).
+    Elaboration(String),
     /// Operand shapes or types do not describe a matmul for this array.
     Shape(String),
     /// The RTL broke its interface contract (e.g. never finished a pass).
@@ -71,7 +76,9 @@ impl fmt::Display for DriverError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DriverError::Sim(e) => write!(f, "{e}"),
-            DriverError::Shape(s) | DriverError::Protocol(s) => f.write_str(s),
+            DriverError::Elaboration(s) | DriverError::Shape(s) | DriverError::Protocol(s) => {
+                f.write_str(s)
+            }
             DriverError::Mismatch {
                 row,
                 col,
@@ -102,19 +109,27 @@ impl From<SimError> for DriverError {
     }
 }
 
-/// The Verilog of the MXU for `cfg`, as `gen` would write it.
-pub fn mxu_files(cfg: &MxuConfig) -> (Vec<hw::EmittedFile>, std::rc::Rc<hw::ModuleDef>) {
-    let mut design = Design::new();
-    let top = mxu::build(&mut design, cfg);
-    let header = Header {
-        generator: format!("systole-sim {}", env!("CARGO_PKG_VERSION")),
-        params: cfg.params(),
-    };
-    (emit_design(&design, &top, &header), top)
+/// The Verilog of the MXU for `cfg` and its top module, exactly as `gen`
+/// writes it (the simulated RTL is the RTL users get).
+pub fn mxu_files(
+    cfg: &MxuConfig,
+) -> Result<(Vec<hw::EmittedFile>, Rc<hw::ModuleDef>), DriverError> {
+    let generated = gen::generate(cfg).map_err(DriverError::Elaboration)?;
+    let top = generated
+        .top_module
+        .expect("an elaborated block has its top module's definition");
+    Ok((generated.files, top))
 }
 
-/// Packs `values` of `bits` each (little-endian, element 0 lowest) into words.
-fn pack(values: impl Iterator<Item = u32>, bits: u32, words: &mut [u32]) {
+/// The Verilator model spec of the MXU for `cfg`.
+pub fn mxu_spec(cfg: &MxuConfig) -> Result<ModelSpec, DriverError> {
+    let (files, top) = mxu_files(cfg)?;
+    Ok(model_spec(&files, &top))
+}
+
+/// Packs `values` of `bits` each (little-endian, element 0 lowest) into the
+/// 32-bit words of a wide port, as [`Model::poke_wide`] takes them.
+pub fn pack(values: impl Iterator<Item = u32>, bits: u32, words: &mut [u32]) {
     words.fill(0);
     let mask = if bits == 32 {
         u32::MAX
@@ -131,59 +146,34 @@ fn pack(values: impl Iterator<Item = u32>, bits: u32, words: &mut [u32]) {
     }
 }
 
-struct Ports {
-    w_valid: PortId,
-    w_row: PortId,
-    w_ready: PortId,
-    a_valid: PortId,
-    a_first: PortId,
-    a_row: PortId,
-    a_addr: PortId,
-    a_add: PortId,
-    a_ready: PortId,
-    rd_en: PortId,
-    rd_addr: PortId,
-    rd_valid: PortId,
-    rd_data: PortId,
-    acc_wr: PortId,
-    busy: PortId,
-    reset: PortId,
+/// The MXU's ports on a model of it (names in `mxu::ports`), for the driver
+/// and for anything else that drives the model directly (benchmarks).
+#[derive(Debug, Clone, Copy)]
+pub struct MxuPorts {
+    pub w_valid: PortId,
+    pub w_row: PortId,
+    pub w_ready: PortId,
+    pub a_valid: PortId,
+    pub a_first: PortId,
+    pub a_row: PortId,
+    pub a_addr: PortId,
+    pub a_add: PortId,
+    pub a_ready: PortId,
+    pub rd_en: PortId,
+    pub rd_addr: PortId,
+    pub rd_valid: PortId,
+    pub rd_data: PortId,
+    pub acc_wr: PortId,
+    pub busy: PortId,
+    pub reset: PortId,
 }
 
-/// A Verilated MXU of one configuration, ready for matmuls.
-pub struct MxuDriver {
-    cfg: MxuConfig,
-    model: Model,
-    p: Ports,
-}
-
-/// One pass: rows `m0 .. m0 + rows` of A against n-tiles `nt0 .. nt0 + n_tiles`;
-/// row m of the g-th n-tile goes to accumulator row `g * rows + m`.
-struct Pass {
-    m0: usize,
-    rows: usize,
-    nt0: usize,
-    n_tiles: usize,
-}
-
-/// One matmul's operands as element bit patterns, row-major.
-struct Operands<'a> {
-    a: &'a [u32],
-    b: &'a [u32],
-    m: usize,
-    k: usize,
-    n: usize,
-}
-
-impl MxuDriver {
-    /// Builds (or loads from the cache) the Verilated MXU for `cfg` and resets it.
-    pub fn new(cfg: &MxuConfig) -> Result<MxuDriver, DriverError> {
-        let (files, top) = mxu_files(cfg);
-        let spec = model_spec(&files, &top);
-        let model = Model::build(&spec, &mxu::top_name(cfg))?;
+impl MxuPorts {
+    /// Looks every port up on `model`.
+    pub fn of(model: &Model) -> Result<MxuPorts, SimError> {
         use mxu::ports::*;
         let port = |name: &str| model.port(name);
-        let p = Ports {
+        Ok(MxuPorts {
             w_valid: port(W_VALID)?,
             w_row: port(W_ROW)?,
             w_ready: port(W_READY)?,
@@ -200,7 +190,48 @@ impl MxuDriver {
             acc_wr: port(ACC_WR)?,
             busy: port(BUSY)?,
             reset: port(hw::ir::RESET)?,
-        };
+        })
+    }
+
+    /// Drives every control input of `model` low and holds reset for one
+    /// cycle: the MXU is idle and empty afterwards.
+    pub fn reset_idle(&self, model: &mut Model) {
+        for port in [
+            self.w_valid,
+            self.a_valid,
+            self.a_first,
+            self.a_add,
+            self.rd_en,
+            self.a_addr,
+            self.rd_addr,
+        ] {
+            model.poke(port, 0);
+        }
+        model.poke(self.reset, 1);
+        model.step();
+        model.poke(self.reset, 0);
+    }
+}
+
+/// A Verilated MXU of one configuration, ready for matmuls.
+pub struct MxuDriver {
+    cfg: MxuConfig,
+    model: Model,
+    p: MxuPorts,
+}
+
+/// One matmul's operands as element bit patterns, row-major, with its plan.
+struct Operands<'a> {
+    a: &'a [u32],
+    b: &'a [u32],
+    plan: MatmulPlan,
+}
+
+impl MxuDriver {
+    /// Builds (or loads from the cache) the Verilated MXU for `cfg` and resets it.
+    pub fn new(cfg: &MxuConfig) -> Result<MxuDriver, DriverError> {
+        let model = Model::build(&mxu_spec(cfg)?, &mxu::top_name(cfg))?;
+        let p = MxuPorts::of(&model)?;
         let mut d = MxuDriver {
             cfg: *cfg,
             model,
@@ -221,15 +252,7 @@ impl MxuDriver {
 
     /// Drives every input low and holds reset for one cycle.
     pub fn reset(&mut self) {
-        let p = &self.p;
-        for port in [
-            p.w_valid, p.a_valid, p.a_first, p.a_add, p.rd_en, p.a_addr, p.rd_addr,
-        ] {
-            self.model.poke(port, 0);
-        }
-        self.model.poke(p.reset, 1);
-        self.model.step();
-        self.model.poke(p.reset, 0);
+        self.p.reset_idle(&mut self.model);
     }
 
     /// C = A x B with int8 A (`m x k`) and B (`k x n`), int32 C (wrapping).
@@ -247,14 +270,7 @@ impl MxuDriver {
         let a: Vec<u32> = a.iter().map(|&x| x as u8 as u32).collect();
         let b: Vec<u32> = b.iter().map(|&x| x as u8 as u32).collect();
         let expected: Option<Vec<u32>> = expected.map(|e| e.iter().map(|&x| x as u32).collect());
-        let ops = Operands {
-            a: &a,
-            b: &b,
-            m,
-            k,
-            n,
-        };
-        let (c, stats) = self.run(&ops, expected.as_deref())?;
+        let (c, stats) = self.run(&a, &b, (m, k, n), expected.as_deref())?;
         Ok((c.into_iter().map(|x| x as i32).collect(), stats))
     }
 
@@ -270,16 +286,7 @@ impl MxuDriver {
         self.require(ElemType::Bf16)?;
         let a: Vec<u32> = a.iter().map(|&x| x as u32).collect();
         let b: Vec<u32> = b.iter().map(|&x| x as u32).collect();
-        self.run(
-            &Operands {
-                a: &a,
-                b: &b,
-                m,
-                k,
-                n,
-            },
-            expected,
-        )
+        self.run(&a, &b, (m, k, n), expected)
     }
 
     fn require(&self, dtype: ElemType) -> Result<(), DriverError> {
@@ -295,62 +302,34 @@ impl MxuDriver {
 
     fn run(
         &mut self,
-        ops: &Operands<'_>,
+        a: &[u32],
+        b: &[u32],
+        (m, k, n): (usize, usize, usize),
         expected: Option<&[u32]>,
     ) -> Result<(Vec<u32>, MatmulStats), DriverError> {
-        let (m, k, n) = (ops.m, ops.k, ops.n);
-        if m == 0 || k == 0 || n == 0 {
-            return Err(DriverError::Shape(format!(
-                "matmul dimensions must be >= 1, got M={m} K={k} N={n}"
-            )));
-        }
-        if ops.a.len() != m * k || ops.b.len() != k * n {
-            return Err(DriverError::Shape(format!(
-                "A has {} elements and B {}, expected {} (M x K) and {} (K x N)",
-                ops.a.len(),
-                ops.b.len(),
-                m * k,
-                k * n
-            )));
-        }
+        let shape = |e: config::ConfigError| DriverError::Shape(e.to_string());
+        let plan = MatmulPlan::new(&self.cfg, m, k, n).map_err(shape)?;
+        plan.check_operands(a.len(), b.len()).map_err(shape)?;
         if expected.is_some_and(|e| e.len() != m * n) {
             return Err(DriverError::Shape("expected C has the wrong size".into()));
         }
-        let (rows, cols) = (self.cfg.rows() as usize, self.cfg.cols() as usize);
+        let ops = Operands { a, b, plan };
         let mut c = vec![0u32; m * n];
         let mut stats = MatmulStats {
-            rows: rows as u32,
-            cols: cols as u32,
+            rows: self.cfg.rows(),
+            cols: self.cfg.cols(),
             cycles: 0,
             readout_cycles: 0,
             macs: (m * k * n) as u64,
             tiles: 0,
             passes: 0,
         };
-        // Passes: blocks of P rows of A, each split into groups of G n-tiles so
-        // that P * G accumulator rows hold the results.
-        let acc_rows = self.cfg.acc_rows() as usize;
-        let n_tiles = n.div_ceil(cols);
-        let mut m0 = 0;
-        while m0 < m {
-            let block = acc_rows.min(m - m0);
-            let group = (acc_rows / block).max(1);
-            let mut nt0 = 0;
-            while nt0 < n_tiles {
-                let pass = Pass {
-                    m0,
-                    rows: block,
-                    nt0,
-                    n_tiles: group.min(n_tiles - nt0),
-                };
-                self.reset();
-                stats.cycles += self.pass(ops, &pass)?;
-                stats.readout_cycles += self.read_out(ops, &pass, &mut c, expected)?;
-                stats.tiles += (pass.n_tiles * k.div_ceil(rows)) as u64;
-                stats.passes += 1;
-                nt0 += pass.n_tiles;
-            }
-            m0 += block;
+        for pass in plan.passes() {
+            self.reset();
+            stats.cycles += self.pass(&ops, &pass)?;
+            stats.readout_cycles += self.read_out(&ops, &pass, &mut c, expected)?;
+            stats.tiles += (pass.n_tiles * plan.k_tiles()) as u64;
+            stats.passes += 1;
         }
         Ok((c, stats))
     }
@@ -358,10 +337,10 @@ impl MxuDriver {
     /// Streams every tile of a pass; returns its cycles (through its last
     /// accumulator write).
     fn pass(&mut self, ops: &Operands<'_>, pass: &Pass) -> Result<u64, DriverError> {
-        let (k, n) = (ops.k, ops.n);
+        let plan = &ops.plan;
         let (rows, cols) = (self.cfg.rows() as usize, self.cfg.cols() as usize);
         let bits = self.cfg.dtype().operand_bits();
-        let k_tiles = k.div_ceil(rows);
+        let k_tiles = plan.k_tiles();
         let tiles = k_tiles * pass.n_tiles;
         // Tile i covers k-tile i % k_tiles of the pass's n-tile i / k_tiles.
         let tile_of = |i: usize| (i / k_tiles, i % k_tiles);
@@ -381,15 +360,10 @@ impl MxuDriver {
             if pushed < weight_rows {
                 // Row j of a tile is its B row R-1-j (bottom row first).
                 let (g, kt) = tile_of(pushed / rows);
-                let nt = pass.nt0 + g;
-                let kk = kt * rows + (rows - 1 - pushed % rows);
+                let r = rows - 1 - pushed % rows;
                 let row = (0..cols).map(|cc| {
-                    let nn = nt * cols + cc;
-                    if kk < k && nn < n {
-                        ops.b[kk * n + nn]
-                    } else {
-                        0
-                    }
+                    plan.b_index(kt, pass.nt0 + g, r, cc)
+                        .map_or(0, |i| ops.b[i])
                 });
                 pack(row, bits, &mut w_words);
                 self.model.poke(p.w_valid, 1);
@@ -400,19 +374,13 @@ impl MxuDriver {
             if accepted < total_rows {
                 let (g, kt) = tile_of(accepted / pass_rows);
                 let mm = accepted % pass_rows;
-                let row = (0..rows).map(|rr| {
-                    let kk = kt * rows + rr;
-                    if kk < k {
-                        ops.a[(pass.m0 + mm) * k + kk]
-                    } else {
-                        0
-                    }
-                });
+                let row =
+                    (0..rows).map(|rr| plan.a_index(pass.m0 + mm, kt, rr).map_or(0, |i| ops.a[i]));
                 pack(row, bits, &mut a_words);
                 self.model.poke(p.a_valid, 1);
                 self.model.poke(p.a_first, (mm == 0) as u64);
                 self.model.poke_wide(p.a_row, &a_words);
-                self.model.poke(p.a_addr, (g * pass_rows + mm) as u64);
+                self.model.poke(p.a_addr, pass.acc_row(g, mm) as u64);
                 self.model.poke(p.a_add, (kt > 0) as u64);
             } else {
                 self.model.poke(p.a_valid, 0);
@@ -459,14 +427,12 @@ impl MxuDriver {
         c: &mut [u32],
         expected: Option<&[u32]>,
     ) -> Result<u64, DriverError> {
-        let n = ops.n;
-        let cols = self.cfg.cols() as usize;
         let p = &self.p;
         let mut cycles = 0u64;
         for g in 0..pass.n_tiles {
             for mm in 0..pass.rows {
                 self.model.poke(p.rd_en, 1);
-                self.model.poke(p.rd_addr, (g * pass.rows + mm) as u64);
+                self.model.poke(p.rd_addr, pass.acc_row(g, mm) as u64);
                 self.model.step();
                 cycles += 1;
                 self.model.poke(p.rd_en, 0);
@@ -478,21 +444,20 @@ impl MxuDriver {
                 }
                 let data = self.model.peek_wide(p.rd_data);
                 let row = pass.m0 + mm;
-                for (cc, &word) in data.iter().enumerate().take(cols) {
-                    let col = (pass.nt0 + g) * cols + cc;
-                    if col >= n {
+                for (cc, &word) in data.iter().enumerate().take(self.cfg.cols() as usize) {
+                    let Some(i) = ops.plan.c_index(row, pass.nt0 + g, cc) else {
                         break;
-                    }
-                    c[row * n + col] = word;
+                    };
+                    c[i] = word;
                     if let Some(e) = expected {
-                        if e[row * n + col] != word {
+                        if e[i] != word {
                             // One more cycle so the waveform shows the failure.
                             self.model.step();
                             self.model.flush_trace();
                             return Err(DriverError::Mismatch {
                                 row,
-                                col,
-                                expected: e[row * n + col],
+                                col: i % ops.plan.dims().2,
+                                expected: e[i],
                                 got: word,
                                 cycle: self.model.cycle(),
                                 waveform: self.model.trace_path().map(|p| p.display().to_string()),

@@ -1,0 +1,132 @@
+//! `sim matmul`: C = A x B on the MXU, from and to `.npy` files.
+
+use super::{bad, broken, Failure};
+use config::{ElemType, MxuConfig};
+use matrix::Matrix;
+use sim::drivers::mxu::MxuDriver;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct MatmulArgs {
+    /// Element type of A and B: int8 or bf16.
+    #[arg(long, value_name = "TYPE", value_parser = parse_dtype)]
+    dtype: ElemType,
+    /// A: .npy matrix [M,K] (int8, or uint16 holding bf16 bit patterns).
+    #[arg(long, value_name = "FILE")]
+    a: PathBuf,
+    /// B: .npy matrix [K,N] (int8, or uint16 holding bf16 bit patterns).
+    #[arg(long, value_name = "FILE")]
+    b: PathBuf,
+    /// Where to write C: .npy matrix [M,N] (int32 for int8, float32 for bf16).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Array rows R.
+    #[arg(long, value_name = "R", default_value_t = MxuConfig::DEFAULT.rows())]
+    rows: u32,
+    /// Array columns C.
+    #[arg(long, value_name = "C", default_value_t = MxuConfig::DEFAULT.cols())]
+    cols: u32,
+    /// Accumulator rows (a power of two); larger M runs in several passes.
+    #[arg(long, value_name = "N", default_value_t = MxuConfig::DEFAULT.acc_rows())]
+    acc_rows: u32,
+    /// Compute with the golden model (cycles from its cycle model) instead of the RTL.
+    #[arg(long)]
+    golden: bool,
+    /// Print one JSON line of statistics to stdout.
+    #[arg(long)]
+    stats: bool,
+}
+
+fn parse_dtype(s: &str) -> Result<ElemType, String> {
+    s.parse::<ElemType>().map_err(|e| e.to_string())
+}
+
+/// Runs `matmul`: reads A and B, computes C on the RTL or the golden model,
+/// writes C and, with `--stats`, one JSON line.
+pub fn run(args: &MatmulArgs) -> Result<(), Failure> {
+    let cfg = MxuConfig::with_acc_rows(args.rows, args.cols, args.dtype, args.acc_rows)
+        .map_err(|e| bad(e.to_string()))?;
+    let (m, k, n, cycles) = match cfg.dtype() {
+        ElemType::Int8 => {
+            let (a, b) = operands::<i8>(args)?;
+            let (m, k, n) = (a.rows, a.cols, b.cols);
+            let (c, cycles) = if args.golden {
+                let c = golden::matmul_int8(&a.data, &b.data, m, k, n);
+                (c, golden::MxuTiming::new(&cfg, m, k, n).total_cycles())
+            } else {
+                let (c, stats) = driver(&cfg)?
+                    .matmul_int8(&a.data, &b.data, (m, k, n), None)
+                    .map_err(|e| broken(e.to_string()))?;
+                (c, stats.cycles)
+            };
+            matrix::write(
+                &args.out,
+                &Matrix {
+                    rows: m,
+                    cols: n,
+                    data: c,
+                },
+            )
+            .map_err(broken)?;
+            (m, k, n, cycles)
+        }
+        ElemType::Bf16 => {
+            let (a, b) = operands::<u16>(args)?;
+            let (m, k, n) = (a.rows, a.cols, b.cols);
+            let (c, cycles) = if args.golden {
+                let r = cfg.rows() as usize;
+                let c = golden::matmul_bf16(&a.data, &b.data, m, k, n, r);
+                (c, golden::MxuTiming::new(&cfg, m, k, n).total_cycles())
+            } else {
+                let (c, stats) = driver(&cfg)?
+                    .matmul_bf16(&a.data, &b.data, (m, k, n), None)
+                    .map_err(|e| broken(e.to_string()))?;
+                (c, stats.cycles)
+            };
+            // float32 carries the fp32 results bit for bit (NaNs included).
+            let data: Vec<f32> = c.into_iter().map(f32::from_bits).collect();
+            matrix::write(
+                &args.out,
+                &Matrix {
+                    rows: m,
+                    cols: n,
+                    data,
+                },
+            )
+            .map_err(broken)?;
+            (m, k, n, cycles)
+        }
+    };
+    if args.stats {
+        let macs = (m * k * n) as u64;
+        let utilization = macs as f64 / (cycles as f64 * cfg.rows() as f64 * cfg.cols() as f64);
+        let line = serde_json::json!({
+            "op": "matmul",
+            "backend": if args.golden { "golden" } else { "rtl" },
+            "dtype": cfg.dtype().name(),
+            "rows": cfg.rows(),
+            "cols": cfg.cols(),
+            "acc_rows": cfg.acc_rows(),
+            "m": m,
+            "k": k,
+            "n": n,
+            "cycles": cycles,
+            "macs": macs,
+            "utilization": utilization,
+        });
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// A and B of one element type, with matching inner dimensions.
+fn operands<T: matrix::Element>(args: &MatmulArgs) -> Result<(Matrix<T>, Matrix<T>), Failure> {
+    let a: Matrix<T> = matrix::read(&args.a, "A").map_err(bad)?;
+    let b: Matrix<T> = matrix::read(&args.b, "B").map_err(bad)?;
+    matrix::check_product_shapes(&a, &b).map_err(bad)?;
+    Ok((a, b))
+}
+
+fn driver(cfg: &MxuConfig) -> Result<MxuDriver, Failure> {
+    MxuDriver::new(cfg).map_err(|e| broken(e.to_string()))
+}

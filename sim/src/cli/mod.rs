@@ -1,0 +1,73 @@
+//! The run CLI's command line: parsing, dispatch to one module per subcommand,
+//! and the exit codes (0 done, 2 bad input, 1 a failure of the tool), each
+//! error one line on stderr.
+
+mod matmul;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Runs Systole's blocks on data files, in RTL simulation (Verilator) or on the golden model.
+#[derive(Parser, Debug)]
+#[command(name = "sim", version, about = "Runs Systole's blocks on .npy data, in RTL simulation (Verilator) or on the golden model", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// C = A x B on the MXU. A is [M,K], B is [K,N]; any M, K, N >= 1 (the tool
+    /// tiles them onto the R x C array). int8 A and B give an int32 C; bf16 A
+    /// and B (uint16 arrays of bf16 bit patterns) give a float32 C, which
+    /// depends on R as numerics.md says.
+    Matmul(matmul::MatmulArgs),
+}
+
+/// A failure and its exit code: 2 for bad input, 1 for a failure of the tool.
+pub struct Failure(pub u8, pub String);
+
+/// A failure caused by the user's input (exit code 2).
+pub fn bad(msg: impl Into<String>) -> Failure {
+    Failure(2, msg.into())
+}
+
+/// A failure of the tool itself (exit code 1).
+pub fn broken(msg: impl Into<String>) -> Failure {
+    Failure(1, msg.into())
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+                || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            {
+                print!("{e}");
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                    ExitCode::from(2)
+                } else {
+                    ExitCode::SUCCESS
+                };
+            }
+            let text = e.to_string();
+            eprintln!(
+                "{} (see sim --help)",
+                text.lines().next().unwrap_or("invalid arguments")
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.command {
+        Command::Matmul(args) => matmul::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(code, msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(code)
+        }
+    }
+}
