@@ -8,42 +8,10 @@
 //! random nested control against the evaluator under Icarus and Verilator.
 
 use hw::*;
-use num_bigint::BigUint;
+
+mod common;
+use common::*;
 use std::rc::Rc;
-
-fn module(name: &str, f: impl FnOnce(&mut ModuleBuilder)) -> Rc<ModuleDef> {
-    let mut m = ModuleBuilder::new(name);
-    f(&mut m);
-    Rc::new(m.finish())
-}
-
-fn evaluator(def: &ModuleDef) -> Evaluator {
-    Evaluator::new(def).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn get(e: &Evaluator, port: &str) -> u64 {
-    u64::try_from(e.get(port)).expect("small value")
-}
-
-fn set(e: &mut Evaluator, port: &str, v: u64) {
-    e.set(port, &BigUint::from(v));
-}
-
-/// The elaboration error of `f`, which must fail.
-fn elab_error(f: impl FnOnce()) -> String {
-    quiet_elab_errors();
-    match catch_elab(f) {
-        Ok(()) => panic!("elaboration should have failed"),
-        Err(e) => e.message,
-    }
-}
-
-/// "file:line" of the line `offset` lines below the caller.
-#[track_caller]
-fn line_below(offset: u32) -> String {
-    let l = std::panic::Location::caller();
-    format!("{}:{}:", l.file(), l.line() + offset)
-}
 
 fn verilog(def: &ModuleDef) -> String {
     emit_module(def, &Header::default())

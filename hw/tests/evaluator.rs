@@ -5,6 +5,9 @@
 //! written out (or is a plain power of two), not computed by a second model.
 
 use hw::*;
+
+mod common;
+use common::{evaluator, module};
 use num_bigint::{BigInt, BigUint};
 use num_traits::One;
 use std::rc::Rc;
@@ -27,17 +30,6 @@ fn b(v: u128) -> BigUint {
 
 fn hex(s: &str) -> BigUint {
     BigUint::parse_bytes(s.replace('_', "").as_bytes(), 16).expect("hex literal")
-}
-
-/// Builds a module definition with `f`.
-fn module(name: &str, f: impl FnOnce(&mut ModuleBuilder)) -> Rc<ModuleDef> {
-    let mut m = ModuleBuilder::new(name);
-    f(&mut m);
-    Rc::new(m.finish())
-}
-
-fn evaluator(def: &ModuleDef) -> Evaluator {
-    Evaluator::new(def).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Sets the inputs, settles, and returns the requested outputs as bit patterns.

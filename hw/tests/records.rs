@@ -2,34 +2,10 @@
 //! connections, and the errors a wrong field or port name gives.
 
 use hw::*;
-use num_bigint::BigUint;
+
+mod common;
+use common::*;
 use std::rc::Rc;
-
-fn evaluator(def: &ModuleDef) -> Evaluator {
-    Evaluator::new(def).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn get(e: &Evaluator, port: &str) -> u64 {
-    u64::try_from(e.get(port)).expect("small value")
-}
-
-fn set(e: &mut Evaluator, port: &str, v: u64) {
-    e.set(port, &BigUint::from(v));
-}
-
-fn elab_error(f: impl FnOnce()) -> String {
-    quiet_elab_errors();
-    match catch_elab(f) {
-        Ok(()) => panic!("elaboration should have failed"),
-        Err(e) => e.message,
-    }
-}
-
-#[track_caller]
-fn line_below(offset: u32) -> String {
-    let l = std::panic::Location::caller();
-    format!("{}:{}:", l.file(), l.line() + offset)
-}
 
 fn header() -> RecordTy {
     RecordTy::new(

@@ -326,6 +326,21 @@ impl ModuleBuilder {
         self.with(|m| m.ctl.blocks.pop().expect("opened above"))
     }
 
+    /// Starts an `if`, `switch` or FSM table in the current block; its
+    /// branches are added to it as they are written.
+    fn open_if(&mut self, what: &'static str, disjoint: bool, loc: Loc) {
+        self.with(|m| {
+            m.ctl.current().push(ProcStmt::If(ProcIf {
+                branches: Vec::new(),
+                else_body: None,
+                exhaustive: false,
+                what,
+                disjoint,
+                loc,
+            }))
+        });
+    }
+
     #[track_caller]
     fn check_cond(&self, cond: Expr, what: &str) {
         self.own(cond);
@@ -343,16 +358,7 @@ impl ModuleBuilder {
     pub fn if_(&mut self, cond: Expr, body: impl FnOnce(&mut ModuleBuilder)) -> IfChain<'_> {
         self.check_cond(cond, "if");
         let loc = Location::caller();
-        self.with(|m| {
-            m.ctl.current().push(ProcStmt::If(ProcIf {
-                branches: Vec::new(),
-                else_body: None,
-                exhaustive: false,
-                what: "if",
-                disjoint: false,
-                loc,
-            }))
-        });
+        self.open_if("if", false, loc);
         let block = self.run_block(body);
         self.with(|m| m.ctl.last_if().branches.push((cond.node(), block)));
         IfChain { m: self }
@@ -364,16 +370,7 @@ impl ModuleBuilder {
     pub fn switch(&mut self, sel: Expr) -> Switch<'_> {
         self.own(sel);
         let loc = Location::caller();
-        self.with(|m| {
-            m.ctl.current().push(ProcStmt::If(ProcIf {
-                branches: Vec::new(),
-                else_body: None,
-                exhaustive: false,
-                what: "switch",
-                disjoint: true,
-                loc,
-            }))
-        });
+        self.open_if("switch", true, loc);
         Switch {
             m: self,
             sel,
@@ -702,16 +699,7 @@ impl ModuleBuilder {
         table: impl FnOnce(&mut FsmStates<'_, S>),
     ) {
         let loc = Location::caller();
-        self.with(|m| {
-            m.ctl.current().push(ProcStmt::If(ProcIf {
-                branches: Vec::new(),
-                else_body: None,
-                exhaustive: false,
-                what: "fsm",
-                disjoint: true,
-                loc,
-            }))
-        });
+        self.open_if("fsm", true, loc);
         let listed = {
             let mut states = FsmStates {
                 m: self,

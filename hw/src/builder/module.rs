@@ -113,12 +113,10 @@ impl ModuleBuilder {
         Reg { sig, q }
     }
 
-    /// Sets a register's next value (once).
+    /// Stops elaboration if `r` is assigned procedurally: a register is
+    /// driven either by `assign` or by `set_next` / `set_enable`.
     #[track_caller]
-    pub fn set_next(&mut self, r: Reg, value: Expr) {
-        let loc = Location::caller();
-        self.own(value);
-        self.own(r.q);
+    fn not_procedural(&self, r: Reg) {
         if self.with(|m| m.ctl.is_target(r.sig)) {
             let name = self.with(|m| m.def.signals[r.sig].name.clone());
             elab_error(format!(
@@ -126,6 +124,15 @@ impl ModuleBuilder {
                  drive it either procedurally or with set_next / set_enable, not both"
             ));
         }
+    }
+
+    /// Sets a register's next value (once).
+    #[track_caller]
+    pub fn set_next(&mut self, r: Reg, value: Expr) {
+        let loc = Location::caller();
+        self.own(value);
+        self.own(r.q);
+        self.not_procedural(r);
         self.with(|m| {
             let s = &mut m.def.signals[r.sig];
             if s.ty != value.ty {
@@ -153,13 +160,7 @@ impl ModuleBuilder {
         let loc = Location::caller();
         self.own(enable);
         self.own(r.q);
-        if self.with(|m| m.ctl.is_target(r.sig)) {
-            let name = self.with(|m| m.def.signals[r.sig].name.clone());
-            elab_error(format!(
-                "register '{name}' is assigned procedurally (assign); \
-                 drive it either procedurally or with set_next / set_enable, not both"
-            ));
-        }
+        self.not_procedural(r);
         if enable.ty != Ty::BOOL {
             elab_error(format!(
                 "enable must be one unsigned bit, got {}",
