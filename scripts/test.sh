@@ -12,3 +12,5 @@ echo "== verilator: $verilator ($("$verilator" --version))"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
+# The suite splits cleanly across CI runners (README: "Splitting the tests").
+scripts/check-partitions.sh 4

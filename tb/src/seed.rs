@@ -21,6 +21,27 @@ pub fn seed_for(test: &str) -> u64 {
     seed
 }
 
+/// The environment variable that lengthens randomized tests for a soak run.
+pub const SOAK_VAR: &str = "SYSTOLE_SOAK";
+
+/// How many times its usual number of rounds a randomized test runs:
+/// `SYSTOLE_SOAK` (a whole number >= 1), else 1. A soak is then a plain test
+/// run, and splits across CI runners like one (`cargo nextest run --partition`).
+pub fn soak_factor() -> usize {
+    match std::env::var(SOAK_VAR) {
+        Ok(s) => match s.trim().parse::<usize>() {
+            Ok(n) if n >= 1 => n,
+            _ => panic!("{SOAK_VAR} must be a whole number >= 1, got '{s}'"),
+        },
+        Err(_) => 1,
+    }
+}
+
+/// `base` rounds, times the soak factor.
+pub fn soak_rounds(base: usize) -> usize {
+    base * soak_factor()
+}
+
 /// A deterministic generator for `test`'s seed.
 pub fn rng_for(test: &str) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed_for(test))

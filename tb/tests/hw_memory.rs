@@ -505,7 +505,7 @@ fn random_memories_match_in_all_simulators() {
     };
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(seed);
     let (mut write_first, mut masked, mut odd, mut roms) = (0, 0, 0, 0);
-    for round in 0..RANDOM_ROUNDS {
+    for round in 0..tb::seed::soak_rounds(RANDOM_ROUNDS) {
         let mems: Vec<RandomMem> = (0..rng.gen_range(3..=5))
             .map(|k| random_mem(&mut rng, k))
             .collect();

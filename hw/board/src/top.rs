@@ -176,9 +176,18 @@ fn core_text(
          // two flip-flops) resets it too. The reset itself is registered."
     )
     .unwrap();
-    writeln!(out, "  reg [{}:0] por_q = {n}'d0;", n - 1).unwrap();
-    writeln!(out, "  reg [1:0] btn_q = 2'b00;").unwrap();
-    writeln!(out, "  reg rst_q = 1'b1;").unwrap();
+    // Initial values in an `initial` block rather than on the declarations:
+    // synthesis takes them as the flip-flops' configuration values either way,
+    // and Verilator 5.048 warns (PROCASSINIT) on a declaration's initial value
+    // for a variable an always block also assigns.
+    writeln!(out, "  reg [{}:0] por_q;", n - 1).unwrap();
+    writeln!(out, "  reg [1:0] btn_q;").unwrap();
+    writeln!(out, "  reg rst_q;").unwrap();
+    writeln!(out, "  initial begin").unwrap();
+    writeln!(out, "    por_q = {n}'d0;").unwrap();
+    writeln!(out, "    btn_q = 2'b00;").unwrap();
+    writeln!(out, "    rst_q = 1'b1;").unwrap();
+    writeln!(out, "  end").unwrap();
     writeln!(out, "  wire por_done = &por_q;").unwrap();
     writeln!(out, "  always @(posedge {clk}) begin").unwrap();
     writeln!(out, "    if (!por_done) begin").unwrap();
@@ -250,7 +259,8 @@ pub fn top_verilog(board: Board, cfg: &BridgeConfig, generator: &str, params: &s
                 "  // Heartbeat: LED 7 blinks at about 1.5 Hz while the clock runs."
             )
             .unwrap();
-            writeln!(out, "  reg [23:0] beat_q = 24'd0;").unwrap();
+            writeln!(out, "  reg [23:0] beat_q;").unwrap();
+            writeln!(out, "  initial beat_q = 24'd0;").unwrap();
             writeln!(out, "  always @(posedge clk_25mhz) begin").unwrap();
             writeln!(out, "    beat_q <= beat_q + 24'd1;").unwrap();
             writeln!(out, "  end").unwrap();

@@ -347,9 +347,10 @@ fn common_flags(tc: &Toolchain, trace: bool) -> Vec<String> {
         "-DVM_COVERAGE=0",
         "-DVM_SC=0",
         "-DVM_TRACE_FST=0",
-        // The shim supplies these two handlers, so errors do not end the host process.
+        // The shim supplies these handlers, so errors do not end the host process.
         "-DVL_USER_FATAL",
         "-DVL_USER_FINISH",
+        "-DVL_USER_STOP",
         "-faligned-new",
         // Export nothing but the shim's systole_* entry points.
         "-fvisibility=hidden",

@@ -15,7 +15,7 @@ use super::spec::{ModelSpec, PortSpec};
 use std::fmt::Write;
 
 /// Bump when the template changes; part of every cache key.
-pub(crate) const SHIM_VERSION: u32 = 1;
+pub(crate) const SHIM_VERSION: u32 = 2;
 
 /// Trace time units per clock cycle and the offset of the rising edge within the cycle. The
 /// shim uses the same numbers; they are documented on [`Model`](super::Model).
@@ -188,6 +188,12 @@ void vl_fatal(const char* filename, int linenum, const char* hier, const char* m
     if (filename && filename[0]) text = std::string(filename) + ":" + std::to_string(linenum) + ": ";
     text += msg ? msg : "fatal error";
     throw SimulationFatal{text};
+}
+
+// Replaces Verilator's handler: `$stop` always stops this model with an error (Verilator
+// 5.048's own handler ignores a `$stop` after `$finish`, 5.006's does not).
+void vl_stop(const char* filename, int linenum, const char* hier) {
+    vl_fatal(filename, linenum, hier, "Verilog $stop");
 }
 
 // Replaces Verilator's handler, which exits the process on a second $finish.
