@@ -7,8 +7,8 @@ use std::fmt;
 pub const MAX_WIDTH: u32 = 1 << 24;
 
 /// Bits needed to hold every number in `0..=max` (at least 1).
-pub fn bits_for(max: u64) -> u32 {
-    (64 - max.leading_zeros()).max(1)
+pub fn bits_for(max: impl Into<u64>) -> u32 {
+    (64 - max.into().leading_zeros()).max(1)
 }
 
 /// The type of every value: width (>= 1 bit) and signedness (two's complement).

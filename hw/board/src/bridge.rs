@@ -47,10 +47,10 @@
 //! register.
 
 use crate::protocol::{self, op, status, MAX_QUEUED_TILES, STATUS_BYTES};
-use crate::uart::{self, bits_for};
+use crate::uart;
 use crate::BridgeConfig;
 use config::ElemType;
-use hw::{cat, mux, Design, Expr, HwEnum, ModuleBuilder, ModuleDef, Ty};
+use hw::{bits_for, cat, mux, Design, Expr, HwEnum, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
 /// Port names of the bridge module.

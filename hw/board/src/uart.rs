@@ -22,7 +22,7 @@
 //! offered then starts right after it: back-to-back bytes are sent with no
 //! gap, each bit exactly `N` cycles long.
 
-use hw::{mux, Design, ModuleBuilder, ModuleDef, Ty};
+use hw::{bits_for, mux, Design, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
 hw::hw_enum! {
@@ -58,11 +58,6 @@ pub mod tx_ports {
     pub const DATA: &str = "data_i";
     pub const READY: &str = "ready_o";
     pub const TX: &str = "tx_o";
-}
-
-/// Bits to hold the values 0..=max (at least 1).
-pub(crate) fn bits_for(max: u32) -> u32 {
-    (u32::BITS - max.leading_zeros()).max(1)
 }
 
 /// Stops elaboration like the `hw` builder does, naming the caller's line.

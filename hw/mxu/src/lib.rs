@@ -62,7 +62,7 @@
 
 use config::{ElemType, MxuConfig};
 use hw::blocks::FifoMode;
-use hw::{cat, delay, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
+use hw::{bits_for, cat, delay, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
 mod block;
@@ -137,11 +137,6 @@ pub fn top_name(cfg: &MxuConfig) -> String {
         cfg.cols(),
         cfg.acc_rows()
     )
-}
-
-/// Bits to hold the values 0..=max (at least 1).
-fn bits_for(max: u32) -> u32 {
-    (u32::BITS - max.leading_zeros()).max(1)
 }
 
 /// Operand element type as the array carries it.

@@ -21,10 +21,10 @@
 //!
 //! All outputs come from registers.
 
-use super::bits_for;
 use crate::builder::mux;
 use crate::error::elab_error;
 use crate::ir::ModuleDef;
+use crate::ty::bits_for;
 use crate::{Design, Ty};
 use std::rc::Rc;
 

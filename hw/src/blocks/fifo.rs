@@ -43,10 +43,10 @@
 //!   of 2 sustains 2 words per 3 cycles and a depth of 1 one word per 3
 //!   cycles.
 
-use super::bits_for;
 use crate::builder::{mux, Expr, ModuleBuilder, Reg};
 use crate::error::elab_error;
 use crate::ir::ModuleDef;
+use crate::ty::bits_for;
 use crate::{Design, Ty};
 use std::rc::Rc;
 

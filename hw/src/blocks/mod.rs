@@ -39,11 +39,6 @@ pub use skid::skid_buffer;
 
 use crate::Ty;
 
-/// Bits to hold the values 0..=max (at least 1).
-fn bits_for(max: u64) -> u32 {
-    (u64::BITS - max.leading_zeros()).max(1)
-}
-
 /// The XOR of the bits of `x` selected by `form` (a GF(2) linear form over
 /// the bits of `x`), as one flat reduction: a single bit is used directly,
 /// an empty form is the constant 0.
