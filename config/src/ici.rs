@@ -310,3 +310,69 @@ mod tests {
         }
     }
 }
+
+/// A flit as the clients exchange it: `len` + 1 valid bytes at the start of
+/// `data` (W bytes, the rest zero), and whether it ends a packet.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Flit {
+    pub data: Vec<u8>,
+    pub last: bool,
+    pub len: u8,
+}
+
+/// Flits per packet when a byte stream is cut by [`flits_of`].
+pub const PACKET_FLITS: usize = 4;
+
+/// How a host cuts a byte stream into flits: W bytes per flit (the last
+/// flit holds the remainder), packets of [`PACKET_FLITS`] flits, the last
+/// packet shorter. A host-side choice shared by the run CLI, the tests and
+/// the benchmarks; [`bytes_of`] is its inverse.
+pub fn flits_of(bytes: &[u8], cfg: &IciConfig) -> Vec<Flit> {
+    let w = cfg.flit_bytes() as usize;
+    let chunks: Vec<&[u8]> = bytes.chunks(w).collect();
+    let n = chunks.len();
+    chunks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut data = c.to_vec();
+            data.resize(w, 0);
+            Flit {
+                data,
+                last: i % PACKET_FLITS == PACKET_FLITS - 1 || i == n - 1,
+                len: (c.len() - 1) as u8,
+            }
+        })
+        .collect()
+}
+
+/// The bytes a run of flits carries: each flit's `len` + 1 first bytes.
+pub fn bytes_of(flits: &[Flit]) -> Vec<u8> {
+    flits
+        .iter()
+        .flat_map(|f| f.data[..f.len as usize + 1].iter().copied())
+        .collect()
+}
+
+#[cfg(test)]
+mod flit_tests {
+    use super::*;
+
+    #[test]
+    fn cutting_and_joining_are_inverse_and_packets_end_with_last() {
+        let cfg = IciConfig::new(4, 8, 8, 2, 32, 8, 4).unwrap();
+        for n in [1usize, 3, 4, 5, 16, 17, 33] {
+            let bytes: Vec<u8> = (0..n as u8).collect();
+            let f = flits_of(&bytes, &cfg);
+            assert_eq!(f.len(), n.div_ceil(4));
+            assert!(f.last().unwrap().last);
+            assert_eq!(bytes_of(&f), bytes);
+        }
+        let f = flits_of(&[7; 40], &cfg);
+        let lasts: Vec<bool> = f.iter().map(|x| x.last).collect();
+        assert_eq!(
+            lasts,
+            [false, false, false, true, false, false, false, true, false, true]
+        );
+    }
+}

@@ -63,7 +63,10 @@
 //!    entering word is invalid.
 //! 4. The entering word leaves at t + `latency` (`out_valid_o`, `out_word_o`).
 //!
-//! Reset empties the line; the LFSR keeps its state (load a seed).
+//! Reset empties the line and clears the counters; the LFSR has no reset
+//! and changes only by stepping or by a seed load, so a seed loaded in a
+//! reset cycle stays loaded. An all-zero register (one never loaded) steps
+//! to [`ZERO_SEED_REPLACEMENT`] instead of locking up.
 
 use hw::{cat, delay, mux, Design, Expr, ModuleDef, Ty};
 use num_bigint::BigUint;
@@ -169,7 +172,8 @@ pub fn serdes_stub(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDe
 
         // The LFSR: DRAW_BITS fresh bits every cycle.
         let (outs, next) = lfsr_forms();
-        let lfsr = m.reg_reset("lfsr", Ty::u(64), ZERO_SEED_REPLACEMENT);
+        // No reset: a seed loaded while the rest resets stays loaded.
+        let lfsr = m.reg("lfsr", Ty::u(64));
         let q = lfsr.q();
         let draws = m.wire(
             "draws",
@@ -178,7 +182,10 @@ pub fn serdes_stub(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDe
         let advanced = cat(&next.iter().rev().map(|f| xor_of(q, f)).collect::<Vec<_>>());
         let replacement = m.lit(Ty::u(64), ZERO_SEED_REPLACEMENT);
         let loaded = mux(seed.any(), seed, replacement);
-        m.set_next(lfsr, mux(seed_load, loaded, advanced));
+        // An all-zero register (never loaded, or powered up at zero) would
+        // lock up: it is replaced as a zero seed is.
+        let running = mux(q.any(), advanced, replacement);
+        m.set_next(lfsr, mux(seed_load, loaded, running));
 
         let drop_draw = draws.slice(0, DRAW_WIDTH);
         let dup_draw = draws.slice(DRAW_WIDTH, DRAW_WIDTH);

@@ -34,7 +34,7 @@
 //! | field | bits | meaning |
 //! | --- | --- | --- |
 //! | `kind` | 2 | Idle 0, Data 1, Nak 2, Train 3 ([`frame::FrameKind`]) |
-//! | `seq` | S | Data: the flit's sequence number (0 otherwise) |
+//! | `seq` | S | Data: the flit's sequence number; Train: flags (below); 0 otherwise |
 //! | `ack` | S | the next sequence number the sender of this frame expects: a cumulative ACK of everything before it |
 //! | `credit` | C | receive-buffer slots its sender has freed so far, mod 2^C |
 //! | `last`, `len` | 1, log2 W | the flit's |
@@ -80,11 +80,19 @@
 //!
 //! | state | does | goes to |
 //! | --- | --- | --- |
-//! | Up | accepts, sends and replays flits; sends NAKs | Down, on a rewind after `max_retries` rewinds without progress |
-//! | Down | sends Train frames; counts a link-down; clears the good-word run | Train, next cycle |
-//! | Train | sends Train frames; keeps taking ACKs and credits | Up, after `train_words` consecutive good words arrived; rewinds to the oldest unacknowledged flit |
+//! | Up | accepts, sends and replays flits; sends NAKs; answers each good Train frame with a Train frame | Down, on a rewind after `max_retries` rewinds without progress |
+//! | Down | sends Train frames; counts a link-down; clears the Train run | Train, next cycle |
+//! | Train | sends Train frames; keeps taking ACKs and credits | Up, after `train_words` consecutive good Train frames whose sender hears it; rewinds to the oldest unacknowledged flit |
 //!
-//! The receiver keeps working in every state, and no sequence state is
+//! A Train frame's `seq` field carries two flags: bit 1, its sender is
+//! retraining (Down or Train); bit 0, its sender received a good Train frame
+//! just before (it hears its peer). A side that is Up answers each good
+//! Train frame from a retraining peer with a Train frame (bit 0 set); two
+//! retraining sides answer each other by their own Train frames. A run of
+//! good Train frames with bit 0 set shows that words get through in both
+//! directions: a side that only heard its peer could otherwise come back up
+//! into a lane that still loses everything it sends. The receiver
+//! keeps working in every state, and no sequence state is
 //! reset by retraining, so a link that goes down and comes back still
 //! delivers every flit exactly once, in order. `link_up_o` reports the state;
 //! `link_downs_o` counts the falls.
@@ -102,8 +110,10 @@
 //!    timer reaching `replay_timeout` - 1, rewinds.
 //! 3. If Up, the stub is ready, no NAK is pending and some accepted flit
 //!    (accepted before t) is not yet sent, the first such flit is *issued*.
-//! 4. The frame register loads (when the stub is ready): Train if not Up,
-//!    else Nak if one is pending, else the issued flit as Data, else Idle.
+//! 4. The frame register loads (when the stub is ready): Train if not Up or
+//!    a Train frame from a retraining peer arrived at t - 1 (an answer), else Nak if one is pending,
+//!    else the issued flit as Data, else Idle. (Step 3 issues nothing when
+//!    an echo or a NAK is due.)
 //! 5. The word offered to the stub at t is the frame register, with `ack`
 //!    and `credit` as the receiver holds them at t, sealed with its CRC.
 //!    The stub takes it at t (when ready) and delivers it at t + L.

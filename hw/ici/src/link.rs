@@ -6,7 +6,7 @@
 use crate::frame::{covered, flit_ty, frame_crc, frame_ty, seal, FrameKind};
 use config::IciConfig;
 use hw::blocks::{credit_counter, fifo, FifoMode};
-use hw::{mux, Design, Expr, HwEnum, ModuleBuilder, ModuleDef, Ty};
+use hw::{cat, mux, Design, Expr, HwEnum, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
 hw::hw_enum! {
@@ -254,9 +254,21 @@ fn body(
 
     // Issue: the next flit not yet sent goes to the frame register.
     let sent2 = m.wire("tx_sent2", mux(rewind, zero_off, sent1));
+    // A good Train frame from a retraining peer is answered with a Train
+    // frame: the echoes tell the peer that words get through both ways.
+    // A Train frame's seq field holds two flags: bit 1, its sender is
+    // retraining; bit 0, its sender received a good Train frame in the cycle
+    // before it loaded this one (it hears its peer). Only a retraining
+    // sender is answered, so two sides that are both up again stop.
+    let echo = m.reg_reset("tx_echo", Ty::BOOL, 0);
+    let got_train = m.wire("rx_got_train", good & kind.is_eq(FrameKind::Train));
+    let train_seq = rf.get("seq");
+    let got_request = m.wire("rx_got_train_request", got_train & train_seq.bit(1));
+    let got_heard = m.wire("rx_got_train_heard", got_train & train_seq.bit(0));
+    m.set_next(echo, got_request | (echo.q() & !ser_ready));
     let issue = m.wire(
         "tx_issue",
-        up & ser_ready & !nak_pending.q() & sent2.is_lt(count1),
+        up & ser_ready & !nak_pending.q() & !echo.q() & sent2.is_lt(count1),
     );
     let issue_seq = m.wire(
         "tx_issue_seq",
@@ -266,15 +278,20 @@ fn body(
     let read = m.mem_read(replay, Some(ser_ready), issue_seq.trunc(addr_bits));
     let s2_kind = m.reg_reset("s2_kind", FrameKind::ty(), FrameKind::Idle.index());
     let s2_seq = m.reg_reset("s2_seq", seq_ty, 0);
-    let nak_out = m.wire("tx_nak_out", up & ser_ready & nak_pending.q());
+    let nak_out = m.wire("tx_nak_out", up & ser_ready & nak_pending.q() & !echo.q());
     let kind_next = m.comb_default("s2_kind_next", FrameKind::ty(), FrameKind::Idle);
-    m.if_(!up, |m| m.assign(kind_next, FrameKind::Train))
+    m.if_(!up | echo.q(), |m| m.assign(kind_next, FrameKind::Train))
         .elif(nak_pending.q(), |m| m.assign(kind_next, FrameKind::Nak))
         .elif(issue, |m| m.assign(kind_next, FrameKind::Data));
     m.set_next(s2_kind, kind_next.value());
     m.set_enable(s2_kind, ser_ready);
-    m.set_next(s2_seq, issue_seq);
-    m.set_enable(s2_seq, ser_ready & issue);
+    let flags = cat(&[!up, got_train]).zext(s_bits);
+    let seq_next = m.comb_default("s2_seq_next", seq_ty, 0);
+    m.if_(!up | echo.q(), |m| m.assign(seq_next, flags))
+        .elif(nak_pending.q(), |_| {})
+        .elif(issue, |m| m.assign(seq_next, issue_seq));
+    m.set_next(s2_seq, seq_next.value());
+    m.set_enable(s2_seq, ser_ready);
 
     // The word on the lanes: the frame register, the flit read for it, and
     // this cycle's acknowledgement and credit count.
@@ -283,7 +300,7 @@ fn body(
     let gate = |x: Expr| mux(s2_data, x, x.lit(0));
     let out = frame.pack(&[
         ("kind", s2_kind.q()),
-        ("seq", mux(s2_data, s2_seq.q(), zero_seq)),
+        ("seq", s2_seq.q()),
         ("ack", expected.q()),
         ("credit", freed.q()),
         ("last", gate(read_flit.get("last"))),
@@ -331,10 +348,11 @@ fn body(
             });
         });
     });
-    // Consecutive good words received (saturating), for retraining; the
-    // Down state clears it, and its assignment there comes later and wins.
+    // Consecutive good Train frames whose sender hears us (saturating):
+    // any other word, or a cycle without one, ends the run. The Down state
+    // clears it.
     let run_next = mux(
-        good,
+        got_heard,
         mux(
             good_run.q().is_eq(255u32),
             good_run.q(),
