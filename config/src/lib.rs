@@ -16,7 +16,10 @@
 //!   golden cycle model, the simulator's driver and the board client). Nothing
 //!   here models the RTL.
 
+pub mod ici;
 pub mod mxu_plan;
+
+pub use ici::{IciConfig, ICI_CRC_BITS, ICI_KIND_BITS};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

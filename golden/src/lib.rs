@@ -15,6 +15,9 @@
 //!   generated array must finish in exactly [`mxu::MxuTiming::total_cycles`]
 //!   cycles, and a mismatch is a bug on one side or the other.
 //!
+//! * [`ici`] gives what the ICI link delivers and its cycle model on an
+//!   error-free link ([`ici::cycle_model`]).
+//!
 //! The models are written from the contract alone, independently of the RTL,
 //! so that the two implementations can catch each other's mistakes. For the
 //! same reason this crate never depends on `hw`; it shares only the array
@@ -23,6 +26,7 @@
 //! turn checked against reference vectors from an independent exact oracle
 //! and against an independent soft-float (see `tests/`).
 
+pub mod ici;
 pub mod mxu;
 pub mod numerics;
 pub mod vectors;

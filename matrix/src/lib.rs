@@ -127,3 +127,91 @@ pub fn write<T: npyz::AutoSerialize + Copy>(path: &Path, m: &Matrix<T>) -> Resul
         .map_err(|e| format!("cannot write {}: {}", path.display(), e.error))?;
     Ok(())
 }
+
+/// A uint8 array of any shape (C order), e.g. a payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bytes {
+    pub shape: Vec<u64>,
+    pub data: Vec<u8>,
+}
+
+/// Reads a uint8 array of any shape with at least one element from `path`
+/// (Fortran order is read as its values in C order); `what` names it in
+/// messages.
+pub fn read_bytes(path: &Path, what: &str) -> Result<Bytes, String> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| format!("cannot read {what} from {}: {e}", path.display()))?;
+    let npy = npyz::NpyFile::new(&bytes[..])
+        .map_err(|e| format!("{what}: {} is not a .npy file ({e})", path.display()))?;
+    let dtype = match npy.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => other.descr(),
+    };
+    if !["|u1", "<u1", ">u1"].contains(&dtype.as_str()) {
+        return Err(format!(
+            "{what}: {} holds '{dtype}', expected uint8 ('|u1')",
+            path.display()
+        ));
+    }
+    let shape: Vec<u64> = npy.shape().to_vec();
+    let len: u64 = shape.iter().product();
+    if len == 0 {
+        return Err(format!(
+            "{what}: {} has shape {shape:?}; it must hold at least one byte",
+            path.display()
+        ));
+    }
+    let fortran = npy.order() == npyz::Order::Fortran;
+    let flat: Vec<u8> = npy
+        .into_vec::<u8>()
+        .map_err(|e| format!("{what}: cannot read the data of {} ({e})", path.display()))?;
+    if flat.len() as u64 != len {
+        return Err(format!("{what}: {} is truncated", path.display()));
+    }
+    let data = if fortran && shape.len() > 1 {
+        // Element with C index (i0, .., ik) sits at the Fortran offset.
+        let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+        (0..flat.len())
+            .map(|c| {
+                let (mut rest, mut f, mut stride) = (c, 0usize, 1usize);
+                let mut idx = vec![0usize; dims.len()];
+                for k in (0..dims.len()).rev() {
+                    idx[k] = rest % dims[k];
+                    rest /= dims[k];
+                }
+                for k in 0..dims.len() {
+                    f += idx[k] * stride;
+                    stride *= dims[k];
+                }
+                flat[f]
+            })
+            .collect()
+    } else {
+        flat
+    };
+    Ok(Bytes { shape, data })
+}
+
+/// Writes a uint8 array of any shape atomically (temporary file, then rename).
+pub fn write_bytes(path: &Path, b: &Bytes) -> Result<(), String> {
+    use npyz::WriterBuilder;
+    let err = |e: &dyn std::fmt::Display| format!("cannot write {}: {e}", path.display());
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| err(&e))?;
+    {
+        let mut writer = npyz::WriteOptions::new()
+            .default_dtype()
+            .shape(&b.shape)
+            .writer(tmp.as_file_mut())
+            .begin_nd()
+            .map_err(|e| err(&e))?;
+        writer.extend(b.data.iter().copied()).map_err(|e| err(&e))?;
+        writer.finish().map_err(|e| err(&e))?;
+    }
+    tmp.as_file_mut().flush().map_err(|e| err(&e))?;
+    tmp.persist(path).map_err(|e| err(&e.error))?;
+    Ok(())
+}

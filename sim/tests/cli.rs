@@ -316,3 +316,144 @@ fn long_matmuls_keep_the_array_busy_in_both_element_types() {
         assert!(u >= 0.97, "{dtype}: utilization {u}");
     }
 }
+
+// ---------------------------------------------------------------- sim link
+
+fn run_link(case: &Case, extra: &[&str]) -> std::process::Output {
+    sim()
+        .arg("link")
+        .arg("--payload")
+        .arg(case.path("p.npy"))
+        .arg("--out")
+        .arg(case.path("d.npy"))
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn read_u8(path: &Path) -> (Vec<u64>, Vec<u8>) {
+    let bytes = std::fs::read(path).unwrap();
+    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
+    let shape = npy.shape().to_vec();
+    assert_eq!(npy.dtype().descr(), "'|u1'");
+    (shape, npy.into_vec::<u8>().unwrap())
+}
+
+#[test]
+fn link_delivers_the_payload_byte_for_byte_with_and_without_errors() {
+    let case = Case::new();
+    // 1 byte, a partial flit, and a 2-D payload of several packets.
+    for shape in [vec![1u64], vec![100], vec![37, 29]] {
+        let n: u64 = shape.iter().product();
+        let p: Vec<u8> = (0..n).map(|i| (i * 151 + 7) as u8).collect();
+        write_npy(&case.path("p.npy"), &shape, &p);
+        let mut cycles = Vec::new();
+        for args in [
+            &["--golden", "--stats"][..],
+            &["--stats"][..],
+            &[
+                "--stats",
+                "--ber",
+                "1e-3",
+                "--drop-rate",
+                "0.01",
+                "--dup-rate",
+                "0.01",
+                "--seed",
+                "7",
+            ][..],
+        ] {
+            let _ = std::fs::remove_file(case.path("d.npy"));
+            let out = run_link(&case, args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{args:?}: {err}");
+            assert_eq!(
+                read_u8(&case.path("d.npy")),
+                (shape.clone(), p.clone()),
+                "{args:?}"
+            );
+            let s = stats_of(&out);
+            for key in [
+                "flits",
+                "crc_errors",
+                "retransmits",
+                "naks",
+                "timeouts",
+                "link_downs",
+                "cycles",
+                "goodput",
+                "backend",
+            ] {
+                assert!(s.get(key).is_some(), "{key} missing: {s}");
+            }
+            cycles.push(s["cycles"].as_u64().unwrap());
+            if args.contains(&"--ber") && n > 1000 {
+                assert!(s["crc_errors"].as_u64().unwrap() > 0, "{s}");
+                assert_eq!(s["crc_escapes"], 0, "{s}");
+            }
+        }
+        // The RTL takes the cycles the golden cycle model says.
+        assert_eq!(cycles[0], cycles[1], "{shape:?}");
+    }
+}
+
+fn assert_link_rejected(case: &Case, extra: &[&str], expect_in_message: &str) {
+    let _ = std::fs::remove_file(case.path("d.npy"));
+    let out = run_link(case, extra);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected: {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains(expect_in_message),
+        "'{expect_in_message}' not in '{err}'"
+    );
+    assert!(
+        !case.path("d.npy").exists(),
+        "an output file was left behind"
+    );
+}
+
+#[test]
+fn link_bad_input_is_one_line_exit_two_and_no_output() {
+    let case = Case::new();
+    write_npy(&case.path("p.npy"), &[4], &[1u8, 2, 3, 4]);
+    for (flag, v) in [
+        ("--ber", "1"),
+        ("--ber", "-0.1"),
+        ("--drop-rate", "1.5"),
+        ("--dup-rate", "NaN"),
+        ("--ber", "inf"),
+    ] {
+        // `--ber=-0.1`: a separate `-0.1` would read as a flag.
+        assert_link_rejected(&case, &[&format!("{flag}={v}")], flag);
+    }
+    assert_link_rejected(&case, &["--ber", "x"], "--ber");
+    assert_link_rejected(&case, &["--seed=-1"], "--seed");
+    assert_link_rejected(&case, &["--golden", "--drop-rate", "0.1"], "--golden");
+    // Not uint8, empty, not .npy, missing.
+    write_npy(&case.path("p.npy"), &[4], &[1i8, 2, 3, 4]);
+    assert_link_rejected(&case, &[], "uint8");
+    write_npy(&case.path("p.npy"), &[4], &[1u16, 2, 3, 4]);
+    assert_link_rejected(&case, &[], "uint8");
+    write_npy(&case.path("p.npy"), &[2, 2], &[1f32, 2., 3., 4.]);
+    assert_link_rejected(&case, &[], "uint8");
+    write_npy(&case.path("p.npy"), &[0], &[0u8; 0]);
+    assert_link_rejected(&case, &[], "at least one byte");
+    write_npy(&case.path("p.npy"), &[3, 0], &[0u8; 0]);
+    assert_link_rejected(&case, &[], "at least one byte");
+    std::fs::write(case.path("p.npy"), b"\x93NUMPY garbage").unwrap();
+    assert_link_rejected(&case, &[], "not a .npy file");
+    std::fs::write(
+        case.path("p.npy"),
+        [0x93u8, b'N', b'U', b'M', b'P', b'Y', 1, 0, 200, 0],
+    )
+    .unwrap();
+    assert_link_rejected(&case, &[], "P:");
+    std::fs::remove_file(case.path("p.npy")).unwrap();
+    assert_link_rejected(&case, &[], "cannot read P");
+}

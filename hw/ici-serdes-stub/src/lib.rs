@@ -1,7 +1,249 @@
-//! The inter-chip interconnect (ICI) link layer: framing, CRC, sequence numbers,
-//! ACK/NAK replay and credit flow control, over a serdes stub that can inject
-//! bit errors.
+//! The serdes stub: the lanes under an ICI link, with the faults real lanes
+//! have, injected on purpose.
 //!
-//! Not built yet. It will follow the pattern of `hw/mxu`: builder functions of a
-//! configuration type from the `config` crate produce `hw` module definitions,
-//! checked against a golden model in `golden`.
+//! A *word* is what the lanes carry in one cycle: one frame of the link layer
+//! striped across all lanes, `width` bits. The stub models the lanes at that
+//! granularity (the link layer never sees the bit serialisation): it takes one
+//! word per cycle and delivers it `latency` cycles later, and on the way it
+//! may
+//! - **flip bits** (bit error rate): up to [`FLIP_SLOTS`] bits per word;
+//! - **drop the word**: nothing arrives in that cycle (`out_valid_o` low);
+//! - **duplicate a word**: the previous word is sent again in this cycle, and
+//!   the new word waits (`in_ready_o` low), as a lane retiming glitch would.
+//!
+//! Every decision comes from a seeded LFSR, all in synthesizable logic, so an
+//! FPGA build shows the link recovering from real injected errors. Scripted
+//! errors (`force_*_i`) add to the random ones for directed tests, and are
+//! the free inputs of the formal proofs.
+//!
+//! # Ports
+//!
+//! | port | width | meaning |
+//! | --- | --- | --- |
+//! | `in_word_i`, `in_ready_o` | width, 1 | the word offered this cycle; taken when `in_ready_o` |
+//! | `out_valid_o`, `out_word_o` | 1, width | the word arriving this cycle (none when low) |
+//! | `seed_load_i`, `seed_i` | 1, 64 | load the LFSR with `seed_i` (0 loads [`ZERO_SEED_REPLACEMENT`]) |
+//! | `flip_threshold_i` | 24 | per flip slot and word: flip one bit when the slot's draw is below it |
+//! | `drop_threshold_i`, `dup_threshold_i` | 24, 24 | drop / duplicate a word when the draw is below it |
+//! | `force_flip_i`, `force_drop_i`, `force_dup_i` | width, 1, 1 | scripted: XOR mask, drop, duplicate |
+//! | `words_o`, `dropped_o`, `duplicated_o`, `corrupted_o` | 32 each | counts: word slots, drops, duplicates, delivered words with flipped bits |
+//!
+//! # The random draws
+//!
+//! The LFSR is a Fibonacci LFSR of 64 bits with taps {64, 63, 61, 60}
+//! (maximal length): bit b(k) = b(k-64) ^ b(k-63) ^ b(k-61) ^ b(k-60); its
+//! register holds the last 64 bits, register bit j-1 being b(k-j), and a
+//! loaded seed is that register. Every cycle it moves on by [`DRAW_BITS`]
+//! bits, b(k) .. b(k+DRAW_BITS-1), read as unsigned numbers, bit i of a
+//! field being the i-th bit of its stretch:
+//!
+//! | bits | field |
+//! | --- | --- |
+//! | 0..24 | drop draw |
+//! | 24..48 | duplicate draw |
+//! | 48 + 40s .. 72 + 40s | flip draw of slot s (s = 0..3) |
+//! | 72 + 40s .. 88 + 40s | flip position of slot s: bit (pos * width) >> 16 |
+//!
+//! A threshold T gives probability T / 2^24 per draw. A bit error rate e on
+//! `width`-bit words is `flip_threshold = e * width / 4 * 2^24` per slot:
+//! the expected flips per word are e * width, as for independent bit errors,
+//! except that a word has at most four (at e * width = 0.57, the default
+//! frame at 1e-3, five or more errors have probability 3e-4). Two slots that
+//! pick the same bit cancel. Four flips are always detected by the link's
+//! CRC-32, whose Hamming distance is at least 5 on frames up to 2974 bits.
+//!
+//! # Timing, in a cycle t
+//!
+//! 1. dup = `force_dup_i` or the duplicate draw is below its threshold, and a
+//!    word has been taken since reset; `in_ready_o` = !dup.
+//! 2. The word entering the line is the last word taken if dup, else
+//!    `in_word_i` (which is then taken), XOR the flip mask (`force_flip_i`
+//!    XOR one bit per slot whose draw is below its threshold).
+//! 3. drop = `force_drop_i` or the drop draw is below its threshold: the
+//!    entering word is invalid.
+//! 4. The entering word leaves at t + `latency` (`out_valid_o`, `out_word_o`).
+//!
+//! Reset empties the line and clears the counters; the LFSR has no reset
+//! and changes only by stepping or by a seed load, so a seed loaded in a
+//! reset cycle stays loaded. An all-zero register (one never loaded) steps
+//! to [`ZERO_SEED_REPLACEMENT`] instead of locking up.
+
+use hw::{cat, delay, mux, Design, Expr, ModuleDef, Ty};
+use num_bigint::BigUint;
+use num_traits::{One, Zero};
+use std::rc::Rc;
+
+/// Flip slots per word: at most this many bits flip in one word.
+pub const FLIP_SLOTS: u32 = 4;
+/// Bits of a probability draw and of a threshold.
+pub const DRAW_WIDTH: u32 = 24;
+/// Bits of a flip position draw.
+pub const POS_WIDTH: u32 = 16;
+/// LFSR bits consumed per cycle.
+pub const DRAW_BITS: u32 = 2 * DRAW_WIDTH + FLIP_SLOTS * (DRAW_WIDTH + POS_WIDTH);
+/// Taps of the 64-bit LFSR.
+pub const TAPS: [u32; 4] = [64, 63, 61, 60];
+/// The register loaded in place of an all-zero seed (which would lock up).
+pub const ZERO_SEED_REPLACEMENT: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// Port names.
+pub mod ports {
+    pub const IN_WORD: &str = "in_word_i";
+    pub const IN_READY: &str = "in_ready_o";
+    pub const OUT_VALID: &str = "out_valid_o";
+    pub const OUT_WORD: &str = "out_word_o";
+    pub const SEED_LOAD: &str = "seed_load_i";
+    pub const SEED: &str = "seed_i";
+    pub const FLIP_THRESHOLD: &str = "flip_threshold_i";
+    pub const DROP_THRESHOLD: &str = "drop_threshold_i";
+    pub const DUP_THRESHOLD: &str = "dup_threshold_i";
+    pub const FORCE_FLIP: &str = "force_flip_i";
+    pub const FORCE_DROP: &str = "force_drop_i";
+    pub const FORCE_DUP: &str = "force_dup_i";
+    pub const WORDS: &str = "words_o";
+    pub const DROPPED: &str = "dropped_o";
+    pub const DUPLICATED: &str = "duplicated_o";
+    pub const CORRUPTED: &str = "corrupted_o";
+}
+
+/// The stub's Verilog name for `width`-bit words and `latency` cycles.
+pub fn stub_name(width: u32, latency: u32) -> String {
+    format!("ici_serdes_stub_w{width}_l{latency}")
+}
+
+/// The LFSR's output bits and next register as GF(2) linear forms over the
+/// register bits (the serial definition run on forms).
+fn lfsr_forms() -> (Vec<BigUint>, Vec<BigUint>) {
+    let mut stages: Vec<BigUint> = (0..64).map(|j| BigUint::one() << j).collect();
+    let mut outputs = Vec::new();
+    for _ in 0..DRAW_BITS {
+        let new = TAPS
+            .iter()
+            .fold(BigUint::zero(), |acc, &t| acc ^ &stages[t as usize - 1]);
+        outputs.push(new.clone());
+        stages.pop();
+        stages.insert(0, new);
+    }
+    (outputs, stages)
+}
+
+/// The XOR of the bits of `x` that `form` selects.
+fn xor_of(x: Expr, form: &BigUint) -> Expr {
+    match form.count_ones() {
+        0 => x.lit_of(Ty::BOOL, 0),
+        1 => x.bit(form.trailing_zeros().expect("one bit") as u32),
+        _ => (x & x.lit(num_bigint::BigInt::from(form.clone()))).parity(),
+    }
+}
+
+/// A 32-bit counter register `name` that adds `inc` every cycle it is high.
+fn counter(m: &mut hw::ModuleBuilder, name: &str, inc: Expr) -> Expr {
+    let r = m.reg_reset(name, Ty::u(32), 0);
+    m.set_next(r, r.q() + 1u32);
+    m.set_enable(r, inc);
+    r.q()
+}
+
+/// Builds the stub for `width`-bit words (>= 2) and `latency` (>= 1) cycles.
+#[track_caller]
+pub fn serdes_stub(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDef> {
+    assert!(
+        width >= 2 && latency >= 1,
+        "stub needs width >= 2, latency >= 1"
+    );
+    let params = [
+        ("width", width.to_string()),
+        ("latency", latency.to_string()),
+    ];
+    design.define(&stub_name(width, latency), &params, |_, m| {
+        use ports::*;
+        m.doc("serdes stub: fixed latency, seeded LFSR bit flips, word drops and duplicates");
+        let word_ty = Ty::u(width);
+        let thr_ty = Ty::u(DRAW_WIDTH);
+        let in_word = m.input(IN_WORD, word_ty);
+        let seed_load = m.input(SEED_LOAD, Ty::BOOL);
+        let seed = m.input(SEED, Ty::u(64));
+        let flip_thr = m.input(FLIP_THRESHOLD, thr_ty);
+        let drop_thr = m.input(DROP_THRESHOLD, thr_ty);
+        let dup_thr = m.input(DUP_THRESHOLD, thr_ty);
+        let force_flip = m.input(FORCE_FLIP, word_ty);
+        let force_drop = m.input(FORCE_DROP, Ty::BOOL);
+        let force_dup = m.input(FORCE_DUP, Ty::BOOL);
+
+        // The LFSR: DRAW_BITS fresh bits every cycle.
+        let (outs, next) = lfsr_forms();
+        // No reset: a seed loaded while the rest resets stays loaded.
+        let lfsr = m.reg("lfsr", Ty::u(64));
+        let q = lfsr.q();
+        let draws = m.wire(
+            "draws",
+            cat(&outs.iter().rev().map(|f| xor_of(q, f)).collect::<Vec<_>>()),
+        );
+        let advanced = cat(&next.iter().rev().map(|f| xor_of(q, f)).collect::<Vec<_>>());
+        let replacement = m.lit(Ty::u(64), ZERO_SEED_REPLACEMENT);
+        let loaded = mux(seed.any(), seed, replacement);
+        // An all-zero register (never loaded, or powered up at zero) would
+        // lock up: it is replaced as a zero seed is.
+        let running = mux(q.any(), advanced, replacement);
+        m.set_next(lfsr, mux(seed_load, loaded, running));
+
+        let drop_draw = draws.slice(0, DRAW_WIDTH);
+        let dup_draw = draws.slice(DRAW_WIDTH, DRAW_WIDTH);
+        let mut mask = force_flip;
+        let one = m.lit(word_ty, 1);
+        for s in 0..FLIP_SLOTS {
+            let base = 2 * DRAW_WIDTH + s * (DRAW_WIDTH + POS_WIDTH);
+            let hit = draws.slice(base, DRAW_WIDTH).is_lt(flip_thr);
+            let pos16 = draws.slice(base + DRAW_WIDTH, POS_WIDTH);
+            let name = format!("flip_scaled{s}");
+            let scaled = m.wire(&name, pos16.zext(32) * m.lit(Ty::u(32), width));
+            m.waive(
+                "UNUSEDSIGNAL",
+                &name,
+                "the position is the high half of draw x width; the low half is the fraction dropped",
+            );
+            let pos = scaled.slice(POS_WIDTH, 16);
+            let bit = one << pos;
+            let zero = m.lit(word_ty, 0);
+            mask = mask ^ mux(hit, bit, zero);
+        }
+        let mask = m.wire("flip_mask", mask);
+
+        // Duplicates repeat the last word taken; the offered word waits.
+        let have_last = m.reg_reset("have_last", Ty::BOOL, 0);
+        let last = m.reg("last_word", word_ty);
+        let dup = m.wire(
+            "dup",
+            have_last.q() & (force_dup | dup_draw.is_lt(dup_thr)),
+        );
+        let take = m.wire("take", !dup);
+        m.output(IN_READY, take);
+        m.set_next(last, in_word);
+        m.set_enable(last, take);
+        m.set_next(have_last, have_last.q() | take);
+        let drop = m.wire("drop", force_drop | drop_draw.is_lt(drop_thr));
+        let entering = m.wire("entering", mux(dup, last.q(), in_word) ^ mask);
+        let valid_out = delay(m, "line_valid", !drop, latency, Some(0));
+        let word_out = delay(m, "line_word", entering, latency, None);
+        m.output(OUT_VALID, valid_out);
+        m.output(OUT_WORD, word_out);
+
+        let tick = m.lit(Ty::BOOL, 1);
+        let words = counter(m, "words", tick);
+        let dropped = counter(m, "dropped", drop);
+        let duplicated = counter(m, "duplicated", dup);
+        let corrupted = counter(m, "corrupted", !drop & mask.any());
+        m.output(WORDS, words);
+        m.output(DROPPED, dropped);
+        m.output(DUPLICATED, duplicated);
+        m.output(CORRUPTED, corrupted);
+    })
+}
+
+/// The LFSR of the stub, in software: what it draws each cycle. The golden
+/// model has its own copy, written from the docs above; this one is for
+/// tools that set thresholds.
+pub fn threshold(probability: f64) -> u32 {
+    let t = (probability * f64::from(1u32 << DRAW_WIDTH)).round();
+    t.clamp(0.0, f64::from((1u32 << DRAW_WIDTH) - 1)) as u32
+}

@@ -32,7 +32,7 @@
 //! one flat XOR of the inputs its form selects, not a chain of D steps.
 
 use super::xor_of;
-use crate::builder::{cat, mux};
+use crate::builder::{cat, mux, Expr};
 use crate::error::elab_error;
 use crate::ir::ModuleDef;
 use crate::{Design, Ty};
@@ -164,6 +164,54 @@ pub fn crc(design: &mut Design, spec: &CrcSpec, data_width: u32) -> Rc<ModuleDef
         };
         m.output("crc_o", out);
     })
+}
+
+/// The CRC of `spec` of a message that is exactly the bits of `data` (taken
+/// in the order the module docs give), as combinational logic built inline
+/// in `data`'s module: no register, no ports. For a frame checked or sealed
+/// in the cycle it is on the wire; [`crc`] is the module for messages of
+/// several words. Each CRC bit is one flat XOR of data bits (the initial
+/// value and the final XOR fold into constants at elaboration).
+#[track_caller]
+pub fn crc_of(spec: &CrcSpec, data: Expr) -> Expr {
+    let w = spec.width;
+    if !(1..=64).contains(&w) || data.width() > 4096 {
+        elab_error(format!(
+            "crc_of needs a CRC width in 1..=64 and at most 4096 data bits, got {w} and {}",
+            data.width()
+        ));
+    }
+    let d = data.width();
+    let forms = step_forms(spec, d);
+    let data = data.as_unsigned();
+    let init_mask = (BigUint::one() << w as usize) - 1u32;
+    let bits: Vec<Expr> = forms
+        .iter()
+        .map(|f| {
+            // Register variables hold `init`: their part of the XOR is a constant.
+            let from_init = (f & &init_mask & BigUint::from(spec.init)).count_ones() % 2 == 1;
+            let data_form = f >> w as usize;
+            let x = xor_of(data, &data_form);
+            if from_init {
+                !x
+            } else {
+                x
+            }
+        })
+        .collect();
+    // bits[i] is register bit i; cat takes the most significant first.
+    let reg: Vec<Expr> = bits.iter().rev().copied().collect();
+    let q = cat(&reg);
+    let out = if spec.refout {
+        cat(&(0..w).map(|i| q.bit(i)).collect::<Vec<_>>())
+    } else {
+        q
+    };
+    if spec.xorout == 0 {
+        out
+    } else {
+        out ^ BigInt::from(spec.xorout)
+    }
 }
 
 /// The register after one word, bit by bit, as linear forms over the

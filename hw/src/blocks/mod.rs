@@ -30,7 +30,7 @@ mod lfsr;
 mod skid;
 
 pub use arbiter::round_robin_arbiter;
-pub use crc::{crc, CrcSpec};
+pub use crc::{crc, crc_of, CrcSpec};
 pub use credit::credit_counter;
 pub use delay::delay;
 pub use fifo::{fifo, FifoMode};

@@ -2,6 +2,7 @@
 //! and the exit codes (0 done, 2 bad input, 1 a failure of the tool), each
 //! error one line on stderr.
 
+mod link;
 mod matmul;
 
 use clap::{Parser, Subcommand};
@@ -22,6 +23,10 @@ enum Command {
     /// and B (uint16 arrays of bf16 bit patterns) give a float32 C, which
     /// depends on R as numerics.md says.
     Matmul(matmul::MatmulArgs),
+    /// A uint8 payload P through one ICI link over the serdes stub (errors
+    /// injected at the given rates), node A to node B while B sends it back
+    /// reversed; D (what B received) must equal P.
+    Link(link::LinkArgs),
 }
 
 /// A failure and its exit code: 2 for bad input, 1 for a failure of the tool.
@@ -62,6 +67,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Matmul(args) => matmul::run(&args),
+        Command::Link(args) => link::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

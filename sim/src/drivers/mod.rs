@@ -7,4 +7,5 @@
 //!
 //! [`Model`]: crate::Model
 
+pub mod ici;
 pub mod mxu;

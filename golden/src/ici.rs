@@ -1,0 +1,234 @@
+//! The ICI link: what it delivers, and when, on an error-free link.
+//!
+//! **Delivery** ([`delivered`]): every flit a client sends arrives at the
+//! peer's client exactly once, in the order sent, unchanged; errors on the
+//! lanes change only when. A run of the RTL under any error pattern must
+//! hand over exactly `delivered(sent)`, or report a link-down and still do
+//! so once the link is back.
+//!
+//! **Cycle model** ([`cycle_model`]): the timing contract of the link
+//! (`hw/ici`'s crate docs, "Timing contract") stepped cycle by cycle for two
+//! nodes A and B exchanging flits over error-free lanes of latency L. It is
+//! written from that contract in its own terms (a window of unacknowledged
+//! flits, unbounded sequence numbers, lanes as queues of words in flight),
+//! not from the RTL's registers. Its rules, per node and cycle t, all read
+//! the state at the start of t:
+//!
+//! - **Client offer.** A client offers its next flit in every cycle until
+//!   all are taken. It is taken when fewer than D flits are unacknowledged
+//!   and a credit is left (both as at the start of t); it joins the window
+//!   and costs its credit from t + 1.
+//! - **Arrival.** The word the peer offered at t - L arrives at t. Its
+//!   acknowledgement (the next sequence number the peer expects) removes
+//!   the acknowledged flits from the window at t. Its credit count (slots
+//!   the peer has freed in all) returns the difference to the last count,
+//!   usable from t + 1. A flit in it with the expected sequence number
+//!   enters the receive buffer at t; the expected number moves on at t + 1.
+//! - **Issue.** The oldest flit of the window that was in it at the start
+//!   of t and has not been sent is sent: it is in the frame register from
+//!   t + 1 (else the register holds an idle frame from t + 1).
+//! - **Offer to the lanes.** The word of t is the frame register's content
+//!   with the expected sequence number and the freed count as at the start
+//!   of t; it arrives at the peer at t + L.
+//! - **Receive buffer.** A flit that entered at p can be taken from
+//!   p + 2, and from one cycle after the flit before it was taken; the
+//!   client takes the head in cycles its `rx_ready` is high; a take at t
+//!   counts as freed from t + 1.
+//!
+//! The run ends when both clients have every flit; its length is one past
+//! the cycle of the last take. Cycle 0 is the first cycle after reset, when
+//! the lanes are empty (nothing arrives before cycle L).
+
+use config::ici::Flit;
+use config::IciConfig;
+use std::collections::VecDeque;
+
+/// What the link must deliver: the sent flits, in order, once each.
+pub fn delivered(sent: &[Flit]) -> Vec<Flit> {
+    sent.to_vec()
+}
+
+/// The cycles of one run by the cycle model: when each client's flits were
+/// taken (`*_tx`) and delivered (`*_rx`, at the receiving client).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkTiming {
+    pub a_tx: Vec<u64>,
+    pub b_tx: Vec<u64>,
+    /// Flits B received (from A), and A received (from B).
+    pub b_rx: Vec<u64>,
+    pub a_rx: Vec<u64>,
+    /// One past the cycle of the last delivery.
+    pub cycles: u64,
+}
+
+/// A word on the lanes: maybe a flit (by its sequence number), the
+/// acknowledgement and the freed count of its sender.
+#[derive(Debug, Clone, Copy)]
+struct Word {
+    flit: Option<u64>,
+    ack: u64,
+    freed: u64,
+}
+
+/// One node's protocol state.
+#[derive(Debug, Default)]
+struct Node {
+    // Sender.
+    /// Sequence numbers of unacknowledged flits, oldest first, with whether
+    /// each has been sent.
+    window: VecDeque<(u64, bool)>,
+    next_seq: u64,
+    credits: i64,
+    peer_freed: u64,
+    frame: Option<u64>,
+    taken: usize,
+    // Receiver.
+    expected: u64,
+    /// Flits in the receive buffer: cycle each entered.
+    buffer: VecDeque<u64>,
+    last_take: Option<u64>,
+    freed: u64,
+}
+
+/// Steps the contract until A's `a_count` flits are at B and B's `b_count`
+/// flits at A; `rx_ready(t)` gives (A's, B's) `rx_ready` in cycle t. `None`
+/// if that takes more than `max_cycles`.
+pub fn cycle_model(
+    cfg: &IciConfig,
+    a_count: usize,
+    b_count: usize,
+    rx_ready: &dyn Fn(u64) -> (bool, bool),
+    max_cycles: u64,
+) -> Option<LinkTiming> {
+    let d = cfg.replay_depth() as usize;
+    let l = u64::from(cfg.latency());
+    let counts = [a_count, b_count];
+    let mut nodes = [Node::default(), Node::default()];
+    for n in &mut nodes {
+        n.credits = i64::from(cfg.rx_buffer());
+    }
+    // lanes[k]: words sent by node k, with their arrival cycle.
+    let mut lanes: [VecDeque<(u64, Word)>; 2] = [VecDeque::new(), VecDeque::new()];
+    let mut timing = LinkTiming::default();
+    let mut received = [0usize, 0usize];
+    let mut t = 0u64;
+    while received[1] < a_count || received[0] < b_count {
+        if t >= max_cycles {
+            return None;
+        }
+        let ready = rx_ready(t);
+        let ready = [ready.0, ready.1];
+        // Words offered at t, from the state at the start of t.
+        let offered: Vec<Word> = nodes
+            .iter()
+            .map(|n| Word {
+                flit: n.frame,
+                ack: n.expected,
+                freed: n.freed,
+            })
+            .collect();
+        for k in 0..2 {
+            let arriving = match lanes[1 - k].front() {
+                Some(&(at, w)) if at == t => {
+                    lanes[1 - k].pop_front();
+                    Some(w)
+                }
+                _ => None,
+            };
+            let n = &mut nodes[k];
+            // Client offer, against the window and credits at the start of t.
+            let accept = n.taken < counts[k] && n.window.len() < d && n.credits > 0;
+            // Receive buffer: a take, from the buffer as at the start of t.
+            if ready[k] {
+                if let Some(&entered) = n.buffer.front() {
+                    let after_prev = n.last_take.is_none_or(|p| t > p);
+                    if t >= entered + 2 && after_prev {
+                        n.buffer.pop_front();
+                        n.last_take = Some(t);
+                        if k == 0 {
+                            timing.a_rx.push(t);
+                        } else {
+                            timing.b_rx.push(t);
+                        }
+                        received[k] += 1;
+                    }
+                }
+            }
+            let mut freed_next = n.freed;
+            if n.last_take == Some(t) {
+                freed_next += 1;
+            }
+            let mut expected_next = n.expected;
+            let mut credits_next = n.credits;
+            if let Some(w) = arriving {
+                while n.window.front().is_some_and(|&(s, _)| s < w.ack) {
+                    n.window.pop_front();
+                }
+                credits_next += (w.freed - n.peer_freed) as i64;
+                n.peer_freed = w.freed;
+                if w.flit == Some(n.expected) {
+                    n.buffer.push_back(t);
+                    expected_next += 1;
+                }
+            }
+            // Issue: the oldest unsent flit of the window as it stands.
+            let unsent = n.window.iter_mut().find(|(_, sent)| !*sent);
+            n.frame = match unsent {
+                Some((s, sent)) => {
+                    *sent = true;
+                    Some(*s)
+                }
+                None => None,
+            };
+            if accept {
+                n.window.push_back((n.next_seq, false));
+                n.next_seq += 1;
+                n.taken += 1;
+                credits_next -= 1;
+                if k == 0 {
+                    timing.a_tx.push(t);
+                } else {
+                    timing.b_tx.push(t);
+                }
+            }
+            n.credits = credits_next;
+            n.expected = expected_next;
+            n.freed = freed_next;
+            lanes[k].push_back((t + l, offered[k]));
+        }
+        t += 1;
+    }
+    timing.cycles = t;
+    Some(timing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lone_flit_takes_four_cycles_plus_the_latency() {
+        let cfg = IciConfig::DEFAULT;
+        let t = cycle_model(&cfg, 1, 0, &|_| (true, true), 1000).unwrap();
+        assert_eq!(t.a_tx, [0]);
+        assert_eq!(t.b_rx, [4 + u64::from(cfg.latency())]);
+    }
+
+    #[test]
+    fn a_buffer_covering_the_round_trip_sustains_a_flit_per_cycle() {
+        let cfg = IciConfig::DEFAULT;
+        let n = 1000;
+        let t = cycle_model(&cfg, n, n, &|_| (true, true), 100_000).unwrap();
+        assert_eq!(t.cycles, n as u64 + 4 + u64::from(cfg.latency()));
+        // With a buffer below the round trip, credits throttle the sender.
+        let small = IciConfig::new(64, 32, 4, 4, 64, 16, 8).unwrap();
+        let t = cycle_model(&small, n, 0, &|_| (true, true), 100_000).unwrap();
+        assert!(t.cycles > 2 * n as u64, "{}", t.cycles);
+    }
+
+    #[test]
+    fn a_client_that_never_takes_stops_the_sender_after_the_buffer() {
+        let cfg = IciConfig::new(4, 8, 8, 2, 32, 8, 4).unwrap();
+        assert!(cycle_model(&cfg, 20, 0, &|_| (true, false), 500).is_none());
+    }
+}

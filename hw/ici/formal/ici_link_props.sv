@@ -1,0 +1,191 @@
+// Formal properties of the ICI link layer, on the pair of link ends and
+// serdes stubs that `gen --block ici` emits (instantiated here as
+// `ICI_PAIR, defined by the runner). The generated Verilog is not edited:
+// this wrapper drives the pair's ports and observes its outputs, so the
+// proof is about the RTL users get.
+//
+// The solver's free inputs: both clients' valid and ready in every cycle,
+// and the stubs' scripted errors in every cycle, both directions: any drops,
+// any duplicates, and any flip mask of at most three bits per word (below
+// the Hamming distance of CRC-32 on these frames, so within what the CRC
+// promises to detect; the random injection is switched off). Each client
+// sends flits numbered 0, 1, 2, ... (mod 256) in its payload.
+//
+// Properties, at both ends, in every cycle after reset:
+//   in_order   a delivered flit carries the number of flits delivered before
+//              it (mod 256): nothing lost, duplicated or reordered;
+//   no_overflow the receive buffer never refuses an in-order flit, and holds
+//              at most B flits;
+//   credits    credits held by the sender + flits accepted but not yet in
+//              the peer's buffer + flits in that buffer + freed slots not yet
+//              seen by the sender == B (credits are conserved), and the
+//              credit counter never over- or underflows.
+`default_nettype none
+
+module ici_link_props #(
+    parameter integer WORD = 52,
+    parameter integer SEQ = 3,
+    parameter integer CREDIT = 2,
+    parameter integer COUNT = 2,
+    parameter integer BUFFER = 2
+) (
+    input wire clk_i,
+    input wire a_tx_valid,
+    input wire b_tx_valid,
+    input wire a_rx_ready,
+    input wire b_rx_ready,
+    input wire [WORD-1:0] ab_flip,
+    input wire ab_drop,
+    input wire ab_dup,
+    input wire [WORD-1:0] ba_flip,
+    input wire ba_drop,
+    input wire ba_dup
+);
+  reg init = 1'b1;
+  always @(posedge clk_i) init <= 1'b0;
+
+  // At most three bits: clearing the lowest set bit three times leaves 0.
+  function automatic at_most_three(input [WORD-1:0] x);
+    reg [WORD-1:0] y;
+    begin
+      y = x & (x - 1'b1);
+      y = y & (y - 1'b1);
+      y = y & (y - 1'b1);
+      at_most_three = (y == {WORD{1'b0}});
+    end
+  endfunction
+  always @* begin
+    assume (at_most_three(ab_flip));
+    assume (at_most_three(ba_flip));
+  end
+
+  reg [7:0] a_sent = 8'd0, b_sent = 8'd0, a_got = 8'd0, b_got = 8'd0;
+  wire a_tx_ready, b_tx_ready, a_rx_valid, b_rx_valid;
+  wire [7:0] a_rx_data, b_rx_data;
+  wire [SEQ-1:0] a_next, b_next, a_expected, b_expected;
+  wire [CREDIT-1:0] a_freed, b_freed, a_remote_freed, b_remote_freed;
+  wire [COUNT-1:0] a_credits, b_credits, a_count, b_count;
+  wire a_overflow, b_overflow, a_credit_error, b_credit_error;
+
+  `ICI_PAIR dut (
+      .clk_i(clk_i),
+      .rst_i(init),
+      .seed_i(64'd0),
+      .seed_load_i(1'b0),
+      .flip_threshold_i(24'd0),
+      .drop_threshold_i(24'd0),
+      .dup_threshold_i(24'd0),
+      .a_tx_valid_i(a_tx_valid),
+      .a_tx_data_i(a_sent),
+      .a_tx_last_i(a_sent[0]),
+      .a_tx_len_i(1'b0),
+      .a_tx_ready_o(a_tx_ready),
+      .a_rx_ready_i(a_rx_ready),
+      .a_rx_valid_o(a_rx_valid),
+      .a_rx_data_o(a_rx_data),
+      .a_rx_last_o(),
+      .a_rx_len_o(),
+      .b_tx_valid_i(b_tx_valid),
+      .b_tx_data_i(b_sent),
+      .b_tx_last_i(b_sent[0]),
+      .b_tx_len_i(1'b0),
+      .b_tx_ready_o(b_tx_ready),
+      .b_rx_ready_i(b_rx_ready),
+      .b_rx_valid_o(b_rx_valid),
+      .b_rx_data_o(b_rx_data),
+      .b_rx_last_o(),
+      .b_rx_len_o(),
+      .ab_force_flip_i(ab_flip),
+      .ab_force_drop_i(ab_drop),
+      .ab_force_dup_i(ab_dup),
+      .ab_words_o(),
+      .ab_dropped_o(),
+      .ab_duplicated_o(),
+      .ab_corrupted_o(),
+      .ba_force_flip_i(ba_flip),
+      .ba_force_drop_i(ba_drop),
+      .ba_force_dup_i(ba_dup),
+      .ba_words_o(),
+      .ba_dropped_o(),
+      .ba_duplicated_o(),
+      .ba_corrupted_o(),
+      .a_link_up_o(),
+      .a_flits_sent_o(),
+      .a_flits_received_o(),
+      .a_crc_errors_o(),
+      .a_retransmits_o(),
+      .a_naks_sent_o(),
+      .a_naks_received_o(),
+      .a_timeouts_o(),
+      .a_link_downs_o(),
+      .a_tx_next_seq_o(a_next),
+      .a_tx_credits_o(a_credits),
+      .a_tx_remote_freed_o(a_remote_freed),
+      .a_rx_expected_seq_o(a_expected),
+      .a_rx_freed_o(a_freed),
+      .a_rx_count_o(a_count),
+      .a_rx_overflow_o(a_overflow),
+      .a_credit_error_o(a_credit_error),
+      .b_link_up_o(),
+      .b_flits_sent_o(),
+      .b_flits_received_o(),
+      .b_crc_errors_o(),
+      .b_retransmits_o(),
+      .b_naks_sent_o(),
+      .b_naks_received_o(),
+      .b_timeouts_o(),
+      .b_link_downs_o(),
+      .b_tx_next_seq_o(b_next),
+      .b_tx_credits_o(b_credits),
+      .b_tx_remote_freed_o(b_remote_freed),
+      .b_rx_expected_seq_o(b_expected),
+      .b_rx_freed_o(b_freed),
+      .b_rx_count_o(b_count),
+      .b_rx_overflow_o(b_overflow),
+      .b_credit_error_o(b_credit_error)
+  );
+
+  always @(posedge clk_i) begin
+    if (init) begin
+      a_sent <= 8'd0;
+      b_sent <= 8'd0;
+      a_got <= 8'd0;
+      b_got <= 8'd0;
+    end else begin
+      if (a_tx_valid && a_tx_ready) a_sent <= a_sent + 8'd1;
+      if (b_tx_valid && b_tx_ready) b_sent <= b_sent + 8'd1;
+      if (b_rx_valid && b_rx_ready) b_got <= b_got + 8'd1;
+      if (a_rx_valid && a_rx_ready) a_got <= a_got + 8'd1;
+    end
+  end
+
+  // Credits of one direction: sender X, receiver Y.
+  function automatic [7:0] credit_sum(input [COUNT-1:0] credits, input [SEQ-1:0] next,
+                                      input [SEQ-1:0] expected, input [COUNT-1:0] count,
+                                      input [CREDIT-1:0] freed, input [CREDIT-1:0] seen);
+    reg [SEQ-1:0] in_flight;
+    reg [CREDIT-1:0] returning;
+    begin
+      in_flight = next - expected;
+      returning = freed - seen;
+      credit_sum = credits + in_flight + count + returning;
+    end
+  endfunction
+
+  always @* begin
+    if (!init) begin
+      // in_order
+      if (b_rx_valid) assert (b_rx_data == b_got);
+      if (a_rx_valid) assert (a_rx_data == a_got);
+      // no_overflow
+      assert (!a_overflow && !b_overflow);
+      assert (a_count <= BUFFER && b_count <= BUFFER);
+      // credits
+      assert (credit_sum(a_credits, a_next, b_expected, b_count, b_freed, a_remote_freed) == BUFFER);
+      assert (credit_sum(b_credits, b_next, a_expected, a_count, a_freed, b_remote_freed) == BUFFER);
+      assert (!a_credit_error && !b_credit_error);
+    end
+  end
+endmodule
+
+`default_nettype wire

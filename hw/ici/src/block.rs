@@ -1,0 +1,129 @@
+//! The ICI link as a [`hw::Block`]: the pair of link ends and serdes stubs
+//! ([`crate::pair`]), configured by [`config::IciConfig`].
+
+use crate::pair::{pair, pair_name};
+use config::IciConfig;
+use hw::{Block, Design, ModuleDef, Param, ParamKind, Preset};
+use std::rc::Rc;
+
+/// The ICI link layer over its serdes stub.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ici;
+
+impl Block for Ici {
+    type Config = IciConfig;
+
+    fn name(&self) -> &'static str {
+        "ici"
+    }
+
+    fn description(&self) -> &'static str {
+        "ICI link layer (CRC-32 flits, replay, ACK/NAK, credits, retraining), two ends over a serdes stub with injected errors"
+    }
+
+    fn params(&self) -> Vec<Param> {
+        let int = |min: u64, max: u64| ParamKind::Int { min, max };
+        let pow2 = |min: u64, max: u64| ParamKind::PowerOfTwo { min, max };
+        vec![
+            Param {
+                name: "flit_bytes",
+                value_name: "W",
+                kind: pow2(1, 64),
+                help: "Payload bytes per flit",
+            },
+            Param {
+                name: "replay_depth",
+                value_name: "D",
+                kind: pow2(2, 256),
+                help: "Flits the replay buffer holds (the window)",
+            },
+            Param {
+                name: "rx_buffer",
+                value_name: "B",
+                kind: int(2, 256),
+                help: "Flits the receive buffer holds (the credits)",
+            },
+            Param {
+                name: "latency",
+                value_name: "L",
+                kind: int(1, 64),
+                help: "Cycles a word spends in the serdes stub",
+            },
+            Param {
+                name: "replay_timeout",
+                value_name: "T",
+                kind: int(8, 65535),
+                help: "Cycles without acknowledgement before a replay (above the round trip)",
+            },
+            Param {
+                name: "max_retries",
+                value_name: "R",
+                kind: int(1, 255),
+                help: "Replays without progress before the link goes down and retrains",
+            },
+            Param {
+                name: "train_words",
+                value_name: "K",
+                kind: int(1, 255),
+                help: "Consecutive good words that end retraining",
+            },
+        ]
+    }
+
+    fn default_config(&self) -> IciConfig {
+        IciConfig::DEFAULT
+    }
+
+    fn presets(&self) -> Vec<Preset<IciConfig>> {
+        let small = IciConfig::new(4, 8, 8, 2, 32, 8, 4).expect("valid preset");
+        vec![
+            Preset {
+                name: "default".into(),
+                config: IciConfig::DEFAULT,
+                fpga_report: true,
+            },
+            Preset {
+                name: "small".into(),
+                config: small,
+                fpga_report: false,
+            },
+            Preset {
+                name: "formal".into(),
+                config: IciConfig::FORMAL,
+                fpga_report: false,
+            },
+        ]
+    }
+
+    fn top_name(&self, cfg: &IciConfig) -> String {
+        pair_name(cfg)
+    }
+
+    fn elaborate(&self, design: &mut Design, cfg: &IciConfig) -> Rc<ModuleDef> {
+        pair(design, cfg)
+    }
+
+    fn describe(&self, cfg: &IciConfig) -> String {
+        format!("ICI link {cfg}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hw::AnyBlock;
+
+    #[test]
+    fn every_parameter_is_a_config_key_and_presets_elaborate() {
+        let keys = Ici.default_table();
+        assert_eq!(Block::params(&Ici).len(), keys.len());
+        for p in Block::params(&Ici) {
+            assert!(keys.contains_key(p.name), "{}", p.name);
+        }
+        for p in Block::presets(&Ici) {
+            let mut design = Design::new();
+            let top = Ici.elaborate(&mut design, &p.config);
+            assert_eq!(top.name, Ici.top_name(&p.config));
+        }
+    }
+}
