@@ -48,7 +48,8 @@ pub struct EmittedFile {
 /// emitted amount may reach 2^31; any such amount exceeds every width anyway.
 const SHIFT_AMOUNT_BITS: u32 = 31;
 
-/// Name of the Verilator configuration file holding every lint waiver.
+/// Name of the Verilator configuration file holding every lint waiver and
+/// every module's `no_inline` request (see `ModuleBuilder::no_inline`).
 pub const WAIVER_FILE: &str = "waivers.vlt";
 /// Name of the file list (Verilog sources, children first).
 pub const FILE_LIST: &str = "files.f";
@@ -76,6 +77,10 @@ pub fn emit_design(design: &Design, top: &Rc<ModuleDef>, header: &Header) -> Vec
             module: Some(m.name.clone()),
             text: emit_module(&m, header),
         });
+        if let Some(reason) = &m.no_inline {
+            writeln!(waivers, "// {}: not inlined: {reason}", m.name).unwrap();
+            writeln!(waivers, "no_inline -module \"{}\"", m.name).unwrap();
+        }
         for w in &m.waivers {
             writeln!(waivers, "// {}.{}: {}", m.name, w.signal, w.reason).unwrap();
             // The file pattern matches the module's file given with or

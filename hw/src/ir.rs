@@ -328,6 +328,11 @@ pub struct ModuleDef {
     pub arrays: Vec<InstanceArray>,
     pub memories: Vec<Memory>,
     pub waivers: Vec<Waiver>,
+    /// Why Verilator should keep this module as one C++ class shared by all
+    /// its instances (`no_inline` in the emitted configuration file) instead
+    /// of flattening each instance into its parent; `None` lets Verilator
+    /// choose. Simulation only: the Verilog and its synthesis are unchanged.
+    pub no_inline: Option<String>,
     /// Enums whose constants the module uses.
     pub enums: Vec<EnumDecl>,
     /// Constant nodes written by name (an enum constant), in creation order.
@@ -356,6 +361,7 @@ impl ModuleDef {
             arrays: Vec::new(),
             memories: Vec::new(),
             waivers: Vec::new(),
+            no_inline: None,
             enums: Vec::new(),
             const_names: Vec::new(),
             fsms: Vec::new(),

@@ -306,6 +306,22 @@ impl ModuleBuilder {
         self.with(|m| m.def.doc = text.to_string());
     }
 
+    /// Asks Verilator to keep this module as one C++ class that serves every
+    /// instance, rather than inlining (and specialising) each instance into
+    /// its parent, for `reason` (written next to the `no_inline` line in the
+    /// emitted `.vlt` file). Worth it for a module instantiated many times
+    /// whose body is large: the model's code, and so its C++ build time and
+    /// instruction-cache footprint, then grow with the number of distinct
+    /// modules rather than with the number of instances. Changes nothing but
+    /// Verilator models.
+    #[track_caller]
+    pub fn no_inline(&mut self, reason: &str) {
+        if reason.trim().is_empty() {
+            elab_error("no_inline needs a reason".to_string());
+        }
+        self.with(|m| m.def.no_inline = Some(reason.to_string()));
+    }
+
     #[track_caller]
     fn claim_name(&self, name: &str) {
         if let Some(p) = identifier_problem(name) {
