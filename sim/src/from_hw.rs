@@ -3,11 +3,25 @@
 use crate::verilator::{ModelSpec, PortSpec};
 use hw::{Dir, EmittedFile, ModuleDef};
 
+/// Verilator arguments every model of an emitted design is built with.
+///
+/// `--output-split-cfuncs`: Verilator puts the logic of a flattened array into
+/// a few functions of tens of thousands of statements, and the C++ compiler's
+/// time grows faster than linearly with a function's size. Split into
+/// functions of at most this many statements, the int8 16x16 MXU compiles in
+/// 4.3 s instead of 12.1 s (Verilator 5.048) and simulates as fast (482 k
+/// against 478 k cycles/s through the run CLI), and the build time per PE
+/// stays flat as the array grows.
+pub const HW_VERILATOR_ARGS: &[&str] = &["--output-split-cfuncs", "200"];
+
 /// A spec for the emitted `files` of a design whose top is `top`: every Verilog
-/// file and the waiver file as sources, the top's ports (clock included), and
-/// `clk_i` as the clock when the top has one.
+/// file and the waiver file as sources, the top's ports (clock included),
+/// `clk_i` as the clock when the top has one, and [`HW_VERILATOR_ARGS`].
 pub fn model_spec(files: &[EmittedFile], top: &ModuleDef) -> ModelSpec {
     let mut spec = ModelSpec::new(top.name.clone());
+    for arg in HW_VERILATOR_ARGS {
+        spec = spec.verilator_arg(*arg);
+    }
     for f in files {
         if f.module.is_some() || f.name == hw::emit::WAIVER_FILE {
             spec = spec.source(f.name.clone(), f.text.clone());
