@@ -49,7 +49,7 @@ pub struct EmittedFile {
 const SHIFT_AMOUNT_BITS: u32 = 31;
 
 /// Name of the Verilator configuration file holding every lint waiver and
-/// every module's `no_inline` request (see `ModuleBuilder::no_inline`).
+/// every module's layout request (see `ir::SimLayout`).
 pub const WAIVER_FILE: &str = "waivers.vlt";
 /// Name of the file list (Verilog sources, children first).
 pub const FILE_LIST: &str = "files.f";
@@ -77,13 +77,26 @@ pub fn emit_design(design: &Design, top: &Rc<ModuleDef>, header: &Header) -> Vec
             module: Some(m.name.clone()),
             text: emit_module(&m, header),
         });
-        if let Some(reason) = m
-            .no_inline
-            .as_ref()
-            .filter(|_| std::env::var("XEXP_INLINE").is_err())
-        {
-            writeln!(waivers, "// {}: not inlined: {reason}", m.name).unwrap();
-            writeln!(waivers, "no_inline -module \"{}\"", m.name).unwrap();
+        match &m.sim_layout {
+            SimLayout::Auto => {}
+            SimLayout::Separate { reason } => {
+                writeln!(waivers, "// {}: not inlined: {reason}", m.name).unwrap();
+                writeln!(waivers, "no_inline -module \"{}\"", m.name).unwrap();
+            }
+            SimLayout::Shared { reason } => {
+                writeln!(
+                    waivers,
+                    "// {}: one code for all instances: {reason}",
+                    m.name
+                )
+                .unwrap();
+                writeln!(waivers, "no_inline -module \"{}\"", m.name).unwrap();
+                for (name, dir, _) in m.port_list() {
+                    if dir == Dir::In {
+                        writeln!(waivers, "public -module \"{}\" -var \"{name}\"", m.name).unwrap();
+                    }
+                }
+            }
         }
         for w in &m.waivers {
             writeln!(waivers, "// {}.{}: {}", m.name, w.signal, w.reason).unwrap();

@@ -859,6 +859,38 @@ fn no_inline_requests_reach_the_verilator_configuration() {
     // The Verilog itself does not change.
     let leaf_text = &files.iter().find(|f| f.name == "big_leaf.v").unwrap().text;
     assert!(!leaf_text.contains("inline"), "{leaf_text}");
+    // Shared code: not inlined, and every input public (clock and reset too).
+    let mut d = Design::new();
+    let leaf = d.define("shared_leaf", &[], |_, m| {
+        m.shared_code("one copy for all");
+        let a = m.input("a_i", Ty::u(8));
+        let r = m.reg("r", Ty::u(8));
+        m.set_next(r, a);
+        m.output("y_o", r.q());
+    });
+    let top = d.define("holder2", &[], |_, m| {
+        let a = m.input("a_i", Ty::u(8));
+        let u = m.instance("u", &leaf);
+        m.connect(u, "a_i", a);
+        let y = m.inst_output(u, "y_o");
+        m.output("y_o", y);
+    });
+    assert!(SimLayout::any_shared(&top));
+    let files = emit_design(&d, &top, &header());
+    let vlt = &files
+        .iter()
+        .find(|f| f.name == emit::WAIVER_FILE)
+        .unwrap()
+        .text;
+    for line in [
+        "// shared_leaf: one code for all instances: one copy for all",
+        "no_inline -module \"shared_leaf\"",
+        "public -module \"shared_leaf\" -var \"clk_i\"",
+        "public -module \"shared_leaf\" -var \"a_i\"",
+    ] {
+        assert!(vlt.lines().any(|l| l == line), "{line} missing: {vlt}");
+    }
+    assert!(!vlt.contains("-var \"y_o\""), "{vlt}");
     // A request needs its reason, like a waiver.
     let err = catch_elab(|| {
         let mut m = ModuleBuilder::new("unexplained");

@@ -14,9 +14,15 @@ use hw::{Dir, EmittedFile, ModuleDef};
 /// stays flat as the array grows.
 pub const HW_VERILATOR_ARGS: &[&str] = &["--output-split-cfuncs", "200"];
 
+/// The Verilator argument a design with a [`hw::SimLayout::Shared`] module is
+/// built with: the data-flow optimizer names its temporaries per instance,
+/// which would keep the instances' functions apart.
+pub const NO_DFG_FOR_SHARED_CODE: &str = "-fno-dfg";
+
 /// A spec for the emitted `files` of a design whose top is `top`: every Verilog
 /// file and the waiver file as sources, the top's ports (clock included),
-/// `clk_i` as the clock when the top has one, and [`HW_VERILATOR_ARGS`].
+/// `clk_i` as the clock when the top has one, [`HW_VERILATOR_ARGS`], and
+/// [`NO_DFG_FOR_SHARED_CODE`] when the design asks for shared code.
 pub fn model_spec(files: &[EmittedFile], top: &ModuleDef) -> ModelSpec {
     let mut spec = ModelSpec::new(top.name.clone());
     for arg in HW_VERILATOR_ARGS {
@@ -32,6 +38,9 @@ pub fn model_spec(files: &[EmittedFile], top: &ModuleDef) -> ModelSpec {
             Dir::In => PortSpec::input(name, ty.width),
             Dir::Out => PortSpec::output(name, ty.width),
         });
+    }
+    if hw::SimLayout::any_shared(top) {
+        spec = spec.verilator_arg(NO_DFG_FOR_SHARED_CODE);
     }
     if top.has_clock {
         spec.clock = Some(hw::ir::CLOCK.to_string());
