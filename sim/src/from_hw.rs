@@ -8,11 +8,12 @@ use hw::{Dir, EmittedFile, ModuleDef};
 /// `--output-split-cfuncs`: Verilator puts the logic of a flattened array into
 /// a few functions of tens of thousands of statements, and the C++ compiler's
 /// time grows faster than linearly with a function's size. Split into
-/// functions of at most this many statements, the int8 16x16 MXU compiles in
-/// 4.3 s instead of 12.1 s (Verilator 5.048) and simulates as fast (482 k
-/// against 478 k cycles/s through the run CLI), and the build time per PE
-/// stays flat as the array grows.
-pub const HW_VERILATOR_ARGS: &[&str] = &["--output-split-cfuncs", "200"];
+/// functions of at most 2,000 statements, the int8 16x16 MXU compiles in
+/// about 3.5 s instead of 12.1 s (Verilator 5.048), 32x32 in 16 s and 64x64 in
+/// 100 s (16 to 25 ms per PE). Smaller pieces cost simulation speed: at 200
+/// statements the int8 16x16 top ran some 15 % slower with random inputs every
+/// cycle than unsplit, at 2,000 close to unsplit.
+pub const HW_VERILATOR_ARGS: &[&str] = &["--output-split-cfuncs", "2000"];
 
 /// The Verilator argument a design with a [`hw::SimLayout::Shared`] module is
 /// built with: the data-flow optimizer names its temporaries per instance,
