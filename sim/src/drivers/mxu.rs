@@ -248,6 +248,15 @@ impl MxuDriver {
     /// Builds (or loads from the cache) the Verilated MXU for `cfg` and resets it.
     pub fn new(cfg: &MxuConfig) -> Result<MxuDriver, DriverError> {
         let model = Model::build(&mxu_spec(cfg)?, &mxu::top_name(cfg))?;
+        Self::with_model(cfg, model)
+    }
+
+    /// Drives `model`, an MXU for `cfg` built some other way than [`new`]
+    /// builds it (the benchmark builds the same Verilog with other Verilator
+    /// options), after a reset.
+    ///
+    /// [`new`]: MxuDriver::new
+    pub fn with_model(cfg: &MxuConfig, model: Model) -> Result<MxuDriver, DriverError> {
         let p = MxuPorts::of(&model)?;
         let mut d = MxuDriver {
             cfg: *cfg,
