@@ -171,20 +171,22 @@ fn driver_speed(
 }
 
 /// Seconds of a cold build of the `n`x`n` array of `dtype` under `recipe`:
-/// in a fresh cache folder in which the Verilator runtime is compiled first
-/// (by building a 1x1 MXU), so only the model's own build is timed.
+/// in a fresh cache folder that holds only the Verilator runtime, so only the
+/// model's own build is timed. The runtime's object files depend on what the
+/// model uses (public signals bring more of it), so the same model is first
+/// built (untimed, usually just loaded) in the usual cache, whose runtime
+/// entries are then copied.
 pub fn cold_build(dtype: ElemType, n: u32, recipe: Recipe) -> Result<Duration, String> {
+    let cfg = cfg(dtype, n);
+    let spec = spec(&cfg, recipe);
+    let label = mxu::top_name(&cfg);
+    build(&spec, &label)?;
     let dir = temp_cache("cold");
+    super::copy_runtime(&sim::verilator::cache_dir(), dir.path()).map_err(|e| e.to_string())?;
     let saved = std::env::var_os(super::CACHE_ENV);
     std::env::set_var(super::CACHE_ENV, dir.path());
-    let result = (|| {
-        let warm = cfg(ElemType::Int8, 1);
-        build(&spec(&warm, recipe), "runtime_warmup")?;
-        let cfg = cfg(dtype, n);
-        let t = Instant::now();
-        build(&spec(&cfg, recipe), &mxu::top_name(&cfg))?;
-        Ok(t.elapsed())
-    })();
+    let t = Instant::now();
+    let result = build(&spec, &label).map(|_| t.elapsed());
     match saved {
         Some(v) => std::env::set_var(super::CACHE_ENV, v),
         None => std::env::remove_var(super::CACHE_ENV),
