@@ -11,19 +11,10 @@
 //! and as a module definition interned in a [`Design`]. The adder is split into
 //! two stages so that a pipeline register can sit between them:
 //!
-//! 1. classify, order the operands by magnitude, align the smaller
+//! 1. decode, special cases, order the operands by magnitude, align the smaller
 //!    significand (with guard, round and sticky bits) and add or subtract;
 //! 2. normalise (carry or leading-zero shift), round to nearest-even, and apply
 //!    overflow, underflow and the special cases.
-//!
-//! Only NaN and infinity are special cases of the adder: a zero (or a
-//! subnormal, read as zero) takes the ordinary path with a significand of 0,
-//! which gives the other operand exactly, and the sign rules for zero results
-//! are one bit carried to the second stage. So the stage register holds two
-//! flags and two signs instead of a 32-bit special result, and no chain of
-//! special-case multiplexers precedes the alignment. Inside the bf16 PE the
-//! product enters the adder as fields ([`bf16_product`]), never packed into an
-//! fp32 pattern and decoded again.
 
 use crate::builder::{cat, mux, Expr, ModuleBuilder};
 use crate::design::Design;
@@ -61,74 +52,11 @@ fn decode(x: Expr, exp_bits: u32, frac_bits: u32) -> Decoded {
     }
 }
 
-/// An fp32 adder operand, classified, as the adder's first stage takes it.
-///
-/// The adder sends zeros (subnormals included) through its ordinary path, so
-/// only NaN and infinity are special cases: a zero operand must have `exp` = 0
-/// (its `frac` is ignored), which an fp32 pattern has by definition and
-/// [`bf16_product`] arranges.
-pub struct Fp32Operand {
-    pub sign: Expr,
-    /// Biased exponent, u8; 0 for a zero.
-    pub exp: Expr,
-    /// Fraction bits, u23.
-    pub frac: Expr,
-    pub zero: Expr,
-    pub inf: Expr,
-    pub nan: Expr,
-}
-
-impl Fp32Operand {
-    /// Classifies an fp32 bit pattern (u32).
-    #[track_caller]
-    pub fn from_bits(x: Expr) -> Fp32Operand {
-        assert_eq!(x.ty(), Ty::u(32), "fp32 operands are u32");
-        let d = decode(x, 8, 23);
-        Fp32Operand {
-            sign: d.sign,
-            exp: d.exp,
-            frac: d.frac,
-            zero: d.zero,
-            inf: d.inf,
-            nan: d.nan,
-        }
-    }
-
-    /// The operand's magnitude bits (exponent and fraction, u31), as the
-    /// fp32 pattern has them: for two non-zero operands the larger magnitude
-    /// has the larger value, and a zero (exponent 0) is below every non-zero.
-    fn magnitude(&self) -> Expr {
-        cat(&[self.exp, self.frac])
-    }
-
-    /// The significand `1.f` (u24), or 0 for a zero.
-    fn significand(&self, m: &mut ModuleBuilder) -> Expr {
-        let one = m.lit(Ty::BOOL, 1);
-        let zero = m.lit(Ty::u(24), 0);
-        mux(self.zero, zero, cat(&[one, self.frac]))
-    }
-
-    /// The operand as an fp32 pattern (a zero as a zero of its sign).
-    pub fn to_bits(&self, m: &mut ModuleBuilder) -> Expr {
-        let nan = m.lit(Ty::u(32), CANONICAL_NAN_F32);
-        let inf = cat(&[self.sign, m.lit(Ty::u(8), 0xff), m.lit(Ty::u(23), 0)]);
-        let zero = cat(&[self.sign, m.lit(Ty::u(31), 0)]);
-        let finite = cat(&[self.sign, self.exp, self.frac]);
-        mux(
-            self.nan,
-            nan,
-            mux(self.inf, inf, mux(self.zero, zero, finite)),
-        )
-    }
-}
-
-/// The bf16 x bf16 -> fp32 product, `mul32(widen(a), widen(b))`, as an adder
-/// operand (no fp32 pattern is packed and decoded again inside a PE). Two
-/// 8-bit significands multiply to at most 16 bits, so the product is exact:
-/// it only flushes below 2^-126 and overflows to infinity; nothing is ever
-/// rounded.
+/// The bf16 x bf16 -> fp32 product, `mul32(widen(a), widen(b))`. Two 8-bit
+/// significands multiply to at most 16 bits, so the product is exact: it only
+/// flushes below 2^-126 and overflows to infinity; nothing is ever rounded.
 #[track_caller]
-pub fn bf16_product(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Fp32Operand {
+pub fn bf16_mul_logic(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Expr {
     assert_eq!(
         (a.ty(), b.ty()),
         (Ty::u(16), Ty::u(16)),
@@ -136,6 +64,7 @@ pub fn bf16_product(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Fp32Operand {
     );
     let da = decode(a, 8, 7);
     let db = decode(b, 8, 7);
+    let sign = da.sign ^ db.sign;
     let one = m.lit(Ty::BOOL, 1);
     let product = cat(&[one, da.frac]).mul_wide(cat(&[one, db.frac])); // 16 bits
     let carry = product.msb();
@@ -149,42 +78,31 @@ pub fn bf16_product(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Fp32Operand {
         cat(&[product.slice(0, 15), pad8]),
         cat(&[product.slice(0, 14), pad9]),
     );
+    let finite = cat(&[sign, exp.trunc(8).as_unsigned(), frac]);
+    let signed_zero = cat(&[sign, m.lit(Ty::u(31), 0)]);
+    let signed_inf = cat(&[sign, m.lit(Ty::u(8), 0xff), m.lit(Ty::u(23), 0)]);
+    let nan = da.nan | db.nan | (da.inf & db.zero) | (da.zero & db.inf);
+    let inf = da.inf | db.inf | exp.is_ge(255);
     let zero = da.zero | db.zero | exp.is_le(0);
-    let exp_zero = m.lit(Ty::u(8), 0);
-    Fp32Operand {
-        sign: da.sign ^ db.sign,
-        // A flushed product's exponent field is 0, as a zero's must be.
-        exp: mux(zero, exp_zero, exp.trunc(8).as_unsigned()),
-        frac,
-        zero,
-        inf: da.inf | db.inf | exp.is_ge(255),
-        nan: da.nan | db.nan | (da.inf & db.zero) | (da.zero & db.inf),
-    }
-}
-
-/// The bf16 x bf16 -> fp32 product as an fp32 pattern.
-#[track_caller]
-pub fn bf16_mul_logic(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Expr {
-    let p = bf16_product(m, a, b);
-    p.to_bits(m)
+    let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
+    mux(
+        nan,
+        canonical,
+        mux(inf, signed_inf, mux(zero, signed_zero, finite)),
+    )
 }
 
 /// What the first adder stage hands to the second.
 pub struct AddStage1 {
-    /// The result is the canonical NaN.
-    pub nan: Expr,
-    /// The result is an infinity (of sign `sign`).
-    pub inf: Expr,
-    /// Sign of the result unless it is a NaN or an exact zero: that of the
-    /// infinite operand, else that of the operand larger in magnitude.
+    /// The result is decided by a special case (NaN, infinity, zero operand).
+    pub special: Expr,
+    /// That result.
+    pub special_value: Expr,
+    /// Sign and biased exponent of the larger operand.
     pub sign: Expr,
-    /// Sign of an exact-zero result: + unless both operands are -0
-    /// (x + (-x) = +0, (-0) + (-0) = -0).
-    pub zero_sign: Expr,
-    /// Biased exponent of the larger operand.
     pub exp: Expr,
     /// The aligned significand sum: 28 bits, `1.f` at bits 26..3, guard, round
-    /// and sticky below, a carry at bit 27; 0 when the exact sum is zero.
+    /// and sticky below, a carry at bit 27.
     pub sum: Expr,
 }
 
@@ -192,10 +110,9 @@ impl AddStage1 {
     /// The values in a fixed order, for a pipeline register.
     pub fn to_vec(&self) -> Vec<Expr> {
         vec![
-            self.nan,
-            self.inf,
+            self.special,
+            self.special_value,
             self.sign,
-            self.zero_sign,
             self.exp,
             self.sum,
         ]
@@ -204,17 +121,16 @@ impl AddStage1 {
     /// Rebuilds the stage from values in [`AddStage1::to_vec`] order.
     pub fn from_vec(v: &[Expr]) -> AddStage1 {
         AddStage1 {
-            nan: v[0],
-            inf: v[1],
+            special: v[0],
+            special_value: v[1],
             sign: v[2],
-            zero_sign: v[3],
-            exp: v[4],
-            sum: v[5],
+            exp: v[3],
+            sum: v[4],
         }
     }
 }
 
-/// First adder stage of fp32 patterns: decode, then [`fp32_add_operands_stage1`].
+/// First adder stage: decode, special cases, order by magnitude, align, add.
 #[track_caller]
 pub fn fp32_add_stage1(m: &mut ModuleBuilder, a: Expr, b: Expr) -> AddStage1 {
     assert_eq!(
@@ -222,56 +138,53 @@ pub fn fp32_add_stage1(m: &mut ModuleBuilder, a: Expr, b: Expr) -> AddStage1 {
         (Ty::u(32), Ty::u(32)),
         "fp32 operands are u32"
     );
-    let a = Fp32Operand::from_bits(a);
-    let b = Fp32Operand::from_bits(b);
-    fp32_add_operands_stage1(m, &a, &b)
-}
+    let da = decode(a, 8, 23);
+    let db = decode(b, 8, 23);
 
-/// First adder stage: special cases, order by magnitude, align, add.
-///
-/// Only NaN and infinity are special; zeros take the ordinary path with a
-/// significand of 0 (a zero operand is never the larger one unless both are
-/// zero, and then the sum is 0 and the result the zero of `zero_sign`). Of a
-/// NaN, infinity or zero, the result is decided here; the second stage only
-/// selects it.
-pub fn fp32_add_operands_stage1(
-    m: &mut ModuleBuilder,
-    a: &Fp32Operand,
-    b: &Fp32Operand,
-) -> AddStage1 {
-    let nan = a.nan | b.nan | (a.inf & b.inf & (a.sign ^ b.sign));
-    let inf = a.inf | b.inf;
+    // Special cases, highest priority first.
+    let nan = da.nan | db.nan | (da.inf & db.inf & (da.sign ^ db.sign));
+    let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
+    let both_zero = cat(&[da.sign & db.sign, m.lit(Ty::u(31), 0)]);
+    let special_value = mux(
+        nan,
+        canonical,
+        mux(
+            da.inf,
+            a,
+            mux(
+                db.inf,
+                b,
+                mux(da.zero & db.zero, both_zero, mux(da.zero, b, a)),
+            ),
+        ),
+    );
+    let special = nan | da.inf | db.inf | da.zero | db.zero;
 
-    // Order by magnitude; only the larger operand's sign matters.
-    let swap = b.magnitude().is_gt(a.magnitude());
-    let (a_sig, b_sig) = (a.significand(m), b.significand(m));
-    let big_sig = mux(swap, b_sig, a_sig);
-    let small_sig = mux(swap, a_sig, b_sig);
-    let big_exp = mux(swap, b.exp, a.exp);
-    let small_exp = mux(swap, a.exp, b.exp);
-    let big_sign = mux(swap, b.sign, a.sign);
+    // Both operands are normal from here on. Only the larger one's sign
+    // matters, so the smaller one is taken without it.
+    let swap = b.slice(0, 31).is_gt(a.slice(0, 31));
+    let big = mux(swap, b, a);
+    let small = mux(swap, a.slice(0, 31), b.slice(0, 31));
+    let one = m.lit(Ty::BOOL, 1);
     let guard_bits = m.lit(Ty::u(3), 0);
-    let big_sig = cat(&[big_sig, guard_bits]); // 27 bits
-    let small_sig = cat(&[small_sig, guard_bits]);
-    let shift = big_exp - small_exp;
+    let big_sig = cat(&[one, big.slice(0, 23), guard_bits]); // 27 bits
+    let small_sig = cat(&[one, small.slice(0, 23), guard_bits]);
+    let shift = big.slice(23, 8) - small.slice(23, 8);
     let shifted = small_sig >> shift;
     // Bits shifted out show up as a difference when shifting back.
     let sticky = (shifted << shift).is_ne(small_sig);
     let aligned = shifted | sticky.zext(27);
-    let subtract = a.sign ^ b.sign;
+    let subtract = da.sign ^ db.sign;
     let sum = mux(
         subtract,
         big_sig.zext(28) - aligned.zext(28),
         big_sig.zext(28) + aligned.zext(28),
     );
     AddStage1 {
-        nan,
-        inf,
-        // The infinite operand's sign; with both infinite (and not a NaN)
-        // the signs agree.
-        sign: mux(inf, mux(a.inf, a.sign, b.sign), big_sign),
-        zero_sign: a.sign & b.sign,
-        exp: big_exp,
+        special,
+        special_value,
+        sign: big.msb(),
+        exp: big.slice(23, 8),
         sum,
     }
 }
@@ -304,17 +217,20 @@ pub fn fp32_add_stage2(m: &mut ModuleBuilder, s: &AddStage1) -> Expr {
     let finite = cat(&[sign, exp.trunc(8).as_unsigned(), frac]);
     let signed_zero = cat(&[sign, m.lit(Ty::u(31), 0)]);
     let signed_inf = cat(&[sign, m.lit(Ty::u(8), 0xff), m.lit(Ty::u(23), 0)]);
-    let exact_zero = cat(&[s.zero_sign, m.lit(Ty::u(31), 0)]);
-    let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
-    let rounded = mux(
-        exp.is_ge(255),
-        signed_inf,
-        mux(exp.is_le(0), signed_zero, finite),
-    );
+    let positive_zero = m.lit(Ty::u(32), 0);
+    let cancelled = sum.is_eq(0);
     mux(
-        s.nan,
-        canonical,
-        mux(s.inf, signed_inf, mux(sum.is_eq(0), exact_zero, rounded)),
+        s.special,
+        s.special_value,
+        mux(
+            cancelled,
+            positive_zero,
+            mux(
+                exp.is_ge(255),
+                signed_inf,
+                mux(exp.is_le(0), signed_zero, finite),
+            ),
+        ),
     )
 }
 

@@ -534,13 +534,11 @@ fn pe_bf16(design: &mut Design, layout: hw::SimLayout) -> Rc<ModuleDef> {
         let first = m.input("first_i", Ty::BOOL);
         let psum_in = m.input("psum_i", Ty::u(32));
         let weight = weights(m, Ty::u(16), first);
-        // The product goes into the adder as fields: it is never packed into
-        // an fp32 pattern and decoded again.
-        let product = hw::fp::bf16_product(m, a, weight);
-        let psum_op = hw::fp::Fp32Operand::from_bits(psum_in);
+        let product = hw::fp::bf16_mul_logic(m, a, weight);
+        let product = m.wire("product", product);
         // Stage 1 (this cycle): s = add32(psum, product) up to the significand
         // sum; stage 2 (next cycle): normalise and round into the psum register.
-        let stage1 = hw::fp::fp32_add_operands_stage1(m, &psum_op, &product);
+        let stage1 = hw::fp::fp32_add_stage1(m, psum_in, product);
         let stage1 = hw::fp::register_stage(m, "stage1_", &stage1.to_vec());
         let sum = hw::fp::fp32_add_stage2(m, &hw::fp::AddStage1::from_vec(&stage1));
         let psum = m.reg("psum", Ty::u(32));

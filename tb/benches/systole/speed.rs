@@ -8,8 +8,8 @@
 //! gets `-fno-dfg`, from the same Verilog with the hints taken out
 //! ([`Recipe::Before`]). The release is chosen per process, so "before" rows
 //! are measured in a child process started with `SYSTOLE_VERILATOR` pointing
-//! at `/usr/bin/verilator`. The Verilog is today's in both, so the leaner bf16
-//! adder counts for both columns.
+//! at `/usr/bin/verilator`. The Verilog is today's in both, so the emitter's
+//! cheaper sign extension counts for both columns.
 //!
 //! **What is measured.** Cycles per wall second of `MxuDriver` matmuls (pass
 //! cycles plus read-out, best of a few runs) and of the run CLI (the wall time
