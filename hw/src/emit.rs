@@ -516,9 +516,11 @@ impl<'a> Emitter<'a> {
         } else {
             // The value moved to the top of `width` bits and shifted back
             // arithmetically, rather than its sign bit replicated above it:
-            // the same bits, but Verilator compiles this form to one
-            // sign-extending move where it builds the replication from a
-            // shift, a negation, a mask and an OR.
+            // the same bits, but Verilator compiles this form to its
+            // arithmetic-shift helper, which the C++ compiler folds to a few
+            // shifts, where it builds the replication from a shift, a
+            // negation, a mask and an OR (and Yosys maps the int8 MXU to
+            // fewer cells with it).
             format!("($signed({{{name}, {pad}'b0}}) >>> {pad})")
         }
     }
