@@ -48,7 +48,8 @@ pub struct EmittedFile {
 /// emitted amount may reach 2^31; any such amount exceeds every width anyway.
 const SHIFT_AMOUNT_BITS: u32 = 31;
 
-/// Name of the Verilator configuration file holding every lint waiver.
+/// Name of the Verilator configuration file holding every lint waiver and
+/// every module's layout request (see `ir::SimLayout`).
 pub const WAIVER_FILE: &str = "waivers.vlt";
 /// Name of the file list (Verilog sources, children first).
 pub const FILE_LIST: &str = "files.f";
@@ -76,6 +77,27 @@ pub fn emit_design(design: &Design, top: &Rc<ModuleDef>, header: &Header) -> Vec
             module: Some(m.name.clone()),
             text: emit_module(&m, header),
         });
+        match &m.sim_layout {
+            SimLayout::Auto => {}
+            SimLayout::Separate { reason } => {
+                writeln!(waivers, "// {}: not inlined: {reason}", m.name).unwrap();
+                writeln!(waivers, "no_inline -module \"{}\"", m.name).unwrap();
+            }
+            SimLayout::Shared { reason } => {
+                writeln!(
+                    waivers,
+                    "// {}: one code for all instances: {reason}",
+                    m.name
+                )
+                .unwrap();
+                writeln!(waivers, "no_inline -module \"{}\"", m.name).unwrap();
+                for (name, dir, _) in m.port_list() {
+                    if dir == Dir::In {
+                        writeln!(waivers, "public -module \"{}\" -var \"{name}\"", m.name).unwrap();
+                    }
+                }
+            }
+        }
         for w in &m.waivers {
             writeln!(waivers, "// {}.{}: {}", m.name, w.signal, w.reason).unwrap();
             // The file pattern matches the module's file given with or
@@ -492,7 +514,14 @@ impl<'a> Emitter<'a> {
         if ty.width == 1 {
             format!("$signed({{{width}{{{name}}}}})")
         } else {
-            format!("$signed({{{{{pad}{{{name}[{}]}}}}, {name}}})", ty.width - 1)
+            // The value moved to the top of `width` bits and shifted back
+            // arithmetically, rather than its sign bit replicated above it:
+            // the same bits, but Verilator compiles this form to its
+            // arithmetic-shift helper, which the C++ compiler folds to a few
+            // shifts, where it builds the replication from a shift, a
+            // negation, a mask and an OR (and Yosys maps the int8 MXU to
+            // fewer cells with it).
+            format!("($signed({{{name}, {pad}'b0}}) >>> {pad})")
         }
     }
 

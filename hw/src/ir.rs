@@ -227,6 +227,35 @@ impl Memory {
     }
 }
 
+/// How Verilator models hold a module's instances.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum SimLayout {
+    /// Verilator decides; it flattens small modules into their parents.
+    #[default]
+    Auto,
+    /// Not inlined (`no_inline`): the module stays a C++ class of its own,
+    /// but Verilator still specialises each instance's code, which reads the
+    /// variables that drive the instance's inputs directly.
+    Separate { reason: String },
+    /// One copy of the code for all instances: not inlined, and the data
+    /// inputs `public`, so that every instance reads its own copies of its
+    /// inputs, its functions come out identical and Verilator merges them.
+    /// Models of designs holding such a module are built without Verilator's
+    /// data-flow optimizer, whose temporaries are numbered per instance and
+    /// would keep the functions apart (`sim::from_hw`).
+    Shared { reason: String },
+}
+
+impl SimLayout {
+    /// Whether some module of `top`'s hierarchy (`top` included) is
+    /// [`SimLayout::Shared`].
+    pub fn any_shared(top: &ModuleDef) -> bool {
+        matches!(top.sim_layout, SimLayout::Shared { .. })
+            || top.instances.iter().any(|i| Self::any_shared(&i.module))
+            || top.arrays.iter().any(|a| Self::any_shared(&a.module))
+    }
+}
+
 /// A lint waiver the emitter writes into the Verilator configuration file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Waiver {
@@ -328,6 +357,10 @@ pub struct ModuleDef {
     pub arrays: Vec<InstanceArray>,
     pub memories: Vec<Memory>,
     pub waivers: Vec<Waiver>,
+    /// How Verilator models hold the module's instances (emitted into the
+    /// Verilator configuration file). Simulation only: the Verilog and what
+    /// synthesis makes of it are unchanged.
+    pub sim_layout: SimLayout,
     /// Enums whose constants the module uses.
     pub enums: Vec<EnumDecl>,
     /// Constant nodes written by name (an enum constant), in creation order.
@@ -356,6 +389,7 @@ impl ModuleDef {
             arrays: Vec::new(),
             memories: Vec::new(),
             waivers: Vec::new(),
+            sim_layout: SimLayout::Auto,
             enums: Vec::new(),
             const_names: Vec::new(),
             fsms: Vec::new(),

@@ -48,6 +48,6 @@ pub use design::{Design, Params};
 pub use emit::{emit_design, emit_module, EmittedFile, Header};
 pub use error::{catch_elab, quiet_elab_errors, ElabError, ELAB_ERROR_PREFIX};
 pub use eval::Evaluator;
-pub use ir::{Dir, ModuleDef};
+pub use ir::{Dir, ModuleDef, SimLayout};
 pub use names::identifier_problem;
 pub use ty::{bits_for, Ty, MAX_WIDTH};

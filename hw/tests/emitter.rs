@@ -828,6 +828,79 @@ fn the_waiver_file_and_file_list_are_emitted() {
 }
 
 #[test]
+fn no_inline_requests_reach_the_verilator_configuration() {
+    quiet_elab_errors();
+    let mut d = Design::new();
+    let leaf = d.define("big_leaf", &[], |_, m| {
+        m.no_inline("instantiated many times");
+        let a = m.input("a_i", Ty::u(8));
+        m.output("y_o", a + 1);
+    });
+    let top = d.define("holder", &[], |_, m| {
+        let a = m.input("a_i", Ty::u(8));
+        let u = m.instance("u", &leaf);
+        m.connect(u, "a_i", a);
+        let y = m.inst_output(u, "y_o");
+        m.output("y_o", y);
+    });
+    let files = emit_design(&d, &top, &header());
+    let vlt = &files
+        .iter()
+        .find(|f| f.name == emit::WAIVER_FILE)
+        .unwrap()
+        .text;
+    assert!(
+        vlt.contains(
+            "// big_leaf: not inlined: instantiated many times\nno_inline -module \"big_leaf\"\n"
+        ),
+        "{vlt}"
+    );
+    assert!(!vlt.contains("\"holder\""), "{vlt}");
+    // The Verilog itself does not change.
+    let leaf_text = &files.iter().find(|f| f.name == "big_leaf.v").unwrap().text;
+    assert!(!leaf_text.contains("inline"), "{leaf_text}");
+    // Shared code: not inlined, and every input public (clock and reset too).
+    let mut d = Design::new();
+    let leaf = d.define("shared_leaf", &[], |_, m| {
+        m.shared_code("one copy for all");
+        let a = m.input("a_i", Ty::u(8));
+        let r = m.reg("r", Ty::u(8));
+        m.set_next(r, a);
+        m.output("y_o", r.q());
+    });
+    let top = d.define("holder2", &[], |_, m| {
+        let a = m.input("a_i", Ty::u(8));
+        let u = m.instance("u", &leaf);
+        m.connect(u, "a_i", a);
+        let y = m.inst_output(u, "y_o");
+        m.output("y_o", y);
+    });
+    assert!(SimLayout::any_shared(&top));
+    let files = emit_design(&d, &top, &header());
+    let vlt = &files
+        .iter()
+        .find(|f| f.name == emit::WAIVER_FILE)
+        .unwrap()
+        .text;
+    for line in [
+        "// shared_leaf: one code for all instances: one copy for all",
+        "no_inline -module \"shared_leaf\"",
+        "public -module \"shared_leaf\" -var \"clk_i\"",
+        "public -module \"shared_leaf\" -var \"a_i\"",
+    ] {
+        assert!(vlt.lines().any(|l| l == line), "{line} missing: {vlt}");
+    }
+    assert!(!vlt.contains("-var \"y_o\""), "{vlt}");
+    // A request needs its reason, like a waiver.
+    let err = catch_elab(|| {
+        let mut m = ModuleBuilder::new("unexplained");
+        m.no_inline(" ");
+        m.finish()
+    });
+    assert!(err.is_err());
+}
+
+#[test]
 fn verilog_keywords_are_refused_as_names() {
     quiet_elab_errors();
     let kws = keywords();

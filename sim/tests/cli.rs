@@ -457,3 +457,29 @@ fn link_bad_input_is_one_line_exit_two_and_no_output() {
     std::fs::remove_file(case.path("p.npy")).unwrap();
     assert_link_rejected(&case, &[], "cannot read P");
 }
+
+#[test]
+fn stderr_that_is_not_a_terminal_gets_no_progress_output() {
+    // Long enough (32,768 cycles) for the driver to report progress several
+    // times; the CLI draws a bar only on a terminal, and here stderr is a
+    // pipe: it may hold the model-build notes (and the waveform's path, with
+    // SYSTOLE_TRACE set) and nothing else.
+    let case = Case::new();
+    operands(&case, 2048, 64, 64);
+    let out = run_matmul(&case, &["--rows", "8", "--cols", "8"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        !err.contains('\r') && !err.contains('\u{1b}'),
+        "carriage returns or escape sequences on stderr: {err:?}"
+    );
+    for line in err.lines() {
+        assert!(
+            line.starts_with("sim: building ")
+                || line.starts_with("sim: built ")
+                || line.starts_with("sim: compiling the Verilator runtime")
+                || line.starts_with("waveform: "),
+            "unexpected stderr line {line:?}"
+        );
+    }
+}

@@ -65,6 +65,20 @@
 //!    equal to the golden prediction.
 //! 5. `golden`: `golden::matmul_int8` throughput for 64^3, 256^3 and 512^3,
 //!    `golden::matmul_bf16` (exact soft-float) for 64^3 and 256^3.
+//! 6. `speed`: simulation speed and build time before and now (`systole/speed.rs`
+//!    explains the recipes): `MxuDriver` cycles/s on int8 16x16 (2048x128x128)
+//!    and bf16 16x16 (2048x128x64) for four data sets (standard normal
+//!    values, zeros, specials, subnormals) with the spread between them, cold
+//!    builds of the int8 and bf16 16x16 models (and bf16 32x32 with
+//!    `SYSTOLE_BENCH_BUILD_32`; its "before" only with `=before`: some 17
+//!    minutes), and the run CLI under both releases. "Before" is measured in a
+//!    child process under Debian's Verilator 5.006 (`/usr/bin/verilator`).
+//! 7. `scaling`: cold model build time, build time per PE and `MxuDriver`
+//!    cycles/s (and PE-cycles/s) for int8 4x4 .. 64x64 and bf16 4x4 .. 32x32.
+//! 8. `reference`: the generated int8 16x16 top against a hand-written 16x16
+//!    output-stationary array (`benches/reference/os_array_int8_16x16.v`), both
+//!    built with the same release and options and driven from Rust with random
+//!    inputs every cycle.
 //!
 //! Run everything (about three minutes on two cores, most of it C++
 //! compilation of the cold builds, the bf16 16x16 one above all), and the
@@ -75,7 +89,8 @@
 //! SYSTOLE_BENCH_BUILD_32=bf16 cargo bench -p tb --bench systole -- build
 //! ```
 //!
-//! Quick mode skips the 256x256 generation and all cold builds, and uses
+//! Quick mode skips the 256x256 generation, all cold builds and the scaling
+//! table's 32x32 and 64x64 rows, runs the speed table with M = 512, and uses
 //! shorter measurements; cached loads then come from the usual model cache
 //! (`$SYSTOLE_CACHE_DIR`, else `$CARGO_TARGET_DIR/systole-models`), so once
 //! that cache holds the 8x8 and 16x16 models of both types it takes seconds
@@ -101,6 +116,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use tb::mxu::{moderate_bf16, random_i8};
 
+#[path = "systole/speed.rs"]
+mod speed;
+
 /// Set in a child process started by the `build` table: a comma-separated list
 /// of arrays (`int8:8`, `bf16:16`) to load from the (already filled) cache,
 /// timing each.
@@ -109,7 +127,16 @@ const QUICK_ENV: &str = "SYSTOLE_BENCH_QUICK";
 const CACHE_ENV: &str = "SYSTOLE_CACHE_DIR";
 const BUILD_32_ENV: &str = "SYSTOLE_BENCH_BUILD_32";
 
-const TABLES: [&str; 5] = ["gen", "build", "sim", "cycles", "golden"];
+const TABLES: [&str; 8] = [
+    "gen",
+    "build",
+    "sim",
+    "cycles",
+    "golden",
+    "speed",
+    "scaling",
+    "reference",
+];
 const DTYPES: [ElemType; 2] = [ElemType::Int8, ElemType::Bf16];
 const GEN_SIZES: [u32; 7] = [4, 8, 16, 32, 64, 128, 256];
 /// Sizes built (cold) and loaded (cached) by `build`, and simulated by `sim`.
@@ -187,6 +214,10 @@ fn main() {
         return;
     }
     let opts = Options::from_env();
+    if let Ok(list) = std::env::var(speed::CHILD_ENV) {
+        speed::child(&list, opts.quick);
+        return;
+    }
     let unknown: Vec<&String> = opts
         .filters
         .iter()
@@ -216,6 +247,15 @@ fn main() {
     }
     if opts.wants("golden") {
         golden_table(&opts);
+    }
+    if opts.wants("speed") {
+        speed::speed_table(&opts);
+    }
+    if opts.wants("scaling") {
+        speed::scaling_table(&opts);
+    }
+    if opts.wants("reference") {
+        speed::reference_table(&opts);
     }
 }
 

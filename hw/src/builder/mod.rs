@@ -306,6 +306,31 @@ impl ModuleBuilder {
         self.with(|m| m.def.doc = text.to_string());
     }
 
+    /// Asks Verilator to keep this module as a C++ class of its own rather
+    /// than inlining each instance into its parent, for `reason` (written next
+    /// to the request in the emitted `.vlt` file). Worth it for a large module
+    /// instantiated many times: a flattened array puts every instance into a
+    /// few huge C++ functions that compile slowly. Verilator still specialises
+    /// each instance's code; [`shared_code`](Self::shared_code) goes further.
+    /// Changes nothing but Verilator models.
+    #[track_caller]
+    pub fn no_inline(&mut self, reason: &str) {
+        let reason = sim_layout_reason(reason);
+        self.with(|m| m.def.sim_layout = SimLayout::Separate { reason });
+    }
+
+    /// Asks Verilator for one copy of this module's code serving every
+    /// instance (see [`SimLayout::Shared`]), for `reason`. The model's code,
+    /// and so its build time and instruction-cache footprint, then grow with
+    /// the number of distinct modules instead of the number of instances, at
+    /// the price of copying inputs and of Verilator's data-flow optimizer.
+    /// Changes nothing but Verilator models.
+    #[track_caller]
+    pub fn shared_code(&mut self, reason: &str) {
+        let reason = sim_layout_reason(reason);
+        self.with(|m| m.def.sim_layout = SimLayout::Shared { reason });
+    }
+
     #[track_caller]
     fn claim_name(&self, name: &str) {
         if let Some(p) = identifier_problem(name) {
@@ -348,4 +373,13 @@ pub(crate) fn const_bits_wrapping(width: u32, value: &BigInt) -> BigUint {
     let modulus = BigInt::one() << width as usize;
     let v = ((value % &modulus) + &modulus) % &modulus;
     v.to_biguint().expect("non-negative after reduction")
+}
+
+/// A layout request's reason, which must say something.
+#[track_caller]
+fn sim_layout_reason(reason: &str) -> String {
+    if reason.trim().is_empty() {
+        elab_error("a simulation layout request needs a reason".to_string());
+    }
+    reason.to_string()
 }

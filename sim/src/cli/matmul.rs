@@ -2,8 +2,10 @@
 
 use super::{bad, broken, Failure};
 use config::{ElemType, MxuConfig};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use matrix::Matrix;
-use sim::drivers::mxu::MxuDriver;
+use sim::drivers::mxu::{MxuDriver, Progress, ProgressReport};
+use std::io::IsTerminal as _;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -127,6 +129,35 @@ fn operands<T: matrix::Element>(args: &MatmulArgs) -> Result<(Matrix<T>, Matrix<
     Ok((a, b))
 }
 
+/// The RTL driver for `cfg`, with a progress bar on stderr when stderr is a
+/// terminal. Anywhere else (a pipe, a file, a test) stderr gets nothing more
+/// than it always did: a bar redrawn in place is noise in a log.
 fn driver(cfg: &MxuConfig) -> Result<MxuDriver, Failure> {
-    MxuDriver::new(cfg).map_err(|e| broken(e.to_string()))
+    let mut driver = MxuDriver::new(cfg).map_err(|e| broken(e.to_string()))?;
+    if std::io::stderr().is_terminal() {
+        driver.set_progress(Some(progress_bar()));
+    }
+    Ok(driver)
+}
+
+/// A progress bar over the rows the matmul streams through the array: rows
+/// done and to do, the time taken and the time left. It is cleared when the
+/// run ends, so the terminal keeps only the usual output.
+fn progress_bar() -> ProgressReport {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} RTL matmul [{bar:30}] {human_pos}/{human_len} rows, \
+             {elapsed} elapsed, {eta} left",
+        )
+        .expect("a valid progress template")
+        .progress_chars("=> "),
+    );
+    Box::new(move |p: Progress| {
+        bar.set_length(p.rows_total);
+        bar.set_position(p.rows_done);
+        if p.rows_done >= p.rows_total {
+            bar.finish_and_clear();
+        }
+    })
 }

@@ -213,11 +213,28 @@ impl MxuPorts {
     }
 }
 
+/// How far a matmul on the RTL has come, for a progress display: activation
+/// rows written into the accumulator so far, of all the matmul writes (every
+/// row of A once per weight tile of its pass).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub rows_done: u64,
+    pub rows_total: u64,
+}
+
+/// Receives [`Progress`] while a matmul runs (see [`MxuDriver::set_progress`]).
+pub type ProgressReport = Box<dyn FnMut(Progress)>;
+
+/// Cycles between two progress reports: rare enough to cost nothing next to
+/// the simulation, frequent enough (tens of milliseconds) for a smooth display.
+const PROGRESS_INTERVAL: u64 = 4096;
+
 /// A Verilated MXU of one configuration, ready for matmuls.
 pub struct MxuDriver {
     cfg: MxuConfig,
     model: Model,
     p: MxuPorts,
+    progress: Option<ProgressReport>,
 }
 
 /// One matmul's operands as element bit patterns, row-major, with its plan.
@@ -231,14 +248,30 @@ impl MxuDriver {
     /// Builds (or loads from the cache) the Verilated MXU for `cfg` and resets it.
     pub fn new(cfg: &MxuConfig) -> Result<MxuDriver, DriverError> {
         let model = Model::build(&mxu_spec(cfg)?, &mxu::top_name(cfg))?;
+        Self::with_model(cfg, model)
+    }
+
+    /// Drives `model`, an MXU for `cfg` built some other way than [`new`]
+    /// builds it (the benchmark builds the same Verilog with other Verilator
+    /// options), after a reset.
+    ///
+    /// [`new`]: MxuDriver::new
+    pub fn with_model(cfg: &MxuConfig, model: Model) -> Result<MxuDriver, DriverError> {
         let p = MxuPorts::of(&model)?;
         let mut d = MxuDriver {
             cfg: *cfg,
             model,
             p,
+            progress: None,
         };
         d.reset();
         Ok(d)
+    }
+
+    /// Reports progress to `report` during later matmuls: at their start,
+    /// every few thousand cycles and at their end. `None` stops reporting.
+    pub fn set_progress(&mut self, report: Option<ProgressReport>) {
+        self.progress = report;
     }
 
     pub fn config(&self) -> &MxuConfig {
@@ -324,19 +357,40 @@ impl MxuDriver {
             tiles: 0,
             passes: 0,
         };
-        for pass in plan.passes() {
+        let passes = plan.passes();
+        let mut progress = Progress {
+            rows_done: 0,
+            rows_total: passes
+                .iter()
+                .map(|pass| (pass.n_tiles * plan.k_tiles() * pass.rows) as u64)
+                .sum(),
+        };
+        self.report(progress);
+        for pass in passes {
             self.reset();
-            stats.cycles += self.pass(&ops, &pass)?;
+            stats.cycles += self.pass(&ops, &pass, &mut progress)?;
             stats.readout_cycles += self.read_out(&ops, &pass, &mut c, expected)?;
             stats.tiles += (pass.n_tiles * plan.k_tiles()) as u64;
             stats.passes += 1;
         }
+        self.report(progress);
         Ok((c, stats))
+    }
+
+    fn report(&mut self, progress: Progress) {
+        if let Some(report) = self.progress.as_mut() {
+            report(progress);
+        }
     }
 
     /// Streams every tile of a pass; returns its cycles (through its last
     /// accumulator write).
-    fn pass(&mut self, ops: &Operands<'_>, pass: &Pass) -> Result<u64, DriverError> {
+    fn pass(
+        &mut self,
+        ops: &Operands<'_>,
+        pass: &Pass,
+        progress: &mut Progress,
+    ) -> Result<u64, DriverError> {
         let plan = &ops.plan;
         let (rows, cols) = (self.cfg.rows() as usize, self.cfg.cols() as usize);
         let bits = self.cfg.dtype().operand_bits();
@@ -399,6 +453,14 @@ impl MxuDriver {
             }
             self.model.step();
             cycle += 1;
+            if cycle.is_multiple_of(PROGRESS_INTERVAL) {
+                if let Some(report) = self.progress.as_mut() {
+                    report(Progress {
+                        rows_done: progress.rows_done + written as u64,
+                        ..*progress
+                    });
+                }
+            }
             if cycle > deadline {
                 return Err(DriverError::Protocol(format!(
                     "pass not finished after {cycle} cycles: {pushed}/{weight_rows} weight rows, \
@@ -406,6 +468,7 @@ impl MxuDriver {
                 )));
             }
         }
+        progress.rows_done += total_rows as u64;
         self.model.poke(p.w_valid, 0);
         self.model.poke(p.a_valid, 0);
         self.model.poke(p.a_first, 0);

@@ -75,6 +75,8 @@ pub struct Model {
 // that runs model code or writes ports, `&self` only for reading port storage. Verilator
 // models built without `--threads` keep no thread affinity (the shim re-points Verilator's
 // per-thread context at the instance on every call), so moving one to another thread is sound.
+// Every model is such a model: `ModelSpec::validate` refuses `--threads` above 1, whose
+// worker threads and per-thread evaluation state this argument does not cover.
 unsafe impl Send for Model {}
 
 impl Model {
