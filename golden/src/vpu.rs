@@ -345,8 +345,8 @@ fn chunk_accumulate(x: &[u32], w: usize, pad: u32, f: &dyn Fn(u32, u32) -> u32) 
     let mut acc = vec![pad; w];
     acc[..x.len().min(w)].copy_from_slice(&x[..x.len().min(w)]);
     for chunk in x.chunks(w).skip(1) {
-        for j in 0..w {
-            acc[j] = f(acc[j], chunk.get(j).copied().unwrap_or(pad));
+        for (j, a) in acc.iter_mut().enumerate() {
+            *a = f(*a, chunk.get(j).copied().unwrap_or(pad));
         }
     }
     acc
