@@ -188,11 +188,14 @@ fn requant_int8_vectors() {
     bad.finish();
 }
 
+/// A named fp32 compare.
+type NamedCompare = (&'static str, fn(u32, u32) -> bool);
+
 #[test]
 fn f32_compare_vectors() {
     let rows = read_vectors("f32_cmp.tsv", 6);
     assert!(rows.len() >= 20_000);
-    let ops: [(&str, fn(u32, u32) -> bool); 4] = [
+    let ops: [NamedCompare; 4] = [
         ("eq_f32", eq_f32),
         ("ne_f32", ne_f32),
         ("lt_f32", lt_f32),
