@@ -12,8 +12,9 @@ pub const MAX_SUBLANES: u32 = 64;
 /// The largest vector, lanes x sublanes elements.
 pub const MAX_VECTOR_ELEMS: u32 = 4096;
 /// Vector registers: a power of two in this range (the instruction's register
-/// fields are 6 bits wide).
-pub const VREGS_RANGE: std::ops::RangeInclusive<u32> = 2..=64;
+/// fields are 6 bits wide; four registers are what the run CLI's programs
+/// need at least).
+pub const VREGS_RANGE: std::ops::RangeInclusive<u32> = 4..=64;
 /// Vector memory depth in vector-wide words: a power of two in this range.
 pub const VMEM_WORDS_RANGE: std::ops::RangeInclusive<u32> = 2..=1 << 20;
 /// The largest vector memory, in elements (64 MiB of 32-bit elements).
@@ -263,7 +264,7 @@ mod tests {
         for (l, s) in [(0, 1), (3, 1), (8, 3), (2048, 1), (1, 128), (1024, 8)] {
             assert!(VpuConfig::new(l, s).is_err(), "{l}x{s}");
         }
-        assert!(VpuConfig::with(8, 1, 1, 64, VpuUnits::Full).is_err());
+        assert!(VpuConfig::with(8, 1, 2, 64, VpuUnits::Full).is_err());
         assert!(VpuConfig::with(8, 1, 128, 64, VpuUnits::Full).is_err());
         assert!(VpuConfig::with(8, 1, 16, 100, VpuUnits::Full).is_err());
         assert!(VpuConfig::with(4096, 1, 16, 1 << 13, VpuUnits::Full).is_err());

@@ -8,3 +8,5 @@
 //! [`Model`]: crate::Model
 
 pub mod mxu;
+pub mod vpu;
+pub mod vpu_ops;
