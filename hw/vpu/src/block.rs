@@ -12,12 +12,14 @@ use std::rc::Rc;
 pub struct Vpu;
 
 /// The presets: (name, lanes, sublanes, registers, VMEM words, units, in the
-/// FPGA report). `tpu-128x8` is the TPU's shape; 8x1 and 4x2 are the
+/// FPGA report). `tpu-128x8` is the TPU's shape (with the default register
+/// file and VMEM, so it is the model `sim vpu --lanes 128 --sublanes 8` and
+/// the benchmark run); 8x1 and 4x2 are the
 /// FPGA-sized ones (full and int32-only), with 16 registers and 256 words of
 /// VMEM (one block RAM deep on every family); 1x1 and 2x1 are the edge cases
 /// of the generator (no reduction unit, a one-level fold, no rotators).
 const PRESETS: [(&str, u32, u32, u32, u32, VpuUnits, bool); 7] = [
-    ("tpu-128x8", 128, 8, 32, 4096, VpuUnits::Full, false),
+    ("tpu-128x8", 128, 8, 32, 1024, VpuUnits::Full, false),
     ("full-8x1", 8, 1, 16, 256, VpuUnits::Full, true),
     ("full-4x2", 4, 2, 16, 256, VpuUnits::Full, true),
     ("int32-8x1", 8, 1, 16, 256, VpuUnits::Int32, true),

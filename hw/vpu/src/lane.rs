@@ -9,7 +9,7 @@ use crate::alu::alu;
 use crate::Fwd;
 use config::vpu_isa::Op;
 use config::VpuConfig;
-use hw::{mux, Design, Expr, HwEnum, ModuleBuilder, ModuleDef, Ty};
+use hw::{cat, mux, Design, Expr, HwEnum, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
 /// The lane module for `cfg` (its registers, VMEM depth and units).
@@ -41,48 +41,142 @@ fn forward(sel: Expr, sources: &[(Fwd, Expr)], rf: Expr) -> Expr {
         .fold(rf, |acc, &(f, v)| mux(sel.is_eq(f.index()), v, acc))
 }
 
+/// The control every lane receives from the top, packed into one port,
+/// `ctl_i`: one port instead of two dozen, because a Verilated model copies
+/// each port of each instance (1,024 lanes in a 128 x 8 VPU). Fields are
+/// packed in list order from bit 0. (`splat_i`, element 0 of operand a, is a
+/// port of its own: it depends on a lane's output, which depends on this
+/// word, and a simulator that sees the word as one signal would see a loop.)
+pub struct LaneControl {
+    fields: Vec<(&'static str, u32, u32)>,
+    width: u32,
+}
+
+impl LaneControl {
+    /// The fields for `cfg`: name and width.
+    pub fn of(cfg: &VpuConfig) -> LaneControl {
+        let rw = cfg.vregs().trailing_zeros();
+        let aw = cfg.vmem_words().trailing_zeros();
+        let fwd = Fwd::ty().width;
+        let list: [(&'static str, u32); 23] = [
+            // Register file reads in the issue cycle (or for the host): the
+            // three operands and the store source.
+            ("rf_rd_en", 1),
+            ("rf_rd_a", rw),
+            ("rf_rd_b", rw),
+            ("rf_rd_c", rw),
+            ("rf_rd_s", rw),
+            // Register file writes: the load port and the ALU port (the host
+            // writes through the ALU port).
+            ("rf_load_we", 1),
+            ("rf_load_wa", rw),
+            ("rf_alu_we", 1),
+            ("rf_alu_wa", rw),
+            ("rf_write_host", 1),
+            // VMEM: the load slot's (or the host's) read, the store slot's
+            // (or the host's) write.
+            ("vmem_rd_en", 1),
+            ("vmem_rd_addr", aw),
+            ("vmem_we", 1),
+            ("vmem_wa", aw),
+            ("vmem_write_host", 1),
+            // Execute stage: operand sources, operation, write-back enable.
+            ("fwd_a", fwd),
+            ("fwd_b", fwd),
+            ("fwd_c", fwd),
+            ("fwd_s", fwd),
+            ("op", 8),
+            ("imm", 32),
+            ("wb_en", 1),
+            // Host read data: the register file (1) or VMEM (0).
+            ("host_rd_rf", 1),
+        ];
+        let mut fields = Vec::new();
+        let mut lo = 0;
+        for (name, width) in list {
+            fields.push((name, width, lo));
+            lo += width;
+        }
+        LaneControl { fields, width: lo }
+    }
+
+    /// The width of `ctl_i`.
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+
+    /// The packed word of `values`, one per field (in any order).
+    pub fn pack(&self, values: &[(&str, Expr)]) -> Expr {
+        let parts: Vec<Expr> = self
+            .fields
+            .iter()
+            .rev()
+            .map(|&(name, width, _)| {
+                let v = values
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .unwrap_or_else(|| panic!("lane control field {name} has no value"))
+                    .1;
+                assert_eq!(v.width(), width, "lane control field {name}");
+                v.as_unsigned()
+            })
+            .collect();
+        assert_eq!(
+            values.len(),
+            self.fields.len(),
+            "unknown lane control fields"
+        );
+        cat(&parts)
+    }
+
+    /// Field `name` of the packed word `ctl`, as a named wire of module `m`.
+    fn field(&self, m: &mut ModuleBuilder, ctl: Expr, name: &str) -> Expr {
+        let &(_, width, lo) = self
+            .fields
+            .iter()
+            .find(|f| f.0 == name)
+            .unwrap_or_else(|| panic!("no lane control field {name}"));
+        m.wire(name, ctl.slice(lo, width))
+    }
+}
+
 fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
     let rw = cfg.vregs().trailing_zeros();
     let aw = cfg.vmem_words().trailing_zeros();
     let word = Ty::u(32);
 
-    // Register file reads: in the issue cycle (or for the host), one port per
-    // operand and one for the store.
-    let rf_rd_en = m.input("rf_rd_en_i", Ty::BOOL);
-    let rf_rd_addr: Vec<Expr> = ["a", "b", "c", "s"]
+    let control = LaneControl::of(cfg);
+    let ctl = m.input("ctl_i", Ty::u(control.width()));
+    let f = |m: &mut ModuleBuilder, name: &str| control.field(m, ctl, name);
+    let rf_rd_en = f(m, "rf_rd_en");
+    let rf_rd_addr: Vec<Expr> = ["rf_rd_a", "rf_rd_b", "rf_rd_c", "rf_rd_s"]
         .iter()
-        .map(|p| m.input(&format!("rf_rd_{p}_addr_i"), Ty::u(rw)))
+        .map(|p| f(m, p))
         .collect();
-    // Register file writes: the load port and the ALU port (the ALU's wins
-    // when both write one register: it comes later in the bundle). The host
-    // writes through the ALU port.
-    let rf_load_we = m.input("rf_load_we_i", Ty::BOOL);
-    let rf_load_wa = m.input("rf_load_wa_i", Ty::u(rw));
-    let rf_alu_we = m.input("rf_alu_we_i", Ty::BOOL);
-    let rf_alu_wa = m.input("rf_alu_wa_i", Ty::u(rw));
-    let rf_write_host = m.input("rf_write_host_i", Ty::BOOL);
-    // VMEM: one read port (the load slot, or the host) and one write port
-    // (the store slot, or the host).
-    let vmem_rd_en = m.input("vmem_rd_en_i", Ty::BOOL);
-    let vmem_rd_addr = m.input("vmem_rd_addr_i", Ty::u(aw));
-    let vmem_we = m.input("vmem_we_i", Ty::BOOL);
-    let vmem_wa = m.input("vmem_wa_i", Ty::u(aw));
-    let vmem_write_host = m.input("vmem_write_host_i", Ty::BOOL);
-    // Execute stage.
-    let fwd: Vec<Expr> = ["a", "b", "c", "s"]
+    let rf_load_we = f(m, "rf_load_we");
+    let rf_load_wa = f(m, "rf_load_wa");
+    let rf_alu_we = f(m, "rf_alu_we");
+    let rf_alu_wa = f(m, "rf_alu_wa");
+    let rf_write_host = f(m, "rf_write_host");
+    let vmem_rd_en = f(m, "vmem_rd_en");
+    let vmem_rd_addr = f(m, "vmem_rd_addr");
+    let vmem_we = f(m, "vmem_we");
+    let vmem_wa = f(m, "vmem_wa");
+    let vmem_write_host = f(m, "vmem_write_host");
+    let fwd: Vec<Expr> = ["fwd_a", "fwd_b", "fwd_c", "fwd_s"]
         .iter()
-        .map(|p| m.input(&format!("fwd_{p}_i"), Fwd::ty()))
+        .map(|p| f(m, p))
         .collect();
-    let op = m.input("op_i", Ty::u(8));
-    let imm = m.input("imm_i", word);
-    let wb_load_en = m.input("wb_en_i", Ty::BOOL);
+    let op = f(m, "op");
+    let imm = f(m, "imm");
+    let wb_load_en = f(m, "wb_en");
+    let host_reads_rf = f(m, "host_rd_rf");
+    let splat = m.input("splat_i", word);
+    // The element's own inputs: the cross-lane results and the host's data.
     let rot_lane = m.input("rot_lane_i", word);
     let rot_sublane = m.input("rot_sublane_i", word);
-    let splat = m.input("splat_i", word);
     let reduced = m.input("reduce_i", word);
-    // Host port.
     let host_wdata = m.input("host_wdata_i", word);
-    let host_reads_rf = m.input("host_rd_rf_i", Ty::BOOL);
 
     let rf = m.memory("rf", word, rw);
     let vmem = m.memory("vmem", word, aw);

@@ -503,34 +503,36 @@ fn build_top(m: &mut ModuleBuilder, cfg: &VpuConfig, parts: &Parts) {
     }
     let arr = m.instance_array("lane", &parts.lane, &[("sub", sublanes), ("lane", lanes)]);
     let element = [arr.var(0) * i64::from(lanes) + arr.var(1)];
-    let broadcasts: Vec<(&str, Expr)> = vec![
-        ("rf_rd_en_i", rf_rd_en),
-        ("rf_rd_a_addr_i", rf_rd_a),
-        ("rf_rd_b_addr_i", d.vs[1]),
-        ("rf_rd_c_addr_i", d.vs[2]),
-        ("rf_rd_s_addr_i", d.st_reg),
-        ("rf_load_we_i", wb_ld_we),
-        ("rf_load_wa_i", wb_ld_reg),
-        ("rf_alu_we_i", rf_alu_we),
-        ("rf_alu_wa_i", rf_alu_wa),
-        ("rf_write_host_i", host_rf_write),
-        ("vmem_rd_en_i", vmem_rd_en),
-        ("vmem_rd_addr_i", vmem_rd_addr),
-        ("vmem_we_i", vmem_we),
-        ("vmem_wa_i", vmem_wa),
-        ("vmem_write_host_i", host_vmem_write),
-        ("fwd_a_i", fwd_abc[0]),
-        ("fwd_b_i", fwd_abc[1]),
-        ("fwd_c_i", fwd_abc[2]),
-        ("fwd_s_i", fwd_store),
-        ("op_i", ex_op),
-        ("imm_i", ex_imm),
-        ("wb_en_i", advance),
-        ("host_rd_rf_i", host_rd_rf.q()),
-    ];
-    for (port, value) in broadcasts {
-        m.array_broadcast(arr, port, value);
-    }
+    let first = m.bus_read(opnd, &[0]);
+    let control = lane::LaneControl::of(cfg);
+    let ctl = control.pack(&[
+        ("rf_rd_en", rf_rd_en),
+        ("rf_rd_a", rf_rd_a),
+        ("rf_rd_b", d.vs[1]),
+        ("rf_rd_c", d.vs[2]),
+        ("rf_rd_s", d.st_reg),
+        ("rf_load_we", wb_ld_we),
+        ("rf_load_wa", wb_ld_reg),
+        ("rf_alu_we", rf_alu_we),
+        ("rf_alu_wa", rf_alu_wa),
+        ("rf_write_host", host_rf_write),
+        ("vmem_rd_en", vmem_rd_en),
+        ("vmem_rd_addr", vmem_rd_addr),
+        ("vmem_we", vmem_we),
+        ("vmem_wa", vmem_wa),
+        ("vmem_write_host", host_vmem_write),
+        ("fwd_a", fwd_abc[0]),
+        ("fwd_b", fwd_abc[1]),
+        ("fwd_c", fwd_abc[2]),
+        ("fwd_s", fwd_store),
+        ("op", ex_op),
+        ("imm", ex_imm),
+        ("wb_en", advance),
+        ("host_rd_rf", host_rd_rf.q()),
+    ]);
+    let ctl = m.wire("lane_ctl", ctl);
+    m.array_broadcast(arr, "ctl_i", ctl);
+    m.array_broadcast(arr, "splat_i", first);
     for (port, bus) in [
         ("opnd_a_o", opnd),
         ("rot_lane_i", rot_lane),
@@ -541,8 +543,6 @@ fn build_top(m: &mut ModuleBuilder, cfg: &VpuConfig, parts: &Parts) {
     ] {
         m.array_connect(arr, port, bus, &element);
     }
-    let first = m.bus_read(opnd, &[0]);
-    m.array_broadcast(arr, "splat_i", first);
 
     // ---- Cross-lane unit.
     let elements: Vec<Expr> = (0..w).map(|e| m.bus_read(opnd, &[e])).collect();

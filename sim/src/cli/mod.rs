@@ -3,6 +3,7 @@
 //! error one line on stderr.
 
 mod matmul;
+mod vpu;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -22,6 +23,11 @@ enum Command {
     /// and B (uint16 arrays of bf16 bit patterns) give a float32 C, which
     /// depends on R as numerics.md says.
     Matmul(matmul::MatmulArgs),
+    /// One elementwise operation or reduction on the VPU (lanes x sublanes
+    /// elements per vector). A, B and the mask are .npy arrays of any one
+    /// shape; the result has A's shape (reductions: shape (1,)). `--op list`
+    /// lists the operations with their operand and result types.
+    Vpu(vpu::VpuArgs),
 }
 
 /// A failure and its exit code: 2 for bad input, 1 for a failure of the tool.
@@ -62,6 +68,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Matmul(args) => matmul::run(&args),
+        Command::Vpu(args) => vpu::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
