@@ -65,6 +65,12 @@ impl Runner {
         r
     }
 
+    /// The result of `design` on `part` if a flow of this run has it.
+    pub fn known(&self, design: impl Into<FlowDesign>, part: &Part) -> Option<FlowResult> {
+        let key = (design.into().info().top, part.name);
+        self.done.lock().unwrap().get(&key).cloned()
+    }
+
     /// Whether the search has used up its time.
     pub fn past_search_deadline(&self) -> bool {
         self.elapsed() > self.search_deadline

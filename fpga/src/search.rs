@@ -256,9 +256,11 @@ fn vpu_cfg(lanes: u32, units: VpuUnits) -> Result<VpuConfig, String> {
 }
 
 /// Finds the largest VPU with `units` on `part`: lanes x 1 for lanes a power
-/// of two, doubling from the presets' 8 lanes (or halving) by synthesis
-/// estimate until the answer changes, then, where the family has place and
-/// route, confirmed by it (halving again while it does not route).
+/// of two, doubling by synthesis estimate from the largest size known to fit
+/// (a preset's result), else from one lane, until one does not fit or a
+/// known result says it does not (synthesis grows with the size, so the
+/// search climbs rather than descends); then, where the family has place and
+/// route, the winner is confirmed by it (halving while it does not route).
 pub fn largest_vpu(runner: &Runner, part: &'static Part, units: VpuUnits) -> LargestVpu {
     let start = Instant::now();
     let mut out = LargestVpu {
@@ -322,24 +324,36 @@ fn search_vpu(
     out: &mut LargestVpu,
 ) -> Result<(), String> {
     let trail = &mut out.trail;
-    // By synthesis: from 8 lanes, up while it fits, else down until it does.
-    let mut fit: Option<(u32, FlowResult)> = None;
+    let known = |n: u32| vpu_cfg(n, units).ok().and_then(|c| runner.known(c, part));
+    let sizes: Vec<u32> = (0..=MAX_VPU_LANES.trailing_zeros())
+        .map(|k| 1 << k)
+        .collect();
+    let known_fit = sizes
+        .iter()
+        .copied()
+        .filter(|&n| known(n).is_some_and(|r| r.fits == Some(true)))
+        .max();
+    let known_miss = sizes
+        .iter()
+        .copied()
+        .filter(|&n| known(n).is_some_and(|r| r.fits == Some(false)))
+        .min();
+    let mut fit: Option<(u32, FlowResult)> = known_fit.and_then(|n| Some((n, known(n)?)));
     let mut miss: Option<(u32, FlowResult)> = None;
-    let mut lanes = 8;
-    loop {
+    let mut lanes = known_fit.map_or(1, |n| 2 * n);
+    while lanes <= MAX_VPU_LANES {
+        if let Some(m) = known_miss.filter(|&m| m <= lanes) {
+            trail.push(format!("{m}x1: no (a preset's result)"));
+            miss = known(m).map(|r| (m, r));
+            break;
+        }
         let r = probe_vpu(runner, part, lanes, units, false, trail)?;
         if r.fits == Some(true) {
             fit = Some((lanes, r));
-            if miss.is_some() || lanes >= MAX_VPU_LANES {
-                break;
-            }
             lanes *= 2;
         } else {
             miss = Some((lanes, r));
-            if fit.is_some() || lanes == 1 {
-                break;
-            }
-            lanes /= 2;
+            break;
         }
     }
     out.estimate_lanes = fit.as_ref().map(|(n, _)| *n);
