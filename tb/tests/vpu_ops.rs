@@ -6,6 +6,7 @@
 //! cycle model cycle for cycle.
 
 use config::vpu_isa::Op;
+use config::{VpuConfig, VpuUnits};
 use golden::vectors::{dec, hex16, hex32, read_vectors};
 use rand::Rng;
 use rstest::rstest;
@@ -328,13 +329,25 @@ fn reduce_sum_rows(d: &mut VpuDriver) -> usize {
     checked
 }
 
+/// A small VPU of `lanes` x `sublanes` (4 registers, 16 VMEM words): the
+/// fold's other depths, cheap to build.
+fn small(lanes: u32, sublanes: u32) -> VpuConfig {
+    VpuConfig::with(lanes, sublanes, 4, 16, VpuUnits::Full).unwrap()
+}
+
 #[rstest]
-#[case::w1("full-1x1")]
-#[case::w2("full-2x1")]
-#[case::w8_4x2("full-4x2")]
-#[case::w8_8x1("full-8x1")]
-fn reduce_sum_f32_in_the_contract_order(#[case] shape: &str) {
-    let mut d = driver(&preset(shape));
+#[case::w1(preset("full-1x1"))]
+#[case::w2(preset("full-2x1"))]
+#[case::w4(small(4, 1))]
+#[case::w8_4x2(preset("full-4x2"))]
+#[case::w8_8x1(preset("full-8x1"))]
+#[case::w16(small(8, 2))]
+#[case::w32(small(32, 1))]
+// 128 elements: simulated with shared lane classes, as the TPU's shape is.
+#[case::w128(small(16, 8))]
+fn reduce_sum_f32_in_the_contract_order(#[case] cfg: VpuConfig) {
+    let shape = format!("{}x{}", cfg.lanes(), cfg.sublanes());
+    let mut d = driver(&cfg);
     let rows = reduce_sum_rows(&mut d);
     assert!(rows >= 100, "only {rows} rows for {shape}");
     // Across VMEM tiles: the accumulator stays in its register.
