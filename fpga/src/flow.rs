@@ -381,12 +381,12 @@ fn flow_steps(
     sources: &[String],
     result: &mut FlowResult,
 ) -> Result<(), String> {
-    if let Some((soft, min_luts)) = design.lut_lower_bound(part) {
+    if let Some((min_luts, what)) = design.lut_lower_bound(part) {
         if min_luts > part.capacity.luts {
             result.fits = Some(false);
             result.fit_basis = Some("lower bound (not synthesised)".into());
             result.why_not = Some(format!(
-                "needs at least {min_luts} LUTs for {soft} LUT multipliers (part has {})",
+                "needs at least {min_luts} LUTs for {what} (part has {})",
                 part.capacity.luts
             ));
             return Ok(());
