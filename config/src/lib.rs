@@ -15,9 +15,17 @@
 //!   into the MXU's weight tiles and passes over its accumulator (shared by the
 //!   golden cycle model, the simulator's driver and the board client). Nothing
 //!   here models the RTL.
+//! - [`vpu_isa`]: the vector unit's opcode numbers and bundle encoding, the
+//!   spelling that the RTL's decoder, the golden model and every program
+//!   writer (driver, run CLI, tests) must share. What the operations do is
+//!   documented with the hardware and modelled in `golden`, each on its own.
 
 pub mod ici;
 pub mod mxu_plan;
+pub mod vpu;
+pub mod vpu_isa;
+
+pub use vpu::{VpuConfig, VpuUnits};
 
 pub use ici::{IciConfig, ICI_CRC_BITS, ICI_KIND_BITS};
 

@@ -1,4 +1,5 @@
-//! One flow: one MXU configuration on one part, from Verilog to a result.
+//! One flow: one configured block ([`FlowDesign`]) on one part, from Verilog
+//! to a result.
 //!
 //! Steps (each a tool run in the flow's own folder, its log kept there):
 //! 1. elaborate the configuration with `gen` and wrap it in the harness;
@@ -11,11 +12,11 @@
 //! A failing step ends the flow with a one-line error in the result; it never
 //! panics or stops the other flows.
 
+use crate::design::FlowDesign;
 use crate::harness;
 use crate::parts::{Family, Part, Resources};
 use crate::synth::{self, SynthStats};
 use crate::tools::{self, Slots, Tool};
-use config::MxuConfig;
 use hw::EmittedFile;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -23,38 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The configuration a result is about, as the report shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DesignInfo {
-    pub top: String,
-    pub dtype: String,
-    pub rows: u32,
-    pub cols: u32,
-    pub acc_rows: u32,
-}
-
-impl DesignInfo {
-    pub fn of(cfg: &MxuConfig) -> DesignInfo {
-        DesignInfo {
-            top: format!(
-                "mxu_{}_{}x{}_acc{}",
-                cfg.dtype(),
-                cfg.rows(),
-                cfg.cols(),
-                cfg.acc_rows()
-            ),
-            dtype: cfg.dtype().to_string(),
-            rows: cfg.rows(),
-            cols: cfg.cols(),
-            acc_rows: cfg.acc_rows(),
-        }
-    }
-
-    /// "int8 8x8, 256 acc rows"
-    pub fn label(&self) -> String {
-        format!("{} {}x{}", self.dtype, self.rows, self.cols)
-    }
-}
+pub use crate::design::DesignInfo;
 
 /// Utilisation of each resource in percent of the part's capacity.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -303,12 +273,12 @@ pub fn tools_for(parts: &[&Part]) -> Vec<Tool> {
 
 /// The design's files as `gen` emits them, plus the harness as the last
 /// Verilog source (top [`harness::TOP`]), and the harness flip-flop count.
-pub fn harnessed_files(cfg: &MxuConfig) -> Result<(Vec<EmittedFile>, u64), String> {
-    let mut generated = gen::generate(cfg)?;
+pub fn harnessed_files(design: impl Into<FlowDesign>) -> Result<(Vec<EmittedFile>, u64), String> {
+    let mut generated = design.into().generate()?;
     let top = generated
         .top_module
         .as_ref()
-        .expect("an MXU build has its top module's definition");
+        .expect("a block build has its top module's definition");
     let ports = harness::ports(top);
     let (n_in, n_out) = harness::shift_bits(&ports);
     generated.files.push(EmittedFile {
@@ -321,8 +291,11 @@ pub fn harnessed_files(cfg: &MxuConfig) -> Result<(Vec<EmittedFile>, u64), Strin
 
 /// Writes the design's Verilog and the harness into `dir`; returns the source
 /// file names (children first, harness last) and the harness flip-flop count.
-pub fn write_sources(cfg: &MxuConfig, dir: &Path) -> Result<(Vec<String>, u64), String> {
-    let (files, harness_ffs) = harnessed_files(cfg)?;
+pub fn write_sources(
+    design: impl Into<FlowDesign>,
+    dir: &Path,
+) -> Result<(Vec<String>, u64), String> {
+    let (files, harness_ffs) = harnessed_files(design)?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut sources = Vec::new();
     for f in files.iter().filter(|f| f.module.is_some()) {
@@ -333,14 +306,21 @@ pub fn write_sources(cfg: &MxuConfig, dir: &Path) -> Result<(Vec<String>, u64), 
     Ok((sources, harness_ffs))
 }
 
-/// Runs the flow of `cfg` on `part`; place and route only if `pnr` (and the part has it).
-pub fn run_flow(env: &FlowEnv, cfg: &MxuConfig, part: &Part, pnr: bool) -> FlowResult {
-    let design = DesignInfo::of(cfg);
-    let rel = format!("{}/{}", design.top, part.name);
+/// Runs the flow of `design` on `part`; place and route only if `pnr` (and
+/// the part has it).
+pub fn run_flow(
+    env: &FlowEnv,
+    design: impl Into<FlowDesign>,
+    part: &Part,
+    pnr: bool,
+) -> FlowResult {
+    let design = design.into();
+    let info = design.info();
+    let rel = format!("{}/{}", info.top, part.name);
     let dir = env.out.join(&rel);
     let mut result = FlowResult {
         part: part.name.to_string(),
-        design,
+        design: info,
         harness_ffs: 0,
         synth: None,
         synth_seconds: None,
@@ -352,7 +332,7 @@ pub fn run_flow(env: &FlowEnv, cfg: &MxuConfig, part: &Part, pnr: bool) -> FlowR
         error: None,
         dir: rel,
     };
-    let (sources, harness_ffs) = match write_sources(cfg, &dir) {
+    let (sources, harness_ffs) = match write_sources(design, &dir) {
         Ok(s) => s,
         Err(e) => {
             result.error = Some(e);
@@ -360,8 +340,7 @@ pub fn run_flow(env: &FlowEnv, cfg: &MxuConfig, part: &Part, pnr: bool) -> FlowR
         }
     };
     result.harness_ffs = harness_ffs;
-    let pes = u64::from(cfg.rows()) * u64::from(cfg.cols());
-    let script = synth::script(&sources, harness::TOP, part, pes, u64::from(cfg.cols()));
+    let script = synth::script(&sources, harness::TOP, part, &design);
     let key = flow_key(env, &dir, &sources, &script, part);
     if env.reuse {
         if let Some(r) = recorded(&dir, &key, part, pnr) {
@@ -377,7 +356,7 @@ pub fn run_flow(env: &FlowEnv, cfg: &MxuConfig, part: &Part, pnr: bool) -> FlowR
     ] {
         let _ = std::fs::remove_file(dir.join(stale));
     }
-    match flow_steps(env, cfg, part, pnr, &dir, &sources, &mut result) {
+    match flow_steps(env, &design, part, pnr, &dir, &sources, &mut result) {
         Ok(()) => {
             let rec = FlowRecord {
                 key,
@@ -395,29 +374,28 @@ pub fn run_flow(env: &FlowEnv, cfg: &MxuConfig, part: &Part, pnr: bool) -> FlowR
 
 fn flow_steps(
     env: &FlowEnv,
-    cfg: &MxuConfig,
+    design: &FlowDesign,
     part: &Part,
     pnr: bool,
     dir: &Path,
     sources: &[String],
     result: &mut FlowResult,
 ) -> Result<(), String> {
-    let pes = u64::from(cfg.rows()) * u64::from(cfg.cols());
-    let soft = pes - synth::dsp_pes(pes, part);
-    let min_luts = soft * synth::min_luts_per_lut_multiplier(part.family);
-    if min_luts > part.capacity.luts {
-        result.fits = Some(false);
-        result.fit_basis = Some("lower bound (not synthesised)".into());
-        result.why_not = Some(format!(
-            "needs at least {min_luts} LUTs for {soft} LUT multipliers (part has {})",
-            part.capacity.luts
-        ));
-        return Ok(());
+    if let Some((min_luts, what)) = design.lut_lower_bound(part) {
+        if min_luts > part.capacity.luts {
+            result.fits = Some(false);
+            result.fit_basis = Some("lower bound (not synthesised)".into());
+            result.why_not = Some(format!(
+                "needs at least {min_luts} LUTs for {what} (part has {})",
+                part.capacity.luts
+            ));
+            return Ok(());
+        }
     }
     let key = (
         result.design.top.clone(),
         part.family,
-        synth::dsp_pes(pes, part),
+        design.dsp_multipliers(part),
     );
     let cell = env
         .synth_cache
@@ -442,7 +420,7 @@ fn flow_steps(
         }
         Some(Err(e)) => return Err(e.clone()),
         None => {
-            let r = synthesize(env, dir, sources, harness::TOP, part, pes, cfg.cols()).map(
+            let r = synthesize(env, dir, sources, harness::TOP, part, design).map(
                 |(stats, seconds)| SynthDone {
                     dir: dir.to_path_buf(),
                     stats,
@@ -504,9 +482,9 @@ fn flow_steps(
     Ok(())
 }
 
-/// Synthesises `sources` (in `dir`) with top `top` for `part`; `pes`
-/// processing elements in `cols` columns decide the DSP budget split. Returns
-/// the netlist's figures and the seconds Yosys took. Fails (one line) on a
+/// Synthesises `sources` (in `dir`) with top `top` for `part`; `design`
+/// decides the DSP budget split and the block RAM memories. Returns the
+/// netlist's figures and the seconds Yosys took. Fails (one line) on a
 /// latch, an unmapped memory or a tool error.
 pub fn synthesize(
     env: &FlowEnv,
@@ -514,10 +492,9 @@ pub fn synthesize(
     sources: &[String],
     top: &str,
     part: &Part,
-    pes: u64,
-    cols: u32,
+    design: &FlowDesign,
 ) -> Result<(SynthStats, f64), String> {
-    let script = synth::script(sources, top, part, pes, u64::from(cols));
+    let script = synth::script(sources, top, part, design);
     std::fs::write(dir.join("synth.ys"), script)
         .map_err(|e| format!("cannot write synth.ys: {e}"))?;
     let args = vec!["-s".to_string(), "synth.ys".to_string()];
@@ -538,7 +515,7 @@ pub fn synthesize(
     })?;
     let stat = std::fs::read_to_string(dir.join("stat.json"))
         .map_err(|e| format!("yosys wrote no stat.json: {e}"))?;
-    Ok((synth::read_stats(part, &stat, pes)?, run.seconds))
+    Ok((synth::read_stats(part, &stat, design)?, run.seconds))
 }
 
 enum PnrError {
@@ -709,11 +686,11 @@ mod tests {
     #[test]
     fn a_record_answers_only_its_own_key_and_question() {
         let dir = tempfile::tempdir().unwrap();
-        let cfg = MxuConfig::with_acc_rows(2, 2, config::ElemType::Int8, 16).unwrap();
+        let cfg = config::MxuConfig::with_acc_rows(2, 2, config::ElemType::Int8, 16).unwrap();
         let part = crate::parts::part("ice40-up5k").unwrap();
         let mut result = FlowResult {
             part: part.name.into(),
-            design: DesignInfo::of(&cfg),
+            design: DesignInfo::of(cfg),
             harness_ffs: 1,
             synth: None,
             synth_seconds: None,

@@ -46,6 +46,7 @@
 //! - **"Fits"** means placed and routed (iCE40, ECP5) or, for 7-series, every
 //!   resource at most 100 % of the part after synthesis.
 
+pub mod design;
 pub mod flow;
 pub mod harness;
 pub mod parts;
@@ -55,7 +56,8 @@ pub mod search;
 pub mod synth;
 pub mod tools;
 
-use config::MxuConfig;
+use config::{MxuConfig, VpuConfig};
+pub use design::FlowDesign;
 
 /// Accumulator rows of every FPGA preset. 256 is the depth of one iCE40 block
 /// RAM (256 x 16), so a shallower accumulator saves nothing there, and ECP5
@@ -65,69 +67,80 @@ use config::MxuConfig;
 pub const ACC_ROWS: u32 = 256;
 
 /// The designs of the report, from the block registry (`gen::registry`):
-/// every preset marked for the FPGA report, or with `quick` the first such
-/// preset of each block, each MXU with `acc_rows` accumulator rows. The flows
-/// synthesise MXUs (their DSP budget counts processing elements); a preset
-/// of another block is returned as a note for the report instead, so a new
+/// every preset marked for the FPGA report of the blocks named in `blocks`
+/// (every block when empty), or with `quick` the first such preset of each
+/// block, each MXU with `acc_rows` accumulator rows. A preset of a block the
+/// flows do not take is returned as a note for the report instead, so a new
 /// block shows up there until the flows learn it.
-pub fn report_presets(quick: bool, acc_rows: u32) -> Result<(Vec<MxuConfig>, Vec<String>), String> {
-    let mut configs = Vec::new();
+pub fn report_presets(
+    quick: bool,
+    acc_rows: u32,
+    blocks: &[String],
+) -> Result<(Vec<FlowDesign>, Vec<String>), String> {
+    let mut designs = Vec::new();
     let mut notes = Vec::new();
     for block in gen::registry() {
+        if !blocks.is_empty() && !blocks.iter().any(|b| b == block.name()) {
+            continue;
+        }
         let presets = block.presets().into_iter().filter(|p| p.fpga_report);
         for preset in presets.take(if quick { 1 } else { usize::MAX }) {
-            match preset.config.config_any().downcast_ref::<MxuConfig>() {
-                Some(c) => configs.push(
+            let any = preset.config.config_any();
+            if let Some(c) = any.downcast_ref::<MxuConfig>() {
+                designs.push(FlowDesign::Mxu(
                     MxuConfig::with_acc_rows(c.rows(), c.cols(), c.dtype(), acc_rows)
                         .map_err(|e| e.to_string())?,
-                ),
-                None => notes.push(format!(
+                ));
+            } else if let Some(c) = any.downcast_ref::<VpuConfig>() {
+                designs.push(FlowDesign::Vpu(*c));
+            } else {
+                notes.push(format!(
                     "{} preset {}: not built (the FPGA flows do not take this block yet).",
                     block.name(),
                     preset.name
-                )),
+                ));
             }
         }
     }
-    Ok((configs, notes))
+    Ok((designs, notes))
 }
 
 /// The parts of `--quick`: the smallest of each family.
 pub const QUICK_PARTS: [&str; 3] = ["ice40-up5k", "ecp5-25f", "xc7a35t"];
 
-/// Planned blocks that have no RTL yet (and so no registry entry), listed in
-/// the report.
-pub const NOT_BUILT: [&str; 1] = ["VPU small preset: not built yet (the VPU has no RTL)."];
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use config::ElemType;
 
-    fn shapes(configs: &[MxuConfig]) -> Vec<(ElemType, u32, u32, u32)> {
-        configs
-            .iter()
-            .map(|c| (c.dtype(), c.rows(), c.cols(), c.acc_rows()))
-            .collect()
+    fn shapes(designs: &[FlowDesign]) -> Vec<String> {
+        designs.iter().map(|d| d.info().top).collect()
     }
 
     #[test]
     fn the_report_covers_the_registry_fpga_presets() {
-        let (full, notes) = report_presets(false, ACC_ROWS).unwrap();
+        let (full, notes) = report_presets(false, ACC_ROWS, &[]).unwrap();
         assert_eq!(
             shapes(&full),
             [
-                (ElemType::Int8, 4, 4, 256),
-                (ElemType::Int8, 8, 8, 256),
-                (ElemType::Int8, 16, 16, 256),
-                (ElemType::Bf16, 4, 4, 256),
+                "mxu_int8_4x4_acc256",
+                "mxu_int8_8x8_acc256",
+                "mxu_int8_16x16_acc256",
+                "mxu_bf16_4x4_acc256",
+                "vpu_full_8x1_v16_m256",
+                "vpu_full_4x2_v16_m256",
+                "vpu_int32_8x1_v16_m256",
             ]
         );
         // The ICI link's report preset is listed until the flows take it.
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(notes[0].starts_with("ici preset default"), "{notes:?}");
-        let (quick, _) = report_presets(true, 512).unwrap();
-        assert_eq!(shapes(&quick), [(ElemType::Int8, 4, 4, 512)]);
-        assert!(report_presets(false, 100).is_err());
+        let (quick, _) = report_presets(true, 512, &[]).unwrap();
+        assert_eq!(
+            shapes(&quick),
+            ["mxu_int8_4x4_acc512", "vpu_full_8x1_v16_m256"]
+        );
+        let (vpu_only, _) = report_presets(false, ACC_ROWS, &["vpu".into()]).unwrap();
+        assert_eq!(vpu_only.len(), 3);
+        assert!(report_presets(false, 100, &[]).is_err());
     }
 }

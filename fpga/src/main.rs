@@ -1,5 +1,5 @@
 //! `fpga report`: every preset through every FPGA flow, plus the largest int8
-//! MXU per part; writes `report.json` and `report.md`.
+//! MXU and the largest VPUs per part; writes `report.json` and `report.md`.
 
 use clap::{Args, Parser, Subcommand};
 use fpga::flow::{self, FlowEnv};
@@ -42,9 +42,13 @@ struct ReportArgs {
     /// Only these parts (comma-separated names, e.g. ice40-up5k,xc7a35t).
     #[arg(long, value_delimiter = ',')]
     parts: Vec<String>,
-    /// Skip the search for the largest int8 MXU per part.
+    /// Skip the searches for the largest int8 MXU and VPUs per part.
     #[arg(long)]
     no_search: bool,
+    /// Only these blocks' presets and searches (comma-separated registry
+    /// names, e.g. vpu); default: every block.
+    #[arg(long, value_delimiter = ',')]
+    blocks: Vec<String>,
     /// Kill a tool run after this many seconds.
     #[arg(long, default_value_t = 1800)]
     tool_timeout: u64,
@@ -81,6 +85,7 @@ fn report(args: &ReportArgs) -> Result<(), String> {
         jobs,
         parts: ref part_names,
         no_search,
+        ref blocks,
         tool_timeout,
         search_deadline,
         acc_rows,
@@ -104,7 +109,11 @@ fn report(args: &ReportArgs) -> Result<(), String> {
             })
             .collect::<Result<_, _>>()?
     };
-    let (configs, flowless) = fpga::report_presets(quick, acc_rows)?;
+    for b in blocks {
+        gen::find_block(b)?;
+    }
+    let wants = |block: &str| blocks.is_empty() || blocks.iter().any(|b| b == block);
+    let (configs, flowless) = fpga::report_presets(quick, acc_rows, blocks)?;
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     tools::ensure_installed(&flow::tools_for(&parts))?;
     let mut versions = std::collections::BTreeMap::new();
@@ -129,7 +138,7 @@ fn report(args: &ReportArgs) -> Result<(), String> {
     let mut runner = Runner::new(env);
     runner.search_deadline = search_deadline as f64;
     // Presets: one work list, `jobs` workers.
-    let work: Vec<(usize, config::MxuConfig, &'static Part)> = configs
+    let work: Vec<(usize, fpga::FlowDesign, &'static Part)> = configs
         .iter()
         .flat_map(|c| parts.iter().map(move |p| (*c, *p)))
         .enumerate()
@@ -144,7 +153,7 @@ fn report(args: &ReportArgs) -> Result<(), String> {
             s.spawn(|| loop {
                 let item = queue.lock().unwrap().pop();
                 let Some((i, cfg, part)) = item else { break };
-                let r = runner.flow(&cfg, part, true);
+                let r = runner.flow(cfg, part, true);
                 results.lock().unwrap().push((i, r));
             });
         }
@@ -160,16 +169,13 @@ fn report(args: &ReportArgs) -> Result<(), String> {
         acc_rows,
         parts: parts.iter().map(|p| **p).collect(),
         presets: presets_done,
-        not_built: fpga::NOT_BUILT
-            .iter()
-            .map(|s| s.to_string())
-            .chain(flowless)
-            .collect(),
+        not_built: flowless,
         largest: Vec::new(),
+        largest_vpu: Vec::new(),
     };
     report.seconds = runner.elapsed();
     report.write(out)?;
-    if !quick && !no_search {
+    if !quick && !no_search && wants("mxu") {
         println!(
             "[{:7.1}s] searching for the largest int8 MXU per part",
             runner.elapsed()
@@ -194,6 +200,37 @@ fn report(args: &ReportArgs) -> Result<(), String> {
         let mut l = largest.into_inner().unwrap();
         l.sort_by_key(|(i, _)| *i);
         report.largest = l.into_iter().map(|(_, l)| l).collect();
+        report.seconds = runner.elapsed();
+        report.write(out)?;
+    }
+    if !quick && !no_search && wants("vpu") {
+        println!(
+            "[{:7.1}s] searching for the largest VPUs per part",
+            runner.elapsed()
+        );
+        let largest = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            let searches = parts
+                .iter()
+                .flat_map(|p| config::VpuUnits::ALL.map(|u| (*p, u)));
+            for (i, (part, units)) in searches.enumerate() {
+                let runner = &runner;
+                let largest = &largest;
+                s.spawn(move || {
+                    let l = fpga::search::largest_vpu(runner, part, units);
+                    println!(
+                        "[{:7.1}s] {}: largest {units} VPU {}",
+                        runner.elapsed(),
+                        part.name,
+                        l.lanes.map_or_else(|| "none".into(), |n| format!("{n}x1"))
+                    );
+                    largest.lock().unwrap().push((i, l));
+                });
+            }
+        });
+        let mut l = largest.into_inner().unwrap();
+        l.sort_by_key(|(i, _)| *i);
+        report.largest_vpu = l.into_iter().map(|(_, l)| l).collect();
     }
     report.seconds = runner.elapsed();
     report.write(out)?;
@@ -228,6 +265,9 @@ fn command_line(a: &ReportArgs) -> String {
     }
     if a.no_search {
         c.push_str(" --no-search");
+    }
+    if !a.blocks.is_empty() {
+        c.push_str(&format!(" --blocks {}", a.blocks.join(",")));
     }
     if a.tool_timeout != d.tool_timeout {
         c.push_str(&format!(" --tool-timeout {}", a.tool_timeout));

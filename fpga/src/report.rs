@@ -30,6 +30,25 @@ pub struct Largest {
     pub seconds: f64,
 }
 
+/// The largest VPU of one kind of units found for one part.
+#[derive(Debug, Clone, Serialize)]
+pub struct LargestVpu {
+    pub part: String,
+    /// `full` or `int32`.
+    pub units: String,
+    /// Lanes of the largest lanes x 1 VPU that fits (placed and routed where
+    /// the family has it); `None` if not even one lane fits.
+    pub lanes: Option<u32>,
+    /// Lanes of the largest one that fits by synthesis estimate.
+    pub estimate_lanes: Option<u32>,
+    pub result: Option<FlowResult>,
+    /// Why the next size up does not fit.
+    pub next_size_up: Option<String>,
+    pub trail: Vec<String>,
+    pub error: Option<String>,
+    pub seconds: f64,
+}
+
 /// Everything one `fpga report` run found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -43,6 +62,7 @@ pub struct Report {
     pub presets: Vec<FlowResult>,
     pub not_built: Vec<String>,
     pub largest: Vec<Largest>,
+    pub largest_vpu: Vec<LargestVpu>,
 }
 
 impl Report {
@@ -79,7 +99,7 @@ impl Report {
              frequency; \"fits\" is by place and route for iCE40 and ECP5 and by synthesis \
              estimate (every resource <= 100 %) for Xilinx 7-series, which has no open place \
              and route here. Multipliers go to DSP blocks up to the part's DSP count, the \
-             rest to LUTs; the accumulator goes to block RAM.\n"
+             rest to LUTs; the MXU's accumulator and the VPU's VMEM go to block RAM.\n"
         );
         let _ = writeln!(s, "## Presets\n");
         s.push_str(&flow_table(&self.presets, true));
@@ -143,6 +163,67 @@ impl Report {
                     s,
                     "- {} ({:.0} s): {}",
                     l.part,
+                    l.seconds,
+                    l.trail.join("; ")
+                );
+            }
+        }
+        if !self.largest_vpu.is_empty() {
+            let _ = writeln!(s, "\n## Largest VPU per part\n");
+            let _ = writeln!(
+                s,
+                "lanes x 1 VPUs with 16 registers and 256 VMEM words, lanes a power of two; \
+                 full: int32 and fp32 units, int32: without the floating-point units. \
+                 Bracketed by synthesis estimates, the winner confirmed by place and route \
+                 where the family has it.\n"
+            );
+            let _ = writeln!(
+                s,
+                "| part | units | largest | LUT % | FF % | DSP % | BRAM % | Fmax (MHz) | \
+                 by synthesis estimate | next size up |"
+            );
+            let _ = writeln!(
+                s,
+                "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+            );
+            for l in &self.largest_vpu {
+                let size = l.lanes.map_or_else(|| "-".into(), |n| format!("{n}x1"));
+                let (u, fmax) = match &l.result {
+                    Some(r) => (
+                        r.utilization.map(|u| {
+                            [u.luts, u.ffs, u.dsps, u.brams]
+                                .map(|p| format!("{p:.0}"))
+                                .join(" | ")
+                        }),
+                        fmax_cell(r),
+                    ),
+                    None => (None, "-".into()),
+                };
+                let next = l
+                    .error
+                    .clone()
+                    .map(|e| format!("search stopped: {e}"))
+                    .or_else(|| l.next_size_up.clone())
+                    .unwrap_or_else(|| "-".into());
+                let estimate = l
+                    .estimate_lanes
+                    .map_or_else(|| "-".into(), |n| format!("{n}x1"));
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {size} | {} | {fmax} | {estimate} | {} |",
+                    l.part,
+                    l.units,
+                    u.unwrap_or_else(|| "- | - | - | -".into()),
+                    cell(&next)
+                );
+            }
+            let _ = writeln!(s, "\nSizes tried:\n");
+            for l in &self.largest_vpu {
+                let _ = writeln!(
+                    s,
+                    "- {} {} ({:.0} s): {}",
+                    l.part,
+                    l.units,
                     l.seconds,
                     l.trail.join("; ")
                 );

@@ -2,9 +2,9 @@
 //! reuses the presets' runs, and a placed-and-routed result also answers a
 //! synthesis-only question.
 
+use crate::design::FlowDesign;
 use crate::flow::{self, FlowEnv, FlowResult};
 use crate::parts::Part;
-use config::{ElemType, MxuConfig};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -32,17 +32,24 @@ impl Runner {
         self.start.elapsed().as_secs_f64()
     }
 
-    /// The flow of `cfg` on `part` (place and route if `pnr` and available),
-    /// run now or recalled; prints one progress line when run.
-    pub fn flow(&self, cfg: &MxuConfig, part: &'static Part, pnr: bool) -> FlowResult {
-        let key = (flow::DesignInfo::of(cfg).top, part.name);
+    /// The flow of `design` on `part` (place and route if `pnr` and
+    /// available), run now or recalled; prints one progress line when run.
+    pub fn flow(
+        &self,
+        design: impl Into<FlowDesign>,
+        part: &'static Part,
+        pnr: bool,
+    ) -> FlowResult {
+        let design = design.into();
+        let info = design.info();
+        let key = (info.top.clone(), part.name);
         if let Some(r) = self.done.lock().unwrap().get(&key) {
             let routed_or_final = r.pnr.is_some() || r.fits != Some(true) || !part.has_pnr();
             if !pnr || routed_or_final {
                 return r.clone();
             }
         }
-        let what = format!("{} {}", part.name, flow::DesignInfo::of(cfg).label());
+        let what = format!("{} {}", part.name, info.label());
         println!(
             "[{:7.1}s] {what}: start{}",
             self.elapsed(),
@@ -52,10 +59,16 @@ impl Runner {
                 " (synthesis)"
             }
         );
-        let r = flow::run_flow(&self.env, cfg, part, pnr);
+        let r = flow::run_flow(&self.env, design, part, pnr);
         println!("[{:7.1}s] {what}: {}", self.elapsed(), summary(&r));
         self.done.lock().unwrap().insert(key, r.clone());
         r
+    }
+
+    /// The result of `design` on `part` if a flow of this run has it.
+    pub fn known(&self, design: impl Into<FlowDesign>, part: &Part) -> Option<FlowResult> {
+        let key = (design.into().info().top, part.name);
+        self.done.lock().unwrap().get(&key).cloned()
     }
 
     /// Whether the search has used up its time.
@@ -69,12 +82,7 @@ impl Runner {
             .lock()
             .unwrap()
             .values()
-            .filter(|r| {
-                r.part == part.name
-                    && r.design.dtype == ElemType::Int8.name()
-                    && r.design.rows == r.design.cols
-                    && r.design.acc_rows == acc_rows
-            })
+            .filter(|r| r.part == part.name && r.design.is_square_int8_mxu(acc_rows))
             .cloned()
             .collect()
     }

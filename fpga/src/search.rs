@@ -1,4 +1,5 @@
-//! The search for the largest square int8 MXU that fits a part.
+//! The searches for the largest designs that fit a part: the largest square
+//! int8 MXU, and the largest VPU (full, or int32 only).
 //!
 //! Synthesis is the cheap test: the search starts from the presets' results,
 //! grows the size by half until an array no longer fits (at most
@@ -9,9 +10,9 @@
 
 use crate::flow::FlowResult;
 use crate::parts::Part;
-use crate::report::Largest;
+use crate::report::{Largest, LargestVpu};
 use crate::runner::Runner;
-use config::{ElemType, MxuConfig};
+use config::{ElemType, MxuConfig, VpuConfig, VpuUnits};
 use std::time::Instant;
 
 /// The largest R = C the search tries.
@@ -38,7 +39,7 @@ pub fn largest(runner: &Runner, part: &'static Part, acc_rows: u32) -> Largest {
         out.result = out
             .size
             .and_then(|n| cfg(n, n, acc_rows).ok())
-            .map(|c| runner.flow(&c, part, part.has_pnr()));
+            .map(|c| runner.flow(c, part, part.has_pnr()));
         if out.estimate_size.is_none() {
             out.estimate_size = runner.largest_square(part, acc_rows, false);
         }
@@ -67,7 +68,7 @@ fn probe(
             if pnr { " with place and route" } else { "" }
         ));
     }
-    let r = runner.flow(&cfg(n, n, acc_rows)?, part, pnr);
+    let r = runner.flow(cfg(n, n, acc_rows)?, part, pnr);
     let basis = r.fit_basis.clone().unwrap_or_default();
     match (&r.error, r.fits) {
         (Some(e), _) => {
@@ -209,7 +210,7 @@ fn non_square(
         return "-".into();
     }
     if why.contains("BRAMs") {
-        let tall = cfg(2 * n, n, acc_rows).map(|c| runner.flow(&c, part, false));
+        let tall = cfg(2 * n, n, acc_rows).map(|c| runner.flow(c, part, false));
         let verdict = match tall {
             Ok(r) if r.fits == Some(true) => {
                 let pct = r.utilization.map(|u| u.max()).unwrap_or((0.0, ""));
@@ -242,6 +243,151 @@ fn non_square(
     }
 }
 
+/// The VPU shapes the search tries: one sublane, lanes a power of two up
+/// to this, the FPGA presets' 16 registers and 256 VMEM words.
+pub const MAX_VPU_LANES: u32 = 64;
+/// Registers of every VPU the search tries.
+pub const VPU_VREGS: u32 = 16;
+/// VMEM words of every VPU the search tries (one block RAM deep).
+pub const VPU_VMEM_WORDS: u32 = 256;
+
+fn vpu_cfg(lanes: u32, units: VpuUnits) -> Result<VpuConfig, String> {
+    VpuConfig::with(lanes, 1, VPU_VREGS, VPU_VMEM_WORDS, units).map_err(|e| e.to_string())
+}
+
+/// Finds the largest VPU with `units` on `part`: lanes x 1 for lanes a power
+/// of two, doubling by synthesis estimate from the largest size known to fit
+/// (a preset's result), else from one lane, until one does not fit or a
+/// known result says it does not (synthesis grows with the size, so the
+/// search climbs rather than descends); then, where the family has place and
+/// route, the winner is confirmed by it (halving while it does not route).
+pub fn largest_vpu(runner: &Runner, part: &'static Part, units: VpuUnits) -> LargestVpu {
+    let start = Instant::now();
+    let mut out = LargestVpu {
+        part: part.name.to_string(),
+        units: units.to_string(),
+        lanes: None,
+        estimate_lanes: None,
+        result: None,
+        next_size_up: None,
+        trail: Vec::new(),
+        error: None,
+        seconds: 0.0,
+    };
+    if let Err(e) = search_vpu(runner, part, units, &mut out) {
+        out.error = Some(e);
+    }
+    out.seconds = start.elapsed().as_secs_f64();
+    out
+}
+
+/// Runs (or recalls) the flow of a `lanes`-lane VPU; `Err` if a tool failed.
+fn probe_vpu(
+    runner: &Runner,
+    part: &'static Part,
+    lanes: u32,
+    units: VpuUnits,
+    pnr: bool,
+    trail: &mut Vec<String>,
+) -> Result<FlowResult, String> {
+    if runner.past_search_deadline() {
+        return Err(format!(
+            "search time limit reached before trying {lanes}x1{}",
+            if pnr { " with place and route" } else { "" }
+        ));
+    }
+    let r = runner.flow(vpu_cfg(lanes, units)?, part, pnr);
+    let basis = r.fit_basis.clone().unwrap_or_default();
+    match (&r.error, r.fits) {
+        (Some(e), _) => {
+            trail.push(format!("{lanes}x1: error"));
+            Err(format!("{lanes}x1: {e}"))
+        }
+        (None, Some(true)) => {
+            trail.push(format!("{lanes}x1: fits ({basis})"));
+            Ok(r)
+        }
+        _ => {
+            trail.push(format!(
+                "{lanes}x1: no ({basis}: {})",
+                r.why_not.clone().unwrap_or_default()
+            ));
+            Ok(r)
+        }
+    }
+}
+
+fn search_vpu(
+    runner: &Runner,
+    part: &'static Part,
+    units: VpuUnits,
+    out: &mut LargestVpu,
+) -> Result<(), String> {
+    let trail = &mut out.trail;
+    let known = |n: u32| vpu_cfg(n, units).ok().and_then(|c| runner.known(c, part));
+    let sizes: Vec<u32> = (0..=MAX_VPU_LANES.trailing_zeros())
+        .map(|k| 1 << k)
+        .collect();
+    let known_fit = sizes
+        .iter()
+        .copied()
+        .filter(|&n| known(n).is_some_and(|r| r.fits == Some(true)))
+        .max();
+    let known_miss = sizes
+        .iter()
+        .copied()
+        .filter(|&n| known(n).is_some_and(|r| r.fits == Some(false)))
+        .min();
+    let mut fit: Option<(u32, FlowResult)> = known_fit.and_then(|n| Some((n, known(n)?)));
+    let mut miss: Option<(u32, FlowResult)> = None;
+    let mut lanes = known_fit.map_or(1, |n| 2 * n);
+    while lanes <= MAX_VPU_LANES {
+        if let Some(m) = known_miss.filter(|&m| m <= lanes) {
+            trail.push(format!("{m}x1: no (a preset's result)"));
+            miss = known(m).map(|r| (m, r));
+            break;
+        }
+        let r = probe_vpu(runner, part, lanes, units, false, trail)?;
+        if r.fits == Some(true) {
+            fit = Some((lanes, r));
+            lanes *= 2;
+        } else {
+            miss = Some((lanes, r));
+            break;
+        }
+    }
+    out.estimate_lanes = fit.as_ref().map(|(n, _)| *n);
+    // Confirmed by place and route where the family has it.
+    if part.has_pnr() {
+        while let Some((n, _)) = fit.take() {
+            let r = probe_vpu(runner, part, n, units, true, trail)?;
+            if r.fits == Some(true) {
+                fit = Some((n, r));
+                break;
+            }
+            miss = Some((n, r));
+            if n > 1 {
+                let below = probe_vpu(runner, part, n / 2, units, false, trail)?;
+                if below.fits == Some(true) {
+                    fit = Some((n / 2, below));
+                }
+            }
+        }
+    }
+    out.lanes = fit.as_ref().map(|(n, _)| *n);
+    out.result = fit.map(|(_, r)| r);
+    out.next_size_up = miss.map(|(n, r)| {
+        format!(
+            "{n}x1: {}",
+            r.why_not.unwrap_or_else(|| "does not fit".into())
+        )
+    });
+    if out.lanes == Some(MAX_VPU_LANES) {
+        out.next_size_up = Some(format!("not tried (search stops at {MAX_VPU_LANES}x1)"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,7 +396,7 @@ mod tests {
     fn result(n: u32, fits: bool) -> FlowResult {
         FlowResult {
             part: "p".into(),
-            design: DesignInfo::of(&cfg(n, n, 16).unwrap()),
+            design: DesignInfo::of(cfg(n, n, 16).unwrap()),
             harness_ffs: 0,
             synth: None,
             synth_seconds: None,

@@ -10,6 +10,7 @@
 //! block RAM; the small weight FIFO is left to Yosys' cost model (LUT RAM on
 //! ECP5 and 7-series, block RAM on iCE40, which has no LUT RAM).
 
+use crate::design::FlowDesign;
 use crate::parts::{Family, Part, Resources};
 use board::yosys;
 use serde::{Deserialize, Serialize};
@@ -37,19 +38,19 @@ pub fn min_luts_per_lut_multiplier(family: Family) -> u64 {
     }
 }
 
-/// How many processing elements map their multiplier to a DSP block.
-pub fn dsp_pes(pes: u64, part: &Part) -> u64 {
-    pes.min(part.capacity.dsps)
-}
-
 /// The Yosys script for `sources` (file names relative to the run folder) with
-/// top module `top`, for `part`, with `pes` processing elements in `cols`
-/// columns. Writes `stat.json` and, for place and route, `synth.json`.
-pub fn script(sources: &[String], top: &str, part: &Part, pes: u64, cols: u64) -> String {
+/// top module `top`, for `part`, for `design` (its multipliers decide the
+/// DSP budget split, its memories what goes to block RAM). Writes `stat.json`
+/// and, for place and route, `synth.json`.
+pub fn script(sources: &[String], top: &str, part: &Part, design: &FlowDesign) -> String {
     let mut s = yosys::read_command(sources);
     s.push_str(&yosys::elaborate_commands(top));
-    let _ = writeln!(s, "setattr -set ram_style \"block\" m:*acc");
-    s.push_str(&yosys::dsp_budget_commands(pes, part.capacity.dsps, cols));
+    let _ = writeln!(
+        s,
+        "setattr -set ram_style \"block\" {}",
+        design.block_ram_memories()
+    );
+    s.push_str(&dsp_budget_commands(design, part));
     match part.family {
         Family::Ice40 if part.capacity.dsps > 0 => s.push_str(&yosys::ice40_dsp_commands(top)),
         Family::Ice40 => {
@@ -66,6 +67,36 @@ pub fn script(sources: &[String], top: &str, part: &Part, pes: u64, cols: u64) -
     if part.has_pnr() {
         let _ = writeln!(s, "write_json synth.json");
     }
+    s
+}
+
+/// Yosys commands, for a flattened design, that leave the multipliers of the
+/// first [`FlowDesign::dsp_multipliers`] owners for DSP blocks and turn the
+/// others into `$macc` cells (LUT logic); empty when every multiplier has its
+/// DSP blocks. For an MXU these are the board builds' commands.
+pub fn dsp_budget_commands(design: &FlowDesign, part: &Part) -> String {
+    let (count, _) = design.multipliers(part.family);
+    let k = design.dsp_multipliers(part);
+    if let FlowDesign::Mxu(c) = design {
+        return yosys::dsp_budget_commands(count, k, u64::from(c.cols()));
+    }
+    let mut s = String::new();
+    if k == count {
+        return s;
+    }
+    if k > 0 {
+        let _ = writeln!(
+            s,
+            "select -set dspmul {}",
+            design.multiplier_patterns(k).join(" ")
+        );
+        let _ = writeln!(s, "select -set dspmul @dspmul t:$mul %i");
+        let _ = writeln!(s, "select -assert-min 1 @dspmul");
+        let _ = writeln!(s, "select -set softmul t:$mul @dspmul %d");
+    } else {
+        let _ = writeln!(s, "select -set softmul t:$mul");
+    }
+    let _ = writeln!(s, "alumacc @softmul");
     s
 }
 
@@ -152,22 +183,25 @@ pub fn check_netlist(cells: &BTreeMap<String, u64>) -> Result<(), String> {
     Ok(())
 }
 
-/// Reads a finished synthesis: the cell counts, the resources, and checks.
-pub fn read_stats(part: &Part, stat_json: &str, pes: u64) -> Result<SynthStats, String> {
+/// Reads a finished synthesis of `design`: the cell counts, the resources,
+/// and checks (no latch, nothing unmapped, a DSP block at least for every
+/// multiplier given them).
+pub fn read_stats(part: &Part, stat_json: &str, design: &FlowDesign) -> Result<SynthStats, String> {
     let cells = parse_stat_json(stat_json)?;
     check_netlist(&cells)?;
     let resources = resources(part.family, &cells);
-    let want = dsp_pes(pes, part);
+    let (count, _) = design.multipliers(part.family);
+    let want = design.dsp_multipliers(part);
     if resources.dsps < want {
         return Err(format!(
-            "only {} of {want} multipliers were mapped to {} blocks",
+            "only {} {} blocks for {want} multipliers given DSP blocks",
             resources.dsps,
             part.family.dsp_unit()
         ));
     }
     Ok(SynthStats {
         resources,
-        lut_multipliers: pes - want,
+        lut_multipliers: count - want,
         cells,
     })
 }
@@ -213,7 +247,17 @@ mod tests {
         bad.insert("LDCE".into(), 1);
         assert!(check_netlist(&bad).unwrap_err().contains("latch"));
         let p = part("xc7a35t").unwrap();
-        assert!(script(&["a.v".into()], "t", p, 100, 10).contains("alumacc @softmul"));
-        assert!(!script(&["a.v".into()], "t", p, 90, 10).contains("alumacc"));
+        let mxu =
+            |r, c| FlowDesign::Mxu(config::MxuConfig::new(r, c, config::ElemType::Int8).unwrap());
+        assert!(script(&["a.v".into()], "t", p, &mxu(10, 10)).contains("alumacc @softmul"));
+        assert!(!script(&["a.v".into()], "t", p, &mxu(9, 10)).contains("alumacc"));
+        // 90 DSPs hold 22 lanes' 32x32 multipliers; the 32nd lane's is logic.
+        let vpu = FlowDesign::Vpu(config::VpuConfig::new(32, 1).unwrap());
+        let s = script(&["a.v".into()], "t", p, &vpu);
+        assert!(
+            s.contains("g_lane_lane?21?") && !s.contains("g_lane_lane?22?"),
+            "{s}"
+        );
+        assert!(s.contains("m:*vmem"), "{s}");
     }
 }

@@ -16,7 +16,7 @@ fn env(dir: &std::path::Path) -> FlowEnv {
 fn synth(rows: u32, cols: u32, dtype: ElemType, part_name: &str) -> FlowResult {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = MxuConfig::with_acc_rows(rows, cols, dtype, fpga::ACC_ROWS).unwrap();
-    let r = flow::run_flow(&env(tmp.path()), &cfg, part(part_name).unwrap(), false);
+    let r = flow::run_flow(&env(tmp.path()), cfg, part(part_name).unwrap(), false);
     assert!(r.error.is_none(), "{part_name} {cfg}: {}", r.error.unwrap());
     assert_eq!(r.fits, Some(true), "{part_name} {cfg}: {:?}", r.why_not);
     r
@@ -46,7 +46,7 @@ fn int8_4x4_on_artix7_maps_multipliers_to_dsp48_and_acc_to_bram() {
     let tmp = tempfile::tempdir().unwrap();
     let env = env(tmp.path());
     let cfg = MxuConfig::with_acc_rows(4, 4, ElemType::Int8, fpga::ACC_ROWS).unwrap();
-    let r = flow::run_flow(&env, &cfg, part("xc7a35t").unwrap(), false);
+    let r = flow::run_flow(&env, cfg, part("xc7a35t").unwrap(), false);
     assert!(r.error.is_none(), "{:?}", r.error);
     assert_eq!(r.fits, Some(true));
     let st = r.synth.clone().unwrap();
@@ -56,7 +56,7 @@ fn int8_4x4_on_artix7_maps_multipliers_to_dsp48_and_acc_to_bram() {
     assert!(st.cells.contains_key("FDRE"));
     assert_eq!(r.fit_basis.as_deref(), Some("synthesis estimate"));
     // The 100T maps the same 16 multipliers to DSPs: the netlist is reused.
-    let big = flow::run_flow(&env, &cfg, part("xc7a100t").unwrap(), false);
+    let big = flow::run_flow(&env, cfg, part("xc7a100t").unwrap(), false);
     assert_eq!(big.synth.unwrap().resources, st.resources);
     assert_eq!(big.synth_seconds, r.synth_seconds);
     assert!(tmp.path().join(&big.dir).join("stat.json").exists());
@@ -83,8 +83,7 @@ fn a_latch_fails_the_flow() {
         &["latchy.v".into()],
         "latchy",
         part("xc7a35t").unwrap(),
-        0,
-        1,
+        &MxuConfig::new(1, 1, ElemType::Int8).unwrap().into(),
     )
     .unwrap_err();
     assert!(e.starts_with("latch inferred"), "{e}");
@@ -94,7 +93,7 @@ fn a_latch_fails_the_flow() {
 #[test]
 fn harness_and_mxu_pass_verilator_lint_and_icarus() {
     let cfg = MxuConfig::with_acc_rows(2, 3, ElemType::Int8, 16).unwrap();
-    let (files, _) = flow::harnessed_files(&cfg).unwrap();
+    let (files, _) = flow::harnessed_files(cfg).unwrap();
     tb::tools::verilator_lint(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
     tb::tools::iverilog_compile(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
 }

@@ -178,7 +178,7 @@ fn the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle() {
     )
     .unwrap();
     let up5k = part("ice40-up5k").unwrap();
-    let recipe = fpga::synth::script(&sources, &generated.top, up5k, 4, 2)
+    let recipe = fpga::synth::script(&sources, &generated.top, up5k, &cfg.into())
         .lines()
         .filter(|l| !l.starts_with("tee ") && !l.starts_with("write_json"))
         .collect::<Vec<_>>()

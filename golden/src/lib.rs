@@ -14,15 +14,20 @@
 //!   model is the RTL's timing contract, not an estimate: a simulation of the
 //!   generated array must finish in exactly [`mxu::MxuTiming::total_cycles`]
 //!   cycles, and a mismatch is a bug on one side or the other.
+//! * [`vpu`] executes the vector unit's instruction stream ([`vpu::Vpu`]),
+//!   gives its cycle model ([`vpu::schedule`]) and the contract's reductions
+//!   over arrays of any length.
 //!
 //! * [`ici`] gives what the ICI link delivers and its cycle model on an
 //!   error-free link ([`ici::cycle_model`]).
 //!
 //! The models are written from the contract alone, independently of the RTL,
 //! so that the two implementations can catch each other's mistakes. For the
-//! same reason this crate never depends on `hw`; it shares only the array
-//! configuration type ([`config::MxuConfig`]) so that a model cannot describe a
-//! different array than the one it is compared against. The numerics are in
+//! same reason this crate never depends on `hw`; it shares only the
+//! configuration types ([`config::MxuConfig`], [`config::VpuConfig`]), so that
+//! a model cannot describe a different block than the one it is compared
+//! against, and the VPU's instruction encoding (`config::vpu_isa`), so that it
+//! reads the same programs. The numerics are in
 //! turn checked against reference vectors from an independent exact oracle
 //! and against an independent soft-float (see `tests/`).
 
@@ -30,6 +35,7 @@ pub mod ici;
 pub mod mxu;
 pub mod numerics;
 pub mod vectors;
+pub mod vpu;
 
 pub use mxu::{matmul_bf16, matmul_cycles, matmul_int8, utilization, MxuTiming};
 pub use numerics::{

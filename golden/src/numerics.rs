@@ -335,6 +335,65 @@ pub fn max32(a: u32, b: u32) -> u32 {
     min_max(a, b, true)
 }
 
+/// fp32 +6.0, the upper bound of [`relu6_f32`].
+pub const F32_SIX: u32 = 0x40C0_0000;
+
+/// fp32 compares ("VPU semantics"): `None` when either operand is a NaN
+/// (unordered), else the order of the two values after rule 1, with -0 equal
+/// to +0.
+fn compare_f32(a: u32, b: u32) -> Option<std::cmp::Ordering> {
+    if is_nan_f32(a) || is_nan_f32(b) {
+        return None;
+    }
+    // After rule 1 both zeros map to the key 0 (so -0 == +0); other values
+    // order by sign and magnitude.
+    let key = |x: u32| -> i64 {
+        let x = flush_f32(x);
+        let mag = i64::from(x & !SIGN_F32);
+        if x & SIGN_F32 != 0 {
+            -mag
+        } else {
+            mag
+        }
+    };
+    Some(key(a).cmp(&key(b)))
+}
+
+/// fp32 `a == b`: false if either is a NaN; -0 == +0; subnormals read as zero.
+pub fn eq_f32(a: u32, b: u32) -> bool {
+    compare_f32(a, b) == Some(std::cmp::Ordering::Equal)
+}
+
+/// fp32 `a != b`: true if either is a NaN (the negation of [`eq_f32`]).
+pub fn ne_f32(a: u32, b: u32) -> bool {
+    !eq_f32(a, b)
+}
+
+/// fp32 `a < b`: false if either is a NaN.
+pub fn lt_f32(a: u32, b: u32) -> bool {
+    compare_f32(a, b) == Some(std::cmp::Ordering::Less)
+}
+
+/// fp32 `a <= b`: false if either is a NaN.
+pub fn le_f32(a: u32, b: u32) -> bool {
+    matches!(
+        compare_f32(a, b),
+        Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
+    )
+}
+
+/// `relu_f32(x) = max32(x, +0)` (rule 7): -0 and negative values give +0, a
+/// subnormal gives +0 (read as a zero, and +0 is above -0), a NaN the
+/// canonical NaN.
+pub fn relu_f32(x: u32) -> u32 {
+    max32(x, 0)
+}
+
+/// `relu6_f32(x) = min32(max32(x, +0), 6.0)` (rule 7).
+pub fn relu6_f32(x: u32) -> u32 {
+    min32(max32(x, 0), F32_SIX)
+}
+
 /// bf16 -> fp32 ("Conversions"): append 16 zero bits.
 ///
 /// Exact for zeros, normals and infinities; a subnormal bf16 gives the zero of

@@ -187,3 +187,74 @@ fn requant_int8_vectors() {
     }
     bad.finish();
 }
+
+/// A named fp32 compare.
+type NamedCompare = (&'static str, fn(u32, u32) -> bool);
+
+#[test]
+fn f32_compare_vectors() {
+    let rows = read_vectors("f32_cmp.tsv", 6);
+    assert!(rows.len() >= 20_000);
+    let ops: [NamedCompare; 4] = [
+        ("eq_f32", eq_f32),
+        ("ne_f32", ne_f32),
+        ("lt_f32", lt_f32),
+        ("le_f32", le_f32),
+    ];
+    let mut bad = Mismatches::new("f32_cmp.tsv");
+    for Row { line, fields } in &rows {
+        let (a, b) = (hex32(&fields[0]), hex32(&fields[1]));
+        for (col, (name, op)) in ops.iter().enumerate() {
+            let want: u32 = dec(&fields[2 + col]);
+            let got = u32::from(op(a, b));
+            bad.check(got, want, || {
+                format!("line {line}: {name}({a:08x}, {b:08x}) = {got}, expected {want}")
+            });
+        }
+    }
+    bad.finish();
+}
+
+#[test]
+fn f32_relu_vectors() {
+    let rows = read_vectors("f32_relu.tsv", 3);
+    assert!(rows.len() >= 5_000);
+    let mut bad = Mismatches::new("f32_relu.tsv");
+    for Row { line, fields } in &rows {
+        let x = hex32(&fields[0]);
+        for (col, (name, op)) in [
+            ("relu_f32", relu_f32 as fn(u32) -> u32),
+            ("relu6_f32", relu6_f32),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let want = hex32(&fields[1 + col]);
+            let got = op(x);
+            bad.check(got, want, || {
+                format!("line {line}: {name}({x:08x}) = {got:08x}, expected {want:08x}")
+            });
+        }
+    }
+    bad.finish();
+}
+
+#[test]
+fn f32_reduce_sum_vectors() {
+    let rows = read_vectors("f32_reduce_sum.tsv", 3);
+    assert!(rows.len() >= 1_000);
+    let mut bad = Mismatches::new("f32_reduce_sum.tsv");
+    for Row { line, fields } in &rows {
+        let w: usize = dec(&fields[0]);
+        let x: Vec<u32> = fields[1].split(',').map(hex32).collect();
+        let want = hex32(&fields[2]);
+        let got = golden::vpu::reduce_sum_f32(&x, w);
+        bad.check(got, want, || {
+            format!(
+                "line {line}: reduce_sum_f32 of {} elements, W = {w}: {got:08x}, expected {want:08x}",
+                x.len()
+            )
+        });
+    }
+    bad.finish();
+}

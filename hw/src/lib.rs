@@ -25,6 +25,7 @@
 //!   `$signed` where signedness matters, no keyword as a name; lint waivers go to
 //!   a `.vlt` file, each with its reason.
 
+pub mod arith;
 mod block;
 pub mod blocks;
 mod builder;

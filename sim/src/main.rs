@@ -3,6 +3,8 @@
 //! ```text
 //! cargo run --release -p sim -- matmul --dtype int8 --a A.npy --b B.npy --out C.npy \
 //!     [--rows R --cols C] [--acc-rows N] [--golden] [--stats]
+//! cargo run --release -p sim -- vpu --op OP --a A.npy [--b B.npy] [--mask M.npy] \
+//!     [--mult M --shift S --zp Z] --out C.npy [--lanes L --sublanes S] [--golden] [--stats]
 //! ```
 //!
 //! The commands live in [`cli`], one module per subcommand.

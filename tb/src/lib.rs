@@ -12,3 +12,4 @@ pub mod icarus;
 pub mod mxu;
 pub mod seed;
 pub mod tools;
+pub mod vpu;

@@ -1,6 +1,687 @@
 //! The vector processing unit (VPU): a lanes x sublanes SIMD unit on 32-bit
-//! elements for activations, requantization, conversions and reductions.
+//! elements with its own instruction stream, for everything around a matmul
+//! that is not one: bias, activations, requantization and conversion of the
+//! MXU's results, elementwise arithmetic and reductions.
 //!
-//! Not built yet. It will follow the pattern of `hw/mxu`: builder functions of a
-//! configuration type from the `config` crate produce `hw` module definitions,
-//! and a golden model in `golden` written from `numerics.md` is the reference.
+//! ```text
+//!                instr_i (128-bit bundles: load | ALU | store)
+//!                   │
+//!   ┌─ issue ──────▼───────────────────────────────────────────────────┐
+//!   │ decode, register reads (write-first), VMEM read for the load slot │
+//!   └──────────────┬───────────────────────────────────────────────────┘
+//!   ┌─ execute ────▼───────────────────────────────────────────────────┐
+//!   │ operands forwarded ─► W element ALUs ─┐                          │
+//!   │            │                          ├─► result ─► VMEM write   │
+//!   │            └──► cross-lane unit ──────┘   (store slot)           │
+//!   │                 rotators, reduction units (one fold level/cycle) │
+//!   └──────────────┬───────────────────────────────────────────────────┘
+//!   ┌─ write-back ─▼───────────────────────────────────────────────────┐
+//!   │ register file: load port, ALU port                               │
+//!   └──────────────────────────────────────────────────────────────────┘
+//! ```
+//!
+//! # Machine
+//!
+//! A vector holds W = lanes x sublanes 32-bit elements (`config::VpuConfig`);
+//! element `e = s * lanes + l` sits in lane `l` of sublane `s`. There are V
+//! vector registers `v0..v(V-1)` and a vector memory (VMEM) of D vector-wide
+//! words, V and D powers of two. Each lane is a module holding element `e`
+//! of every register and every VMEM word, its element ALU and its
+//! write-back registers; the top holds the control and the cross-lane unit.
+//! Register and VMEM contents are not initialised: the host writes what a
+//! program reads (reset clears the pipeline and the error flag, not the
+//! storage).
+//!
+//! # Instructions
+//!
+//! One 128-bit instruction, a *bundle*, is issued per cycle. It has three
+//! slots, executed in this order, each seeing the results of the ones
+//! before it and of every earlier bundle:
+//!
+//! 1. **load**: `vd_ld = VMEM[addr_ld]`;
+//! 2. **ALU**: one operation `vd = op(vs1, vs2, vs3, imm)`;
+//! 3. **store**: `VMEM[addr_st] = vs_st`.
+//!
+//! So `vld v1, [b] ; add_f32 v2, v0, v1 ; vst v2, [a]` in one bundle adds the
+//! word it loads and stores the sum: an elementwise binary operation streams
+//! at one vector per two bundles, a unary one at one per bundle.
+//!
+//! | bits | field |
+//! | --- | --- |
+//! | 127..96 | `imm`, 32 bits: `bcast`'s value, a rotation amount |
+//! | 95..88 | opcode of the ALU slot (table below; 0 = `nop`) |
+//! | 87..82 | `vd` |
+//! | 81..76, 75..70, 69..64 | `vs1`, `vs2`, `vs3` |
+//! | 63 | load enable |
+//! | 61..56 | load destination register |
+//! | 55..32 | load VMEM address |
+//! | 31 | store enable |
+//! | 29..24 | store source register |
+//! | 23..0 | store VMEM address |
+//!
+//! Bits 62 and 30 are ignored. A register field names register `r mod V`
+//! (its low log2 V bits), an address field word `a mod D`. `config::vpu_isa`
+//! spells these numbers for programs (`Bundle::encode`).
+//!
+//! ALU operations (elementwise over the W elements unless marked
+//! cross-lane; arithmetic as "VPU semantics" in `numerics.md`; compares
+//! write int32 1 or 0):
+//!
+//! | opcode | name | `vd[e] =` |
+//! | --- | --- | --- |
+//! | 0x00 | `nop` | (nothing written) |
+//! | 0x01..0x03 | `add_i32` `sub_i32` `mul_i32` | vs1 + vs2, vs1 - vs2, low 32 bits of vs1 x vs2 (wrapping) |
+//! | 0x04, 0x05 | `min_i32` `max_i32` | signed min, max |
+//! | 0x06..0x09 | `and_i32` `or_i32` `xor_i32` `not_i32` | bitwise (`not` of vs1) |
+//! | 0x0A..0x0C | `shl_i32` `shr_i32` `sra_i32` | vs1 shifted by (vs2 AND 31): left, logical right, arithmetic right |
+//! | 0x0D | `relu_i32` | max(vs1, 0) |
+//! | 0x0E..0x13 | `eq_i32` `ne_i32` `lt_i32` `le_i32` `ltu_i32` `leu_i32` | compares (lt, le signed; ltu, leu unsigned) |
+//! | 0x14 | `select` | vs1 != 0 ? vs2 : vs3 (bit patterns unchanged) |
+//! | 0x15 | `bcast` | imm (scalar broadcast) |
+//! | 0x16 | `requant_i8` | clamp(zp + RDBPOT(SRDHM(vs1, vs2), sh), -128, 127), sign-extended; sh = vs3 bits 4..0, zp = vs3 bits 15..8 (int8) |
+//! | 0x20..0x22 | `add_f32` `sub_f32` `mul_f32` | FTZ-RNE |
+//! | 0x23, 0x24 | `min_f32` `max_f32` | rule 7 |
+//! | 0x25, 0x26 | `relu_f32` `relu6_f32` | max(vs1, +0); min(max(vs1, +0), 6.0) |
+//! | 0x27..0x2A | `eq_f32` `ne_f32` `lt_f32` `le_f32` | fp32 compares (NaN: only ne is true) |
+//! | 0x2B, 0x2C | `cvt_i32_f32` `cvt_f32_i32` | conversions |
+//! | 0x2D | `cvt_f32_bf16` | bf16 of vs1 in bits 15..0, bits 31..16 zero |
+//! | 0x2E | `cvt_bf16_f32` | fp32 of the bf16 in vs1 bits 15..0 |
+//! | 0x40..0x42 | `reduce_sum_i32` `reduce_max_i32` `reduce_min_i32` | cross-lane: `vd[0]` = the fold of vs1, `vd[e > 0]` = 0 |
+//! | 0x43..0x45 | `reduce_sum_f32` `reduce_max_f32` `reduce_min_f32` | cross-lane, likewise (add32, max32, min32) |
+//! | 0x48 | `rot_lane` | cross-lane: `vd[s][l] = vs1[s][(l + imm) mod lanes]` |
+//! | 0x49 | `rot_sublane` | cross-lane: `vd[s][l] = vs1[(s + imm) mod sublanes][l]` |
+//! | 0x4A | `splat` | cross-lane: `vs1[0]` |
+//!
+//! The fold of a reduction is the contract's: `len = W`; while len > 1,
+//! `x[j] = f(x[j], x[j + len/2])` for j < len/2, `len = len/2`; the result
+//! is `x[0]` (for W = 1 the element itself). A long array is reduced by
+//! combining its vectors elementwise (`add_f32 acc, acc, x_c` chunk by
+//! chunk, the first chunk as the initial `acc`) and folding once, which is
+//! exactly the contract's order for this W.
+//!
+//! Any other opcode, and on an int32-only VPU (`VpuUnits::Int32`) every
+//! opcode from 0x20 to 0x2E and 0x43 to 0x45, is an illegal instruction: its
+//! ALU slot writes nothing and sets `error_o` until reset; its load and
+//! store slots execute.
+//!
+//! # Pipeline
+//!
+//! Three stages:
+//! - **issue** (the cycle a bundle is accepted on `instr_i`): decode; the
+//!   register file's four read ports (vs1, vs2, vs3, store source) and the
+//!   VMEM read port (load address) are synchronous and read at the end of
+//!   this cycle.
+//! - **execute** (the next cycle, or the next E cycles): operands, the
+//!   element ALUs or the cross-lane unit, the store's VMEM write at the end
+//!   of the last execute cycle.
+//! - **write-back**: the load result and the ALU result are written to the
+//!   register file at the end of this cycle, through two write ports (the
+//!   ALU's wins when both name one register).
+//!
+//! Every operation takes one execute cycle (E = 1), except a reduction,
+//! which folds one level per cycle: E = max(1, log2 W). During a
+//! reduction's extra cycles the bundle behind it waits in the stream and the
+//! write-back stage holds (rewriting its values, which changes nothing).
+//!
+//! # Hazards
+//!
+//! Any program gives the result of executing its slots in order, and no
+//! hazard costs a cycle; the only interlock is a reduction's E cycles.
+//! - Within a bundle, the ALU's operands come from the same bundle's load
+//!   (the VMEM read data) and the store's from the same bundle's ALU result
+//!   or load, when they name its register.
+//! - One bundle apart (the producer in write-back while the consumer
+//!   executes), operands are forwarded from the write-back registers (the
+//!   ALU result before the load result).
+//! - Two bundles apart (the producer writes back in the cycle the consumer
+//!   reads), the register file's read ports are write-first.
+//! - Through memory: a load in the cycle a store writes the same word (the
+//!   bundle just ahead) reads write-first and sees the stored value; a load
+//!   in the same bundle as a store reads before it.
+//!
+//! # Timing contract
+//!
+//! - `instr_ready_o` is high unless `host_valid_i` is high or the execute
+//!   stage holds a reduction before its last cycle. A bundle is accepted in
+//!   a cycle with `instr_valid_i` and `instr_ready_o` high.
+//! - Presented back to back from cycle 0, bundle i+1 is accepted in cycle
+//!   `accept(i) + E(i)`.
+//! - A bundle accepted in cycle t with E execute cycles writes its store in
+//!   cycle t + E (`store_o` high) and its registers at the end of cycle
+//!   t + E + 1.
+//! - `busy_o` is high while a bundle is in execute or write-back.
+//!
+//! `golden::vpu::schedule` states the same contract as a cycle model.
+//!
+//! # Host port
+//!
+//! The host reads and writes whole vectors of VMEM (`host_space_i` = 0) or
+//! of the register file (`host_space_i` = 1) at `host_addr_i` while the unit
+//! is idle: `host_ready_o` = not `busy_o`, and a pending host request holds
+//! the instruction stream (the host has priority). It shares the memories'
+//! ports with the load, store and write-back paths, which never use them
+//! while idle. A read accepted in cycle t gives `host_rdata_o` with
+//! `host_rvalid_o` in cycle t + 1; a write lands at the end of cycle t.
+//!
+//! # Ports
+//!
+//! | port | width | meaning |
+//! | --- | --- | --- |
+//! | `instr_valid_i`, `instr_i`, `instr_ready_o` | 1, 128, 1 | the instruction stream |
+//! | `host_valid_i`, `host_ready_o` | 1, 1 | a host access (accepted when both are high) |
+//! | `host_write_i`, `host_space_i`, `host_addr_i` | 1, 1, max(log2 D, log2 V) | write (1) or read, VMEM (0) or registers (1), word or register |
+//! | `host_wdata_i`, `host_rdata_o`, `host_rvalid_o` | 32W, 32W, 1 | element e at bits 32e+31..32e |
+//! | `store_o` | 1 | a store writes VMEM this cycle |
+//! | `busy_o` | 1 | a bundle is in execute or write-back |
+//! | `error_o` | 1 | an illegal instruction was accepted (sticky until reset) |
+
+use config::vpu_isa::Op;
+use config::VpuConfig;
+use hw::{cat, mux, Bus, Design, Expr, ModuleBuilder, ModuleDef, Ty};
+use std::rc::Rc;
+
+mod alu;
+mod block;
+mod lane;
+mod xlu;
+
+pub use block::Vpu;
+
+/// Port names of the VPU top module.
+pub mod ports {
+    pub const INSTR_VALID: &str = "instr_valid_i";
+    pub const INSTR: &str = "instr_i";
+    pub const INSTR_READY: &str = "instr_ready_o";
+    pub const HOST_VALID: &str = "host_valid_i";
+    pub const HOST_READY: &str = "host_ready_o";
+    pub const HOST_WRITE: &str = "host_write_i";
+    pub const HOST_SPACE: &str = "host_space_i";
+    pub const HOST_ADDR: &str = "host_addr_i";
+    pub const HOST_WDATA: &str = "host_wdata_i";
+    pub const HOST_RDATA: &str = "host_rdata_o";
+    pub const HOST_RVALID: &str = "host_rvalid_o";
+    pub const STORE: &str = "store_o";
+    pub const BUSY: &str = "busy_o";
+    pub const ERROR: &str = "error_o";
+}
+
+hw::hw_enum! {
+    /// Where an operand comes from in the execute stage.
+    pub enum Fwd {
+        /// The register file (read at issue, write-first).
+        Rf,
+        /// The load result of the bundle in write-back.
+        WbLoad,
+        /// The ALU result of the bundle in write-back.
+        WbAlu,
+        /// The load of the same bundle (VMEM read data).
+        Load,
+        /// The ALU result of the same bundle (store operand only).
+        Alu,
+    }
+}
+
+/// The Verilog name of the top module for `cfg`, e.g. `vpu_full_8x1_v32_m1024`.
+pub fn top_name(cfg: &VpuConfig) -> String {
+    format!(
+        "vpu_{}_{}x{}_v{}_m{}",
+        cfg.units(),
+        cfg.lanes(),
+        cfg.sublanes(),
+        cfg.vregs(),
+        cfg.vmem_words()
+    )
+}
+
+/// Width of `host_addr_i`: enough for a VMEM word and a register.
+pub fn host_addr_bits(cfg: &VpuConfig) -> u32 {
+    cfg.vmem_words()
+        .trailing_zeros()
+        .max(cfg.vregs().trailing_zeros())
+}
+
+/// Execute cycles of a reduction, max(1, log2 W).
+pub fn reduction_cycles(cfg: &VpuConfig) -> u32 {
+    cfg.fold_levels().max(1)
+}
+
+/// Builds the VPU for `cfg` into `design` and returns its top module.
+pub fn build(design: &mut Design, cfg: &VpuConfig) -> Rc<ModuleDef> {
+    let params = [
+        ("units", cfg.units().to_string()),
+        ("lanes", cfg.lanes().to_string()),
+        ("sublanes", cfg.sublanes().to_string()),
+        ("vregs", cfg.vregs().to_string()),
+        ("vmem_words", cfg.vmem_words().to_string()),
+    ];
+    let cfg = *cfg;
+    design.define(&top_name(&cfg), &params, |design, m| {
+        m.doc("vector unit: load/ALU/store bundles, forwarding, cross-lane unit");
+        let parts = Parts {
+            lane: lane::lane(design, &cfg),
+            rot_lanes: (cfg.lanes() >= 2).then(|| xlu::rotator(design, cfg.lanes())),
+            rot_sublanes: (cfg.sublanes() >= 2).then(|| xlu::rotator(design, cfg.sublanes())),
+            reduce: (cfg.fold_levels() >= 1)
+                .then(|| xlu::reduce_unit(design, cfg.fold_levels(), cfg.units())),
+        };
+        build_top(m, &cfg, &parts);
+    })
+}
+
+/// The child modules of the top.
+struct Parts {
+    lane: Rc<ModuleDef>,
+    rot_lanes: Option<Rc<ModuleDef>>,
+    rot_sublanes: Option<Rc<ModuleDef>>,
+    reduce: Option<Rc<ModuleDef>>,
+}
+
+/// The fields of a bundle on `instr_i`.
+struct Decoded {
+    st_en: Expr,
+    st_reg: Expr,
+    st_addr: Expr,
+    ld_en: Expr,
+    ld_reg: Expr,
+    ld_addr: Expr,
+    opcode: Expr,
+    vd: Expr,
+    vs: [Expr; 3],
+    imm: Expr,
+    legal: Expr,
+    /// A legal operation that writes `vd`.
+    writes: Expr,
+    /// A legal reduction (which takes more than one execute cycle when W > 2).
+    reduction: Expr,
+}
+
+fn decode(m: &mut ModuleBuilder, cfg: &VpuConfig, instr: Expr) -> Decoded {
+    let rw = cfg.vregs().trailing_zeros();
+    let aw = cfg.vmem_words().trailing_zeros();
+    let opcode = instr.slice(88, 8);
+    let legal_codes: Vec<u32> = Op::ALL
+        .iter()
+        .filter(|o| cfg.units().has_fp32() || !o.needs_fp32())
+        .map(|o| u32::from(o.code()))
+        .collect();
+    let legal = m.comb_default("legal", Ty::BOOL, 0u32);
+    m.switch(opcode)
+        .cases(&legal_codes, |m| m.assign(legal, 1u32))
+        .default(|m| m.assign(legal, 0u32));
+    let legal = legal.value();
+    let reductions: Vec<u32> = Op::ALL
+        .iter()
+        .filter(|o| o.is_reduction())
+        .map(|o| u32::from(o.code()))
+        .collect();
+    let is_reduction = reductions
+        .iter()
+        .map(|&c| opcode.is_eq(c))
+        .reduce(|a, b| a | b)
+        .expect("there are reductions");
+    Decoded {
+        st_en: instr.bit(31),
+        st_reg: instr.slice(24, rw),
+        st_addr: instr.slice(0, aw),
+        ld_en: instr.bit(63),
+        ld_reg: instr.slice(56, rw),
+        ld_addr: instr.slice(32, aw),
+        opcode,
+        vd: instr.slice(82, rw),
+        vs: [
+            instr.slice(76, rw),
+            instr.slice(70, rw),
+            instr.slice(64, rw),
+        ],
+        imm: instr.slice(96, 32),
+        writes: m.wire("alu_writes", legal & opcode.is_ne(0)),
+        legal,
+        reduction: legal & is_reduction,
+    }
+}
+
+/// A register loaded with `value` when the execute stage advances.
+fn stage_reg(m: &mut ModuleBuilder, name: &str, value: Expr, advance: Expr) -> Expr {
+    let r = m.reg(name, value.ty());
+    m.set_next(r, value);
+    m.set_enable(r, advance);
+    r.q()
+}
+
+fn build_top(m: &mut ModuleBuilder, cfg: &VpuConfig, parts: &Parts) {
+    use ports::*;
+    let w = cfg.elems();
+    let (lanes, sublanes) = (cfg.lanes(), cfg.sublanes());
+    let rw = cfg.vregs().trailing_zeros();
+    let aw = cfg.vmem_words().trailing_zeros();
+    let ex_cycles = reduction_cycles(cfg);
+
+    let instr_valid = m.input(INSTR_VALID, Ty::BOOL);
+    let instr = m.input(INSTR, Ty::u(128));
+    let host_valid = m.input(HOST_VALID, Ty::BOOL);
+    let host_write = m.input(HOST_WRITE, Ty::BOOL);
+    let host_space = m.input(HOST_SPACE, Ty::BOOL);
+    let host_addr = m.input(HOST_ADDR, Ty::u(host_addr_bits(cfg)));
+    let host_wdata = m.input(HOST_WDATA, Ty::u(32 * w));
+
+    let d = decode(m, cfg, instr);
+    m.waive(
+        "UNUSEDSIGNAL",
+        INSTR,
+        "register fields above log2 V bits, address fields above log2 D bits and the two \
+         reserved bits are ignored by the instruction set",
+    );
+
+    // ---- Pipeline state.
+    let ex_valid = m.reg_reset("ex_valid", Ty::BOOL, 0);
+    let wb_valid = m.reg_reset("wb_valid", Ty::BOOL, 0);
+    // A reduction holds the execute stage for its fold levels: `ex_multi`
+    // marks one, `fold_step` counts its cycles. The execute stage's last
+    // cycle is then the last level; for every other bundle its only cycle.
+    let fold = (ex_cycles > 1).then(|| {
+        let ty = Ty::u(hw::bits_for(u64::from(ex_cycles - 1)));
+        (
+            m.reg_reset("ex_multi", Ty::BOOL, 0),
+            m.reg_reset("fold_step", ty, 0),
+        )
+    });
+    let ex_last = match fold {
+        Some((multi, step)) => m.wire(
+            "ex_last",
+            !multi.q() | step.q().is_eq(u64::from(ex_cycles - 1)),
+        ),
+        None => m.lit(Ty::BOOL, 1),
+    };
+    let advance = m.wire("advance", !ex_valid.q() | ex_last);
+    let busy = m.wire("busy", ex_valid.q() | wb_valid.q());
+    let host_ready = !busy;
+    let host_accept = m.wire("host_accept", host_valid & host_ready);
+    let instr_ready = m.wire("instr_ready", !host_valid & advance);
+    let accept = m.wire("accept", instr_valid & instr_ready);
+
+    m.if_(advance, |m| {
+        m.assign(ex_valid, accept);
+        m.assign(wb_valid, ex_valid.q());
+        if let Some((multi, _)) = fold {
+            m.assign(multi, accept & d.reduction);
+        }
+    });
+    let folding = fold.map(|(multi, step)| {
+        let folding = m.wire("folding", ex_valid.q() & multi.q());
+        m.if_(folding, |m| {
+            m.if_(ex_last, |m| m.assign(step, 0u32))
+                .else_(|m| m.assign(step, step.q() + 1u32));
+        });
+        (folding, step.q())
+    });
+    let error = m.reg_reset("error", Ty::BOOL, 0);
+    m.if_(accept & !d.legal, |m| m.assign(error, 1u32));
+
+    // The bundle in execute, and the registers the one in write-back writes.
+    let ex_op = stage_reg(m, "ex_op", d.opcode, advance);
+    let ex_writes = stage_reg(m, "ex_writes", d.writes, advance);
+    let ex_vd = stage_reg(m, "ex_vd", d.vd, advance);
+    let ex_vs: Vec<Expr> = (0..3)
+        .map(|i| stage_reg(m, &format!("ex_vs{}", i + 1), d.vs[i], advance))
+        .collect();
+    let ex_imm = stage_reg(m, "ex_imm", d.imm, advance);
+    let ex_ld_en = stage_reg(m, "ex_ld_en", d.ld_en, advance);
+    let ex_ld_reg = stage_reg(m, "ex_ld_reg", d.ld_reg, advance);
+    let ex_st_en = stage_reg(m, "ex_st_en", d.st_en, advance);
+    let ex_st_reg = stage_reg(m, "ex_st_reg", d.st_reg, advance);
+    let ex_st_addr = stage_reg(m, "ex_st_addr", d.st_addr, advance);
+    let wb_ld_en = stage_reg(m, "wb_ld_en", ex_ld_en, advance);
+    let wb_ld_reg = stage_reg(m, "wb_ld_reg", ex_ld_reg, advance);
+    let wb_alu_en = stage_reg(m, "wb_alu_en", ex_writes, advance);
+    let wb_alu_reg = stage_reg(m, "wb_alu_reg", ex_vd, advance);
+    let wb_ld_we = m.wire("wb_load_write", wb_valid.q() & wb_ld_en);
+    let wb_alu_we = m.wire("wb_alu_write", wb_valid.q() & wb_alu_en);
+
+    // ---- Forwarding: the newest producer of each operand.
+    let fwd_lit = |m: &mut ModuleBuilder, f: Fwd| m.enum_lit(f);
+    let source = |m: &mut ModuleBuilder, reg: Expr| {
+        let rf = fwd_lit(m, Fwd::Rf);
+        let wb_load = fwd_lit(m, Fwd::WbLoad);
+        let wb_alu = fwd_lit(m, Fwd::WbAlu);
+        let load = fwd_lit(m, Fwd::Load);
+        mux(
+            ex_ld_en & ex_ld_reg.is_eq(reg),
+            load,
+            mux(
+                wb_alu_we & wb_alu_reg.is_eq(reg),
+                wb_alu,
+                mux(wb_ld_we & wb_ld_reg.is_eq(reg), wb_load, rf),
+            ),
+        )
+    };
+    let fwd_abc: Vec<Expr> = (0..3)
+        .map(|i| {
+            let s = source(m, ex_vs[i]);
+            m.wire(&format!("fwd_vs{}", i + 1), s)
+        })
+        .collect();
+    let alu_now = fwd_lit(m, Fwd::Alu);
+    let store_older = source(m, ex_st_reg);
+    let fwd_store = mux(ex_writes & ex_vd.is_eq(ex_st_reg), alu_now, store_older);
+    let fwd_store = m.wire("fwd_store", fwd_store);
+
+    // ---- Memory ports: the host while idle, the pipeline otherwise.
+    let host_rf = host_accept & host_space;
+    let host_vmem = host_accept & !host_space;
+    let host_rf_read = m.wire("host_rf_read", host_rf & !host_write);
+    let host_rf_write = m.wire("host_rf_write", host_rf & host_write);
+    let host_vmem_read = m.wire("host_vmem_read", host_vmem & !host_write);
+    let host_vmem_write = m.wire("host_vmem_write", host_vmem & host_write);
+    let host_reg = host_addr.slice(0, rw);
+    let host_word = host_addr.slice(0, aw);
+    let store_now = m.wire("store_now", ex_valid.q() & ex_st_en & ex_last);
+
+    let rf_rd_en = accept | host_rf_read;
+    let rf_rd_a = mux(host_rf_read, host_reg, d.vs[0]);
+    let vmem_rd_en = (accept & d.ld_en) | host_vmem_read;
+    let vmem_rd_addr = mux(host_vmem_read, host_word, d.ld_addr);
+    let vmem_we = store_now | host_vmem_write;
+    let vmem_wa = mux(host_vmem_write, host_word, ex_st_addr);
+    let rf_alu_we = wb_alu_we | host_rf_write;
+    let rf_alu_wa = mux(host_rf_write, host_reg, wb_alu_reg);
+    let host_rvalid = m.reg_reset("host_rvalid", Ty::BOOL, 0);
+    m.set_next(host_rvalid, host_rf_read | host_vmem_read);
+    let host_rd_rf = m.reg("host_rd_rf", Ty::BOOL);
+    m.set_next(host_rd_rf, host_space);
+    m.set_enable(host_rd_rf, host_accept);
+
+    // ---- The lanes, element e = s * lanes + l.
+    let word = Ty::u(32);
+    let opnd = m.bus("opnd", word, &[w]);
+    let rot_lane = m.bus("rot_lane", word, &[w]);
+    let rot_sublane = m.bus("rot_sublane", word, &[w]);
+    let reduced = m.bus("reduced", word, &[w]);
+    let wdata = m.bus("host_wdata", word, &[w]);
+    let rdata = m.bus("host_rdata", word, &[w]);
+    for e in 0..w {
+        m.bus_drive(wdata, &[e], host_wdata.slice(32 * e, 32));
+    }
+    let arr = m.instance_array("lane", &parts.lane, &[("sub", sublanes), ("lane", lanes)]);
+    let element = [arr.var(0) * i64::from(lanes) + arr.var(1)];
+    let first = m.bus_read(opnd, &[0]);
+    let control = lane::LaneControl::of(cfg);
+    let ctl = control.pack(&[
+        ("rf_rd_en", rf_rd_en),
+        ("rf_rd_a", rf_rd_a),
+        ("rf_rd_b", d.vs[1]),
+        ("rf_rd_c", d.vs[2]),
+        ("rf_rd_s", d.st_reg),
+        ("rf_load_we", wb_ld_we),
+        ("rf_load_wa", wb_ld_reg),
+        ("rf_alu_we", rf_alu_we),
+        ("rf_alu_wa", rf_alu_wa),
+        ("rf_write_host", host_rf_write),
+        ("vmem_rd_en", vmem_rd_en),
+        ("vmem_rd_addr", vmem_rd_addr),
+        ("vmem_we", vmem_we),
+        ("vmem_wa", vmem_wa),
+        ("vmem_write_host", host_vmem_write),
+        ("fwd_a", fwd_abc[0]),
+        ("fwd_b", fwd_abc[1]),
+        ("fwd_c", fwd_abc[2]),
+        ("fwd_s", fwd_store),
+        ("op", ex_op),
+        ("imm", ex_imm),
+        ("wb_en", advance),
+        ("host_rd_rf", host_rd_rf.q()),
+    ]);
+    let ctl = m.wire("lane_ctl", ctl);
+    m.array_broadcast(arr, "ctl_i", ctl);
+    m.array_broadcast(arr, "splat_i", first);
+    for (port, bus) in [
+        ("opnd_a_o", opnd),
+        ("rot_lane_i", rot_lane),
+        ("rot_sublane_i", rot_sublane),
+        ("reduce_i", reduced),
+        ("host_wdata_i", wdata),
+        ("host_rdata_o", rdata),
+    ] {
+        m.array_connect(arr, port, bus, &element);
+    }
+
+    // ---- Cross-lane unit.
+    let elements: Vec<Expr> = (0..w).map(|e| m.bus_read(opnd, &[e])).collect();
+    rotate(
+        m,
+        "rows",
+        parts.rot_lanes.as_ref(),
+        &elements,
+        rot_lane,
+        (sublanes, lanes),
+        |s, l| s * lanes + l,
+        ex_imm,
+    );
+    rotate(
+        m,
+        "cols",
+        parts.rot_sublanes.as_ref(),
+        &elements,
+        rot_sublane,
+        (lanes, sublanes),
+        |l, s| s * lanes + l,
+        ex_imm,
+    );
+    let result = match &parts.reduce {
+        None => first,
+        Some(unit) => reduction(m, cfg, unit, opnd, ex_op, folding),
+    };
+    m.bus_drive(reduced, &[0], result);
+    for e in 1..w {
+        let zero = m.lit(word, 0);
+        m.bus_drive(reduced, &[e], zero);
+    }
+
+    // ---- Outputs.
+    let rdata_parts: Vec<Expr> = (0..w).rev().map(|e| m.bus_read(rdata, &[e])).collect();
+    m.output(HOST_RDATA, cat(&rdata_parts));
+    m.output(HOST_RVALID, host_rvalid.q());
+    m.output(HOST_READY, host_ready);
+    m.output(INSTR_READY, instr_ready);
+    m.output(STORE, store_now);
+    m.output(BUSY, busy);
+    m.output(ERROR, error.q());
+}
+
+/// Rotates the vector `elements` in groups: `groups.0` groups of `groups.1`
+/// elements, element k of group g being `elements[index(g, k)]`, each group
+/// by `imm mod groups.1`, into the element bus `out`. One rotator module per
+/// group; with groups of one element the rotation is the identity.
+#[allow(clippy::too_many_arguments)]
+fn rotate(
+    m: &mut ModuleBuilder,
+    name: &str,
+    rotator: Option<&Rc<ModuleDef>>,
+    elements: &[Expr],
+    out: Bus,
+    (groups, size): (u32, u32),
+    index: impl Fn(u32, u32) -> u32,
+    imm: Expr,
+) {
+    let Some(rotator) = rotator else {
+        for (e, &v) in elements.iter().enumerate() {
+            m.bus_drive(out, &[e as u32], v);
+        }
+        return;
+    };
+    let group_ty = Ty::u(32 * size);
+    let input = m.bus(&format!("{name}_in"), group_ty, &[groups]);
+    let output = m.bus(&format!("{name}_out"), group_ty, &[groups]);
+    for g in 0..groups {
+        let parts: Vec<Expr> = (0..size)
+            .rev()
+            .map(|k| elements[index(g, k) as usize])
+            .collect();
+        m.bus_drive(input, &[g], cat(&parts));
+    }
+    let arr = m.instance_array(&format!("rot_{name}"), rotator, &[("group", groups)]);
+    let g = arr.var(0);
+    m.array_connect(arr, "x_i", input, std::slice::from_ref(&g));
+    m.array_connect(arr, "y_o", output, &[g]);
+    m.array_broadcast(arr, "amount_i", imm.slice(0, size.trailing_zeros()));
+    for g in 0..groups {
+        let rotated = m.bus_read(output, &[g]);
+        for k in 0..size {
+            m.bus_drive(out, &[index(g, k)], rotated.slice(32 * k, 32));
+        }
+    }
+}
+
+/// The reduction units (W/2 of them) folding `opnd` one level per execute
+/// cycle; returns the result (unit 0's output, valid in the last cycle).
+fn reduction(
+    m: &mut ModuleBuilder,
+    cfg: &VpuConfig,
+    unit: &Rc<ModuleDef>,
+    opnd: Bus,
+    ex_op: Expr,
+    folding: Option<(Expr, Expr)>,
+) -> Expr {
+    let w = cfg.elems();
+    let levels = cfg.fold_levels();
+    let half = w / 2;
+    let word = Ty::u(32);
+    let outputs = m.bus("fold_y", word, &[half]);
+    let arr = m.instance_array("fold", unit, &[("unit", half)]);
+    let j = arr.var(0);
+    m.array_connect(arr, "a_i", opnd, std::slice::from_ref(&j));
+    m.array_connect(arr, "b1_i", opnd, &[j.clone() + i64::from(half)]);
+    m.array_connect(arr, "y_o", outputs, std::slice::from_ref(&j));
+    m.array_broadcast(arr, "op_i", ex_op.slice(0, 3));
+    if levels >= 2 {
+        // Level k reads unit j + W/2^k's previous result: up to W/2 + W/4 - 1,
+        // so the partial results sit in a bus padded with zeros (never used).
+        let partial = m.bus("fold_r", word, &[half + half / 2]);
+        for e in half..half + half / 2 {
+            let zero = m.lit(word, 0);
+            m.bus_drive(partial, &[e], zero);
+        }
+        m.array_connect(arr, "r_o", partial, std::slice::from_ref(&j));
+        for k in 2..=levels {
+            m.array_connect(
+                arr,
+                &format!("b{k}_i"),
+                partial,
+                &[j.clone() + i64::from(w >> k)],
+            );
+        }
+        let (folding, step) = folding.expect("a fold of two or more levels has a step counter");
+        m.array_broadcast(arr, "step_i", step);
+        m.array_broadcast(arr, "en_i", folding);
+        m.waive(
+            "UNUSEDSIGNAL",
+            "fold_r",
+            "the first W/4 partial results feed only their own unit, and the padding none",
+        );
+    }
+    m.waive(
+        "UNUSEDSIGNAL",
+        "fold_y",
+        "only unit 0's result is the reduction; the others feed the next level through r_o",
+    );
+    m.bus_read(outputs, &[0])
+}

@@ -9,7 +9,7 @@
 use super::{bad, broken, Failure};
 use config::ici::{bytes_of, flits_of};
 use config::IciConfig;
-use matrix::Bytes;
+use matrix::Array;
 use sim::drivers::ici::{Faults, IciDriver};
 use std::path::PathBuf;
 
@@ -61,7 +61,7 @@ pub fn run(args: &LinkArgs) -> Result<(), Failure> {
             "--golden models the error-free link (its cycle model); run the RTL for --ber, --drop-rate or --dup-rate",
         ));
     }
-    let p = matrix::read_bytes(&args.payload, "P").map_err(bad)?;
+    let p = matrix::read_array::<u8>(&args.payload, "P").map_err(bad)?;
     let cfg = IciConfig::DEFAULT;
     let back: Vec<u8> = p.data.iter().rev().copied().collect();
     let to_b = flits_of(&p.data, &cfg);
@@ -97,9 +97,9 @@ pub fn run(args: &LinkArgs) -> Result<(), Failure> {
             "the link delivered different bytes than were sent (a link-layer bug)",
         ));
     }
-    matrix::write_bytes(
+    matrix::write_array(
         &args.out,
-        &Bytes {
+        &Array {
             shape: p.shape.clone(),
             data: d_bytes,
         },

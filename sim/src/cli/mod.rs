@@ -4,6 +4,7 @@
 
 mod link;
 mod matmul;
+mod vpu;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -27,6 +28,11 @@ enum Command {
     /// injected at the given rates), node A to node B while B sends it back
     /// reversed; D (what B received) must equal P.
     Link(link::LinkArgs),
+    /// One elementwise operation or reduction on the VPU (lanes x sublanes
+    /// elements per vector). A, B and the mask are .npy arrays of any one
+    /// shape; the result has A's shape (reductions: shape (1,)). `--op list`
+    /// lists the operations with their operand and result types.
+    Vpu(vpu::VpuArgs),
 }
 
 /// A failure and its exit code: 2 for bad input, 1 for a failure of the tool.
@@ -68,6 +74,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Matmul(args) => matmul::run(&args),
         Command::Link(args) => link::run(&args),
+        Command::Vpu(args) => vpu::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

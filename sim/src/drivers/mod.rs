@@ -9,3 +9,5 @@
 
 pub mod ici;
 pub mod mxu;
+pub mod vpu;
+pub mod vpu_ops;

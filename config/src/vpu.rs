@@ -1,0 +1,298 @@
+//! The vector unit's configuration: its shape, register file, vector memory
+//! and which arithmetic units it has.
+
+use crate::{one_line, ConfigError};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The lane counts the generators accept: powers of two up to this.
+pub const MAX_LANES: u32 = 1024;
+/// The sublane counts the generators accept: powers of two up to this.
+pub const MAX_SUBLANES: u32 = 64;
+/// The largest vector, lanes x sublanes elements.
+pub const MAX_VECTOR_ELEMS: u32 = 4096;
+/// Vector registers: a power of two in this range (the instruction's register
+/// fields are 6 bits wide; four registers are what the run CLI's programs
+/// need at least).
+pub const VREGS_RANGE: std::ops::RangeInclusive<u32> = 4..=64;
+/// Vector memory depth in vector-wide words: a power of two in this range.
+pub const VMEM_WORDS_RANGE: std::ops::RangeInclusive<u32> = 2..=1 << 20;
+/// The largest vector memory, in elements (64 MiB of 32-bit elements).
+pub const MAX_VMEM_ELEMS: u64 = 1 << 24;
+
+/// Which arithmetic units a VPU has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VpuUnits {
+    /// int32 and fp32: every operation of the instruction set.
+    Full,
+    /// int32 only: no floating-point units (fp32 arithmetic, fp32 compares,
+    /// conversions, fp32 reductions); their opcodes are illegal instructions.
+    Int32,
+}
+
+impl VpuUnits {
+    /// Every choice, in a fixed order.
+    pub const ALL: [VpuUnits; 2] = [VpuUnits::Full, VpuUnits::Int32];
+
+    /// The lowercase name used on command lines, in TOML and in module names.
+    pub fn name(self) -> &'static str {
+        match self {
+            VpuUnits::Full => "full",
+            VpuUnits::Int32 => "int32",
+        }
+    }
+
+    /// Whether the fp32 units (and the conversions) are present.
+    pub fn has_fp32(self) -> bool {
+        self == VpuUnits::Full
+    }
+}
+
+impl fmt::Display for VpuUnits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for VpuUnits {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        VpuUnits::ALL
+            .into_iter()
+            .find(|u| u.name() == s)
+            .ok_or_else(|| ConfigError(format!("unknown VPU units '{s}' (expected full or int32)")))
+    }
+}
+
+/// Configuration of the vector processing unit (VPU).
+///
+/// A vector holds W = `lanes` x `sublanes` 32-bit elements; element
+/// `s * lanes + l` sits in lane `l` of sublane `s`. The register file holds
+/// `vregs` vectors, the vector memory `vmem_words` vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct VpuConfig {
+    lanes: u32,
+    sublanes: u32,
+    vregs: u32,
+    vmem_words: u32,
+    units: VpuUnits,
+}
+
+impl VpuConfig {
+    /// What `gen --block vpu` builds and `sim vpu` runs on when given no
+    /// flags: 8 lanes, one sublane, 32 registers, 1024 words of vector memory,
+    /// every unit.
+    pub const DEFAULT: VpuConfig = VpuConfig {
+        lanes: 8,
+        sublanes: 1,
+        vregs: 32,
+        vmem_words: 1024,
+        units: VpuUnits::Full,
+    };
+
+    /// A validated configuration with the default register file, memory and
+    /// units.
+    pub fn new(lanes: u32, sublanes: u32) -> Result<Self, ConfigError> {
+        let d = VpuConfig::DEFAULT;
+        VpuConfig::with(lanes, sublanes, d.vregs, d.vmem_words, d.units)
+    }
+
+    /// A validated configuration: lanes and sublanes powers of two (at most
+    /// [`MAX_LANES`], [`MAX_SUBLANES`], together at most [`MAX_VECTOR_ELEMS`]),
+    /// `vregs` a power of two in [`VREGS_RANGE`], `vmem_words` a power of two
+    /// in [`VMEM_WORDS_RANGE`] with at most [`MAX_VMEM_ELEMS`] elements in all.
+    pub fn with(
+        lanes: u32,
+        sublanes: u32,
+        vregs: u32,
+        vmem_words: u32,
+        units: VpuUnits,
+    ) -> Result<Self, ConfigError> {
+        let pow2 = |name: &str, v: u32, lo: u32, hi: u32| {
+            if v.is_power_of_two() && (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(ConfigError(format!(
+                    "VPU {name} must be a power of two between {lo} and {hi}, got {v}"
+                )))
+            }
+        };
+        pow2("lanes", lanes, 1, MAX_LANES)?;
+        pow2("sublanes", sublanes, 1, MAX_SUBLANES)?;
+        pow2("vregs", vregs, *VREGS_RANGE.start(), *VREGS_RANGE.end())?;
+        pow2(
+            "vmem_words",
+            vmem_words,
+            *VMEM_WORDS_RANGE.start(),
+            *VMEM_WORDS_RANGE.end(),
+        )?;
+        let elems = lanes * sublanes;
+        if elems > MAX_VECTOR_ELEMS {
+            return Err(ConfigError(format!(
+                "a VPU vector holds at most {MAX_VECTOR_ELEMS} elements, \
+                 {lanes} lanes x {sublanes} sublanes is {elems}"
+            )));
+        }
+        if u64::from(elems) * u64::from(vmem_words) > MAX_VMEM_ELEMS {
+            return Err(ConfigError(format!(
+                "VPU vector memory of {vmem_words} words of {elems} elements exceeds \
+                 {MAX_VMEM_ELEMS} elements"
+            )));
+        }
+        Ok(VpuConfig {
+            lanes,
+            sublanes,
+            vregs,
+            vmem_words,
+            units,
+        })
+    }
+
+    /// Lanes: elements along the minor dimension of a vector.
+    pub fn lanes(&self) -> u32 {
+        self.lanes
+    }
+
+    /// Sublanes: elements along the major dimension of a vector.
+    pub fn sublanes(&self) -> u32 {
+        self.sublanes
+    }
+
+    /// W = lanes x sublanes, the elements of one vector.
+    pub fn elems(&self) -> u32 {
+        self.lanes * self.sublanes
+    }
+
+    /// Vector registers.
+    pub fn vregs(&self) -> u32 {
+        self.vregs
+    }
+
+    /// Vector memory depth in vector-wide words.
+    pub fn vmem_words(&self) -> u32 {
+        self.vmem_words
+    }
+
+    /// The arithmetic units.
+    pub fn units(&self) -> VpuUnits {
+        self.units
+    }
+
+    /// The same configuration with other units.
+    pub fn with_units(&self, units: VpuUnits) -> VpuConfig {
+        VpuConfig { units, ..*self }
+    }
+
+    /// log2(W): the levels of a reduction's fold in halves.
+    pub fn fold_levels(&self) -> u32 {
+        self.elems().trailing_zeros()
+    }
+
+    /// Parses the TOML form (`lanes = 8`, `sublanes = 1`, `vregs = 32`,
+    /// `vmem_words = 1024`, `units = "full"`), missing keys taken from
+    /// [`VpuConfig::DEFAULT`]; unknown keys are an error.
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        let raw: RawVpuConfig =
+            toml::from_str(text).map_err(|e| ConfigError(one_line(&e.to_string())))?;
+        raw.validate()
+    }
+
+    /// The TOML form that [`VpuConfig::from_toml`] reads back.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("VpuConfig always serialises")
+    }
+}
+
+impl Default for VpuConfig {
+    fn default() -> Self {
+        VpuConfig::DEFAULT
+    }
+}
+
+impl fmt::Display for VpuConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {}x{} ({} registers, {} memory words)",
+            self.units, self.lanes, self.sublanes, self.vregs, self.vmem_words
+        )
+    }
+}
+
+/// The unvalidated serde form; `Deserialize` for [`VpuConfig`] goes through it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVpuConfig {
+    lanes: Option<u32>,
+    sublanes: Option<u32>,
+    vregs: Option<u32>,
+    vmem_words: Option<u32>,
+    units: Option<VpuUnits>,
+}
+
+impl RawVpuConfig {
+    fn validate(self) -> Result<VpuConfig, ConfigError> {
+        let d = VpuConfig::DEFAULT;
+        VpuConfig::with(
+            self.lanes.unwrap_or(d.lanes),
+            self.sublanes.unwrap_or(d.sublanes),
+            self.vregs.unwrap_or(d.vregs),
+            self.vmem_words.unwrap_or(d.vmem_words),
+            self.units.unwrap_or(d.units),
+        )
+    }
+}
+
+impl<'de> Deserialize<'de> for VpuConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        RawVpuConfig::deserialize(de)?
+            .validate()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_must_be_powers_of_two_within_the_limits() {
+        assert!(VpuConfig::new(8, 1).is_ok());
+        assert!(VpuConfig::new(128, 8).is_ok());
+        assert!(VpuConfig::new(1, 1).is_ok());
+        for (l, s) in [(0, 1), (3, 1), (8, 3), (2048, 1), (1, 128), (1024, 8)] {
+            assert!(VpuConfig::new(l, s).is_err(), "{l}x{s}");
+        }
+        assert!(VpuConfig::with(8, 1, 2, 64, VpuUnits::Full).is_err());
+        assert!(VpuConfig::with(8, 1, 128, 64, VpuUnits::Full).is_err());
+        assert!(VpuConfig::with(8, 1, 16, 100, VpuUnits::Full).is_err());
+        assert!(VpuConfig::with(4096, 1, 16, 1 << 13, VpuUnits::Full).is_err());
+        assert!(VpuConfig::with(1024, 4, 16, 4096, VpuUnits::Int32).is_ok());
+    }
+
+    #[test]
+    fn toml_round_trips_and_errors_are_one_line() {
+        let c = VpuConfig::with(4, 2, 16, 256, VpuUnits::Int32).unwrap();
+        assert_eq!(VpuConfig::from_toml(&c.to_toml()).unwrap(), c);
+        let partial = VpuConfig::from_toml("lanes = 16").unwrap();
+        assert_eq!((partial.lanes(), partial.sublanes()), (16, 1));
+        for bad in [
+            "lanes = 0",
+            "lane = 4",
+            "units = \"fp64\"",
+            "vregs = 3",
+            "[[",
+        ] {
+            let err = VpuConfig::from_toml(bad).unwrap_err().to_string();
+            assert!(!err.contains('\n') && !err.is_empty(), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn fold_levels_are_log2_of_the_vector() {
+        assert_eq!(VpuConfig::new(1, 1).unwrap().fold_levels(), 0);
+        assert_eq!(VpuConfig::new(8, 1).unwrap().fold_levels(), 3);
+        assert_eq!(VpuConfig::new(128, 8).unwrap().fold_levels(), 10);
+    }
+}

@@ -1,0 +1,243 @@
+//! The designs the flows take: a configuration of a registered block, with
+//! what synthesis needs to know about it (where its multipliers are, which
+//! memory belongs in block RAM).
+
+use crate::parts::{Family, Part};
+use config::{MxuConfig, VpuConfig};
+use serde::{Deserialize, Serialize};
+
+/// A configured block the FPGA flows synthesise.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FlowDesign {
+    Mxu(MxuConfig),
+    Vpu(VpuConfig),
+}
+
+impl From<MxuConfig> for FlowDesign {
+    fn from(c: MxuConfig) -> Self {
+        FlowDesign::Mxu(c)
+    }
+}
+
+impl From<VpuConfig> for FlowDesign {
+    fn from(c: VpuConfig) -> Self {
+        FlowDesign::Vpu(c)
+    }
+}
+
+impl From<&MxuConfig> for FlowDesign {
+    fn from(c: &MxuConfig) -> Self {
+        FlowDesign::Mxu(*c)
+    }
+}
+
+impl From<&VpuConfig> for FlowDesign {
+    fn from(c: &VpuConfig) -> Self {
+        FlowDesign::Vpu(*c)
+    }
+}
+
+impl From<&FlowDesign> for FlowDesign {
+    fn from(d: &FlowDesign) -> Self {
+        *d
+    }
+}
+
+/// The configuration a result is about, as the report shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DesignInfo {
+    pub top: String,
+    /// The block's registry name.
+    #[serde(default = "mxu_name")]
+    pub block: String,
+    /// The MXU's element type, or the VPU's units (`full`, `int32`).
+    pub dtype: String,
+    /// MXU rows and columns, accumulator rows (0 for other blocks).
+    pub rows: u32,
+    pub cols: u32,
+    pub acc_rows: u32,
+    /// VPU lanes, sublanes, registers and VMEM words (0 for other blocks).
+    #[serde(default)]
+    pub lanes: u32,
+    #[serde(default)]
+    pub sublanes: u32,
+    #[serde(default)]
+    pub vregs: u32,
+    #[serde(default)]
+    pub vmem_words: u32,
+}
+
+fn mxu_name() -> String {
+    "mxu".into()
+}
+
+impl DesignInfo {
+    pub fn of(design: impl Into<FlowDesign>) -> DesignInfo {
+        match design.into() {
+            FlowDesign::Mxu(c) => DesignInfo {
+                top: mxu::top_name(&c),
+                block: mxu_name(),
+                dtype: c.dtype().to_string(),
+                rows: c.rows(),
+                cols: c.cols(),
+                acc_rows: c.acc_rows(),
+                lanes: 0,
+                sublanes: 0,
+                vregs: 0,
+                vmem_words: 0,
+            },
+            FlowDesign::Vpu(c) => DesignInfo {
+                top: vpu::top_name(&c),
+                block: "vpu".into(),
+                dtype: c.units().to_string(),
+                rows: 0,
+                cols: 0,
+                acc_rows: 0,
+                lanes: c.lanes(),
+                sublanes: c.sublanes(),
+                vregs: c.vregs(),
+                vmem_words: c.vmem_words(),
+            },
+        }
+    }
+
+    /// "int8 8x8" for an MXU, "VPU full 8x1" for a VPU.
+    pub fn label(&self) -> String {
+        if self.block == "vpu" {
+            format!("VPU {} {}x{}", self.dtype, self.lanes, self.sublanes)
+        } else {
+            format!("{} {}x{}", self.dtype, self.rows, self.cols)
+        }
+    }
+
+    /// Whether this is an int8 MXU with equal rows and columns and `acc_rows`
+    /// accumulator rows (what the MXU search compares).
+    pub fn is_square_int8_mxu(&self, acc_rows: u32) -> bool {
+        self.block == "mxu"
+            && self.dtype == config::ElemType::Int8.name()
+            && self.rows == self.cols
+            && self.acc_rows == acc_rows
+    }
+}
+
+impl FlowDesign {
+    pub fn info(&self) -> DesignInfo {
+        DesignInfo::of(*self)
+    }
+
+    /// The design's files as `gen` emits them.
+    pub fn generate(&self) -> Result<gen::Generated, String> {
+        match self {
+            FlowDesign::Mxu(c) => gen::generate(c),
+            FlowDesign::Vpu(c) => gen::generate_block(&vpu::Vpu, c),
+        }
+    }
+
+    /// The multipliers a DSP block can take: how many there are, and how many
+    /// DSP blocks of `family` each needs. An MXU has one 8x8 (int8) or 8x8
+    /// significand (bf16) multiplier per processing element, one DSP each; a
+    /// VPU one signed 32x32 multiplier per lane (shared by mul_i32,
+    /// requant_i8 and mul_f32), which Yosys splits into 2 x 2 DSP blocks on
+    /// every family here (16x16, 18x18, 25x18).
+    pub fn multipliers(&self, _family: Family) -> (u64, u64) {
+        match self {
+            FlowDesign::Mxu(c) => (u64::from(c.rows()) * u64::from(c.cols()), 1),
+            FlowDesign::Vpu(c) => (u64::from(c.elems()), 4),
+        }
+    }
+
+    /// How many multipliers get DSP blocks on `part`: as many as fit.
+    pub fn dsp_multipliers(&self, part: &Part) -> u64 {
+        let (count, each) = self.multipliers(part.family);
+        count.min(part.capacity.dsps / each)
+    }
+
+    /// Yosys `select` patterns naming the first `k` multiplier owners (MXU
+    /// processing elements row-major, VPU lanes by element index) in the
+    /// flattened design.
+    pub fn multiplier_patterns(&self, k: u64) -> Vec<String> {
+        match self {
+            FlowDesign::Mxu(c) => board::yosys::pe_patterns(k, u64::from(c.cols())),
+            FlowDesign::Vpu(c) => {
+                let lanes = u64::from(c.lanes());
+                (0..k)
+                    .map(|e| format!("n:*g_lane_sub?{}?.g_lane_lane?{}?.*", e / lanes, e % lanes))
+                    .collect()
+            }
+        }
+    }
+
+    /// Memories forced into block RAM (Yosys `m:` patterns): the MXU's
+    /// accumulator, the VPU's VMEM. (The VPU's register file, with four read
+    /// and two write ports, fits no block RAM; Yosys builds it from logic.)
+    pub fn block_ram_memories(&self) -> &'static str {
+        match self {
+            FlowDesign::Mxu(_) => "m:*acc",
+            FlowDesign::Vpu(_) => "m:*vmem",
+        }
+    }
+
+    /// A lower bound of the LUTs the design needs on `part`, when one is
+    /// known, with what it counts, to skip hopeless syntheses: an MXU's
+    /// multipliers left to logic, a VPU's lanes.
+    pub fn lut_lower_bound(&self, part: &Part) -> Option<(u64, String)> {
+        match self {
+            FlowDesign::Mxu(_) => {
+                let (count, _) = self.multipliers(part.family);
+                let soft = count - self.dsp_multipliers(part);
+                Some((
+                    soft * crate::synth::min_luts_per_lut_multiplier(part.family),
+                    format!("{soft} LUT multipliers"),
+                ))
+            }
+            FlowDesign::Vpu(c) => {
+                let lanes = u64::from(c.elems());
+                Some((
+                    lanes * min_luts_per_vpu_lane(c.units()),
+                    format!("{lanes} {} lanes", c.units()),
+                ))
+            }
+        }
+    }
+}
+
+/// A safe lower bound on the LUTs one VPU lane needs, whatever the family
+/// (its register file of 16 x 32 bits with four read ports, the integer ALU
+/// and requantization; with `full` units the fp32 adder, product rounding,
+/// conversions, and half a reduction unit with its own adder): under half of
+/// what Yosys produces (measured: an int32 lane about 3,300 LUT6 on
+/// 7-series).
+pub fn min_luts_per_vpu_lane(units: config::VpuUnits) -> u64 {
+    match units {
+        config::VpuUnits::Int32 => 1_000,
+        config::VpuUnits::Full => 2_500,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use config::VpuUnits;
+
+    #[test]
+    fn vpu_designs_name_their_lanes_and_budget_four_dsps_per_multiplier() {
+        let c = VpuConfig::with(4, 2, 16, 256, VpuUnits::Int32).unwrap();
+        let d = FlowDesign::from(c);
+        let info = d.info();
+        assert_eq!(info.top, "vpu_int32_4x2_v16_m256");
+        assert_eq!(info.label(), "VPU int32 4x2");
+        assert!(!info.is_square_int8_mxu(256));
+        let up5k = crate::parts::part("ice40-up5k").unwrap();
+        assert_eq!(d.dsp_multipliers(up5k), 2);
+        assert_eq!(
+            d.multiplier_patterns(5)[4],
+            "n:*g_lane_sub?1?.g_lane_lane?0?.*"
+        );
+        assert_eq!(d.block_ram_memories(), "m:*vmem");
+        // Records written before the VPU existed read as MXU results.
+        let old =
+            r#"{"top":"mxu_int8_4x4_acc256","dtype":"int8","rows":4,"cols":4,"acc_rows":256}"#;
+        let info: DesignInfo = serde_json::from_str(old).unwrap();
+        assert!(info.is_square_int8_mxu(256));
+    }
+}

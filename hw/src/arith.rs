@@ -1,0 +1,387 @@
+//! The numerics contract's element operations beyond [`crate::fp`], as logic:
+//! the fp32 product, min/max, compares and ReLUs, the conversions between
+//! int32, fp32 and bf16, and int8 requantization. The vector unit's lanes
+//! and reduction units are built from these; any block may use them.
+//!
+//! Each function builds combinational logic in the module under
+//! construction and returns its value; fp32 and bf16 values are bit patterns
+//! (`u32`, `u16`), int32 values `u32` or `s32` as noted. The rules are those
+//! of `numerics.md` (FTZ-RNE): subnormal inputs read as zeros of their sign,
+//! one rounding to nearest-even as if the exponent range were unbounded,
+//! tininess judged after rounding, every NaN result the canonical NaN.
+//!
+//! Two operations need a multiplier: the fp32 product (24 x 24 significand
+//! bits) and requantization's SRDHM (32 x 32 signed). Both come in two forms:
+//! one with its own multiplier, and one taking the product from outside
+//! (`*_from_product`), so that a unit can share one signed 32 x 32
+//! multiplier between them and `mul_i32`, as the vector lane does.
+
+use crate::builder::{cat, mux, Expr, ModuleBuilder};
+use crate::fp::CANONICAL_NAN_F32;
+use crate::ty::Ty;
+
+/// The canonical bf16 NaN, the top half of [`CANONICAL_NAN_F32`].
+pub const CANONICAL_NAN_BF16: u32 = 0x7FC0;
+/// fp32 +6.0, the upper bound of ReLU6.
+pub const F32_SIX: u32 = 0x40C0_0000;
+
+/// The fields of an fp32 pattern and its class with subnormals read as zero
+/// (rule 1).
+#[derive(Debug, Clone, Copy)]
+pub struct Fp32Fields {
+    pub sign: Expr,
+    /// Biased exponent, u8.
+    pub exp: Expr,
+    /// Fraction, u23.
+    pub frac: Expr,
+    /// Zero or subnormal.
+    pub zero: Expr,
+    pub inf: Expr,
+    pub nan: Expr,
+    /// The value after rule 1: a subnormal becomes the zero of its sign.
+    pub flushed: Expr,
+}
+
+/// Splits an fp32 pattern (u32) into its fields and classes.
+#[track_caller]
+pub fn fp32_fields(m: &mut ModuleBuilder, x: Expr) -> Fp32Fields {
+    assert_eq!(x.ty(), Ty::u(32), "fp32 values are u32 patterns");
+    let sign = x.msb();
+    let exp = x.slice(23, 8);
+    let frac = x.slice(0, 23);
+    let exp_max = exp.all();
+    let frac_zero = frac.is_eq(0);
+    let zero = exp.is_eq(0);
+    let signed_zero = cat(&[sign, m.lit(Ty::u(31), 0)]);
+    Fp32Fields {
+        sign,
+        exp,
+        frac,
+        zero,
+        inf: exp_max & frac_zero,
+        nan: exp_max & !frac_zero,
+        flushed: mux(zero, signed_zero, x),
+    }
+}
+
+/// The significand `1.frac` of a normal fp32 value, u24.
+#[track_caller]
+pub fn fp32_significand(m: &mut ModuleBuilder, x: Expr) -> Expr {
+    cat(&[m.lit(Ty::BOOL, 1), x.slice(0, 23)])
+}
+
+/// The fp32 product `mul32(a, b)` with its own 24 x 24 multiplier.
+#[track_caller]
+pub fn fp32_mul_logic(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Expr {
+    let sa = fp32_significand(m, a);
+    let sb = fp32_significand(m, b);
+    let product = sa.mul_wide(sb);
+    fp32_mul_from_product(m, a, b, product)
+}
+
+/// The fp32 product `mul32(a, b)`, given `product`, the u48 product of the
+/// two significands ([`fp32_significand`]; only its low 48 bits are read, so
+/// a wider product of the zero-extended significands serves too).
+///
+/// The exact product of two normal values is `P x 2^(ea + eb - 2*127 - 46)`
+/// with 2^46 <= P < 2^48: it is normalised by one bit, rounded once at 24
+/// bits (guard and sticky from the rest), then flushed to zero if its
+/// biased exponent is below 1 after rounding, or overflowed to infinity
+/// above 254.
+#[track_caller]
+pub fn fp32_mul_from_product(m: &mut ModuleBuilder, a: Expr, b: Expr, product: Expr) -> Expr {
+    assert!(product.width() >= 48, "the significand product has 48 bits");
+    let p = product.slice(0, 48);
+    let fa = fp32_fields(m, a);
+    let fb = fp32_fields(m, b);
+    let sign = fa.sign ^ fb.sign;
+    let carry = p.msb();
+    // The product without its leading one (at bit 47 or 46): 23 fraction
+    // bits, the guard bit, 23 sticky bits.
+    let zero = m.lit(Ty::BOOL, 0);
+    let norm = mux(carry, p.slice(0, 47), cat(&[p.slice(0, 46), zero]));
+    let guard = norm.bit(23);
+    let sticky = norm.slice(0, 23).any();
+    let round_up = guard & (sticky | norm.bit(24));
+    let frac = norm.slice(24, 23) + round_up.zext(23);
+    // 1.11..1 rounded up is 10.0..0: the fraction wraps and the exponent steps.
+    let frac_carry = frac.is_eq(0) & round_up;
+    let ext = |e: Expr| e.zext(11).as_signed();
+    let exp = ext(fa.exp) + ext(fb.exp) - 127 + ext(carry) + ext(frac_carry);
+    let finite = cat(&[sign, exp.trunc(8).as_unsigned(), frac]);
+    let signed_zero = cat(&[sign, m.lit(Ty::u(31), 0)]);
+    let signed_inf = cat(&[sign, m.lit(Ty::u(8), 0xff), m.lit(Ty::u(23), 0)]);
+    let nan = fa.nan | fb.nan | (fa.inf & fb.zero) | (fa.zero & fb.inf);
+    let inf = fa.inf | fb.inf | exp.is_ge(255);
+    let zero = fa.zero | fb.zero | exp.is_le(0);
+    let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
+    mux(
+        nan,
+        canonical,
+        mux(inf, signed_inf, mux(zero, signed_zero, finite)),
+    )
+}
+
+/// Whether `a` is below `b` in the order of rule 7 (fp32, neither a NaN):
+/// by sign, then magnitude, with -0 below +0. Takes values already flushed.
+fn fp32_order_lt(a: Expr, b: Expr) -> Expr {
+    let (sa, sb) = (a.msb(), b.msb());
+    let (ma, mb) = (a.slice(0, 31), b.slice(0, 31));
+    let same_sign_lt = mux(sa, mb.is_lt(ma), ma.is_lt(mb));
+    mux(sa ^ sb, sa, same_sign_lt)
+}
+
+/// fp32 `min32(a, b)` or `max32(a, b)` (rule 7): a NaN operand gives the
+/// canonical NaN; -0 is below +0; a subnormal reads, and is returned, as the
+/// zero of its sign. `want_max` (one bit) picks max.
+#[track_caller]
+pub fn fp32_min_max_logic(m: &mut ModuleBuilder, a: Expr, b: Expr, want_max: Expr) -> Expr {
+    let fa = fp32_fields(m, a);
+    let fb = fp32_fields(m, b);
+    let a_lt_b = fp32_order_lt(fa.flushed, fb.flushed);
+    // Equal values after rule 1 have equal patterns, so the tie goes either way.
+    let take_a = a_lt_b ^ want_max;
+    let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
+    mux(
+        fa.nan | fb.nan,
+        canonical,
+        mux(take_a, fa.flushed, fb.flushed),
+    )
+}
+
+/// The fp32 compares of "VPU semantics", each one bit.
+#[derive(Debug, Clone, Copy)]
+pub struct Fp32Compare {
+    pub eq: Expr,
+    pub ne: Expr,
+    pub lt: Expr,
+    pub le: Expr,
+}
+
+/// fp32 compares: subnormals read as zero, -0 == +0; eq, lt, le are false and
+/// ne is true when either operand is a NaN.
+#[track_caller]
+pub fn fp32_compare_logic(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Fp32Compare {
+    let fa = fp32_fields(m, a);
+    let fb = fp32_fields(m, b);
+    let ordered = !(fa.nan | fb.nan);
+    let both_zero = fa.zero & fb.zero;
+    let eq = ordered & (both_zero | fa.flushed.is_eq(fb.flushed));
+    let lt = ordered & !both_zero & fp32_order_lt(fa.flushed, fb.flushed);
+    Fp32Compare {
+        eq,
+        ne: !eq,
+        lt,
+        le: lt | eq,
+    }
+}
+
+/// `relu_f32(x) = max32(x, +0)`: a NaN gives the canonical NaN; negative
+/// values, -0 and subnormals give +0; positive normals and +inf pass.
+#[track_caller]
+pub fn fp32_relu_logic(m: &mut ModuleBuilder, x: Expr) -> Expr {
+    let f = fp32_fields(m, x);
+    let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
+    let zero = m.lit(Ty::u(32), 0);
+    mux(f.nan, canonical, mux(f.sign | f.zero, zero, x))
+}
+
+/// `relu6_f32(x) = min32(max32(x, +0), 6.0)`.
+#[track_caller]
+pub fn fp32_relu6_logic(m: &mut ModuleBuilder, x: Expr) -> Expr {
+    let r = fp32_relu_logic(m, x);
+    // r is +0, a positive value, +inf or the canonical NaN; positive patterns
+    // order as unsigned integers.
+    let six = m.lit(Ty::u(32), F32_SIX);
+    let is_nan = r.is_eq(CANONICAL_NAN_F32);
+    mux(!is_nan & r.is_gt(six), six, r)
+}
+
+/// Shifts `x` left until its top bit is set (if `x` is not zero), by binary
+/// search over shift distances; returns the shifted value without that top
+/// bit (one bit narrower than `x`) and the distance (u6 for 32 bits).
+fn normalize(m: &mut ModuleBuilder, x: Expr) -> (Expr, Expr) {
+    let w = x.width();
+    let mut v = x;
+    let mut distance = m.lit(Ty::u(crate::ty::bits_for(u64::from(w))), 0);
+    for k in [16u32, 8, 4, 2].into_iter().filter(|&k| k < w) {
+        let top_clear = v.slice(w - k, k).is_eq(0);
+        v = mux(top_clear, v << k, v);
+        distance = mux(top_clear, distance + k, distance);
+    }
+    // The last one-bit step drops the leading bit instead of keeping it.
+    let top_clear = v.msb().is_eq(0);
+    let zero = m.lit(Ty::BOOL, 0);
+    let low = mux(
+        top_clear,
+        cat(&[v.slice(0, w - 2), zero]),
+        v.slice(0, w - 1),
+    );
+    (low, mux(top_clear, distance + 1, distance))
+}
+
+/// int32 -> fp32 (`x` as u32 bits): round to nearest even at 24 bits.
+#[track_caller]
+pub fn i32_to_f32_logic(m: &mut ModuleBuilder, x: Expr) -> Expr {
+    assert_eq!(x.ty(), Ty::u(32), "int32 values here are u32 patterns");
+    let neg = x.msb();
+    // |i32::MIN| = 2^31 fits the unsigned 32 bits.
+    let mag = mux(neg, -x, x);
+    // `norm` holds the 31 bits below the leading one: 23 fraction bits, the
+    // guard bit, 7 sticky bits.
+    let (norm, lz) = normalize(m, mag);
+    let guard = norm.bit(7);
+    let sticky = norm.slice(0, 7).any();
+    let round_up = guard & (sticky | norm.bit(8));
+    let frac = norm.slice(8, 23) + round_up.zext(23);
+    let frac_carry = frac.is_eq(0) & round_up;
+    // The leading one at bit 31 - lz is worth 2^(31 - lz): biased 158 - lz.
+    let exp = m.lit(Ty::u(8), 158) - lz.zext(8) + frac_carry.zext(8);
+    let zero = m.lit(Ty::u(32), 0);
+    mux(mag.is_eq(0), zero, cat(&[neg, exp, frac]))
+}
+
+/// fp32 -> int32 (result as u32 bits): round to the nearest integer, ties to
+/// even, saturate to [-2^31, 2^31 - 1]; NaN, zeros and subnormals give 0.
+#[track_caller]
+pub fn f32_to_i32_logic(m: &mut ModuleBuilder, x: Expr) -> Expr {
+    let f = fp32_fields(m, x);
+    let sig = fp32_significand(m, x);
+    // The value is sig x 2^(exp - 150). From exp = 158 on, |x| >= 2^31.
+    let saturate = f.inf | f.exp.is_ge(158);
+    let big = f.exp.is_ge(150);
+    // exp - 150 in 0..=7, computed in three bits (150 = 6 mod 8).
+    let left_by = f.exp.slice(0, 3) - m.lit(Ty::u(3), 6);
+    let left = sig.zext(32) << left_by;
+    // Right shifts of 1..=31 bits; from 26 on the value is below 1/4 and
+    // rounds to 0, which the shift gives too.
+    let right_by = mux(
+        f.exp.is_le(119),
+        m.lit(Ty::u(5), 31),
+        // 150 - exp in 1..=30, computed in five bits (150 = 22 mod 32).
+        m.lit(Ty::u(5), 22) - f.exp.slice(0, 5),
+    );
+    let wide = cat(&[sig, m.lit(Ty::u(26), 0)]) >> right_by;
+    let int = wide.slice(26, 24);
+    let half = wide.bit(25);
+    let rest = wide.slice(0, 25).any();
+    let rounded = int.zext(32) + (half & (rest | int.bit(0))).zext(32);
+    let mag = mux(big, left, rounded);
+    let zero = m.lit(Ty::u(32), 0);
+    let max = m.lit(Ty::u(32), 0x7FFF_FFFFu32);
+    let min = m.lit(Ty::u(32), 0x8000_0000u32);
+    mux(
+        f.nan | f.zero,
+        zero,
+        mux(saturate, mux(f.sign, min, max), mux(f.sign, -mag, mag)),
+    )
+}
+
+/// fp32 -> bf16 (u16): rules 1-5 at 8 significand bits. A normal input never
+/// rounds below 2^-126 (2^-126 is a bf16), and rounding up from the largest
+/// finite bf16 carries into the exponent and gives infinity, as rule 4 says.
+#[track_caller]
+pub fn f32_to_bf16_logic(m: &mut ModuleBuilder, x: Expr) -> Expr {
+    let f = fp32_fields(m, x);
+    let top = x.slice(16, 16);
+    let round_up = x.bit(15) & (x.slice(0, 15).any() | x.bit(16));
+    let rounded = top + round_up.zext(16);
+    let canonical = m.lit(Ty::u(16), CANONICAL_NAN_BF16);
+    let signed_zero = cat(&[f.sign, m.lit(Ty::u(15), 0)]);
+    mux(
+        f.nan,
+        canonical,
+        mux(f.zero, signed_zero, mux(f.inf, top, rounded)),
+    )
+}
+
+/// bf16 (u16) -> fp32: append 16 zero bits; a subnormal gives the zero of its
+/// sign, a NaN the canonical NaN.
+#[track_caller]
+pub fn bf16_to_f32_logic(m: &mut ModuleBuilder, x: Expr) -> Expr {
+    assert_eq!(x.ty(), Ty::u(16), "bf16 values are u16 patterns");
+    let wide = cat(&[x, m.lit(Ty::u(16), 0)]);
+    let f = fp32_fields(m, wide);
+    let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
+    mux(f.nan, canonical, f.flushed)
+}
+
+/// SRDHM(a, b), the saturating rounding doubling high multiply, given the
+/// s64 product `a x b`: `(ab + nudge) / 2^31` truncated toward zero, nudge =
+/// 2^30 for ab >= 0 else 1 - 2^30; 2^31 - 1 for a = b = -2^31. s32.
+#[track_caller]
+pub fn srdhm_from_product(m: &mut ModuleBuilder, a: Expr, b: Expr, product: Expr) -> Expr {
+    assert_eq!(product.ty(), Ty::s(64), "the product is s64");
+    let min = m.lit(Ty::s(32), i32::MIN);
+    let saturate = a.is_eq(min) & b.is_eq(min);
+    let negative = product.msb();
+    let nudge = mux(
+        negative,
+        m.lit(Ty::s(64), 1 - (1i64 << 30)),
+        m.lit(Ty::s(64), 1i64 << 30),
+    );
+    // |ab| <= 2^62 outside the saturating case, so no sum below wraps.
+    let s = product + nudge;
+    // Division by 2^31 truncating toward zero: the floor, bits 62..31 (the
+    // quotient fits 32 bits), plus one for a negative s with a remainder.
+    let floor = s.slice(31, 32).as_signed();
+    let round_toward_zero = s.msb() & s.slice(0, 31).any();
+    let q = floor + round_toward_zero.zext(32).as_signed();
+    mux(saturate, m.lit(Ty::s(32), i32::MAX), q)
+}
+
+/// RDBPOT(x, e), the rounding divide by 2^e (x s32, e u5): remainder =
+/// x AND (2^e - 1), threshold = (mask >> 1) + (x < 0); the result is
+/// (x >> e) + (remainder > threshold), arithmetic shift. s32.
+#[track_caller]
+pub fn rdbpot_logic(m: &mut ModuleBuilder, x: Expr, e: Expr) -> Expr {
+    assert_eq!(
+        (x.ty(), e.ty()),
+        (Ty::s(32), Ty::u(5)),
+        "rdbpot takes s32, u5"
+    );
+    let ones = m.lit(Ty::u(32), u32::MAX);
+    let mask = !(ones << e);
+    let remainder = x.as_unsigned() & mask;
+    let threshold = (mask >> 1u32) + x.msb().zext(32);
+    let shifted = x >> e;
+    shifted + remainder.is_gt(threshold).zext(32).as_signed()
+}
+
+/// int8 requantization, `clamp(zp + RDBPOT(SRDHM(acc, mult), shift), -128,
+/// 127)`, given the s64 product `acc x mult`: acc and mult s32, shift u5,
+/// zero point s8; the result is s8.
+#[track_caller]
+pub fn requant_int8_from_product(
+    m: &mut ModuleBuilder,
+    acc: Expr,
+    mult: Expr,
+    product: Expr,
+    shift: Expr,
+    zero_point: Expr,
+) -> Expr {
+    assert_eq!(zero_point.ty(), Ty::s(8), "the zero point is s8");
+    let high = srdhm_from_product(m, acc, mult, product);
+    let scaled = rdbpot_logic(m, high, shift);
+    // In 34 bits the zero point's addition cannot wrap before the clamp.
+    let sum = scaled.sext(34) + zero_point.sext(34);
+    let below = sum.is_lt(m.lit(Ty::s(34), -128));
+    let above = sum.is_gt(m.lit(Ty::s(34), 127));
+    let lo = m.lit(Ty::s(8), -128);
+    let hi = m.lit(Ty::s(8), 127);
+    mux(below, lo, mux(above, hi, sum.trunc(8)))
+}
+
+/// int8 requantization with its own signed 32 x 32 multiplier; see
+/// [`requant_int8_from_product`].
+#[track_caller]
+pub fn requant_int8_logic(
+    m: &mut ModuleBuilder,
+    acc: Expr,
+    mult: Expr,
+    shift: Expr,
+    zero_point: Expr,
+) -> Expr {
+    let product = acc.mul_wide(mult);
+    requant_int8_from_product(m, acc, mult, product, shift, zero_point)
+}

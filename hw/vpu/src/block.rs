@@ -1,0 +1,168 @@
+//! The VPU as a [`hw::Block`]: what `gen`, the RTL checks and the FPGA report
+//! need to cover it, with [`config::VpuConfig`] as its configuration.
+
+use crate::{build, top_name};
+use config::vpu::{MAX_LANES, MAX_SUBLANES, VMEM_WORDS_RANGE, VREGS_RANGE};
+use config::{VpuConfig, VpuUnits};
+use hw::{Block, Design, ModuleDef, Param, ParamKind, Preset};
+use std::rc::Rc;
+
+/// The vector processing unit.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Vpu;
+
+/// The presets: (name, lanes, sublanes, registers, VMEM words, units, in the
+/// FPGA report). `tpu-128x8` is the TPU's shape (with the default register
+/// file and VMEM, so it is the model `sim vpu --lanes 128 --sublanes 8` and
+/// the benchmark run); 8x1 and 4x2 are the
+/// FPGA-sized ones (full and int32-only), with 16 registers and 256 words of
+/// VMEM (one block RAM deep on every family); 1x1 and 2x1 are the edge cases
+/// of the generator (no reduction unit, a one-level fold, no rotators).
+const PRESETS: [(&str, u32, u32, u32, u32, VpuUnits, bool); 7] = [
+    ("tpu-128x8", 128, 8, 32, 1024, VpuUnits::Full, false),
+    ("full-8x1", 8, 1, 16, 256, VpuUnits::Full, true),
+    ("full-4x2", 4, 2, 16, 256, VpuUnits::Full, true),
+    ("int32-8x1", 8, 1, 16, 256, VpuUnits::Int32, true),
+    ("int32-4x2", 4, 2, 16, 256, VpuUnits::Int32, false),
+    ("full-1x1", 1, 1, 4, 16, VpuUnits::Full, false),
+    ("full-2x1", 2, 1, 4, 16, VpuUnits::Full, false),
+];
+
+impl Block for Vpu {
+    type Config = VpuConfig;
+
+    fn name(&self) -> &'static str {
+        "vpu"
+    }
+
+    fn description(&self) -> &'static str {
+        "vector unit: lanes x sublanes SIMD on int32/fp32, load/ALU/store bundles, cross-lane unit"
+    }
+
+    fn params(&self) -> Vec<Param> {
+        let pow2 = |min: u32, max: u32| ParamKind::PowerOfTwo {
+            min: u64::from(min),
+            max: u64::from(max),
+        };
+        vec![
+            Param {
+                name: "lanes",
+                value_name: "L",
+                kind: pow2(1, MAX_LANES),
+                help: "Lanes per sublane",
+            },
+            Param {
+                name: "sublanes",
+                value_name: "S",
+                kind: pow2(1, MAX_SUBLANES),
+                help: "Sublanes (a vector holds lanes x sublanes 32-bit elements)",
+            },
+            Param {
+                name: "vregs",
+                value_name: "V",
+                kind: pow2(*VREGS_RANGE.start(), *VREGS_RANGE.end()),
+                help: "Vector registers",
+            },
+            Param {
+                name: "vmem_words",
+                value_name: "D",
+                kind: pow2(*VMEM_WORDS_RANGE.start(), *VMEM_WORDS_RANGE.end()),
+                help: "Vector memory depth in vectors",
+            },
+            Param {
+                name: "units",
+                value_name: "UNITS",
+                kind: ParamKind::Choice(VpuUnits::ALL.iter().map(|u| u.name()).collect()),
+                help: "Arithmetic units: full (int32 and fp32) or int32 only",
+            },
+        ]
+    }
+
+    fn default_config(&self) -> VpuConfig {
+        VpuConfig::DEFAULT
+    }
+
+    fn presets(&self) -> Vec<Preset<VpuConfig>> {
+        PRESETS
+            .iter()
+            .map(
+                |&(name, lanes, sublanes, vregs, words, units, fpga_report)| Preset {
+                    name: name.to_string(),
+                    config: VpuConfig::with(lanes, sublanes, vregs, words, units)
+                        .expect("presets are valid"),
+                    fpga_report,
+                },
+            )
+            .collect()
+    }
+
+    fn top_name(&self, cfg: &VpuConfig) -> String {
+        top_name(cfg)
+    }
+
+    fn elaborate(&self, design: &mut Design, cfg: &VpuConfig) -> Rc<ModuleDef> {
+        build(design, cfg)
+    }
+
+    fn describe(&self, cfg: &VpuConfig) -> String {
+        format!("VPU {cfg}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hw::AnyBlock;
+
+    fn table(text: &str) -> toml::Table {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn every_parameter_is_a_key_and_its_range_is_the_one_enforced() {
+        let keys = Vpu.default_table();
+        let params = Block::params(&Vpu);
+        assert_eq!(params.len(), keys.len());
+        for p in params {
+            assert!(keys.contains_key(p.name), "{} is not a config key", p.name);
+            match p.kind {
+                ParamKind::PowerOfTwo { min, max } => {
+                    let at = |v: u64| table(&format!("{} = {v}", p.name));
+                    assert!(Vpu.configure(&at(min)).is_ok(), "{} = {min}", p.name);
+                    assert!(Vpu.configure(&at(max)).is_ok(), "{} = {max}", p.name);
+                    assert!(Vpu.configure(&at(max * 2)).is_err(), "{} above", p.name);
+                    if min > 1 {
+                        assert!(Vpu.configure(&at(min / 2)).is_err(), "{} below", p.name);
+                    }
+                }
+                ParamKind::Choice(names) => {
+                    for n in names {
+                        let t = table(&format!("{} = \"{n}\"", p.name));
+                        assert!(Vpu.configure(&t).is_ok(), "{n}");
+                    }
+                }
+                ParamKind::Int { .. } => unreachable!("no plain integers"),
+            }
+        }
+    }
+
+    #[test]
+    fn presets_have_unique_names_and_elaborate_to_their_top() {
+        let presets = Block::presets(&Vpu);
+        let mut names: Vec<_> = presets.iter().map(|p| p.name.clone()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), presets.len());
+        for u in VpuUnits::ALL {
+            assert!(presets
+                .iter()
+                .any(|p| p.config.units() == u && p.fpga_report));
+        }
+        let small = presets.iter().find(|p| p.name == "full-4x2").unwrap();
+        let mut design = Design::new();
+        assert_eq!(
+            Vpu.elaborate(&mut design, &small.config).name,
+            "vpu_full_4x2_v16_m256"
+        );
+    }
+}

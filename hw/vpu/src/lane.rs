@@ -1,0 +1,266 @@
+//! One lane: element `s * lanes + l` of every vector register and VMEM word,
+//! the operand forwarding, the element ALU and the write-back registers.
+//!
+//! The control (what to read, write, forward and compute) comes from the top
+//! module, the same for every lane; a lane holds only data. See the crate
+//! docs for the pipeline this implements.
+
+use crate::alu::alu;
+use crate::Fwd;
+use config::vpu_isa::Op;
+use config::VpuConfig;
+use hw::{cat, mux, Design, Expr, HwEnum, ModuleBuilder, ModuleDef, Ty};
+use std::rc::Rc;
+
+/// The lane module for `cfg` (its registers, VMEM depth and units).
+pub fn lane(design: &mut Design, cfg: &VpuConfig) -> Rc<ModuleDef> {
+    let name = format!(
+        "vpu_lane_{}_v{}_m{}",
+        cfg.units(),
+        cfg.vregs(),
+        cfg.vmem_words()
+    );
+    let params = [
+        ("units", cfg.units().to_string()),
+        ("vregs", cfg.vregs().to_string()),
+        ("vmem_words", cfg.vmem_words().to_string()),
+    ];
+    let cfg = *cfg;
+    design.define(&name, &params, |design, m| {
+        m.doc("VPU lane: register file and VMEM slice, forwarding, element ALU, write-back");
+        let alu = alu(design, cfg.units());
+        build(m, &cfg, &alu);
+    })
+}
+
+/// Selects an operand by its forwarding source.
+fn forward(sel: Expr, sources: &[(Fwd, Expr)], rf: Expr) -> Expr {
+    sources
+        .iter()
+        .rev()
+        .fold(rf, |acc, &(f, v)| mux(sel.is_eq(f.index()), v, acc))
+}
+
+/// The control every lane receives from the top, packed into one port,
+/// `ctl_i`: one port instead of two dozen, because a Verilated model copies
+/// each port of each instance (1,024 lanes in a 128 x 8 VPU). Fields are
+/// packed in list order from bit 0. (`splat_i`, element 0 of operand a, is a
+/// port of its own: it depends on a lane's output, which depends on this
+/// word, and a simulator that sees the word as one signal would see a loop.)
+pub struct LaneControl {
+    fields: Vec<(&'static str, u32, u32)>,
+    width: u32,
+}
+
+impl LaneControl {
+    /// The fields for `cfg`: name and width.
+    pub fn of(cfg: &VpuConfig) -> LaneControl {
+        let rw = cfg.vregs().trailing_zeros();
+        let aw = cfg.vmem_words().trailing_zeros();
+        let fwd = Fwd::ty().width;
+        let list: [(&'static str, u32); 23] = [
+            // Register file reads in the issue cycle (or for the host): the
+            // three operands and the store source.
+            ("rf_rd_en", 1),
+            ("rf_rd_a", rw),
+            ("rf_rd_b", rw),
+            ("rf_rd_c", rw),
+            ("rf_rd_s", rw),
+            // Register file writes: the load port and the ALU port (the host
+            // writes through the ALU port).
+            ("rf_load_we", 1),
+            ("rf_load_wa", rw),
+            ("rf_alu_we", 1),
+            ("rf_alu_wa", rw),
+            ("rf_write_host", 1),
+            // VMEM: the load slot's (or the host's) read, the store slot's
+            // (or the host's) write.
+            ("vmem_rd_en", 1),
+            ("vmem_rd_addr", aw),
+            ("vmem_we", 1),
+            ("vmem_wa", aw),
+            ("vmem_write_host", 1),
+            // Execute stage: operand sources, operation, write-back enable.
+            ("fwd_a", fwd),
+            ("fwd_b", fwd),
+            ("fwd_c", fwd),
+            ("fwd_s", fwd),
+            ("op", 8),
+            ("imm", 32),
+            ("wb_en", 1),
+            // Host read data: the register file (1) or VMEM (0).
+            ("host_rd_rf", 1),
+        ];
+        let mut fields = Vec::new();
+        let mut lo = 0;
+        for (name, width) in list {
+            fields.push((name, width, lo));
+            lo += width;
+        }
+        LaneControl { fields, width: lo }
+    }
+
+    /// The width of `ctl_i`.
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+
+    /// The packed word of `values`, one per field (in any order).
+    pub fn pack(&self, values: &[(&str, Expr)]) -> Expr {
+        let parts: Vec<Expr> = self
+            .fields
+            .iter()
+            .rev()
+            .map(|&(name, width, _)| {
+                let v = values
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .unwrap_or_else(|| panic!("lane control field {name} has no value"))
+                    .1;
+                assert_eq!(v.width(), width, "lane control field {name}");
+                v.as_unsigned()
+            })
+            .collect();
+        assert_eq!(
+            values.len(),
+            self.fields.len(),
+            "unknown lane control fields"
+        );
+        cat(&parts)
+    }
+
+    /// Field `name` of the packed word `ctl`, as a named wire of module `m`.
+    fn field(&self, m: &mut ModuleBuilder, ctl: Expr, name: &str) -> Expr {
+        let &(_, width, lo) = self
+            .fields
+            .iter()
+            .find(|f| f.0 == name)
+            .unwrap_or_else(|| panic!("no lane control field {name}"));
+        m.wire(name, ctl.slice(lo, width))
+    }
+}
+
+fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
+    let rw = cfg.vregs().trailing_zeros();
+    let aw = cfg.vmem_words().trailing_zeros();
+    let word = Ty::u(32);
+
+    let control = LaneControl::of(cfg);
+    let ctl = m.input("ctl_i", Ty::u(control.width()));
+    let f = |m: &mut ModuleBuilder, name: &str| control.field(m, ctl, name);
+    let rf_rd_en = f(m, "rf_rd_en");
+    let rf_rd_addr: Vec<Expr> = ["rf_rd_a", "rf_rd_b", "rf_rd_c", "rf_rd_s"]
+        .iter()
+        .map(|p| f(m, p))
+        .collect();
+    let rf_load_we = f(m, "rf_load_we");
+    let rf_load_wa = f(m, "rf_load_wa");
+    let rf_alu_we = f(m, "rf_alu_we");
+    let rf_alu_wa = f(m, "rf_alu_wa");
+    let rf_write_host = f(m, "rf_write_host");
+    let vmem_rd_en = f(m, "vmem_rd_en");
+    let vmem_rd_addr = f(m, "vmem_rd_addr");
+    let vmem_we = f(m, "vmem_we");
+    let vmem_wa = f(m, "vmem_wa");
+    let vmem_write_host = f(m, "vmem_write_host");
+    let fwd: Vec<Expr> = ["fwd_a", "fwd_b", "fwd_c", "fwd_s"]
+        .iter()
+        .map(|p| f(m, p))
+        .collect();
+    let op = f(m, "op");
+    let imm = f(m, "imm");
+    let wb_load_en = f(m, "wb_en");
+    let host_reads_rf = f(m, "host_rd_rf");
+    let splat = m.input("splat_i", word);
+    // The element's own inputs: the cross-lane results and the host's data.
+    let rot_lane = m.input("rot_lane_i", word);
+    let rot_sublane = m.input("rot_sublane_i", word);
+    let reduced = m.input("reduce_i", word);
+    let host_wdata = m.input("host_wdata_i", word);
+
+    let rf = m.memory("rf", word, rw);
+    let vmem = m.memory("vmem", word, aw);
+    let wb_load = m.reg("wb_load", word);
+    let wb_alu = m.reg("wb_alu", word);
+
+    // Write ports first: the write-first read ports cover the ports that exist.
+    m.mem_write(rf, rf_load_we, rf_load_wa, wb_load.q());
+    let rf_alu_data = mux(rf_write_host, host_wdata, wb_alu.q());
+    m.mem_write(rf, rf_alu_we, rf_alu_wa, rf_alu_data);
+    let store_data = m.wire_decl("store_data", word);
+    let vmem_wdata = mux(vmem_write_host, host_wdata, store_data.value());
+    m.mem_write(vmem, vmem_we, vmem_wa, vmem_wdata);
+
+    // Write-first reads: an operand read in the cycle its producer writes
+    // back (two bundles ahead) gets the new value; the bundle just ahead is
+    // forwarded in the execute stage below.
+    let rf_data: Vec<Expr> = rf_rd_addr
+        .iter()
+        .map(|&addr| m.mem_read_write_first(rf, Some(rf_rd_en), addr))
+        .collect();
+    // A load in the cycle a store writes the same word (the bundle ahead)
+    // sees the stored value.
+    let loaded = m.mem_read_write_first(vmem, Some(vmem_rd_en), vmem_rd_addr);
+    let loaded = m.wire("loaded", loaded);
+
+    // Execute: operands from the register file or forwarded.
+    let earlier = [
+        (Fwd::Load, loaded),
+        (Fwd::WbAlu, wb_alu.q()),
+        (Fwd::WbLoad, wb_load.q()),
+    ];
+    let names = ["opnd_a", "opnd_b", "opnd_c"];
+    let operands: Vec<Expr> = (0..3)
+        .map(|i| {
+            let v = forward(fwd[i], &earlier, rf_data[i]);
+            m.wire(names[i], v)
+        })
+        .collect();
+    let (a, b, c) = (operands[0], operands[1], operands[2]);
+
+    let unit = m.instance("alu", alu);
+    m.connect(unit, "op_i", op);
+    m.connect(unit, "a_i", a);
+    m.connect(unit, "b_i", b);
+    m.connect(unit, "c_i", c);
+    m.connect(unit, "imm_i", imm);
+    let element = m.inst_output(unit, "result_o");
+    let result = m.comb_default("result", word, element);
+    m.switch(op)
+        .case(u32::from(Op::RotLane.code()), |m| {
+            m.assign(result, rot_lane)
+        })
+        .case(u32::from(Op::RotSublane.code()), |m| {
+            m.assign(result, rot_sublane)
+        })
+        .case(u32::from(Op::Splat.code()), |m| m.assign(result, splat))
+        .cases(
+            &Op::ALL
+                .iter()
+                .filter(|o| o.is_reduction())
+                .map(|o| u32::from(o.code()))
+                .collect::<Vec<_>>(),
+            |m| m.assign(result, reduced),
+        );
+    let result = result.value();
+
+    // The store sees the load and the ALU result of its own bundle.
+    let store_sources = [
+        (Fwd::Alu, result),
+        (Fwd::Load, loaded),
+        (Fwd::WbAlu, wb_alu.q()),
+        (Fwd::WbLoad, wb_load.q()),
+    ];
+    let stored = forward(fwd[3], &store_sources, rf_data[3]);
+    m.drive(store_data, stored);
+
+    // Write-back registers, loaded as a bundle leaves the execute stage.
+    m.set_next(wb_load, loaded);
+    m.set_enable(wb_load, wb_load_en);
+    m.set_next(wb_alu, result);
+    m.set_enable(wb_alu, wb_load_en);
+
+    m.output("opnd_a_o", a);
+    let host_rdata = mux(host_reads_rf, rf_data[0], loaded);
+    m.output("host_rdata_o", host_rdata);
+}

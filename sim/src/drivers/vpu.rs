@@ -1,0 +1,357 @@
+//! The VPU driver: the host of the Verilated VPU's interface (see the `vpu`
+//! crate docs): whole vectors in and out of VMEM and the register file over
+//! the host port, and programs (bundles) streamed on the instruction port.
+//!
+//! It follows the handshakes and never assumes a cycle: a bundle is accepted
+//! when `instr_ready_o` is high, a store is counted when `store_o` is, and a
+//! program is done when `busy_o` drops. It reports what it measured (the
+//! cycle each bundle was accepted, each store written, the last busy cycle)
+//! so the tests can hold the RTL to the golden cycle model exactly.
+
+use crate::from_hw::model_spec;
+use crate::verilator::{Model, ModelSpec, PortId, SimError};
+use config::vpu_isa::Bundle;
+use config::VpuConfig;
+use std::fmt;
+
+/// Why a VPU operation on the RTL failed.
+#[derive(Debug)]
+pub enum VpuError {
+    /// The model could not be built or loaded.
+    Sim(SimError),
+    /// The generator refused the configuration (a generator bug).
+    Elaboration(String),
+    /// Data of the wrong size or an address outside VMEM or the registers.
+    Shape(String),
+    /// The RTL broke its interface contract (e.g. never went idle).
+    Protocol(String),
+}
+
+impl fmt::Display for VpuError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VpuError::Sim(e) => write!(f, "{e}"),
+            VpuError::Elaboration(s) | VpuError::Shape(s) | VpuError::Protocol(s) => f.write_str(s),
+        }
+    }
+}
+
+impl std::error::Error for VpuError {}
+
+impl From<SimError> for VpuError {
+    fn from(e: SimError) -> Self {
+        VpuError::Sim(e)
+    }
+}
+
+/// Vectors from this many elements on are Verilated with each lane,
+/// reduction unit and rotator as a C++ class whose code all its instances
+/// share, instead of inlining every instance: inlined, a 128 x 8 VPU is 174
+/// MB of C++ (hours of compiling). Sharing needs Verilator's per-instance
+/// optimisations across module boundaries off (`-fno-gate -fno-dfg`), which
+/// costs speed, so smaller vectors are inlined.
+pub const SEPARATE_LANES_FROM: u32 = 64;
+
+/// The file that tells Verilator which modules not to inline.
+const NO_INLINE_FILE: &str = "vpu_no_inline.vlt";
+
+/// The Verilator model spec of the VPU for `cfg`, from `gen` (the simulated
+/// RTL is the RTL users get; only how Verilator lays out its C++ is chosen
+/// here).
+pub fn vpu_spec(cfg: &VpuConfig) -> Result<ModelSpec, VpuError> {
+    let generated = gen::generate_block(&vpu::Vpu, cfg).map_err(VpuError::Elaboration)?;
+    let top = generated
+        .top_module
+        .expect("an elaborated block has its top module's definition");
+    let mut spec = model_spec(&generated.files, &top);
+    if cfg.elems() >= SEPARATE_LANES_FROM {
+        let mut vlt = String::from("`verilator_config\n");
+        for f in &generated.files {
+            let Some(module) = &f.module else { continue };
+            if ["vpu_lane_", "vpu_reduce_", "vpu_rotate_"]
+                .iter()
+                .any(|p| module.starts_with(p))
+            {
+                vlt.push_str(&format!("no_inline -module \"{module}\"\n"));
+            }
+        }
+        spec = spec
+            .source(NO_INLINE_FILE, vlt)
+            .verilator_arg("-fno-gate")
+            .verilator_arg("-fno-dfg");
+    }
+    Ok(spec)
+}
+
+/// The VPU's ports on a model of it.
+#[derive(Debug, Clone, Copy)]
+pub struct VpuPorts {
+    pub instr_valid: PortId,
+    pub instr: PortId,
+    pub instr_ready: PortId,
+    pub host_valid: PortId,
+    pub host_ready: PortId,
+    pub host_write: PortId,
+    pub host_space: PortId,
+    pub host_addr: PortId,
+    pub host_wdata: PortId,
+    pub host_rdata: PortId,
+    pub host_rvalid: PortId,
+    pub store: PortId,
+    pub busy: PortId,
+    pub error: PortId,
+    pub reset: PortId,
+}
+
+impl VpuPorts {
+    /// Looks every port up on `model`.
+    pub fn of(model: &Model) -> Result<VpuPorts, SimError> {
+        use vpu::ports::*;
+        let port = |name: &str| model.port(name);
+        Ok(VpuPorts {
+            instr_valid: port(INSTR_VALID)?,
+            instr: port(INSTR)?,
+            instr_ready: port(INSTR_READY)?,
+            host_valid: port(HOST_VALID)?,
+            host_ready: port(HOST_READY)?,
+            host_write: port(HOST_WRITE)?,
+            host_space: port(HOST_SPACE)?,
+            host_addr: port(HOST_ADDR)?,
+            host_wdata: port(HOST_WDATA)?,
+            host_rdata: port(HOST_RDATA)?,
+            host_rvalid: port(HOST_RVALID)?,
+            store: port(STORE)?,
+            busy: port(BUSY)?,
+            error: port(ERROR)?,
+            reset: port(hw::ir::RESET)?,
+        })
+    }
+}
+
+/// What the RTL did while running one program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunStats {
+    /// The cycle each bundle was accepted, counted from the first acceptance.
+    pub accept: Vec<u64>,
+    /// The cycle of each store (`store_o` high), in order.
+    pub stores: Vec<u64>,
+    /// The last cycle `busy_o` was high.
+    pub last_busy: u64,
+    /// From the first acceptance through the last store (without stores:
+    /// through the last busy cycle), as `golden::vpu::Schedule::cycles`.
+    pub cycles: u64,
+}
+
+/// Where a host access goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Space {
+    Vmem,
+    Registers,
+}
+
+/// A Verilated VPU of one configuration.
+pub struct VpuDriver {
+    cfg: VpuConfig,
+    model: Model,
+    p: VpuPorts,
+    /// `host_wdata_i` as words (W of them).
+    words: Vec<u32>,
+}
+
+impl VpuDriver {
+    /// Builds (or loads from the cache) the Verilated VPU for `cfg` and resets it.
+    pub fn new(cfg: &VpuConfig) -> Result<VpuDriver, VpuError> {
+        let model = Model::build(&vpu_spec(cfg)?, &vpu::top_name(cfg))?;
+        let p = VpuPorts::of(&model)?;
+        let mut d = VpuDriver {
+            cfg: *cfg,
+            model,
+            p,
+            words: vec![0; cfg.elems() as usize],
+        };
+        d.reset();
+        Ok(d)
+    }
+
+    pub fn config(&self) -> &VpuConfig {
+        &self.cfg
+    }
+
+    /// The underlying model (benchmarks, waveforms).
+    pub fn model_mut(&mut self) -> &mut Model {
+        &mut self.model
+    }
+
+    /// Drives every input low and holds reset for one cycle: the pipeline is
+    /// empty and the error flag clear (registers and VMEM keep their contents).
+    pub fn reset(&mut self) {
+        let p = self.p;
+        for port in [
+            p.instr_valid,
+            p.host_valid,
+            p.host_write,
+            p.host_space,
+            p.host_addr,
+        ] {
+            self.model.poke(port, 0);
+        }
+        self.model.poke(p.reset, 1);
+        self.model.step();
+        self.model.poke(p.reset, 0);
+    }
+
+    /// Whether the error flag (an illegal instruction) is set.
+    pub fn error_flag(&mut self) -> bool {
+        self.model.eval();
+        self.model.peek(self.p.error) == 1
+    }
+
+    fn w(&self) -> usize {
+        self.cfg.elems() as usize
+    }
+
+    fn depth(&self, space: Space) -> usize {
+        match space {
+            Space::Vmem => self.cfg.vmem_words() as usize,
+            Space::Registers => self.cfg.vregs() as usize,
+        }
+    }
+
+    fn check_range(&self, space: Space, start: usize, count: usize) -> Result<(), VpuError> {
+        let depth = self.depth(space);
+        if start + count > depth {
+            return Err(VpuError::Shape(format!(
+                "{count} words from {start} do not fit the {depth} of {space:?}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Waits (stepping) until the host port is ready; it is while idle.
+    fn wait_host_ready(&mut self) -> Result<(), VpuError> {
+        for _ in 0..1_000_000 {
+            self.model.eval();
+            if self.model.peek(self.p.host_ready) == 1 {
+                return Ok(());
+            }
+            self.model.step();
+        }
+        Err(VpuError::Protocol("host_ready_o never came back".into()))
+    }
+
+    /// Writes `data` (whole vectors, W elements each) to consecutive words
+    /// from `start`, one per cycle.
+    pub fn write(&mut self, space: Space, start: usize, data: &[u32]) -> Result<(), VpuError> {
+        let w = self.w();
+        if !data.len().is_multiple_of(w) {
+            return Err(VpuError::Shape(format!(
+                "{} elements are not whole vectors of {w}",
+                data.len()
+            )));
+        }
+        self.check_range(space, start, data.len() / w)?;
+        self.wait_host_ready()?;
+        let p = self.p;
+        self.model.poke(p.host_valid, 1);
+        self.model.poke(p.host_write, 1);
+        self.model
+            .poke(p.host_space, (space == Space::Registers) as u64);
+        for (k, vector) in data.chunks_exact(w).enumerate() {
+            self.words.copy_from_slice(vector);
+            self.model.poke(p.host_addr, (start + k) as u64);
+            self.model.poke_wide(p.host_wdata, &self.words);
+            self.model.step();
+        }
+        self.model.poke(p.host_valid, 0);
+        self.model.poke(p.host_write, 0);
+        Ok(())
+    }
+
+    /// Reads `count` consecutive words from `start` (one request per cycle,
+    /// each answered the next cycle).
+    pub fn read(&mut self, space: Space, start: usize, count: usize) -> Result<Vec<u32>, VpuError> {
+        self.check_range(space, start, count)?;
+        self.wait_host_ready()?;
+        let p = self.p;
+        let mut out = Vec::with_capacity(count * self.w());
+        self.model.poke(p.host_write, 0);
+        self.model
+            .poke(p.host_space, (space == Space::Registers) as u64);
+        self.model.poke(p.host_valid, 1);
+        for k in 0..count {
+            self.model.poke(p.host_addr, (start + k) as u64);
+            self.model.step();
+            if self.model.peek(p.host_rvalid) != 1 {
+                return Err(VpuError::Protocol(
+                    "host_rvalid_o not set the cycle after a read".into(),
+                ));
+            }
+            out.extend(self.model.peek_wide(p.host_rdata));
+        }
+        self.model.poke(p.host_valid, 0);
+        Ok(out)
+    }
+
+    /// Streams `program`, one bundle per cycle as the VPU accepts them, and
+    /// waits until it is idle; returns what it measured.
+    pub fn run(&mut self, program: &[Bundle]) -> Result<RunStats, VpuError> {
+        if program.is_empty() {
+            return Err(VpuError::Shape("an empty program".into()));
+        }
+        let p = self.p;
+        let mut accept = Vec::with_capacity(program.len());
+        let mut stores = Vec::new();
+        let mut last_busy = 0u64;
+        let mut next = 0usize;
+        // Cycle 0 is the first acceptance: the unit is idle and the host
+        // port quiet, so the first bundle is accepted at once.
+        let mut cycle = 0u64;
+        let limit = program.len() as u64 * u64::from(vpu::reduction_cycles(&self.cfg)) + 16;
+        self.model.poke(p.host_valid, 0);
+        loop {
+            if next < program.len() {
+                self.model.poke(p.instr_valid, 1);
+                self.model.poke_wide(p.instr, &program[next].words());
+            } else {
+                self.model.poke(p.instr_valid, 0);
+            }
+            self.model.eval();
+            if next < program.len() && self.model.peek(p.instr_ready) == 1 {
+                accept.push(cycle);
+                next += 1;
+            } else if cycle == 0 {
+                return Err(VpuError::Protocol(
+                    "the idle VPU did not accept the first bundle".into(),
+                ));
+            }
+            if self.model.peek(p.store) == 1 {
+                stores.push(cycle);
+            }
+            let busy = self.model.peek(p.busy) == 1;
+            if busy {
+                last_busy = cycle;
+            }
+            // Idle after the last acceptance: every bundle has written back.
+            if next == program.len() && !busy && accept.last().is_some_and(|&a| cycle > a) {
+                break;
+            }
+            self.model.step();
+            cycle += 1;
+            if cycle > limit {
+                return Err(VpuError::Protocol(format!(
+                    "program of {} bundles not finished after {cycle} cycles ({} accepted)",
+                    program.len(),
+                    accept.len()
+                )));
+            }
+        }
+        self.model.poke(p.instr_valid, 0);
+        let cycles = stores.last().copied().unwrap_or(last_busy) + 1;
+        Ok(RunStats {
+            accept,
+            stores,
+            last_busy,
+            cycles,
+        })
+    }
+}
