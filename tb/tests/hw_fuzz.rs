@@ -286,6 +286,27 @@ const PINNED: &[Pinned] = &[
                 with Icarus and the evaluator)",
         wrong_on_5006: true,
     },
+    Pinned {
+        seed: 6_859_787_956_538_440_806,
+        round: 2,
+        size: VERILATOR_SIZE,
+        fingerprint: 0xcca7_0c7b_61d9_0cc8,
+        found: "Verilator 5.048 stopped with an internal error in its data-flow \
+                cycle breaker (`TraceDriver - Unhandled vertex type: NEGATE`) on \
+                a negation in a path through the grid; models are now built with \
+                `-fno-dfg-break-cycles` on 5.048",
+        wrong_on_5006: false,
+    },
+    Pinned {
+        seed: 18_071_420_112_026_974_698,
+        round: 1,
+        size: VERILATOR_SIZE,
+        fingerprint: 0x1d3b_49ed_e63a_df8a,
+        found: "Verilator 5.048's data-flow peephole `fold-rep` gave two wrong \
+                bits in one output; models are now built with \
+                `-fno-dfg-peephole-fold-rep` on 5.048",
+        wrong_on_5006: false,
+    },
 ];
 
 #[test]

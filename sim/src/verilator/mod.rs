@@ -48,3 +48,26 @@ pub fn verilator_release() -> Result<&'static str, SimError> {
 /// their models are built with `-fno-dfg`. The fuzz runs in CI on the default
 /// release with the optimizer on.
 pub const RELEASES_WITHOUT_DFG: &[&str] = &["5.006"];
+
+/// Parts of the data-flow-graph optimizer turned off per release, each with
+/// the fault that put it here (found by `tb/tests/hw_fuzz.rs`, whose pinned
+/// seeds replay them). Turning off one pass or one peephole pattern keeps the
+/// rest of the optimizer, and its speed, for every other design.
+pub const DFG_PASSES_OFF: &[(&str, &[(&str, &str)])] = &[(
+    "5.048",
+    &[
+        (
+            "-fno-dfg-break-cycles",
+            "the cycle breaker stops with an internal error (\"TraceDriver - \
+             Unhandled vertex type: NEGATE\") on a negation in a combinational \
+             path through several instances (seed 6859787956538440806); it only \
+             removes false combinational cycles, which hw designs do not rely on",
+        ),
+        (
+            "-fno-dfg-peephole-fold-rep",
+            "the constant folding of replications gives wrong bits in a \
+             replication's result (seed 18071420112026974698, one output off \
+             in two bits; Icarus and the evaluator agree)",
+        ),
+    ],
+)];
