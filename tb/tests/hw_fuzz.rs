@@ -302,9 +302,19 @@ const PINNED: &[Pinned] = &[
         round: 1,
         size: VERILATOR_SIZE,
         fingerprint: 0x1d3b_49ed_e63a_df8a,
-        found: "Verilator 5.048's data-flow peephole `fold-rep` gave two wrong \
-                bits in one output; models are now built with \
-                `-fno-dfg-peephole-fold-rep` on 5.048",
+        found: "Verilator 5.048's data-flow peephole pattern `fold-rep` gave two \
+                wrong bits in one output; models are now built with \
+                `-fno-dfg-peephole` on 5.048",
+        wrong_on_5006: false,
+    },
+    Pinned {
+        seed: 4_060_818_615_367_834_538,
+        round: 2,
+        size: VERILATOR_SIZE,
+        fingerprint: 0x6f36_b071_f2b6_ea2b,
+        found: "Verilator 5.048's data-flow peephole pattern \
+                `push-sel-through-shiftl` gave one wrong bit in one output; \
+                models are now built with `-fno-dfg-peephole` on 5.048",
         wrong_on_5006: false,
     },
 ];
