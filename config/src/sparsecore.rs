@@ -17,12 +17,16 @@ pub const MAX_TILES: u32 = 16;
 pub const MAX_DIM: u32 = 1024;
 /// The largest batch the scratchpads hold, in samples.
 pub const MAX_BATCH: u32 = 4096;
-/// Entry queue depth: a power of two in this range.
-pub const QUEUE_DEPTH_RANGE: std::ops::RangeInclusive<u32> = 2..=1024;
-/// HBM reads in flight: a power of two in this range.
-pub const HBM_INFLIGHT_RANGE: std::ops::RangeInclusive<u32> = 1..=256;
-/// The fixed HBM latency of the cycle model and the benchmark, in cycles.
-pub const HBM_LATENCY_RANGE: std::ops::RangeInclusive<u32> = 1..=4096;
+/// Entry queue depth: a power of two in this range (from 4 on, a host that
+/// pushes whenever the queue has room keeps up with the sequencer).
+pub const QUEUE_DEPTH_RANGE: std::ops::RangeInclusive<u32> = 4..=1024;
+/// HBM reads in flight: a power of two in this range (the block's request
+/// bookkeeping is a first-word fall-through FIFO, which sustains one word per
+/// cycle from depth 3 on).
+pub const HBM_INFLIGHT_RANGE: std::ops::RangeInclusive<u32> = 4..=256;
+/// The fixed HBM latency of the cycle model and the benchmark, in cycles
+/// (the interface needs at least 2, see the `sparsecore` crate docs).
+pub const HBM_LATENCY_RANGE: std::ops::RangeInclusive<u32> = 2..=4096;
 /// The largest partial-sum scratchpad, in 32-byte words (8 fp32 each).
 pub const MAX_SCRATCHPAD_WORDS: u32 = 1 << 16;
 /// fp32 elements per HBM word (32 bytes) and per scratchpad word.
@@ -281,10 +285,12 @@ mod tests {
         // 4096 samples x 128 words is past the scratchpad limit.
         assert!(SparseCoreConfig::new(4, 1024, 4096).is_err());
         assert!(SparseCoreConfig::with(4, 8, 4, 3, 4, 10).is_err());
+        assert!(SparseCoreConfig::with(4, 8, 4, 2, 4, 10).is_err());
         assert!(SparseCoreConfig::with(4, 8, 4, 4, 3, 10).is_err());
-        assert!(SparseCoreConfig::with(4, 8, 4, 4, 4, 0).is_err());
+        assert!(SparseCoreConfig::with(4, 8, 4, 4, 2, 10).is_err());
+        assert!(SparseCoreConfig::with(4, 8, 4, 4, 4, 1).is_err());
         assert!(SparseCoreConfig::with(4, 8, 4, 4, 512, 10).is_err());
-        assert!(SparseCoreConfig::with(4, 8, 4, 2, 1, 1).is_ok());
+        assert!(SparseCoreConfig::with(4, 8, 4, 4, 4, 2).is_ok());
     }
 
     #[test]

@@ -118,3 +118,91 @@ pub fn update(table: Table, prepared: &Prepared, grad: &[u32], batch: u32, lr: u
         rows_written,
     }
 }
+
+/// The HBM and queue parameters a cycle count depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// Cycles from a read's handshake to its response (at least 2).
+    pub hbm_latency: u32,
+    /// Reads the block keeps outstanding at most.
+    pub hbm_inflight: u32,
+}
+
+/// What the cycle model predicts for one forward pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForwardCycles {
+    /// From the cycle `start_i` is accepted (cycle 0) through the last cycle
+    /// `busy_o` is high.
+    pub cycles: u64,
+    /// 32-byte HBM words read.
+    pub words_read: u64,
+}
+
+/// The SparseCore's timing contract (`sparsecore` crate docs, "Protocol and
+/// timing contract") for a forward pass, with HBM always ready and answering
+/// every read exactly `hbm_latency` cycles after it, and a host that keeps the
+/// entry queue from running dry.
+///
+/// One sequencer walks the tiles in order. Clearing the partial sums takes
+/// S = B x ceil(D/8) cycles (cycles 1 ..= S). In a walk, every cycle takes
+/// one step: a marker ends the walk, an entry with an id outside the table
+/// is skipped, a valid entry issues the words its row covers, one per cycle,
+/// a word waiting while `hbm_inflight` reads are outstanding (a read answered
+/// in cycle r no longer counts from cycle r + 1). The fold starts 2 cycles
+/// after the marker, or 3 cycles after the tile's last response when that is
+/// later, and lasts S cycles; then the next walk starts, or after the last
+/// tile the pass ends one cycle later (the last fold write).
+pub fn forward_cycles(
+    prepared: &Prepared,
+    rows: u32,
+    dim: u32,
+    batch: u32,
+    timing: Timing,
+) -> ForwardCycles {
+    let latency = u64::from(timing.hbm_latency);
+    let inflight = timing.hbm_inflight as usize;
+    let span = u64::from(batch) * u64::from(dim.div_ceil(8));
+    let mut t = span + 1;
+    let mut outstanding: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
+    let mut words_read = 0;
+    let mut end = 0;
+    for (i, entries) in prepared.tiles.iter().enumerate() {
+        let mut last_response = None;
+        for e in entries {
+            if !id_in_table(e.id, rows) || e.sample >= batch {
+                t += 1;
+                continue;
+            }
+            let first = u64::from(e.id as u32) * u64::from(dim);
+            let words = (first + u64::from(dim) - 1) / 8 - first / 8 + 1;
+            for _ in 0..words {
+                let mut c = t;
+                // Reads answered before cycle c no longer count.
+                while outstanding.front().is_some_and(|&r| r < c) {
+                    outstanding.pop_front();
+                }
+                if outstanding.len() == inflight {
+                    c = outstanding.pop_front().expect("full") + 1;
+                }
+                let r = c + latency;
+                outstanding.push_back(r);
+                last_response = Some(r);
+                words_read += 1;
+                t = c + 1;
+            }
+        }
+        let marker = t;
+        let fold = match last_response {
+            Some(r) => (marker + 2).max(r + 3),
+            None => marker + 2,
+        };
+        t = fold + span;
+        if i + 1 == prepared.tiles.len() {
+            end = fold + span + 1;
+        }
+    }
+    ForwardCycles {
+        cycles: end,
+        words_read,
+    }
+}
