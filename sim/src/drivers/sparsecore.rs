@@ -239,13 +239,7 @@ impl SparseCoreDriver {
     /// Drives every input low and holds reset for one cycle.
     pub fn reset(&mut self) {
         let p = self.p;
-        for port in [
-            p.start,
-            p.ent_valid,
-            p.rd_ready,
-            p.rsp_valid,
-            p.act_rd_en,
-        ] {
+        for port in [p.start, p.ent_valid, p.rd_ready, p.rsp_valid, p.act_rd_en] {
             self.model.poke(port, 0);
         }
         self.model.poke(p.reset, 1);
@@ -265,7 +259,10 @@ impl SparseCoreDriver {
         hbm: HbmBehaviour,
     ) -> Result<ForwardRun, SparseCoreError> {
         self.check_shape(table, rows, dim, batch, prepared)?;
-        if let HbmBehaviour::Random { min, max, ready, .. } = hbm {
+        if let HbmBehaviour::Random {
+            min, max, ready, ..
+        } = hbm
+        {
             if min < 2 || max < min || !(ready > 0.0 && ready <= 1.0) {
                 return Err(SparseCoreError::Shape(format!(
                     "random HBM latency {min}..={max} (at least 2) with ready rate {ready} in (0, 1]"
@@ -282,7 +279,11 @@ impl SparseCoreDriver {
         // The stream: each tile's entries, then its marker.
         let mut stream: Vec<Option<(u32, u32, u32)>> = Vec::new();
         for entries in &prepared.tiles {
-            stream.extend(entries.iter().map(|e| Some((e.id as u32, e.sample, e.gain))));
+            stream.extend(
+                entries
+                    .iter()
+                    .map(|e| Some((e.id as u32, e.sample, e.gain))),
+            );
             stream.push(None);
         }
         let mut mem = Hbm::new(table, hbm);
