@@ -206,3 +206,101 @@ pub fn forward_cycles(
         words_read,
     }
 }
+
+/// What the cycle model predicts for one update pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpdateCycles {
+    /// From the cycle `start_i` is accepted (cycle 0) through the last cycle
+    /// `busy_o` is high.
+    pub cycles: u64,
+    /// 32-byte HBM words read and written (each updated row once each way).
+    pub words_read: u64,
+    pub words_written: u64,
+}
+
+/// Issues `words` reads from cycle `t` under the in-flight rule; returns the
+/// cycle after the last issue and the last response's cycle.
+fn issue_reads(
+    mut t: u64,
+    words: u64,
+    latency: u64,
+    inflight: usize,
+    outstanding: &mut std::collections::VecDeque<u64>,
+) -> (u64, u64) {
+    let mut last = 0;
+    for _ in 0..words {
+        let mut c = t;
+        while outstanding.front().is_some_and(|&r| r < c) {
+            outstanding.pop_front();
+        }
+        if outstanding.len() == inflight {
+            c = outstanding.pop_front().expect("full") + 1;
+        }
+        last = c + latency;
+        outstanding.push_back(last);
+        t = c + 1;
+    }
+    (t, last)
+}
+
+/// The SparseCore's timing contract for an update pass (`sparsecore` crate
+/// docs), with HBM always ready, a fixed `hbm_latency` and a host that keeps
+/// the entry queue from running dry.
+///
+/// There is no clear: the walk starts in cycle 1, but the first entry, pushed
+/// in the start's cycle, reaches the head of the queue in cycle 2, so the
+/// first step is in cycle 2. A marker takes one cycle (after
+/// the last tile's, the pass ends); an entry with an id outside the table
+/// one cycle. An id's first entry takes one cycle, then every entry of the
+/// id ceil(D/8) cycles (its gradient row into U) and one more (looking at
+/// the next entry). Then the id's row is read, one word per cycle under the
+/// in-flight rule, each word written back the cycle after its response and
+/// leaving the write queue two cycles later; the walk resumes one cycle
+/// after the last read was issued, or 5 cycles after the last response if
+/// that is later.
+pub fn update_cycles(
+    prepared: &Prepared,
+    rows: u32,
+    dim: u32,
+    batch: u32,
+    timing: Timing,
+) -> UpdateCycles {
+    let latency = u64::from(timing.hbm_latency);
+    let inflight = timing.hbm_inflight as usize;
+    let chunks = u64::from(dim.div_ceil(8));
+    let mut outstanding = std::collections::VecDeque::new();
+    let mut t = 2u64;
+    let mut words = 0u64;
+    let mut end = 0;
+    for (i, entries) in prepared.tiles.iter().enumerate() {
+        let mut k = 0;
+        while k < entries.len() {
+            let e = entries[k];
+            if !id_in_table(e.id, rows) || e.sample >= batch {
+                t += 1;
+                k += 1;
+                continue;
+            }
+            t += 1;
+            while k < entries.len() && entries[k].id == e.id && entries[k].sample < batch {
+                t += chunks + 1;
+                k += 1;
+            }
+            let first = u64::from(e.id as u32) * u64::from(dim);
+            let row_words = (first + u64::from(dim) - 1) / 8 - first / 8 + 1;
+            words += row_words;
+            let (after, last) = issue_reads(t, row_words, latency, inflight, &mut outstanding);
+            t = (after + 1).max(last + 5);
+        }
+        // The marker.
+        if i + 1 == prepared.tiles.len() {
+            end = t + 1;
+        }
+        t += 1;
+    }
+    UpdateCycles {
+        cycles: end,
+        words_read: words,
+        words_written: words,
+    }
+}

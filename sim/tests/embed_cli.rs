@@ -193,43 +193,56 @@ fn rtl_and_golden_report_the_same_cycles() {
 }
 
 #[test]
-fn update_writes_the_whole_table() {
+fn update_writes_the_whole_table_on_the_rtl_and_golden() {
     let c = Case::new();
     let p = prepare(&IDS, &SAMPLES, &gains(), V, B, 2).unwrap();
     let (_, grad) = read_f32(&c.path("GR.npy"));
     let lr = 0.1f32.to_bits();
     let want = update(Table::new(&table(), V, D), &p, &grad, B, lr).table;
-    let mut args: Vec<&str> = ENTRIES.to_vec();
-    args.extend_from_slice(&[
-        "--grad",
-        "GR.npy",
-        "--lr",
-        "0.1",
-        "--out",
-        "E2.npy",
-        "--tiles",
-        "2",
-        "--skip-invalid",
-        "--golden",
-        "--stats",
-    ]);
-    let out = c.run("embed-update", &args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let (shape, got) = read_f32(&c.path("E2.npy"));
-    assert_eq!(shape, vec![V as u64, D as u64]);
-    assert_eq!(got, want);
-    // The NaN payload of untouched row 1 is kept bit for bit.
-    assert_eq!(got[7], 0xFFC1_2345);
-    let s = stats_of(&out);
-    assert_eq!(
-        (s["entries"].clone(), s["invalid"].clone()),
-        (4.into(), 1.into())
-    );
-    assert_eq!(s["rows_written"], 4);
+    let mut cycles = Vec::new();
+    for golden in [false, true] {
+        let mut args: Vec<&str> = ENTRIES.to_vec();
+        args.extend_from_slice(&[
+            "--grad",
+            "GR.npy",
+            "--lr",
+            "0.1",
+            "--out",
+            "E2.npy",
+            "--tiles",
+            "2",
+            "--skip-invalid",
+            "--stats",
+        ]);
+        if golden {
+            args.push("--golden");
+        }
+        let out = c.run("embed-update", &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (shape, got) = read_f32(&c.path("E2.npy"));
+        assert_eq!(shape, vec![V as u64, D as u64]);
+        assert_eq!(got, want, "golden={golden}");
+        // The NaN payload of untouched row 1 is kept bit for bit.
+        assert_eq!(got[7], 0xFFC1_2345);
+        let s = stats_of(&out);
+        assert_eq!(
+            (s["entries"].clone(), s["invalid"].clone()),
+            (4.into(), 1.into())
+        );
+        assert_eq!(s["backend"], if golden { "golden" } else { "rtl" });
+        assert!(s["hbm_words_written"].as_u64().unwrap() >= 4, "{s}");
+        cycles.push((
+            s["cycles"].clone(),
+            s["hbm_words_read"].clone(),
+            s["hbm_words_written"].clone(),
+        ));
+        std::fs::remove_file(c.path("E2.npy")).unwrap();
+    }
+    assert_eq!(cycles[0], cycles[1]);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! tiles) sit beside random batches with Zipf-distributed ids.
 
 use config::SparseCoreConfig;
-use golden::sparsecore::{forward, forward_cycles, Table, Timing};
+use golden::sparsecore::{forward, forward_cycles, update, update_cycles, Table, Timing};
 use golden::sparsecore_host::{prepare, Prepared};
 use golden::vectors::read_embed_forward;
 use rand::Rng;
@@ -58,6 +58,51 @@ fn check(
 /// The models these tests use: rows up to 24 elements, batches up to 8.
 fn small(tiles: u32) -> SparseCoreConfig {
     cfg(tiles, 24, 8)
+}
+
+/// Runs one update pass on the RTL and checks the whole table against the
+/// golden model; with a fixed latency also the cycle count.
+#[allow(clippy::too_many_arguments)]
+fn check_update(
+    d: &mut SparseCoreDriver,
+    what: &str,
+    table: &[u32],
+    rows: u32,
+    dim: u32,
+    batch: u32,
+    p: &Prepared,
+    grad: &[u32],
+    lr: u32,
+    hbm: HbmBehaviour,
+) {
+    let want = update(Table::new(table, rows, dim), p, grad, batch, lr);
+    let got = d
+        .update(table, rows, dim, batch, p, grad, lr, hbm)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(got.table.len(), want.table.len(), "{what}");
+    for (i, (&g, &w)) in got.table.iter().zip(&want.table).enumerate() {
+        assert_eq!(
+            g,
+            w,
+            "{what}: E[{}][{}] = {g:08x}, want {w:08x}",
+            i as u32 / dim,
+            i as u32 % dim
+        );
+    }
+    assert_eq!(got.invalid, want.invalid, "{what}: invalid count");
+    if let HbmBehaviour::Fixed(latency) = hbm {
+        let timing = Timing {
+            hbm_latency: latency,
+            hbm_inflight: d.config().hbm_inflight(),
+        };
+        let model = update_cycles(p, rows, dim, batch, timing);
+        assert_eq!(got.words_read, model.words_read, "{what}: HBM words read");
+        assert_eq!(
+            got.words_written, model.words_written,
+            "{what}: HBM words written"
+        );
+        assert_eq!(got.cycles, model.cycles, "{what}: cycles");
+    }
 }
 
 #[test]
@@ -375,4 +420,120 @@ fn many_entries_stall_on_the_queue_and_keep_every_one() {
         seed: rng.gen(),
     };
     check(&mut d, "random", &table, rows, dim, 8, &p, hbm);
+}
+
+#[test]
+fn update_one_id_then_random_zipf_updates() {
+    let mut rng = tb::seed::rng_for("random_updates");
+    let mut d = SparseCoreDriver::new(&small(1)).unwrap();
+    let table: Vec<u32> = (0..4 * 5).map(|i| 0x3F80_0000 + (i << 18)).collect();
+    let grad: Vec<u32> = (0..2 * 5).map(|i| 0x3E00_0000 + (i << 18)).collect();
+    let p = prepare(&[2, 2], &[0, 1], &[0x3F80_0000, 0x4000_0000], 4, 2, 1).unwrap();
+    check_update(
+        &mut d,
+        "one id",
+        &table,
+        4,
+        5,
+        2,
+        &p,
+        &grad,
+        0x3DCC_CCCD,
+        HbmBehaviour::Fixed(3),
+    );
+    for tiles in [1, 3] {
+        let mut d = SparseCoreDriver::new(&small(tiles)).unwrap();
+        for round in 0..tb::seed::soak_rounds(10) {
+            let b = random_batch(&mut rng, 24, 8);
+            let p = prepare(&b.ids, &b.samples, &b.gains, b.rows, b.batch, tiles).unwrap();
+            let specials = [0.0, 0.05][rng.gen_range(0..2)];
+            let grad: Vec<u32> = (0..b.batch * b.dim)
+                .map(|_| value(&mut rng, specials))
+                .collect();
+            let lr = value(&mut rng, specials);
+            let latency = rng.gen_range(2..=12);
+            let what = format!(
+                "update T={tiles} round {round}: V={} D={} B={} n={} latency {latency}",
+                b.rows,
+                b.dim,
+                b.batch,
+                b.ids.len()
+            );
+            check_update(
+                &mut d,
+                &what,
+                &b.table,
+                b.rows,
+                b.dim,
+                b.batch,
+                &p,
+                &grad,
+                lr,
+                HbmBehaviour::Fixed(latency),
+            );
+            let hbm = HbmBehaviour::Random {
+                min: 2,
+                max: 25,
+                ready: 0.6,
+                seed: rng.gen(),
+            };
+            check_update(
+                &mut d,
+                &format!("{what} {hbm:?}"),
+                &b.table,
+                b.rows,
+                b.dim,
+                b.batch,
+                &p,
+                &grad,
+                lr,
+                hbm,
+            );
+        }
+    }
+}
+
+#[test]
+fn update_rows_of_1_5_8_21_and_128_elements() {
+    let mut rng = tb::seed::rng_for("update_rows_straddle_words");
+    let mut d = SparseCoreDriver::new(&small(2)).unwrap();
+    let mut wide = SparseCoreDriver::new(&cfg(1, 128, 2)).unwrap();
+    for dim in [1, 5, 8, 21, 128] {
+        let rows = 13;
+        let table: Vec<u32> = (0..rows * dim).map(|_| value(&mut rng, 0.02)).collect();
+        let grad: Vec<u32> = (0..2 * dim).map(|_| value(&mut rng, 0.02)).collect();
+        // Neighbouring ids share HBM words when D is not a multiple of 8.
+        let ids: Vec<i32> = (0..rows as i32).chain([3, 4, 5, 12]).collect();
+        let samples: Vec<i32> = (0..ids.len() as i32).map(|i| i % 2).collect();
+        let gains: Vec<u32> = (0..ids.len()).map(|_| value(&mut rng, 0.0)).collect();
+        let (driver, tiles) = if dim <= 24 {
+            (&mut d, 2)
+        } else {
+            (&mut wide, 1)
+        };
+        let p = prepare(&ids, &samples, &gains, rows, 2, tiles).unwrap();
+        for hbm in [
+            HbmBehaviour::Fixed(2),
+            HbmBehaviour::Fixed(17),
+            HbmBehaviour::Random {
+                min: 2,
+                max: 9,
+                ready: 0.5,
+                seed: rng.gen(),
+            },
+        ] {
+            check_update(
+                driver,
+                &format!("update D={dim} {hbm:?}"),
+                &table,
+                rows,
+                dim,
+                2,
+                &p,
+                &grad,
+                0x3F00_0000,
+                hbm,
+            );
+        }
+    }
 }

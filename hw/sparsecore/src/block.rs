@@ -31,7 +31,7 @@ impl Block for SparseCore {
     }
 
     fn description(&self) -> &'static str {
-        "embedding gather and combine over HBM: T tiles on one sequencer, 8-wide fp32 combine"
+        "embedding gather, combine and scatter-add over HBM: T tiles on one sequencer, 8-wide fp32 combine"
     }
 
     fn params(&self) -> Vec<Param> {

@@ -1,5 +1,6 @@
-//! The SparseCore: embedding lookups (gather and combine) over a table in HBM,
-//! bit-exact to `numerics.md`, section "SparseCore".
+//! The SparseCore: embedding lookups (gather and combine) and updates
+//! (scatter-add) over a table in HBM, bit-exact to `numerics.md`, section
+//! "SparseCore".
 //!
 //! # What it computes
 //!
@@ -11,6 +12,11 @@
 //! the block checks bounds itself: an entry whose id is outside [0, V) (or
 //! whose sample is outside [0, B)) is never read, never written, and counted
 //! in `invalid_o`.
+//!
+//! An update (`mode_i` = 1): for every id with entries, U[d] = +0.0 plus
+//! mul32(g, G[s][d]) over its entries in the order received, then
+//! E[id][d] = sub32(E[id][d], mul32(lr, U[d])), each row written once; the
+//! gradient G[B][D] is loaded into the activation buffer first.
 //!
 //! # Micro-architecture
 //!
@@ -42,8 +48,18 @@
 //! ceil((o + D) / 8) cycles per entry (o = id x D mod 8), one cycle per entry
 //! with an invalid id and per marker, plus per tile the drain of its last reads
 //! (HBM latency + 2 cycles) and the fold (B x ceil(D/8) cycles), plus one
-//! clear of B x ceil(D/8) cycles per pass. Update (scatter-add) is not built
-//! in this block yet; `golden::sparsecore::update` models it.
+//! clear of B x ceil(D/8) cycles per pass.
+//!
+//! An update runs the same datapath the other way, one id at a time: the
+//! id's gradient rows are combined into U (scratchpad words 0 ..
+//! ceil(D/8) - 1, one word per cycle, read from the activation buffer), then
+//! the id's table row is read from HBM, each word rotated into bank order,
+//! combined as E - lr x U by the same eight lanes, rotated back and written
+//! to HBM with a lane mask (so neighbouring rows sharing a word are not
+//! touched) through a write queue that holds a whole row. The next id's
+//! reads wait until the row's writes are out, so a row that shares a word
+//! with the previous one reads it updated. Update throughput is therefore
+//! latency-bound (one row's read latency per id), not bandwidth-bound.
 //!
 //! # Interface
 //!
@@ -63,6 +79,10 @@
 //! | `act_rd_en_i`, `act_rd_addr_i` | 1, scratchpad address | read an activation word (while idle) ... |
 //! | `act_rd_data_o` | 256 | ... the cycle after: A[s][8j + k] at bits 32k+31..32k for word s x ceil(D/8) + j |
 //! | `invalid_o` | 32 | entries skipped since the pass started |
+//! | `mode_i`, `lr_i` | 1, 32 | 0 forward, 1 update; the learning rate (fp32), sampled at the start |
+//! | `act_wr_en_i`, `act_wr_addr_i`, `act_wr_data_i` | 1, scratchpad address, 256 | write a gradient word (while `busy_o` is low), G in A's layout |
+//! | `hbm_wr_valid_o`, `hbm_wr_ready_i` | 1, 1 | an HBM write (update only) ... |
+//! | `hbm_wr_addr_o`, `hbm_wr_data_o`, `hbm_wr_mask_o` | as the read address, 256, 8 | ... of the lanes whose mask bit is set |
 //!
 //! # Protocol and timing contract
 //!
@@ -87,10 +107,23 @@
 //!   tile's walk starts in cycle f + S; after tile T-1, `busy_o` is high
 //!   through cycle f + S and low from f + S + 1.
 //!
+//! - Update: no clear; the walk starts in cycle 1 (an entry pushed in the
+//!   start's cycle reaches the head of the queue in cycle 2). A marker takes one cycle
+//!   (after tile T-1's, `busy_o` is low from the next cycle); an invalid
+//!   entry one cycle; an id's first entry one cycle, then each of the id's
+//!   entries ceil(D/8) cycles (one gradient word each) plus one cycle that
+//!   looks at the next entry. Then the row's reads issue as in a forward
+//!   walk; each response's result is queued for writing in the cycle after
+//!   it, reaches `hbm_wr_valid_o` two cycles later, and the walk resumes one
+//!   cycle after the last read was issued or when the queue has been empty
+//!   for a cycle, whichever is later (5 cycles after the last response with
+//!   HBM writes always ready).
+//!
 //! So with HBM always ready, a fixed latency L and a host that keeps the
 //! queue from running dry (a host that pushes whenever `ent_ready_o` is high
 //! does), the cycles depend on the entry lists alone;
-//! `golden::sparsecore::cycles` states them from this contract.
+//! `golden::sparsecore::forward_cycles` and `update_cycles` state them from
+//! this contract.
 
 pub mod block;
 
@@ -117,6 +150,14 @@ hw::hw_enum! {
         Drain,
         /// Adding the partial sums into the activation buffer.
         Fold,
+        /// Update: adding one entry's gradient row into U, word by word.
+        Accumulate,
+        /// Update: deciding whether the next entry has the same id.
+        Next,
+        /// Update: reading the id's table row, one word per cycle.
+        Row,
+        /// Update: waiting for the row's last words to be written.
+        RowWait,
     }
 }
 
@@ -142,6 +183,16 @@ pub mod ports {
     pub const ACT_RD_ADDR: &str = "act_rd_addr_i";
     pub const ACT_RD_DATA: &str = "act_rd_data_o";
     pub const INVALID: &str = "invalid_o";
+    pub const MODE: &str = "mode_i";
+    pub const LR: &str = "lr_i";
+    pub const ACT_WR_EN: &str = "act_wr_en_i";
+    pub const ACT_WR_ADDR: &str = "act_wr_addr_i";
+    pub const ACT_WR_DATA: &str = "act_wr_data_i";
+    pub const HBM_WR_VALID: &str = "hbm_wr_valid_o";
+    pub const HBM_WR_READY: &str = "hbm_wr_ready_i";
+    pub const HBM_WR_ADDR: &str = "hbm_wr_addr_o";
+    pub const HBM_WR_DATA: &str = "hbm_wr_data_o";
+    pub const HBM_WR_MASK: &str = "hbm_wr_mask_o";
 }
 
 /// Bits of a 32-byte word: 8 fp32 lanes.
@@ -215,13 +266,16 @@ pub fn act_addr_bits(cfg: &SparseCoreConfig) -> u32 {
 /// contract's fp32 (add32 of x and either y or mul32(g, y)).
 fn combine_lane(design: &mut Design) -> Rc<ModuleDef> {
     design.define("sparsecore_lane", &[], |_, m| {
-        m.doc("SparseCore combine lane: add32(x, fold ? y : mul32(g, y))");
+        m.doc("SparseCore combine lane: add32(x, fold ? y : (neg ? -1 : 1) x mul32(g, y))");
         let x = m.input("x_i", Ty::u(32));
         let y = m.input("y_i", Ty::u(32));
         let g = m.input("g_i", Ty::u(32));
         let fold = m.input("fold_i", Ty::BOOL);
+        let neg = m.input("neg_i", Ty::BOOL);
         let product = fp32_mul_logic(m, g, y);
-        let addend = m.wire("addend", mux(fold, y, product));
+        // sub32(x, p) is add32(x, -p): the sign flip, as the contract defines it.
+        let signed = product ^ cat(&[neg, m.lit(Ty::u(31), 0)]);
+        let addend = m.wire("addend", mux(fold, y, signed));
         let sum = fp32_add_logic(m, x, addend);
         m.output("sum_o", sum);
     })
@@ -241,10 +295,17 @@ pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
     let meta = meta_ty(&cfg);
     let entry_fifo = fifo(design, entry.ty(), cfg.queue_depth(), FifoMode::Fwft);
     let meta_fifo = fifo(design, meta.ty(), cfg.hbm_inflight(), FifoMode::Fwft);
+    let write = write_ty(&cfg);
+    let write_fifo = fifo(design, write.ty(), max_row_words(&cfg), FifoMode::Fwft);
     let lane = combine_lane(design);
     design.define(&top_name(&cfg), &params, |_, m| {
-        m.doc("SparseCore: embedding gather and combine over HBM, T tiles on one sequencer");
-        body(m, &cfg, &entry, &meta, &entry_fifo, &meta_fifo, &lane);
+        m.doc("SparseCore: embedding gather, combine and scatter-add over HBM, T tiles on one sequencer");
+        let fifos = Fifos {
+            entry: entry_fifo,
+            meta: meta_fifo,
+            write: write_fifo,
+        };
+        body(m, &cfg, &entry, &meta, &write, &fifos, &lane);
     })
 }
 
@@ -259,6 +320,29 @@ fn entry_ty(cfg: &SparseCoreConfig) -> RecordTy {
             ("gain", Ty::u(32)),
         ],
     )
+}
+
+/// The most HBM words a row of `max_dim` elements touches.
+pub fn max_row_words(cfg: &SparseCoreConfig) -> u32 {
+    (7 + cfg.max_dim()).div_ceil(WORD_ELEMS)
+}
+
+/// An HBM write waiting for the port: word address, data, lane mask.
+fn write_ty(cfg: &SparseCoreConfig) -> RecordTy {
+    RecordTy::new(
+        "sc_write",
+        &[
+            ("addr", Ty::u(hbm_addr_bits(cfg))),
+            ("data", Ty::u(WORD_BITS)),
+            ("mask", Ty::u(WORD_ELEMS)),
+        ],
+    )
+}
+
+struct Fifos {
+    entry: Rc<ModuleDef>,
+    meta: Rc<ModuleDef>,
+    write: Rc<ModuleDef>,
 }
 
 /// What the combine needs to know about an outstanding read: the scratchpad
@@ -281,10 +365,12 @@ fn body(
     cfg: &SparseCoreConfig,
     entry: &RecordTy,
     meta: &RecordTy,
-    entry_fifo: &Rc<ModuleDef>,
-    meta_fifo: &Rc<ModuleDef>,
+    write: &RecordTy,
+    fifos: &Fifos,
     lane_def: &Rc<ModuleDef>,
 ) {
+    let entry_fifo = &fifos.entry;
+    let meta_fifo = &fifos.meta;
     use ports::*;
     let lanes = WORD_ELEMS;
     let db = dim_bits(cfg);
@@ -315,12 +401,24 @@ fn body(
     let rsp_data = m.input(HBM_RSP_DATA, Ty::u(WORD_BITS));
     let act_rd_en = m.input(ACT_RD_EN, Ty::BOOL);
     let act_rd_addr = m.input(ACT_RD_ADDR, Ty::u(act_addr_bits(cfg)));
+    let mode_in = m.input(MODE, Ty::BOOL);
+    let lr_in = m.input(LR, Ty::u(32));
+    let act_wr_en = m.input(ACT_WR_EN, Ty::BOOL);
+    let act_wr_addr = m.input(ACT_WR_ADDR, Ty::u(act_addr_bits(cfg)));
+    let act_wr_data = m.input(ACT_WR_DATA, Ty::u(WORD_BITS));
+    let wr_ready = m.input(HBM_WR_READY, Ty::BOOL);
 
     // ------------------------------------------------------ pass parameters
     let state = m.fsm("seq_state", SeqState::Idle);
     let rows = m.reg_reset("rows_q", Ty::u(32), 0);
     let dim = m.reg_reset("dim_q", Ty::u(db), 1);
     let batch = m.reg_reset("batch_q", Ty::u(bb), 1);
+    let updating = m.reg_reset("mode_q", Ty::BOOL, 0);
+    let lr = m.reg_reset("lr_q", Ty::u(32), 0);
+    // Update: the id whose U is being accumulated, and whether the next
+    // gradient row is its first (U starts at +0.0).
+    let cur_id = m.reg_reset("cur_id", Ty::u(31), 0);
+    let first = m.reg_reset("first", Ty::BOOL, 0);
     // Scratchpad words per row, ceil(D / 8), and per pass.
     let row_words = if db > 3 {
         let whole = dim.q().slice(3, db - 3).zext(nc_bits);
@@ -362,7 +460,10 @@ fn body(
 
     // The row's place in HBM: element id x D, word w0, offset o in the word,
     // and its last word index nw - 1 = (o + D - 1) div 8.
-    let elem = m.wire("row_elem", id.slice(0, 31).mul_wide(dim.q()));
+    // In an update the row is the current id's (the queue's head is already
+    // the next entry); in a forward pass it is the head's.
+    let row_id = m.wire("row_id", mux(updating.q(), cur_id.q(), id.slice(0, 31)));
+    let elem = m.wire("row_elem", row_id.mul_wide(dim.q()));
     let w0 = m.wire("row_word0", elem.slice(3, 31 + db - 3));
     let offset = m.wire("row_offset", elem.slice(0, 3));
     let ew = db.max(3) + 1;
@@ -378,7 +479,9 @@ fn body(
     let seven = m.lit(Ty::u(3), 7);
     let lane_mask = m.wire("lane_mask", (full << lo) & (full >> (seven - hi)));
     let base_bits = (sb + nc_bits).max(k_bits) + 1;
-    let base_wide = sample.mul_wide(row_words).zext(base_bits) + k.q().zext(base_bits);
+    // U of an update sits at scratchpad words 0 .. ceil(D/8) - 1.
+    let base_sample = mux(updating.q(), m.lit(Ty::u(sb), 0), sample);
+    let base_wide = base_sample.mul_wide(row_words).zext(base_bits) + k.q().zext(base_bits);
     let base = low_bits(
         m,
         "read_base",
@@ -391,9 +494,11 @@ fn body(
     let meta_q = m.instance("read_meta", meta_fifo);
     let meta_ready = m.inst_output(meta_q, "in_ready_o");
     let walking = state.is(SeqState::Walk);
+    let forward_walk = walking & !updating.q();
+    let row_reading = state.is(SeqState::Row);
     let want_read = m.wire(
         "want_read",
-        walking & head_valid & !marker & entry_ok & meta_ready,
+        ((forward_walk & head_valid & !marker & entry_ok) | row_reading) & meta_ready,
     );
     m.output(HBM_RD_VALID, want_read);
     let rd_addr = w0.zext(hbm_addr_bits(cfg)) + k.q().zext(hbm_addr_bits(cfg));
@@ -409,7 +514,12 @@ fn body(
     m.connect(meta_q, "in_data_i", pushed.bits());
     let skip = m.wire("skip_entry", walking & head_valid & !marker & !entry_ok);
     let take_marker = m.wire("take_marker", walking & head_valid & marker);
-    let pop = m.wire("entry_pop", take_marker | skip | (read_fire & k_last));
+    let accumulating = state.is(SeqState::Accumulate);
+    let acc_last = m.wire("acc_last", ctr.q().is_eq(row_words.zext(spb) - 1u32));
+    let pop = m.wire(
+        "entry_pop",
+        take_marker | skip | (read_fire & k_last & !updating.q()) | (accumulating & acc_last),
+    );
     m.connect(queue, "out_ready_i", pop);
 
     // ------------------------------------------------- response, stage 0
@@ -419,20 +529,20 @@ fn body(
     let r_off = rmeta.get("offset");
     // Rotate the word so that lane (b + o) mod 8 lands in bank b.
     let r_lanes = rmeta.get("lanes");
-    let rotate = |x: Expr, lane_bits: u32| {
+    // Lane b of the result is lane (b + amount) mod 8 of x.
+    let rotate = |x: Expr, lane_bits: u32, amount: Expr| {
         let lane = |i: u32| x.slice(lane_bits * (i % lanes), lane_bits);
         let mut out = x;
         for o in 1..lanes {
-            // Lane b of the result is lane (b + o) mod 8 of x; cat puts the
-            // highest lane first.
+            // cat puts the highest lane first.
             let parts: Vec<Expr> = (0..lanes).rev().map(|b| lane(b + o)).collect();
-            out = mux(r_off.is_eq(o), cat(&parts), out);
+            out = mux(amount.is_eq(o), cat(&parts), out);
         }
         out
     };
-    let rotated = rotate(rsp_data, 32);
+    let rotated = rotate(rsp_data, 32, r_off);
     let rotated = m.wire("rsp_rotated", rotated);
-    let bank_en = rotate(r_lanes, 1);
+    let bank_en = rotate(r_lanes, 1, r_off);
     let bank_en = m.wire("rsp_bank_en", bank_en);
     let folding = state.is(SeqState::Fold);
     let r_base = rmeta.get("base");
@@ -444,6 +554,10 @@ fn body(
     let s1_en = m.reg("s1_en", Ty::u(lanes));
     let s1_data = m.reg("s1_data", Ty::u(WORD_BITS));
     let s1_gain = m.reg("s1_gain", Ty::u(32));
+    let s1_acc = m.reg_reset("s1_acc", Ty::BOOL, 0);
+    let s1_first = m.reg("s1_first", Ty::BOOL);
+    let s1_off = m.reg("s1_off", Ty::u(3));
+    let s1_lanes = m.reg("s1_lanes", Ty::u(lanes));
     // A response with no read outstanding is outside the protocol; ignored.
     let meta_valid = m.inst_output(meta_q, "out_valid_o");
     m.set_next(s1_valid, rsp_valid & meta_valid);
@@ -451,15 +565,37 @@ fn body(
     m.set_next(s1_first_tile, tile.q().is_eq(0));
     m.set_next(s1_en, bank_en);
     m.set_next(s1_data, rotated);
-    m.set_next(s1_gain, rmeta.get("gain"));
+    m.set_next(
+        s1_gain,
+        mux(accumulating, head.get("gain"), rmeta.get("gain")),
+    );
+    m.set_next(s1_acc, accumulating);
+    m.set_next(s1_first, first.q());
+    m.set_next(s1_off, r_off);
+    m.set_next(s1_lanes, r_lanes);
+    let s1_upd = m.wire("s1_update", s1_valid.q() & updating.q());
+    // Update: the gradient word of the head's sample, chunk ctr.
+    let acc_addr_wide = sample.mul_wide(row_words).zext(spb.max(sb + nc_bits) + 1)
+        + ctr.q().zext(spb.max(sb + nc_bits) + 1);
+    let acc_addr = low_bits(
+        m,
+        "acc_addr",
+        acc_addr_wide,
+        aw,
+        "s x ceil(D/8) + j is below max_batch x ceil(max_dim/8)",
+    );
 
     // ------------------------------------------- scratchpads and combine
     let clearing = state.is(SeqState::Clear);
     let acts = m.memory_depth("act_buf", Ty::u(WORD_BITS), u64::from(words));
     let act_rd = m.mem_read(
         acts,
-        Some(folding | act_rd_en),
-        mux(folding, ctr.q().trunc(aw), act_rd_addr),
+        Some(folding | accumulating | act_rd_en),
+        mux(
+            folding,
+            ctr.q().trunc(aw),
+            mux(accumulating, acc_addr, act_rd_addr),
+        ),
     );
     let zero32 = m.lit(Ty::u(32), 0);
     let mut sums = Vec::new();
@@ -475,37 +611,111 @@ fn body(
         let addr = r_base - wraps.zext(aw);
         let addr = m.wire(&format!("bank{b}_addr"), addr);
         let s1_addr = m.reg(&format!("s1_bank{b}_addr"), Ty::u(aw));
-        m.set_next(s1_addr, mux(folding, ctr.q().trunc(aw), addr));
+        m.set_next(
+            s1_addr,
+            mux(folding | accumulating, ctr.q().trunc(aw), addr),
+        );
         let bank = m.memory_depth(&format!("psum_bank{b}"), Ty::u(32), u64::from(words));
         let lane = m.instance(&format!("lane{b}"), lane_def);
         let sum = m.inst_output(lane, "sum_o");
-        let write_en = clearing | s1_fold.q() | (s1_valid.q() & s1_en.q().bit(b));
+        let write_en =
+            clearing | s1_fold.q() | s1_acc.q() | (s1_valid.q() & !updating.q() & s1_en.q().bit(b));
         let write_addr = mux(clearing, ctr.q().trunc(aw), s1_addr.q());
         let write_data = mux(clearing | s1_fold.q(), zero32, sum);
         m.mem_write(bank, write_en, write_addr, write_data);
-        let p = m.mem_read_write_first(bank, None, mux(folding, ctr.q().trunc(aw), addr));
+        let p = m.mem_read_write_first(
+            bank,
+            None,
+            mux(folding | accumulating, ctr.q().trunc(aw), addr),
+        );
         let a_lane = act_rd.slice(32 * b, 32);
         let a_in = mux(s1_first_tile.q(), zero32, a_lane);
-        m.connect(lane, "x_i", mux(s1_fold.q(), a_in, p));
-        m.connect(
-            lane,
-            "y_i",
-            mux(s1_fold.q(), p, s1_data.q().slice(32 * b, 32)),
+        let e = s1_data.q().slice(32 * b, 32);
+        // fold: A + P; accumulate: U + g x G (U read as +0 for an id's
+        // first row); update: E - lr x U; forward: P + g x E.
+        let x = mux(
+            s1_fold.q(),
+            a_in,
+            mux(s1_acc.q(), mux(s1_first.q(), zero32, p), mux(s1_upd, e, p)),
         );
-        m.connect(lane, "g_i", s1_gain.q());
+        let y = mux(s1_fold.q(), p, mux(s1_acc.q(), a_lane, mux(s1_upd, p, e)));
+        m.connect(lane, "x_i", x);
+        m.connect(lane, "y_i", y);
+        m.connect(lane, "g_i", mux(s1_upd, lr.q(), s1_gain.q()));
         m.connect(lane, "fold_i", s1_fold.q());
+        m.connect(lane, "neg_i", s1_upd);
         sums.push(sum);
     }
     sums.reverse();
+    let sums = m.wire("lane_sums", cat(&sums));
     let fold_addr = m.reg("s1_fold_addr", Ty::u(aw));
     m.set_next(fold_addr, ctr.q().trunc(aw));
-    m.mem_write(acts, s1_fold.q(), fold_addr.q(), cat(&sums));
+    // One write port: the fold's, or the host's (gradients) while idle.
+    let idle = state.is(SeqState::Idle);
+    let host_write = act_wr_en & idle & !s1_fold.q();
+    m.mem_write(
+        acts,
+        s1_fold.q() | host_write,
+        mux(s1_fold.q(), fold_addr.q(), act_wr_addr),
+        mux(s1_fold.q(), sums, act_wr_data),
+    );
     m.output(ACT_RD_DATA, act_rd);
 
+    // --------------------------------------------- update: HBM writes
+    // Back from bank order to the word's lanes: lane l takes bank
+    // (l - o) mod 8.
+    let back = m.lit(Ty::u(3), 0) - s1_off.q();
+    let out_word = rotate(sums, 32, back);
+    let kw = m.reg_reset("write_k", Ty::u(k_bits), 0);
+    let wr_addr = w0.zext(hbm_addr_bits(cfg)) + kw.q().zext(hbm_addr_bits(cfg));
+    let wq = m.instance("write_queue", &fifos.write);
+    m.connect(wq, "in_valid_i", s1_upd);
+    let wrec = write.pack(&[
+        ("addr", wr_addr),
+        ("data", out_word),
+        ("mask", s1_lanes.q()),
+    ]);
+    m.connect(wq, "in_data_i", wrec.bits());
+    m.waive(
+        "UNUSEDSIGNAL",
+        "write_queue_in_ready_o",
+        "the queue holds a whole row and a row's reads wait for the previous row's writes",
+    );
+    let wr_valid = m.inst_output(wq, "out_valid_o");
+    let wout = write.unpack(m.inst_output(wq, "out_data_o"));
+    m.connect(wq, "out_ready_i", wr_ready);
+    m.output(HBM_WR_VALID, wr_valid);
+    m.output(HBM_WR_ADDR, wout.get("addr"));
+    m.output(HBM_WR_DATA, wout.get("data"));
+    m.output(HBM_WR_MASK, wout.get("mask"));
+    let writes_pending = m.inst_output(wq, "count_o");
+
     // ------------------------------------------------------------ sequencer
-    let idle = state.is(SeqState::Idle);
     m.output(BUSY, !idle | s1_fold.q());
     let drained = m.wire("drained", outstanding.is_eq(0) & !s1_valid.q());
+    let row_done = m.wire("row_done", drained & writes_pending.is_eq(0));
+    let take_entry = m.wire(
+        "take_entry",
+        walking & updating.q() & head_valid & !marker & entry_ok,
+    );
+    let same_id = m.wire(
+        "same_id",
+        head_valid & !marker & entry_ok & id.is_eq(cur_id.q().zext(32)),
+    );
+    // The row's writes count from its first word; the previous row's are
+    // all out when its reads start.
+    let row_start = m.wire(
+        "row_start",
+        state.is(SeqState::Next) & !same_id & head_valid,
+    );
+    m.set_next(
+        kw,
+        mux(
+            row_start,
+            m.lit(Ty::u(k_bits), 0),
+            kw.q() + s1_upd.zext(k_bits),
+        ),
+    );
     m.fsm_states(state, |t| {
         t.state(SeqState::Idle, |m| {
             m.if_(start, |m| {
@@ -515,7 +725,11 @@ fn body(
                 m.assign(ctr, 0);
                 m.assign(tile, 0);
                 m.assign(invalid, 0);
-                state.goto(m, SeqState::Clear);
+                m.assign(updating, mode_in);
+                m.assign(lr, lr_in);
+                m.assign(k, 0);
+                m.if_(mode_in, |m| state.goto(m, SeqState::Walk))
+                    .else_(|m| state.goto(m, SeqState::Clear));
             });
         })
         .state(SeqState::Clear, |m| {
@@ -530,7 +744,44 @@ fn body(
             m.if_(read_fire, |m| {
                 m.assign(k, mux(k_last, m.lit(Ty::u(k_bits), 0), k.q() + 1u32));
             });
-            m.if_(take_marker, |m| state.goto(m, SeqState::Drain));
+            m.if_(take_marker, |m| {
+                m.if_(!updating.q(), |m| state.goto(m, SeqState::Drain))
+                    .elif(last_tile, |m| state.goto(m, SeqState::Idle))
+                    .else_(|m| m.assign(tile, tile.q() + 1u32));
+            });
+            m.if_(take_entry, |m| {
+                m.assign(cur_id, id.slice(0, 31));
+                m.assign(first, 1);
+                m.assign(ctr, 0);
+                state.goto(m, SeqState::Accumulate);
+            });
+        })
+        .state(SeqState::Accumulate, |m| {
+            m.assign(ctr, ctr.q() + 1u32);
+            m.if_(acc_last, |m| {
+                m.assign(ctr, 0);
+                m.assign(first, 0);
+                state.goto(m, SeqState::Next);
+            });
+        })
+        .state(SeqState::Next, |m| {
+            m.if_(same_id, |m| state.goto(m, SeqState::Accumulate))
+                .elif(head_valid, |m| {
+                    m.assign(k, 0);
+                    state.goto(m, SeqState::Row);
+                });
+        })
+        .state(SeqState::Row, |m| {
+            m.if_(read_fire, |m| {
+                m.if_(k_last, |m| {
+                    m.assign(k, 0);
+                    state.goto(m, SeqState::RowWait);
+                })
+                .else_(|m| m.assign(k, k.q() + 1u32));
+            });
+        })
+        .state(SeqState::RowWait, |m| {
+            m.if_(row_done, |m| state.goto(m, SeqState::Walk));
         })
         .state(SeqState::Drain, |m| {
             m.if_(drained, |m| {

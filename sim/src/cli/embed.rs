@@ -6,13 +6,12 @@
 //! to the RTL (with an HBM of fixed latency, the configuration's 100 cycles)
 //! or to the golden model. An id outside [0, V) is refused unless
 //! `--skip-invalid` lets it through to the hardware, which skips and counts
-//! it. The RTL has no update path yet, so `embed-update` runs on the golden
-//! model only (`--golden`).
+//! it.
 
 use super::{bad, broken, Failure};
 use config::sparsecore::{MAX_BATCH, MAX_DIM, MAX_TILES};
 use config::SparseCoreConfig;
-use golden::sparsecore::{forward, forward_cycles, update, Table, Timing};
+use golden::sparsecore::{forward, forward_cycles, update, update_cycles, Table, Timing};
 use golden::sparsecore_host::{prepare, Prepared};
 use matrix::Array;
 use sim::drivers::sparsecore::{HbmBehaviour, SparseCoreDriver};
@@ -298,35 +297,53 @@ pub fn run_update(args: &EmbedUpdateArgs) -> Result<(), Failure> {
             grad.shape[0], grad.shape[1], inp.dim
         )));
     }
-    if !a.golden {
-        return Err(broken(
-            "the SparseCore RTL has no update path yet; run embed-update with --golden",
-        ));
-    }
-    let table = Table::new(&inp.table, inp.rows, inp.dim);
-    let u = update(table, &inp.prepared, &grad.data, batch, lr);
+    let cfg = rtl_config(a.tiles, inp.dim, batch)?;
+    let timing = Timing {
+        hbm_latency: cfg.hbm_latency(),
+        hbm_inflight: cfg.hbm_inflight(),
+    };
+    let (table_out, invalid, cycles, read, written) = if a.golden {
+        let u = update(
+            Table::new(&inp.table, inp.rows, inp.dim),
+            &inp.prepared,
+            &grad.data,
+            batch,
+            lr,
+        );
+        let c = update_cycles(&inp.prepared, inp.rows, inp.dim, batch, timing);
+        (u.table, u.invalid, c.cycles, c.words_read, c.words_written)
+    } else {
+        let mut d = SparseCoreDriver::new(&cfg).map_err(|e| broken(e.to_string()))?;
+        let run = d
+            .update(
+                &inp.table,
+                inp.rows,
+                inp.dim,
+                batch,
+                &inp.prepared,
+                &grad.data,
+                lr,
+                HbmBehaviour::Fixed(cfg.hbm_latency()),
+            )
+            .map_err(|e| broken(e.to_string()))?;
+        (
+            run.table,
+            run.invalid,
+            run.cycles,
+            run.words_read,
+            run.words_written,
+        )
+    };
     write_f32(
         &args.out,
         vec![u64::from(inp.rows), u64::from(inp.dim)],
-        &u.table,
+        &table_out,
     )?;
     if a.stats {
-        let row_words = |id: u64| {
-            let first = id * u64::from(inp.dim);
-            (first + u64::from(inp.dim) - 1) / 8 - first / 8 + 1
-        };
-        // Each updated row is read and written once, word by word.
-        let mut ids: Vec<i32> = inp.prepared.tiles.iter().flatten().map(|e| e.id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let words: u64 = ids
-            .iter()
-            .filter(|&&id| golden::sparsecore_host::id_in_table(id, inp.rows))
-            .map(|&id| row_words(id as u64))
-            .sum();
+        let entries = inp.prepared.entries as f64;
         let line = serde_json::json!({
             "op": "embed-update",
-            "backend": "golden",
+            "backend": if a.golden { "golden" } else { "rtl" },
             "tiles": a.tiles,
             "rows": inp.rows,
             "dim": inp.dim,
@@ -334,12 +351,12 @@ pub fn run_update(args: &EmbedUpdateArgs) -> Result<(), Failure> {
             "n": inp.entries_in,
             "entries": inp.prepared.entries,
             "padding": inp.prepared.padding,
-            "invalid": u.invalid,
-            "rows_written": u.rows_written,
-            "cycles": null,
-            "hbm_words_read": words,
-            "hbm_words_written": words,
-            "lookups_per_cycle": null,
+            "invalid": invalid,
+            "cycles": cycles,
+            "hbm_latency": cfg.hbm_latency(),
+            "hbm_words_read": read,
+            "hbm_words_written": written,
+            "lookups_per_cycle": entries / cycles as f64,
         });
         println!("{line}");
     }

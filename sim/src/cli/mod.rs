@@ -41,7 +41,7 @@ enum Command {
     Embed(embed::EmbedArgs),
     /// Embedding update (scatter-add SGD): E2[id] = E[id] - lr x U[id], U[id]
     /// the sum of g x GR[s] over the id's entries. Writes the whole updated
-    /// table, float32 [V, D]. Golden model only (--golden) for now.
+    /// table, float32 [V, D].
     EmbedUpdate(embed::EmbedUpdateArgs),
 }
 

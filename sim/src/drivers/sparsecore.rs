@@ -118,6 +118,21 @@ impl Hbm {
         self.pending.push_back((answer, addr));
     }
 
+    /// A write of the lanes of `data` that `mask` selects; outside the
+    /// table it is a protocol error (the block checks bounds).
+    fn write(&mut self, addr: u64, data: &[u32], mask: u64) -> Result<(), String> {
+        let word = self
+            .words
+            .get_mut(addr as usize)
+            .ok_or_else(|| format!("HBM write to word {addr}, outside the table"))?;
+        for (l, w) in word.iter_mut().enumerate() {
+            if mask >> l & 1 == 1 {
+                *w = data[l];
+            }
+        }
+        Ok(())
+    }
+
     /// The word answered in `cycle`, if any.
     fn answer(&mut self, cycle: u64) -> Option<[u32; 8]> {
         match self.pending.front() {
@@ -153,6 +168,16 @@ struct Ports {
     act_rd_addr: PortId,
     act_rd_data: PortId,
     invalid: PortId,
+    mode: PortId,
+    lr: PortId,
+    act_wr_en: PortId,
+    act_wr_addr: PortId,
+    act_wr_data: PortId,
+    wr_valid: PortId,
+    wr_ready: PortId,
+    wr_addr: PortId,
+    wr_data: PortId,
+    wr_mask: PortId,
     reset: PortId,
 }
 
@@ -181,6 +206,16 @@ impl Ports {
             act_rd_addr: port(ACT_RD_ADDR)?,
             act_rd_data: port(ACT_RD_DATA)?,
             invalid: port(INVALID)?,
+            mode: port(MODE)?,
+            lr: port(LR)?,
+            act_wr_en: port(ACT_WR_EN)?,
+            act_wr_addr: port(ACT_WR_ADDR)?,
+            act_wr_data: port(ACT_WR_DATA)?,
+            wr_valid: port(HBM_WR_VALID)?,
+            wr_ready: port(HBM_WR_READY)?,
+            wr_addr: port(HBM_WR_ADDR)?,
+            wr_data: port(HBM_WR_DATA)?,
+            wr_mask: port(HBM_WR_MASK)?,
             reset: port(hw::ir::RESET)?,
         })
     }
@@ -197,6 +232,29 @@ pub struct ForwardRun {
     pub cycles: u64,
     /// HBM words read.
     pub words_read: u64,
+}
+
+/// What one update pass on the RTL gave and measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpdateRun {
+    /// The whole table after the update, fp32 bit patterns.
+    pub table: Vec<u32>,
+    /// Entries the block skipped (`invalid_o`).
+    pub invalid: u64,
+    /// From the start's cycle through the last cycle `busy_o` was high.
+    pub cycles: u64,
+    /// HBM words read and written.
+    pub words_read: u64,
+    pub words_written: u64,
+}
+
+/// A finished pass.
+struct Pass {
+    hbm: Hbm,
+    invalid: u64,
+    cycles: u64,
+    words_read: u64,
+    words_written: u64,
 }
 
 /// A Verilated SparseCore of one configuration.
@@ -239,7 +297,16 @@ impl SparseCoreDriver {
     /// Drives every input low and holds reset for one cycle.
     pub fn reset(&mut self) {
         let p = self.p;
-        for port in [p.start, p.ent_valid, p.rd_ready, p.rsp_valid, p.act_rd_en] {
+        for port in [
+            p.start,
+            p.ent_valid,
+            p.rd_ready,
+            p.rsp_valid,
+            p.act_rd_en,
+            p.mode,
+            p.act_wr_en,
+            p.wr_ready,
+        ] {
             self.model.poke(port, 0);
         }
         self.model.poke(p.reset, 1);
@@ -258,6 +325,82 @@ impl SparseCoreDriver {
         prepared: &Prepared,
         hbm: HbmBehaviour,
     ) -> Result<ForwardRun, SparseCoreError> {
+        let pass = self.pass(table, rows, dim, batch, prepared, hbm, None)?;
+        let activations = self.read_activations(dim, batch);
+        Ok(ForwardRun {
+            activations,
+            invalid: pass.invalid,
+            cycles: pass.cycles,
+            words_read: pass.words_read,
+        })
+    }
+
+    /// One update pass: `grad` is G[batch][dim], `lr` the fp32 rate; returns
+    /// the whole table as HBM holds it afterwards.
+    #[allow(clippy::too_many_arguments)]
+    pub fn update(
+        &mut self,
+        table: &[u32],
+        rows: u32,
+        dim: u32,
+        batch: u32,
+        prepared: &Prepared,
+        grad: &[u32],
+        lr: u32,
+        hbm: HbmBehaviour,
+    ) -> Result<UpdateRun, SparseCoreError> {
+        if grad.len() as u64 != u64::from(batch) * u64::from(dim) {
+            return Err(SparseCoreError::Shape(format!(
+                "a gradient of {} elements is not {batch} rows of {dim}",
+                grad.len()
+            )));
+        }
+        self.check_shape(table, rows, dim, batch, prepared)?;
+        self.write_gradient(grad, dim, batch);
+        let pass = self.pass(table, rows, dim, batch, prepared, hbm, Some(lr))?;
+        let mut out: Vec<u32> = pass.hbm.words.iter().flatten().copied().collect();
+        out.truncate(table.len());
+        Ok(UpdateRun {
+            table: out,
+            invalid: pass.invalid,
+            cycles: pass.cycles,
+            words_read: pass.words_read,
+            words_written: pass.words_written,
+        })
+    }
+
+    /// Writes G[batch][dim] into the activation buffer (the layout of A).
+    fn write_gradient(&mut self, grad: &[u32], dim: u32, batch: u32) {
+        let p = self.p;
+        let row_words = dim.div_ceil(8);
+        self.model.poke(p.act_wr_en, 1);
+        for s in 0..batch {
+            let row = &grad[(s * dim) as usize..][..dim as usize];
+            for j in 0..row_words {
+                let mut word = [0u32; 8];
+                let part = &row[(8 * j) as usize..row.len().min(8 * (j as usize + 1))];
+                word[..part.len()].copy_from_slice(part);
+                self.model
+                    .poke(p.act_wr_addr, u64::from(sparsecore::act_word(s, j, dim)));
+                self.model.poke_wide(p.act_wr_data, &word);
+                self.model.step();
+            }
+        }
+        self.model.poke(p.act_wr_en, 0);
+    }
+
+    /// Runs one pass (a forward pass, or an update with rate `lr`) to its end.
+    #[allow(clippy::too_many_arguments)]
+    fn pass(
+        &mut self,
+        table: &[u32],
+        rows: u32,
+        dim: u32,
+        batch: u32,
+        prepared: &Prepared,
+        hbm: HbmBehaviour,
+        lr: Option<u32>,
+    ) -> Result<Pass, SparseCoreError> {
         self.check_shape(table, rows, dim, batch, prepared)?;
         if let HbmBehaviour::Random {
             min, max, ready, ..
@@ -291,8 +434,11 @@ impl SparseCoreDriver {
         self.model.poke(p.rows, u64::from(rows));
         self.model.poke(p.dim, u64::from(dim));
         self.model.poke(p.batch, u64::from(batch));
+        self.model.poke(p.mode, lr.is_some() as u64);
+        self.model.poke(p.lr, u64::from(lr.unwrap_or(0)));
         let mut next = 0usize;
         let mut words_read = 0u64;
+        let mut words_written = 0u64;
         let mut cycle = 0u64;
         // Generous: every word at the worst latency, plus clears and folds.
         let span = u64::from(batch) * u64::from(dim.div_ceil(8));
@@ -319,6 +465,8 @@ impl SparseCoreDriver {
             }
             let ready = mem.ready();
             self.model.poke(p.rd_ready, ready as u64);
+            let write_ready = mem.ready();
+            self.model.poke(p.wr_ready, write_ready as u64);
             match mem.answer(cycle) {
                 Some(word) => {
                     self.model.poke(p.rsp_valid, 1);
@@ -343,6 +491,14 @@ impl SparseCoreDriver {
                 mem.accept(cycle, self.model.peek(p.rd_addr));
                 words_read += 1;
             }
+            if write_ready && self.model.peek(p.wr_valid) == 1 {
+                let addr = self.model.peek(p.wr_addr);
+                let data = self.model.peek_wide(p.wr_data);
+                let mask = self.model.peek(p.wr_mask);
+                mem.write(addr, &data, mask)
+                    .map_err(SparseCoreError::Protocol)?;
+                words_written += 1;
+            }
             self.model.step();
             cycle += 1;
             if cycle > limit {
@@ -354,6 +510,7 @@ impl SparseCoreDriver {
         self.model.poke(p.ent_valid, 0);
         self.model.poke(p.rsp_valid, 0);
         self.model.poke(p.rd_ready, 0);
+        self.model.poke(p.wr_ready, 0);
         if next < stream.len() || !mem.pending.is_empty() {
             return Err(SparseCoreError::Protocol(format!(
                 "the pass ended with {} entries not taken and {} reads unanswered",
@@ -362,12 +519,12 @@ impl SparseCoreDriver {
             )));
         }
         let invalid = self.model.peek(p.invalid);
-        let activations = self.read_activations(dim, batch);
-        Ok(ForwardRun {
-            activations,
+        Ok(Pass {
+            hbm: mem,
             invalid,
             cycles: cycle,
             words_read,
+            words_written,
         })
     }
 
