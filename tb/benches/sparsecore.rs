@@ -21,7 +21,12 @@
 //!    D x 4, over the peak of 32 bytes per cycle), the words read per cycle
 //!    (the bus's own use, which counts the partial words at the ends of a
 //!    row), and whether results and cycles equal the golden model's.
-//! 3. `sim`: simulated cycles per wall second of those runs, per T.
+//! 3. `update`: the same entries as an update (scatter-add), per D and
+//!    T = 1, 4, 16: cycles, updated rows per cycle, HBM words read and
+//!    written per cycle, and whether table and cycles equal the golden
+//!    model's. The update handles one id at a time, so each row pays the
+//!    HBM latency.
+//! 4. `sim`: simulated cycles per second of the forward runs, per T.
 //!
 //! `SYSTOLE_BENCH_QUICK=1` runs 512 entries instead of 4,096.
 //!
@@ -30,7 +35,7 @@
 //! ```
 
 use config::SparseCoreConfig;
-use golden::sparsecore::{forward, forward_cycles, Table, Timing};
+use golden::sparsecore::{forward, forward_cycles, update, update_cycles, Table, Timing};
 use golden::sparsecore_host::prepare;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -169,6 +174,57 @@ fn main() {
                     p.entries as f64 * f64::from(dim) * 4.0 / (32.0 * c)
                 ),
                 format!("{:.3}", run.words_read as f64 / c),
+                if same { "yes".into() } else { "NO".into() },
+            ]);
+        }
+    }
+
+    header(
+        &format!("update: HBM latency {LATENCY}, B = {BATCH}, V = {ROWS}, n = {n}"),
+        &[
+            "D",
+            "T",
+            "rows updated",
+            "cycles",
+            "rows/cycle",
+            "words read + written per cycle",
+            "= golden",
+        ],
+    );
+    for (di, &dim) in DIMS.iter().enumerate() {
+        let table = &tables[di];
+        let grad: Vec<u32> = (0..BATCH * dim).map(|i| 0x3C00_0000 + (i << 8)).collect();
+        let lr = 0x3DCC_CCCD; // 0.1
+        for (t, d, _, _) in drivers.iter_mut().filter(|(t, ..)| [1, 4, 16].contains(t)) {
+            let p = prepare(&ids, &samples, &gains, ROWS, BATCH, *t).expect("valid entries");
+            eprintln!("bench: update, D = {dim}, T = {t}...");
+            let run = d
+                .update(
+                    table,
+                    ROWS,
+                    dim,
+                    BATCH,
+                    &p,
+                    &grad,
+                    lr,
+                    HbmBehaviour::Fixed(LATENCY),
+                )
+                .unwrap_or_else(|e| panic!("update D = {dim}, T = {t}: {e}"));
+            let want = update(Table::new(table, ROWS, dim), &p, &grad, BATCH, lr);
+            let timing = Timing {
+                hbm_latency: LATENCY,
+                hbm_inflight: d.config().hbm_inflight(),
+            };
+            let model = update_cycles(&p, ROWS, dim, BATCH, timing);
+            let same = want.table == run.table && model.cycles == run.cycles;
+            let c = run.cycles as f64;
+            row(&[
+                dim.to_string(),
+                t.to_string(),
+                want.rows_written.to_string(),
+                run.cycles.to_string(),
+                format!("{:.4}", want.rows_written as f64 / c),
+                format!("{:.3}", (run.words_read + run.words_written) as f64 / c),
                 if same { "yes".into() } else { "NO".into() },
             ]);
         }
