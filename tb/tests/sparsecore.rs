@@ -537,3 +537,43 @@ fn update_rows_of_1_5_8_21_and_128_elements() {
         }
     }
 }
+
+#[test]
+fn forward_and_update_passes_alternate_on_one_block() {
+    // Nothing of one pass (partial sums, U, gradients in the activation
+    // buffer, counters) leaks into the next.
+    let mut rng = tb::seed::rng_for("alternating_passes");
+    let mut d = SparseCoreDriver::new(&small(2)).unwrap();
+    for round in 0..tb::seed::soak_rounds(6) {
+        let b = random_batch(&mut rng, 24, 8);
+        let p = prepare(&b.ids, &b.samples, &b.gains, b.rows, b.batch, 2).unwrap();
+        let grad: Vec<u32> = (0..b.batch * b.dim)
+            .map(|_| value(&mut rng, 0.02))
+            .collect();
+        let lr = value(&mut rng, 0.0);
+        let latency = rng.gen_range(2..=9);
+        let what = format!("round {round}: V={} D={} B={}", b.rows, b.dim, b.batch);
+        check(
+            &mut d,
+            &what,
+            &b.table,
+            b.rows,
+            b.dim,
+            b.batch,
+            &p,
+            HbmBehaviour::Fixed(latency),
+        );
+        check_update(
+            &mut d,
+            &what,
+            &b.table,
+            b.rows,
+            b.dim,
+            b.batch,
+            &p,
+            &grad,
+            lr,
+            HbmBehaviour::Fixed(latency),
+        );
+    }
+}
