@@ -318,6 +318,30 @@ fn bad_input_gets_one_line_exit_2_and_no_output() {
         "--skip-invalid",
     ]);
     expect_bad(&c, "embed-update", &a, "GR");
+    // An id array of two dimensions, an empty one, a batch past the limit,
+    // a negative id named by its position.
+    write_npy(&c.path("I2.npy"), &[2, 4], &IDS);
+    let a: Vec<&str> = embed_args(&[])
+        .iter()
+        .map(|&x| if x == "I.npy" { "I2.npy" } else { x })
+        .collect();
+    expect_bad(&c, "embed", &a, "1-D");
+    write_npy(&c.path("I0.npy"), &[0], &[0i32; 0]);
+    let a: Vec<&str> = embed_args(&[])
+        .iter()
+        .map(|&x| if x == "I.npy" { "I0.npy" } else { x })
+        .collect();
+    expect_bad(&c, "embed", &a, "I");
+    let mut a: Vec<&str> = ENTRIES.to_vec();
+    a.extend_from_slice(&["--batch", "4097", "--out", "A.npy"]);
+    expect_bad(&c, "embed", &a, "batch");
+    let neg = [3, 7, i32::MAX, 3, 10, 0, 5, i32::MIN];
+    write_npy(&c.path("Ineg.npy"), &[8], &neg);
+    let a: Vec<&str> = embed_args(&[])
+        .iter()
+        .map(|&x| if x == "I.npy" { "Ineg.npy" } else { x })
+        .collect();
+    expect_bad(&c, "embed", &a, "position 7");
     // A missing flag.
     let out = c.run("embed", &ENTRIES);
     assert_eq!(out.status.code(), Some(2));
