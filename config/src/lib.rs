@@ -22,9 +22,11 @@
 
 pub mod ici;
 pub mod mxu_plan;
+pub mod sparsecore;
 pub mod vpu;
 pub mod vpu_isa;
 
+pub use sparsecore::SparseCoreConfig;
 pub use vpu::{VpuConfig, VpuUnits};
 
 pub use ici::{IciConfig, ICI_CRC_BITS, ICI_KIND_BITS};

@@ -131,9 +131,15 @@ mod tests {
                 "vpu_int32_8x1_v16_m256",
             ]
         );
-        // The ICI link's report preset is listed until the flows take it.
-        assert_eq!(notes.len(), 1, "{notes:?}");
+        // The ICI link's and the SparseCore's report presets are listed
+        // until the flows take them.
+        assert_eq!(notes.len(), 3, "{notes:?}");
         assert!(notes[0].starts_with("ici preset default"), "{notes:?}");
+        assert!(notes[1].starts_with("sparsecore preset t1-d8"), "{notes:?}");
+        assert!(
+            notes[2].starts_with("sparsecore preset t4-d24"),
+            "{notes:?}"
+        );
         let (quick, _) = report_presets(true, 512, &[]).unwrap();
         assert_eq!(
             shapes(&quick),

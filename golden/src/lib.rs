@@ -18,6 +18,11 @@
 //!   gives its cycle model ([`vpu::schedule`]) and the contract's reductions
 //!   over arrays of any length.
 //!
+//! * [`sparsecore`] gives the SparseCore's forward (lookup and combine) and
+//!   update (scatter-add) results on entry lists that [`sparsecore_host`],
+//!   the host library shared with the simulator's driver, has padded, merged,
+//!   sorted and sharded.
+//!
 //! * [`ici`] gives what the ICI link delivers and its cycle model on an
 //!   error-free link ([`ici::cycle_model`]).
 //!
@@ -34,6 +39,8 @@
 pub mod ici;
 pub mod mxu;
 pub mod numerics;
+pub mod sparsecore;
+pub mod sparsecore_host;
 pub mod vectors;
 pub mod vpu;
 

@@ -53,3 +53,68 @@ where
     s.parse()
         .unwrap_or_else(|e| panic!("bad number {s:?}: {e}"))
 }
+
+/// One case of `embed_forward.tsv`: a table, an entry list and the expected
+/// activations for a batch and a tile count.
+pub struct EmbedCase {
+    pub line: usize,
+    pub rows: u32,
+    pub dim: u32,
+    pub batch: u32,
+    pub tiles: u32,
+    pub table: Vec<u32>,
+    pub ids: Vec<i32>,
+    pub samples: Vec<i32>,
+    pub gains: Vec<u32>,
+    pub activations: Vec<u32>,
+}
+
+/// Every case of `embed_forward.tsv`.
+pub fn read_embed_forward() -> Vec<EmbedCase> {
+    let list = |s: &str, sep: char| -> Vec<String> {
+        if s.is_empty() {
+            Vec::new()
+        } else {
+            s.split(sep).map(str::to_string).collect()
+        }
+    };
+    let hex_matrix = |s: &str| -> Vec<u32> {
+        list(s, ';')
+            .iter()
+            .flat_map(|row| list(row, ','))
+            .map(|x| hex32(&x))
+            .collect()
+    };
+    read_vectors("embed_forward.tsv", 8)
+        .into_iter()
+        .map(|row| {
+            let f = &row.fields;
+            let (v, d) = f[0].split_once('x').expect("VxD");
+            let case = EmbedCase {
+                line: row.line,
+                rows: dec(v),
+                dim: dec(d),
+                batch: dec(&f[1]),
+                tiles: dec(&f[2]),
+                table: hex_matrix(&f[3]),
+                ids: list(&f[4], ',').iter().map(|x| dec(x)).collect(),
+                samples: list(&f[5], ',').iter().map(|x| dec(x)).collect(),
+                gains: list(&f[6], ',').iter().map(|x| hex32(x)).collect(),
+                activations: hex_matrix(&f[7]),
+            };
+            assert_eq!(
+                case.table.len() as u32,
+                case.rows * case.dim,
+                "line {}",
+                row.line
+            );
+            assert_eq!(
+                case.activations.len() as u32,
+                case.batch * case.dim,
+                "line {}",
+                row.line
+            );
+            case
+        })
+        .collect()
+}

@@ -2,6 +2,7 @@
 //! and the exit codes (0 done, 2 bad input, 1 a failure of the tool), each
 //! error one line on stderr.
 
+mod embed;
 mod link;
 mod matmul;
 mod vpu;
@@ -33,6 +34,15 @@ enum Command {
     /// shape; the result has A's shape (reductions: shape (1,)). `--op list`
     /// lists the operations with their operand and result types.
     Vpu(vpu::VpuArgs),
+    /// Embedding lookup and combine on the SparseCore: A[s] = sum of g x E[id]
+    /// over the entries (id, s, g), merged, sorted and sharded over T tiles as
+    /// numerics.md says (the result depends on T). E is float32 [V, D]; I and
+    /// S int32 [n]; G float32 [n]; A is written as float32 [B, D].
+    Embed(embed::EmbedArgs),
+    /// Embedding update (scatter-add SGD): E2[id] = E[id] - lr x U[id], U[id]
+    /// the sum of g x GR[s] over the id's entries. Writes the whole updated
+    /// table, float32 [V, D].
+    EmbedUpdate(embed::EmbedUpdateArgs),
 }
 
 /// A failure and its exit code: 2 for bad input, 1 for a failure of the tool.
@@ -75,6 +85,8 @@ pub fn main() -> ExitCode {
         Command::Matmul(args) => matmul::run(&args),
         Command::Link(args) => link::run(&args),
         Command::Vpu(args) => vpu::run(&args),
+        Command::Embed(args) => embed::run_embed(&args),
+        Command::EmbedUpdate(args) => embed::run_update(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,5 +9,6 @@
 
 pub mod ici;
 pub mod mxu;
+pub mod sparsecore;
 pub mod vpu;
 pub mod vpu_ops;

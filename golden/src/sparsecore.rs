@@ -1,0 +1,306 @@
+//! The SparseCore's results, as `numerics.md` (section "SparseCore") defines
+//! them, on entry lists prepared by [`crate::sparsecore_host`].
+//!
+//! A table is `rows` x `dim` fp32 bit patterns, row-major. Every sum is the
+//! contract's, in its order: per tile, P_t[s][d] starts at +0.0 and adds
+//! mul32(g, E[id][d]) over the tile's entries in sorted order; A[s][d]
+//! starts at +0.0 and adds P_t[s][d] for t = 0 .. T-1. An update accumulates
+//! U[d] from +0.0 over the id's entries in sorted order, then writes
+//! E[id][d] = sub32(E[id][d], mul32(lr, U[d])) once. Entries whose id is
+//! outside the table are skipped and counted.
+
+use crate::numerics::{add32, mul32, sub32};
+use crate::sparsecore_host::{id_in_table, Prepared};
+
+/// A table of fp32 bit patterns, row-major.
+#[derive(Debug, Clone, Copy)]
+pub struct Table<'a> {
+    pub data: &'a [u32],
+    pub rows: u32,
+    pub dim: u32,
+}
+
+impl<'a> Table<'a> {
+    /// A table view; `data` must hold `rows` x `dim` elements.
+    pub fn new(data: &'a [u32], rows: u32, dim: u32) -> Self {
+        assert_eq!(data.len() as u64, u64::from(rows) * u64::from(dim));
+        Table { data, rows, dim }
+    }
+
+    fn row(&self, id: i32) -> &'a [u32] {
+        let d = self.dim as usize;
+        let start = id as usize * d;
+        &self.data[start..start + d]
+    }
+}
+
+/// What a forward pass gives: the activations A[B][D] and how many entries
+/// were skipped for ids outside the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forward {
+    pub activations: Vec<u32>,
+    pub invalid: u64,
+}
+
+/// Forward: lookup and combine into A[`batch`][D].
+pub fn forward(table: Table, prepared: &Prepared, batch: u32) -> Forward {
+    let d = table.dim as usize;
+    let b = batch as usize;
+    let mut acts = vec![0u32; b * d];
+    let mut invalid = 0;
+    for entries in &prepared.tiles {
+        let mut partial = vec![0u32; b * d];
+        for e in entries {
+            if !id_in_table(e.id, table.rows) {
+                invalid += 1;
+                continue;
+            }
+            let row = table.row(e.id);
+            let p = &mut partial[e.sample as usize * d..][..d];
+            for (acc, &x) in p.iter_mut().zip(row) {
+                *acc = add32(*acc, mul32(e.gain, x));
+            }
+        }
+        for (a, &p) in acts.iter_mut().zip(&partial) {
+            *a = add32(*a, p);
+        }
+    }
+    Forward {
+        activations: acts,
+        invalid,
+    }
+}
+
+/// What an update gives: the whole updated table and the skipped entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Update {
+    pub table: Vec<u32>,
+    pub invalid: u64,
+    /// Rows written (each once).
+    pub rows_written: u64,
+}
+
+/// Update (scatter-add SGD): `grad` is G[`batch`][D], `lr` the fp32 rate.
+pub fn update(table: Table, prepared: &Prepared, grad: &[u32], batch: u32, lr: u32) -> Update {
+    let d = table.dim as usize;
+    assert_eq!(grad.len(), batch as usize * d);
+    let mut out = table.data.to_vec();
+    let mut invalid = 0;
+    let mut rows_written = 0;
+    for entries in &prepared.tiles {
+        let mut i = 0;
+        while i < entries.len() {
+            let id = entries[i].id;
+            if !id_in_table(id, table.rows) {
+                invalid += 1;
+                i += 1;
+                continue;
+            }
+            let mut u = vec![0u32; d];
+            while i < entries.len() && entries[i].id == id {
+                let e = entries[i];
+                let g = &grad[e.sample as usize * d..][..d];
+                for (acc, &x) in u.iter_mut().zip(g) {
+                    *acc = add32(*acc, mul32(e.gain, x));
+                }
+                i += 1;
+            }
+            let row = &mut out[id as usize * d..][..d];
+            for (e, &ud) in row.iter_mut().zip(&u) {
+                *e = sub32(*e, mul32(lr, ud));
+            }
+            rows_written += 1;
+        }
+    }
+    Update {
+        table: out,
+        invalid,
+        rows_written,
+    }
+}
+
+/// The HBM and queue parameters a cycle count depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// Cycles from a read's handshake to its response (at least 2).
+    pub hbm_latency: u32,
+    /// Reads the block keeps outstanding at most.
+    pub hbm_inflight: u32,
+}
+
+/// What the cycle model predicts for one forward pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForwardCycles {
+    /// From the cycle `start_i` is accepted (cycle 0) through the last cycle
+    /// `busy_o` is high.
+    pub cycles: u64,
+    /// 32-byte HBM words read.
+    pub words_read: u64,
+}
+
+/// The SparseCore's timing contract (`sparsecore` crate docs, "Protocol and
+/// timing contract") for a forward pass, with HBM always ready and answering
+/// every read exactly `hbm_latency` cycles after it, and a host that keeps the
+/// entry queue from running dry.
+///
+/// One sequencer walks the tiles in order. Clearing the partial sums takes
+/// S = B x ceil(D/8) cycles (cycles 1 ..= S). In a walk, every cycle takes
+/// one step: a marker ends the walk, an entry with an id outside the table
+/// is skipped, a valid entry issues the words its row covers, one per cycle,
+/// a word waiting while `hbm_inflight` reads are outstanding (a read answered
+/// in cycle r no longer counts from cycle r + 1). The fold starts 2 cycles
+/// after the marker, or 3 cycles after the tile's last response when that is
+/// later, and lasts S cycles; then the next walk starts, or after the last
+/// tile the pass ends one cycle later (the last fold write).
+pub fn forward_cycles(
+    prepared: &Prepared,
+    rows: u32,
+    dim: u32,
+    batch: u32,
+    timing: Timing,
+) -> ForwardCycles {
+    let latency = u64::from(timing.hbm_latency);
+    let inflight = timing.hbm_inflight as usize;
+    let span = u64::from(batch) * u64::from(dim.div_ceil(8));
+    let mut t = span + 1;
+    let mut outstanding: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
+    let mut words_read = 0;
+    let mut end = 0;
+    for (i, entries) in prepared.tiles.iter().enumerate() {
+        let mut last_response = None;
+        for e in entries {
+            if !id_in_table(e.id, rows) || e.sample >= batch {
+                t += 1;
+                continue;
+            }
+            let first = u64::from(e.id as u32) * u64::from(dim);
+            let words = (first + u64::from(dim) - 1) / 8 - first / 8 + 1;
+            for _ in 0..words {
+                let mut c = t;
+                // Reads answered before cycle c no longer count.
+                while outstanding.front().is_some_and(|&r| r < c) {
+                    outstanding.pop_front();
+                }
+                if outstanding.len() == inflight {
+                    c = outstanding.pop_front().expect("full") + 1;
+                }
+                let r = c + latency;
+                outstanding.push_back(r);
+                last_response = Some(r);
+                words_read += 1;
+                t = c + 1;
+            }
+        }
+        let marker = t;
+        let fold = match last_response {
+            Some(r) => (marker + 2).max(r + 3),
+            None => marker + 2,
+        };
+        t = fold + span;
+        if i + 1 == prepared.tiles.len() {
+            end = fold + span + 1;
+        }
+    }
+    ForwardCycles {
+        cycles: end,
+        words_read,
+    }
+}
+
+/// What the cycle model predicts for one update pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpdateCycles {
+    /// From the cycle `start_i` is accepted (cycle 0) through the last cycle
+    /// `busy_o` is high.
+    pub cycles: u64,
+    /// 32-byte HBM words read and written (each updated row once each way).
+    pub words_read: u64,
+    pub words_written: u64,
+}
+
+/// Issues `words` reads from cycle `t` under the in-flight rule; returns the
+/// cycle after the last issue and the last response's cycle.
+fn issue_reads(
+    mut t: u64,
+    words: u64,
+    latency: u64,
+    inflight: usize,
+    outstanding: &mut std::collections::VecDeque<u64>,
+) -> (u64, u64) {
+    let mut last = 0;
+    for _ in 0..words {
+        let mut c = t;
+        while outstanding.front().is_some_and(|&r| r < c) {
+            outstanding.pop_front();
+        }
+        if outstanding.len() == inflight {
+            c = outstanding.pop_front().expect("full") + 1;
+        }
+        last = c + latency;
+        outstanding.push_back(last);
+        t = c + 1;
+    }
+    (t, last)
+}
+
+/// The SparseCore's timing contract for an update pass (`sparsecore` crate
+/// docs), with HBM always ready, a fixed `hbm_latency` and a host that keeps
+/// the entry queue from running dry.
+///
+/// There is no clear: the walk starts in cycle 1, but the first entry, pushed
+/// in the start's cycle, reaches the head of the queue in cycle 2, so the
+/// first step is in cycle 2. A marker takes one cycle (after
+/// the last tile's, the pass ends); an entry with an id outside the table
+/// one cycle. An id's first entry takes one cycle, then every entry of the
+/// id ceil(D/8) cycles (its gradient row into U) and one more (looking at
+/// the next entry). Then the id's row is read, one word per cycle under the
+/// in-flight rule, each word written back the cycle after its response and
+/// leaving the write queue two cycles later; the walk resumes one cycle
+/// after the last read was issued, or 5 cycles after the last response if
+/// that is later.
+pub fn update_cycles(
+    prepared: &Prepared,
+    rows: u32,
+    dim: u32,
+    batch: u32,
+    timing: Timing,
+) -> UpdateCycles {
+    let latency = u64::from(timing.hbm_latency);
+    let inflight = timing.hbm_inflight as usize;
+    let chunks = u64::from(dim.div_ceil(8));
+    let mut outstanding = std::collections::VecDeque::new();
+    let mut t = 2u64;
+    let mut words = 0u64;
+    let mut end = 0;
+    for (i, entries) in prepared.tiles.iter().enumerate() {
+        let mut k = 0;
+        while k < entries.len() {
+            let e = entries[k];
+            if !id_in_table(e.id, rows) || e.sample >= batch {
+                t += 1;
+                k += 1;
+                continue;
+            }
+            t += 1;
+            while k < entries.len() && entries[k].id == e.id && entries[k].sample < batch {
+                t += chunks + 1;
+                k += 1;
+            }
+            let first = u64::from(e.id as u32) * u64::from(dim);
+            let row_words = (first + u64::from(dim) - 1) / 8 - first / 8 + 1;
+            words += row_words;
+            let (after, last) = issue_reads(t, row_words, latency, inflight, &mut outstanding);
+            t = (after + 1).max(last + 5);
+        }
+        // The marker.
+        if i + 1 == prepared.tiles.len() {
+            end = t + 1;
+        }
+        t += 1;
+    }
+    UpdateCycles {
+        cycles: end,
+        words_read: words,
+        words_written: words,
+    }
+}

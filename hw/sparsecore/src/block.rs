@@ -1,0 +1,142 @@
+//! The SparseCore as a [`hw::Block`], with [`config::SparseCoreConfig`] as
+//! its configuration.
+
+use crate::{build, top_name};
+use config::sparsecore::{
+    HBM_INFLIGHT_RANGE, HBM_LATENCY_RANGE, MAX_BATCH, MAX_DIM, MAX_TILES, QUEUE_DEPTH_RANGE,
+};
+use config::SparseCoreConfig;
+use hw::{Block, Design, ModuleDef, Param, ParamKind, Preset};
+use std::rc::Rc;
+
+/// The SparseCore.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SparseCore;
+
+/// The presets: (name, tiles, max D, max B, queue depth, reads in flight,
+/// in the FPGA report). `t4-d128` is the default; the small ones are what the
+/// tests simulate; `t16-d128` is a TPU v4 SparseCore's tile count.
+const PRESETS: [(&str, u32, u32, u32, u32, u32, bool); 4] = [
+    ("t4-d128", 4, 128, 64, 16, 128, false),
+    ("t1-d8", 1, 8, 4, 4, 4, true),
+    ("t4-d24", 4, 24, 8, 8, 8, true),
+    ("t16-d128", 16, 128, 64, 16, 128, false),
+];
+
+impl Block for SparseCore {
+    type Config = SparseCoreConfig;
+
+    fn name(&self) -> &'static str {
+        "sparsecore"
+    }
+
+    fn description(&self) -> &'static str {
+        "embedding gather, combine and scatter-add over HBM: T tiles on one sequencer, 8-wide fp32 combine"
+    }
+
+    fn params(&self) -> Vec<Param> {
+        let int = |min: u32, max: u32| ParamKind::Int {
+            min: u64::from(min),
+            max: u64::from(max),
+        };
+        let pow2 = |r: std::ops::RangeInclusive<u32>| ParamKind::PowerOfTwo {
+            min: u64::from(*r.start()),
+            max: u64::from(*r.end()),
+        };
+        vec![
+            Param {
+                name: "tiles",
+                value_name: "T",
+                kind: int(1, MAX_TILES),
+                help: "Tiles (tile t owns the ids with id mod T = t)",
+            },
+            Param {
+                name: "max_dim",
+                value_name: "D",
+                kind: int(1, MAX_DIM),
+                help: "Longest table row, in fp32 elements",
+            },
+            Param {
+                name: "max_batch",
+                value_name: "B",
+                kind: int(1, MAX_BATCH),
+                help: "Largest batch, in samples",
+            },
+            Param {
+                name: "queue_depth",
+                value_name: "Q",
+                kind: pow2(QUEUE_DEPTH_RANGE),
+                help: "Entry queue depth",
+            },
+            Param {
+                name: "hbm_inflight",
+                value_name: "N",
+                kind: pow2(HBM_INFLIGHT_RANGE),
+                help: "HBM reads in flight at most",
+            },
+            Param {
+                name: "hbm_latency",
+                value_name: "L",
+                kind: int(*HBM_LATENCY_RANGE.start(), *HBM_LATENCY_RANGE.end()),
+                help:
+                    "Fixed HBM latency of the cycle model and benchmark (does not change the RTL)",
+            },
+        ]
+    }
+
+    fn default_config(&self) -> SparseCoreConfig {
+        SparseCoreConfig::DEFAULT
+    }
+
+    fn presets(&self) -> Vec<Preset<SparseCoreConfig>> {
+        let latency = SparseCoreConfig::DEFAULT.hbm_latency();
+        PRESETS
+            .iter()
+            .map(
+                |&(name, tiles, dim, batch, queue, inflight, fpga_report)| Preset {
+                    name: name.to_string(),
+                    config: SparseCoreConfig::with(tiles, dim, batch, queue, inflight, latency)
+                        .expect("presets are valid"),
+                    fpga_report,
+                },
+            )
+            .collect()
+    }
+
+    fn top_name(&self, cfg: &SparseCoreConfig) -> String {
+        top_name(cfg)
+    }
+
+    fn elaborate(&self, design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
+        build(design, cfg)
+    }
+
+    fn describe(&self, cfg: &SparseCoreConfig) -> String {
+        format!("SparseCore {cfg}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hw::AnyBlock;
+
+    #[test]
+    fn every_preset_elaborates() {
+        for p in Block::presets(&SparseCore) {
+            let mut design = Design::new();
+            let top = build(&mut design, &p.config);
+            assert_eq!(top.name, top_name(&p.config), "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn configurations_cross_the_registry_as_toml() {
+        let any: &dyn AnyBlock = &SparseCore;
+        let table: toml::Table = "tiles = 2\nmax_dim = 21".parse().unwrap();
+        let c = any.configure(&table).unwrap();
+        assert_eq!(c.top_name(), "sparsecore_t2_d21_b64_q16_f128");
+        let bad: toml::Table = "tiles = 17".parse().unwrap();
+        assert!(any.configure(&bad).is_err());
+    }
+}

@@ -1,0 +1,579 @@
+//! The SparseCore RTL against the golden model: activations bit for bit and,
+//! with a fixed HBM latency, cycles exactly; under random HBM latency and
+//! backpressure, bit for bit. Directed cases (the reference vectors, rows
+//! straddling words for D = 1, 5, 8, 21, fp32 specials, invalid ids, empty
+//! tiles) sit beside random batches with Zipf-distributed ids.
+
+use config::SparseCoreConfig;
+use golden::sparsecore::{forward, forward_cycles, update, update_cycles, Table, Timing};
+use golden::sparsecore_host::{prepare, Prepared};
+use golden::vectors::read_embed_forward;
+use rand::Rng;
+use sim::drivers::sparsecore::{HbmBehaviour, SparseCoreDriver};
+
+/// Small configurations (Verilator builds stay quick on two cores).
+fn cfg(tiles: u32, max_dim: u32, max_batch: u32) -> SparseCoreConfig {
+    SparseCoreConfig::with(tiles, max_dim, max_batch, 4, 4, 6).expect("valid")
+}
+
+/// Runs one forward pass on the RTL and checks it against the golden model;
+/// with a fixed latency also the cycle count.
+#[allow(clippy::too_many_arguments)]
+fn check(
+    d: &mut SparseCoreDriver,
+    what: &str,
+    table: &[u32],
+    rows: u32,
+    dim: u32,
+    batch: u32,
+    p: &Prepared,
+    hbm: HbmBehaviour,
+) {
+    let want = forward(Table::new(table, rows, dim), p, batch);
+    let got = d
+        .forward(table, rows, dim, batch, p, hbm)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    for (i, (&g, &w)) in got.activations.iter().zip(&want.activations).enumerate() {
+        assert_eq!(
+            g,
+            w,
+            "{what}: A[{}][{}] = {g:08x}, want {w:08x}",
+            i as u32 / dim,
+            i as u32 % dim
+        );
+    }
+    assert_eq!(got.activations.len(), want.activations.len(), "{what}");
+    assert_eq!(got.invalid, want.invalid, "{what}: invalid count");
+    if let HbmBehaviour::Fixed(latency) = hbm {
+        let timing = Timing {
+            hbm_latency: latency,
+            hbm_inflight: d.config().hbm_inflight(),
+        };
+        let model = forward_cycles(p, rows, dim, batch, timing);
+        assert_eq!(got.cycles, model.cycles, "{what}: cycles");
+        assert_eq!(got.words_read, model.words_read, "{what}: HBM words");
+    }
+}
+
+/// The models these tests use: rows up to 24 elements, batches up to 8.
+fn small(tiles: u32) -> SparseCoreConfig {
+    cfg(tiles, 24, 8)
+}
+
+/// Runs one update pass on the RTL and checks the whole table against the
+/// golden model; with a fixed latency also the cycle count.
+#[allow(clippy::too_many_arguments)]
+fn check_update(
+    d: &mut SparseCoreDriver,
+    what: &str,
+    table: &[u32],
+    rows: u32,
+    dim: u32,
+    batch: u32,
+    p: &Prepared,
+    grad: &[u32],
+    lr: u32,
+    hbm: HbmBehaviour,
+) {
+    let want = update(Table::new(table, rows, dim), p, grad, batch, lr);
+    let got = d
+        .update(table, rows, dim, batch, p, grad, lr, hbm)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(got.table.len(), want.table.len(), "{what}");
+    for (i, (&g, &w)) in got.table.iter().zip(&want.table).enumerate() {
+        assert_eq!(
+            g,
+            w,
+            "{what}: E[{}][{}] = {g:08x}, want {w:08x}",
+            i as u32 / dim,
+            i as u32 % dim
+        );
+    }
+    assert_eq!(got.invalid, want.invalid, "{what}: invalid count");
+    if let HbmBehaviour::Fixed(latency) = hbm {
+        let timing = Timing {
+            hbm_latency: latency,
+            hbm_inflight: d.config().hbm_inflight(),
+        };
+        let model = update_cycles(p, rows, dim, batch, timing);
+        assert_eq!(got.words_read, model.words_read, "{what}: HBM words read");
+        assert_eq!(
+            got.words_written, model.words_written,
+            "{what}: HBM words written"
+        );
+        assert_eq!(got.cycles, model.cycles, "{what}: cycles");
+    }
+}
+
+#[test]
+fn one_entry_one_tile() {
+    let c = cfg(1, 8, 4);
+    let mut d = SparseCoreDriver::new(&c).unwrap();
+    let table: Vec<u32> = (0..3 * 5).map(|i| 0x3F80_0000 + (i << 16)).collect();
+    let p = prepare(&[1], &[2], &[0x4000_0000], 3, 4, 1).unwrap();
+    check(
+        &mut d,
+        "one entry",
+        &table,
+        3,
+        5,
+        4,
+        &p,
+        HbmBehaviour::Fixed(2),
+    );
+}
+
+#[test]
+fn every_reference_vector_on_the_rtl() {
+    let cases = read_embed_forward();
+    let mut tiles: Vec<u32> = cases.iter().map(|c| c.tiles).collect();
+    tiles.sort_unstable();
+    tiles.dedup();
+    for t in tiles {
+        let mut d = SparseCoreDriver::new(&small(t)).unwrap();
+        for c in cases.iter().filter(|c| c.tiles == t) {
+            let p = prepare(&c.ids, &c.samples, &c.gains, c.rows, c.batch, c.tiles).unwrap();
+            let what = format!("embed_forward.tsv line {}", c.line);
+            check(
+                &mut d,
+                &what,
+                &c.table,
+                c.rows,
+                c.dim,
+                c.batch,
+                &p,
+                HbmBehaviour::Fixed(3),
+            );
+            let got = d
+                .forward(&c.table, c.rows, c.dim, c.batch, &p, HbmBehaviour::Fixed(3))
+                .unwrap();
+            assert_eq!(got.activations, c.activations, "{what}: against the file");
+        }
+    }
+}
+
+/// fp32 values worth meeting in tables and gains.
+const SPECIALS: [u32; 10] = [
+    0x0000_0000, // +0
+    0x8000_0000, // -0
+    0x7F80_0000, // +inf
+    0xFF80_0000, // -inf
+    0x7FC0_0000, // canonical NaN
+    0x7F80_0001, // signalling NaN
+    0xFFC1_2345, // NaN with a payload
+    0x0000_0001, // subnormal (read as +0)
+    0x7F7F_FFFF, // largest finite
+    0x0080_0000, // smallest normal
+];
+
+/// A random fp32 value: mostly moderate magnitudes (so sums round and
+/// cancel), sometimes a special one.
+fn value(rng: &mut impl Rng, specials: f64) -> u32 {
+    if rng.gen_bool(specials) {
+        SPECIALS[rng.gen_range(0..SPECIALS.len())]
+    } else {
+        let sign = rng.gen::<u32>() & 0x8000_0000;
+        let exp = rng.gen_range(110u32..=140) << 23;
+        sign | exp | (rng.gen::<u32>() & 0x7F_FFFF)
+    }
+}
+
+/// Ids drawn from a Zipf distribution (exponent 1.1) over 0..rows: a few
+/// ids take most entries, so merging and repeated rows are the rule.
+fn zipf(rng: &mut impl Rng, rows: u32) -> i32 {
+    let weights: Vec<f64> = (0..rows)
+        .map(|k| 1.0 / f64::from(k + 1).powf(1.1))
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let mut x = rng.gen::<f64>() * total;
+    for (k, w) in weights.iter().enumerate() {
+        if x < *w {
+            return k as i32;
+        }
+        x -= w;
+    }
+    rows as i32 - 1
+}
+
+struct Batch {
+    rows: u32,
+    dim: u32,
+    batch: u32,
+    table: Vec<u32>,
+    ids: Vec<i32>,
+    samples: Vec<i32>,
+    gains: Vec<u32>,
+}
+
+fn random_batch(rng: &mut impl Rng, max_dim: u32, max_batch: u32) -> Batch {
+    let rows = rng.gen_range(1..=40);
+    let dim = rng.gen_range(1..=max_dim);
+    let batch = rng.gen_range(1..=max_batch);
+    let specials = [0.0, 0.02, 0.2][rng.gen_range(0..3)];
+    let table = (0..rows * dim).map(|_| value(rng, specials)).collect();
+    let n = rng.gen_range(0..=60);
+    let mut ids = Vec::new();
+    let mut samples = Vec::new();
+    let mut gains = Vec::new();
+    for _ in 0..n {
+        let r = rng.gen::<f64>();
+        ids.push(if r < 0.1 {
+            i32::MAX // padding
+        } else if r < 0.15 {
+            // invalid: past the table or negative
+            [rows as i32, rows as i32 + 7, -1, i32::MIN][rng.gen_range(0..4)]
+        } else {
+            zipf(rng, rows)
+        });
+        samples.push(rng.gen_range(0..batch) as i32);
+        gains.push(if rng.gen_bool(0.5) {
+            0x3F80_0000
+        } else {
+            value(rng, specials)
+        });
+    }
+    Batch {
+        rows,
+        dim,
+        batch,
+        table,
+        ids,
+        samples,
+        gains,
+    }
+}
+
+#[test]
+fn random_zipf_batches_match_golden_bit_for_bit_and_cycle_for_cycle() {
+    let mut rng = tb::seed::rng_for("random_zipf_batches");
+    for tiles in [1, 3, 4] {
+        let c = small(tiles);
+        let mut d = SparseCoreDriver::new(&c).unwrap();
+        for round in 0..tb::seed::soak_rounds(12) {
+            let b = random_batch(&mut rng, 24, 8);
+            let p = prepare(&b.ids, &b.samples, &b.gains, b.rows, b.batch, tiles).unwrap();
+            let latency = rng.gen_range(2..=12);
+            let what = format!(
+                "T={tiles} round {round}: V={} D={} B={} n={} latency {latency}",
+                b.rows,
+                b.dim,
+                b.batch,
+                b.ids.len()
+            );
+            check(
+                &mut d,
+                &what,
+                &b.table,
+                b.rows,
+                b.dim,
+                b.batch,
+                &p,
+                HbmBehaviour::Fixed(latency),
+            );
+        }
+    }
+}
+
+#[test]
+fn random_hbm_latency_and_backpressure_change_no_bit() {
+    let mut rng = tb::seed::rng_for("random_hbm");
+    for tiles in [2, 4] {
+        let c = small(tiles);
+        let mut d = SparseCoreDriver::new(&c).unwrap();
+        for round in 0..tb::seed::soak_rounds(10) {
+            let b = random_batch(&mut rng, 24, 8);
+            let p = prepare(&b.ids, &b.samples, &b.gains, b.rows, b.batch, tiles).unwrap();
+            let min = rng.gen_range(2..=6);
+            let hbm = HbmBehaviour::Random {
+                min,
+                max: min + rng.gen_range(0..=30),
+                ready: [1.0, 0.7, 0.3][rng.gen_range(0..3)],
+                seed: rng.gen(),
+            };
+            let what = format!("T={tiles} round {round}: D={} {hbm:?}", b.dim);
+            check(&mut d, &what, &b.table, b.rows, b.dim, b.batch, &p, hbm);
+        }
+    }
+}
+
+#[test]
+fn rows_of_1_5_8_21_and_128_elements_straddle_words() {
+    let mut rng = tb::seed::rng_for("rows_straddle_words");
+    let mut d = SparseCoreDriver::new(&small(2)).unwrap();
+    let mut wide = SparseCoreDriver::new(&cfg(1, 128, 2)).unwrap();
+    for dim in [1, 5, 8, 21, 128] {
+        let rows = 17;
+        let table: Vec<u32> = (0..rows * dim).map(|_| value(&mut rng, 0.0)).collect();
+        // Every id once, in one sample, then every id again in the other
+        // sample with a gain of 2: each row's words, whatever its offset.
+        let ids: Vec<i32> = (0..rows as i32).chain(0..rows as i32).collect();
+        let samples: Vec<i32> = (0..2 * rows as i32).map(|i| i / rows as i32).collect();
+        let gains: Vec<u32> = (0..2 * rows)
+            .map(|i| if i < rows { 0x3F80_0000 } else { 0x4000_0000 })
+            .collect();
+        let (driver, tiles) = if dim <= 24 {
+            (&mut d, 2)
+        } else {
+            (&mut wide, 1)
+        };
+        let p = prepare(&ids, &samples, &gains, rows, 2, tiles).unwrap();
+        for hbm in [
+            HbmBehaviour::Fixed(2),
+            HbmBehaviour::Fixed(20),
+            HbmBehaviour::Random {
+                min: 2,
+                max: 9,
+                ready: 0.5,
+                seed: rng.gen(),
+            },
+        ] {
+            check(
+                driver,
+                &format!("D={dim} {hbm:?}"),
+                &table,
+                rows,
+                dim,
+                2,
+                &p,
+                hbm,
+            );
+        }
+    }
+}
+
+#[test]
+fn empty_tiles_only_invalid_ids_and_no_entries() {
+    let mut d = SparseCoreDriver::new(&small(3)).unwrap();
+    let table: Vec<u32> = (0..6 * 3).map(|i| 0x3F80_0000 + i).collect();
+    // Only tile 1 has entries (ids 1 and 4).
+    let p = prepare(&[1, 4, 4], &[0, 1, 0], &[0x3F80_0000; 3], 6, 2, 3).unwrap();
+    check(
+        &mut d,
+        "one busy tile",
+        &table,
+        6,
+        3,
+        2,
+        &p,
+        HbmBehaviour::Fixed(4),
+    );
+    // Only invalid ids: nothing read, all counted, A all +0.
+    let p = prepare(
+        &[6, -2, 100, i32::MAX],
+        &[0, 1, 0, 1],
+        &[0x3F80_0000; 4],
+        6,
+        2,
+        3,
+    )
+    .unwrap();
+    check(
+        &mut d,
+        "only invalid",
+        &table,
+        6,
+        3,
+        2,
+        &p,
+        HbmBehaviour::Fixed(4),
+    );
+    // No entries at all.
+    let p = prepare(&[], &[], &[], 6, 2, 3).unwrap();
+    check(
+        &mut d,
+        "no entries",
+        &table,
+        6,
+        3,
+        2,
+        &p,
+        HbmBehaviour::Fixed(4),
+    );
+}
+
+#[test]
+fn many_entries_stall_on_the_queue_and_keep_every_one() {
+    // 200 entries through a 4-entry queue, HBM refusing half the requests.
+    let mut rng = tb::seed::rng_for("queue_stalls");
+    let mut d = SparseCoreDriver::new(&small(2)).unwrap();
+    let rows = 30;
+    let dim = 9;
+    let table: Vec<u32> = (0..rows * dim).map(|_| value(&mut rng, 0.01)).collect();
+    let ids: Vec<i32> = (0..200).map(|_| zipf(&mut rng, rows)).collect();
+    let samples: Vec<i32> = (0..200).map(|_| rng.gen_range(0..8)).collect();
+    let gains: Vec<u32> = (0..200).map(|_| value(&mut rng, 0.0)).collect();
+    let p = prepare(&ids, &samples, &gains, rows, 8, 2).unwrap();
+    check(
+        &mut d,
+        "fixed",
+        &table,
+        rows,
+        dim,
+        8,
+        &p,
+        HbmBehaviour::Fixed(7),
+    );
+    let hbm = HbmBehaviour::Random {
+        min: 2,
+        max: 40,
+        ready: 0.5,
+        seed: rng.gen(),
+    };
+    check(&mut d, "random", &table, rows, dim, 8, &p, hbm);
+}
+
+#[test]
+fn update_one_id_then_random_zipf_updates() {
+    let mut rng = tb::seed::rng_for("random_updates");
+    let mut d = SparseCoreDriver::new(&small(1)).unwrap();
+    let table: Vec<u32> = (0..4 * 5).map(|i| 0x3F80_0000 + (i << 18)).collect();
+    let grad: Vec<u32> = (0..2 * 5).map(|i| 0x3E00_0000 + (i << 18)).collect();
+    let p = prepare(&[2, 2], &[0, 1], &[0x3F80_0000, 0x4000_0000], 4, 2, 1).unwrap();
+    check_update(
+        &mut d,
+        "one id",
+        &table,
+        4,
+        5,
+        2,
+        &p,
+        &grad,
+        0x3DCC_CCCD,
+        HbmBehaviour::Fixed(3),
+    );
+    for tiles in [1, 3] {
+        let mut d = SparseCoreDriver::new(&small(tiles)).unwrap();
+        for round in 0..tb::seed::soak_rounds(10) {
+            let b = random_batch(&mut rng, 24, 8);
+            let p = prepare(&b.ids, &b.samples, &b.gains, b.rows, b.batch, tiles).unwrap();
+            let specials = [0.0, 0.05][rng.gen_range(0..2)];
+            let grad: Vec<u32> = (0..b.batch * b.dim)
+                .map(|_| value(&mut rng, specials))
+                .collect();
+            let lr = value(&mut rng, specials);
+            let latency = rng.gen_range(2..=12);
+            let what = format!(
+                "update T={tiles} round {round}: V={} D={} B={} n={} latency {latency}",
+                b.rows,
+                b.dim,
+                b.batch,
+                b.ids.len()
+            );
+            check_update(
+                &mut d,
+                &what,
+                &b.table,
+                b.rows,
+                b.dim,
+                b.batch,
+                &p,
+                &grad,
+                lr,
+                HbmBehaviour::Fixed(latency),
+            );
+            let hbm = HbmBehaviour::Random {
+                min: 2,
+                max: 25,
+                ready: 0.6,
+                seed: rng.gen(),
+            };
+            check_update(
+                &mut d,
+                &format!("{what} {hbm:?}"),
+                &b.table,
+                b.rows,
+                b.dim,
+                b.batch,
+                &p,
+                &grad,
+                lr,
+                hbm,
+            );
+        }
+    }
+}
+
+#[test]
+fn update_rows_of_1_5_8_21_and_128_elements() {
+    let mut rng = tb::seed::rng_for("update_rows_straddle_words");
+    let mut d = SparseCoreDriver::new(&small(2)).unwrap();
+    let mut wide = SparseCoreDriver::new(&cfg(1, 128, 2)).unwrap();
+    for dim in [1, 5, 8, 21, 128] {
+        let rows = 13;
+        let table: Vec<u32> = (0..rows * dim).map(|_| value(&mut rng, 0.02)).collect();
+        let grad: Vec<u32> = (0..2 * dim).map(|_| value(&mut rng, 0.02)).collect();
+        // Neighbouring ids share HBM words when D is not a multiple of 8.
+        let ids: Vec<i32> = (0..rows as i32).chain([3, 4, 5, 12]).collect();
+        let samples: Vec<i32> = (0..ids.len() as i32).map(|i| i % 2).collect();
+        let gains: Vec<u32> = (0..ids.len()).map(|_| value(&mut rng, 0.0)).collect();
+        let (driver, tiles) = if dim <= 24 {
+            (&mut d, 2)
+        } else {
+            (&mut wide, 1)
+        };
+        let p = prepare(&ids, &samples, &gains, rows, 2, tiles).unwrap();
+        for hbm in [
+            HbmBehaviour::Fixed(2),
+            HbmBehaviour::Fixed(17),
+            HbmBehaviour::Random {
+                min: 2,
+                max: 9,
+                ready: 0.5,
+                seed: rng.gen(),
+            },
+        ] {
+            check_update(
+                driver,
+                &format!("update D={dim} {hbm:?}"),
+                &table,
+                rows,
+                dim,
+                2,
+                &p,
+                &grad,
+                0x3F00_0000,
+                hbm,
+            );
+        }
+    }
+}
+
+#[test]
+fn forward_and_update_passes_alternate_on_one_block() {
+    // Nothing of one pass (partial sums, U, gradients in the activation
+    // buffer, counters) leaks into the next.
+    let mut rng = tb::seed::rng_for("alternating_passes");
+    let mut d = SparseCoreDriver::new(&small(2)).unwrap();
+    for round in 0..tb::seed::soak_rounds(6) {
+        let b = random_batch(&mut rng, 24, 8);
+        let p = prepare(&b.ids, &b.samples, &b.gains, b.rows, b.batch, 2).unwrap();
+        let grad: Vec<u32> = (0..b.batch * b.dim)
+            .map(|_| value(&mut rng, 0.02))
+            .collect();
+        let lr = value(&mut rng, 0.0);
+        let latency = rng.gen_range(2..=9);
+        let what = format!("round {round}: V={} D={} B={}", b.rows, b.dim, b.batch);
+        check(
+            &mut d,
+            &what,
+            &b.table,
+            b.rows,
+            b.dim,
+            b.batch,
+            &p,
+            HbmBehaviour::Fixed(latency),
+        );
+        check_update(
+            &mut d,
+            &what,
+            &b.table,
+            b.rows,
+            b.dim,
+            b.batch,
+            &p,
+            &grad,
+            lr,
+            HbmBehaviour::Fixed(latency),
+        );
+    }
+}
