@@ -18,7 +18,7 @@ impl Block for Ici {
     }
 
     fn description(&self) -> &'static str {
-        "ICI link layer (CRC-32 flits, replay, ACK/NAK, credits, retraining), two ends over a serdes stub with injected errors"
+        "ICI link layer (CRC-checked flits, replay, ACK/NAK, credits, retraining), two ends over a serdes stub with injected errors"
     }
 
     fn params(&self) -> Vec<Param> {
@@ -66,6 +66,12 @@ impl Block for Ici {
                 value_name: "K",
                 kind: int(1, 255),
                 help: "Consecutive good words that end retraining",
+            },
+            Param {
+                name: "crc_bits",
+                value_name: "C",
+                kind: pow2(8, 32),
+                help: "Bits of the frame CRC: 32 (CRC-32/ISO-HDLC), 16 (CRC-16/IBM-3740) or 8 (CRC-8/SMBUS, for the formal configuration's short frames)",
             },
         ]
     }
