@@ -278,9 +278,10 @@ fn soak_table(d: &mut IciDriver, quick: bool) {
     };
     // A fixed default seed, so the table reproduces; SYSTOLE_SEED draws others.
     let seed = match std::env::var(tb::seed::SEED_VAR) {
-        Ok(s) => s.trim().parse::<u64>().unwrap_or_else(|_| {
-            panic!("{} must be a decimal u64, got '{s}'", tb::seed::SEED_VAR)
-        }),
+        Ok(s) => s
+            .trim()
+            .parse::<u64>()
+            .unwrap_or_else(|_| panic!("{} must be a decimal u64, got '{s}'", tb::seed::SEED_VAR)),
         Err(_) => 0x1c1_50a4,
     };
     let faults = Faults {

@@ -107,12 +107,15 @@ enum Verdict {
     Counterexample(String),
 }
 
+/// A rewrite of one generated file's text: (file name, text) -> text.
+type Mutation = dyn Fn(&str, &str) -> String;
+
 struct Check<'a> {
     name: &'a str,
     depth: u32,
     defines: Vec<String>,
     /// Applied to each generated file's text before the run.
-    mutate: Option<&'a dyn Fn(&str, &str) -> String>,
+    mutate: Option<&'a Mutation>,
 }
 
 fn run(check: &Check) -> Verdict {
