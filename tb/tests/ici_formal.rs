@@ -8,13 +8,13 @@
 //!
 //! - both directions carrying data, any drops, duplicates and flip masks of
 //!   up to three bits, to [`TWO_WAY_DEPTH`] cycles: replays after a NAK,
-//!   duplicates dropped, every sequence number and credit count wrapping;
+//!   duplicates dropped;
 //! - A -> B carrying data with B -> A carrying the acknowledgements, flips
 //!   confined to one bit (see the props file for why that loses no
 //!   behaviour), to [`ONE_WAY_DEPTH`] cycles: replay timeouts, a link-down,
-//!   retraining and deliveries after it. A third run shows that depth is
-//!   enough, by having the solver refute a claim that no flit is delivered
-//!   after a timeout, a link-down and retraining.
+//!   retraining and deliveries after it, every modular counter wrapping.
+//!   Two more runs show that depth is enough, by having the solver refute
+//!   claims that those things never happen.
 //!
 //! A planted bug (the receiver's CRC check removed from the generated
 //! Verilog) must yield a counterexample, so the checks can fail.
@@ -33,15 +33,18 @@ use std::process::Command;
 
 /// Cycles from reset the two-way check covers: a NAK needs a lost or
 /// corrupted flit, the gap seen at the receiver and the NAK back (about 8
-/// cycles at latency 1), and its replay reaches the receiver by 12.
+/// cycles at latency 1), and its replay reaches the receiver by 12. (Deeper
+/// costs minutes per cycle with two free directions.)
 const TWO_WAY_DEPTH: u32 = 14;
 /// Cycles from reset the one-way check covers: a flit lost on its way times
 /// out 9 cycles later and is replayed; with one retry allowed the next
 /// rewind without progress takes the link down, and it retrains within a
-/// round trip. `the_deep_check_reaches_a_link_down_and_retraining` has the
-/// solver find a replay timeout, a link-down, retraining and a delivery
-/// after it within this depth (the shortest such trace is 16 cycles).
-const ONE_WAY_DEPTH: u32 = 20;
+/// round trip. Two refuted claims show the depth is enough: the solver
+/// finds a replay timeout, a link-down, retraining and a delivery after it
+/// (16 cycles at the shortest), and a fifth flit delivered, after every
+/// 2-bit sequence and credit counter has wrapped (22 cycles: two credits
+/// come back a round trip of 8 cycles after their flits).
+const ONE_WAY_DEPTH: u32 = 24;
 /// A run that takes longer than this reports a timeout, a failure.
 const TIMEOUT_SECONDS: u32 = 900;
 
@@ -274,6 +277,21 @@ fn the_deep_check_reaches_a_link_down_and_retraining() {
             format!("ICI_FLIP_BIT={}", flip_bit()),
             "ICI_ONE_WAY".into(),
             "ICI_REACH".into(),
+        ],
+        mutate: None,
+    });
+    eprintln!("{s}");
+}
+
+#[test]
+fn the_deep_check_reaches_the_wrap_of_every_counter() {
+    let s = assert_refuted(&Check {
+        name: "wrap",
+        depth: ONE_WAY_DEPTH,
+        defines: vec![
+            format!("ICI_FLIP_BIT={}", flip_bit()),
+            "ICI_ONE_WAY".into(),
+            "ICI_REACH_WRAP".into(),
         ],
         mutate: None,
     });

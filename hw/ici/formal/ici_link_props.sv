@@ -216,6 +216,12 @@ module ici_link_props #(
     a_was_down <= !init && (a_was_down || (!a_link_up && a_timeouts != 32'd0));
   always @* if (!init) assert (!(a_was_down && a_link_up && b_rx_valid && b_rx_ready));
 `endif
+`ifdef ICI_REACH_WRAP
+  // Likewise: B takes a fifth flit, so A's sequence numbers, B's expected
+  // one and B's freed-credit count (all 2 bits in the formal configuration)
+  // have wrapped around.
+  always @* if (!init) assert (!(b_rx_valid && b_rx_ready && b_got == 8'd4));
+`endif
 endmodule
 
 `default_nettype wire
