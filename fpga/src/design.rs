@@ -170,7 +170,9 @@ impl FlowDesign {
     /// significand (bf16) multiplier per processing element, one DSP each; a
     /// VPU one signed 32x32 multiplier per lane (shared by mul_i32,
     /// requant_i8 and mul_f32), which Yosys splits into 2 x 2 DSP blocks on
-    /// every family here (16x16, 18x18, 25x18). The ICI link has none.
+    /// every family here (16x16, 18x18, 25x18). The ICI link has none to
+    /// budget: its only products are the stubs' scalings of a random draw to
+    /// a bit position (16 bits by a constant), left to Yosys.
     pub fn multipliers(&self, _family: Family) -> (u64, u64) {
         match self {
             FlowDesign::Mxu(c) => (u64::from(c.rows()) * u64::from(c.cols()), 1),

@@ -132,6 +132,7 @@ mod tests {
                 "vpu_full_4x2_v16_m256",
                 "vpu_int32_8x1_v16_m256",
                 "ici_pair_l4_link_w64_d32_b32_t64_r16_k8",
+                "ici_pair_l2_link_w4_d8_b8_t32_r8_k4",
             ]
         );
         // Every block's report presets are built.
@@ -146,7 +147,7 @@ mod tests {
             ]
         );
         let (ici_only, _) = report_presets(false, ACC_ROWS, &["ici".into()]).unwrap();
-        assert_eq!(ici_only.len(), 1);
+        assert_eq!(ici_only.len(), 2);
         let (vpu_only, _) = report_presets(false, ACC_ROWS, &["vpu".into()]).unwrap();
         assert_eq!(vpu_only.len(), 3);
         assert!(report_presets(false, 100, &[]).is_err());
