@@ -443,9 +443,9 @@ fn link_bad_input_is_one_line_exit_two_and_no_output() {
     write_npy(&case.path("p.npy"), &[2, 2], &[1f32, 2., 3., 4.]);
     assert_link_rejected(&case, &[], "uint8");
     write_npy(&case.path("p.npy"), &[0], &[0u8; 0]);
-    assert_link_rejected(&case, &[], "at least one byte");
+    assert_link_rejected(&case, &[], "at least one element");
     write_npy(&case.path("p.npy"), &[3, 0], &[0u8; 0]);
-    assert_link_rejected(&case, &[], "at least one byte");
+    assert_link_rejected(&case, &[], "at least one element");
     std::fs::write(case.path("p.npy"), b"\x93NUMPY garbage").unwrap();
     assert_link_rejected(&case, &[], "not a .npy file");
     std::fs::write(
