@@ -131,8 +131,8 @@ mod tests {
                 "vpu_full_8x1_v16_m256",
                 "vpu_full_4x2_v16_m256",
                 "vpu_int32_8x1_v16_m256",
-                "ici_pair_l4_link_w64_d32_b32_t64_r16_k8",
                 "ici_pair_l2_link_w4_d8_b8_t32_r8_k4",
+                "ici_pair_l4_link_w64_d32_b32_t64_r16_k8",
             ]
         );
         // Every block's report presets are built.
@@ -143,7 +143,7 @@ mod tests {
             [
                 "mxu_int8_4x4_acc512",
                 "vpu_full_8x1_v16_m256",
-                "ici_pair_l4_link_w64_d32_b32_t64_r16_k8"
+                "ici_pair_l2_link_w4_d8_b8_t32_r8_k4"
             ]
         );
         let (ici_only, _) = report_presets(false, ACC_ROWS, &["ici".into()]).unwrap();
