@@ -60,8 +60,9 @@ impl IciConfig {
         crc_bits: ICI_CRC_BITS,
     };
 
-    /// The small configuration the formal proofs run on (`hw/ici`'s crate
-    /// docs say what is proved on it): 1-byte flits, a 2-flit window (2-bit
+    /// The small configuration the formal checks run on
+    /// (`tb/tests/ici_formal.rs` says what is checked, to which depth):
+    /// 1-byte flits, a 2-flit window (2-bit
     /// sequence numbers), a 2-flit receive buffer (2-bit credit counts), one
     /// cycle in the stub, the shortest replay timer the round trip allows
     /// (9 cycles), one replay before a link-down, one Train frame to come
