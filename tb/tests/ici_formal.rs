@@ -333,3 +333,61 @@ fn the_props_file_names_the_pair_ports_that_exist() {
         );
     }
 }
+
+/// What lets the one-way check confine flips to one bit: on the FORMAL
+/// frame, the RTL's CRC check rejects every word with one to three flipped
+/// bits. The check is affine, so whether a flip mask escapes does not
+/// depend on the word; one valid word and every mask decide it.
+#[test]
+fn the_formal_frame_crc_rejects_every_flip_of_up_to_three_bits() {
+    use num_bigint::BigUint;
+    let cfg = IciConfig::FORMAL;
+    let bits = cfg.frame_bits();
+    let crc_bits = cfg.crc_bits();
+    let mut design = Design::new();
+    let def = design.define("crc_check", &[], |_, m| {
+        let word = m.input("word_i", hw::Ty::u(bits));
+        let crc = ici::frame::frame_crc(ici::frame::covered(word, &cfg), &cfg);
+        m.output("crc_o", crc);
+        m.output("ok_o", crc.is_eq(word.slice(bits - crc_bits, crc_bits)));
+    });
+    let mut e = hw::Evaluator::new(&def).unwrap();
+    // A valid word: all-zero covered bits under their CRC.
+    e.set("word_i", &BigUint::from(0u8));
+    e.eval();
+    let valid = u64::try_from(e.get("crc_o")).unwrap() << (bits - crc_bits);
+    let mut check = |word: u64| -> bool {
+        e.set("word_i", &BigUint::from(word));
+        e.eval();
+        e.get("ok_o") == BigUint::from(1u8)
+    };
+    assert!(check(valid), "the sealed word passes its own check");
+    let mut masks = 0;
+    for i in 0..bits {
+        for j in i..bits {
+            for k in j..bits {
+                let mask = (1u64 << i) | (1u64 << j) | (1u64 << k);
+                assert!(!check(valid ^ mask), "flips {i}, {j}, {k} escape the CRC");
+                masks += 1;
+            }
+        }
+    }
+    assert!(masks > 2_900, "{masks}");
+    // And the check can fail: some four-bit pattern does escape CRC-8.
+    let mut escapes = 0;
+    for i in 0..bits {
+        for j in i + 1..bits {
+            for k in j + 1..bits {
+                for l in k + 1..bits {
+                    let mask = (1u64 << i) | (1u64 << j) | (1u64 << k) | (1u64 << l);
+                    escapes += usize::from(check(valid ^ mask));
+                }
+            }
+        }
+    }
+    let escapes = escapes > 0;
+    assert!(
+        escapes,
+        "no four-bit pattern escapes: the check is not testing the CRC"
+    );
+}

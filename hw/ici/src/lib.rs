@@ -58,8 +58,8 @@
 //! frames harmless: a later frame carries the same information. The formal
 //! configuration ([`config::IciConfig::FORMAL`], 26-bit frames) uses
 //! CRC-8/SMBUS (x^8 + x^2 + x + 1): on those frames it detects every
-//! pattern of at most three flipped bits (checked over all of them; 110
-//! four-bit patterns escape), which is the error model its proofs assume.
+//! pattern of at most three flipped bits (`tb/tests/ici_formal.rs` checks
+//! all of them; some four-bit patterns escape), which is the error model its proofs assume.
 //!
 //! # Protocol
 //!
