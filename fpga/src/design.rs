@@ -3,7 +3,7 @@
 //! memory belongs in block RAM).
 
 use crate::parts::{Family, Part};
-use config::{MxuConfig, VpuConfig};
+use config::{IciConfig, MxuConfig, VpuConfig};
 use serde::{Deserialize, Serialize};
 
 /// A configured block the FPGA flows synthesise.
@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 pub enum FlowDesign {
     Mxu(MxuConfig),
     Vpu(VpuConfig),
+    /// The ICI link block: two link ends joined by two serdes stubs.
+    Ici(IciConfig),
 }
 
 impl From<MxuConfig> for FlowDesign {
@@ -22,6 +24,12 @@ impl From<MxuConfig> for FlowDesign {
 impl From<VpuConfig> for FlowDesign {
     fn from(c: VpuConfig) -> Self {
         FlowDesign::Vpu(c)
+    }
+}
+
+impl From<IciConfig> for FlowDesign {
+    fn from(c: IciConfig) -> Self {
+        FlowDesign::Ici(c)
     }
 }
 
@@ -50,7 +58,9 @@ pub struct DesignInfo {
     /// The block's registry name.
     #[serde(default = "mxu_name")]
     pub block: String,
-    /// The MXU's element type, or the VPU's units (`full`, `int32`).
+    /// The MXU's element type, the VPU's units (`full`, `int32`), or the ICI
+    /// link's shape (`w64-d32-b32-crc32`: flit bytes, window, receive
+    /// buffer, CRC bits).
     pub dtype: String,
     /// MXU rows and columns, accumulator rows (0 for other blocks).
     pub rows: u32,
@@ -98,13 +108,34 @@ impl DesignInfo {
                 vregs: c.vregs(),
                 vmem_words: c.vmem_words(),
             },
+            FlowDesign::Ici(c) => DesignInfo {
+                top: ici::pair_name(&c),
+                block: "ici".into(),
+                dtype: format!(
+                    "w{}-d{}-b{}-crc{}",
+                    c.flit_bytes(),
+                    c.replay_depth(),
+                    c.rx_buffer(),
+                    c.crc_bits()
+                ),
+                rows: 0,
+                cols: 0,
+                acc_rows: 0,
+                lanes: 0,
+                sublanes: 0,
+                vregs: 0,
+                vmem_words: 0,
+            },
         }
     }
 
-    /// "int8 8x8" for an MXU, "VPU full 8x1" for a VPU.
+    /// "int8 8x8" for an MXU, "VPU full 8x1" for a VPU, "ICI
+    /// w64-d32-b32-crc32" for an ICI link pair.
     pub fn label(&self) -> String {
         if self.block == "vpu" {
             format!("VPU {} {}x{}", self.dtype, self.lanes, self.sublanes)
+        } else if self.block == "ici" {
+            format!("ICI {}", self.dtype)
         } else {
             format!("{} {}x{}", self.dtype, self.rows, self.cols)
         }
@@ -130,6 +161,7 @@ impl FlowDesign {
         match self {
             FlowDesign::Mxu(c) => gen::generate(c),
             FlowDesign::Vpu(c) => gen::generate_block(&vpu::Vpu, c),
+            FlowDesign::Ici(c) => gen::generate_block(&ici::Ici, c),
         }
     }
 
@@ -138,11 +170,14 @@ impl FlowDesign {
     /// significand (bf16) multiplier per processing element, one DSP each; a
     /// VPU one signed 32x32 multiplier per lane (shared by mul_i32,
     /// requant_i8 and mul_f32), which Yosys splits into 2 x 2 DSP blocks on
-    /// every family here (16x16, 18x18, 25x18).
+    /// every family here (16x16, 18x18, 25x18). The ICI link has none to
+    /// budget: its only products are the stubs' scalings of a random draw to
+    /// a bit position (16 bits by a constant), left to Yosys.
     pub fn multipliers(&self, _family: Family) -> (u64, u64) {
         match self {
             FlowDesign::Mxu(c) => (u64::from(c.rows()) * u64::from(c.cols()), 1),
             FlowDesign::Vpu(c) => (u64::from(c.elems()), 4),
+            FlowDesign::Ici(_) => (0, 1),
         }
     }
 
@@ -164,22 +199,26 @@ impl FlowDesign {
                     .map(|e| format!("n:*g_lane_sub?{}?.g_lane_lane?{}?.*", e / lanes, e % lanes))
                     .collect()
             }
+            FlowDesign::Ici(_) => Vec::new(),
         }
     }
 
     /// Memories forced into block RAM (Yosys `m:` patterns): the MXU's
     /// accumulator, the VPU's VMEM. (The VPU's register file, with four read
     /// and two write ports, fits no block RAM; Yosys builds it from logic.)
-    pub fn block_ram_memories(&self) -> &'static str {
+    /// None for the ICI link: its buffers are a few flits deep and hundreds
+    /// of bits wide, so Yosys chooses.
+    pub fn block_ram_memories(&self) -> Option<&'static str> {
         match self {
-            FlowDesign::Mxu(_) => "m:*acc",
-            FlowDesign::Vpu(_) => "m:*vmem",
+            FlowDesign::Mxu(_) => Some("m:*acc"),
+            FlowDesign::Vpu(_) => Some("m:*vmem"),
+            FlowDesign::Ici(_) => None,
         }
     }
 
     /// A lower bound of the LUTs the design needs on `part`, when one is
     /// known, with what it counts, to skip hopeless syntheses: an MXU's
-    /// multipliers left to logic, a VPU's lanes.
+    /// multipliers left to logic, a VPU's lanes (none for the ICI link).
     pub fn lut_lower_bound(&self, part: &Part) -> Option<(u64, String)> {
         match self {
             FlowDesign::Mxu(_) => {
@@ -197,6 +236,7 @@ impl FlowDesign {
                     format!("{lanes} {} lanes", c.units()),
                 ))
             }
+            FlowDesign::Ici(_) => None,
         }
     }
 }
@@ -233,11 +273,24 @@ mod tests {
             d.multiplier_patterns(5)[4],
             "n:*g_lane_sub?1?.g_lane_lane?0?.*"
         );
-        assert_eq!(d.block_ram_memories(), "m:*vmem");
+        assert_eq!(d.block_ram_memories(), Some("m:*vmem"));
         // Records written before the VPU existed read as MXU results.
         let old =
             r#"{"top":"mxu_int8_4x4_acc256","dtype":"int8","rows":4,"cols":4,"acc_rows":256}"#;
         let info: DesignInfo = serde_json::from_str(old).unwrap();
         assert!(info.is_square_int8_mxu(256));
+    }
+
+    #[test]
+    fn ici_designs_are_the_link_pair_without_multipliers() {
+        let d = FlowDesign::from(IciConfig::DEFAULT);
+        let info = d.info();
+        assert_eq!(info.top, "ici_pair_l4_link_w64_d32_b32_t64_r16_k8");
+        assert_eq!(info.label(), "ICI w64-d32-b32-crc32");
+        let up5k = crate::parts::part("ice40-up5k").unwrap();
+        assert_eq!(d.dsp_multipliers(up5k), 0);
+        assert_eq!(d.block_ram_memories(), None);
+        assert!(d.lut_lower_bound(up5k).is_none());
+        assert!(crate::synth::dsp_budget_commands(&d, up5k).is_empty());
     }
 }

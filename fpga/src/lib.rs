@@ -56,7 +56,7 @@ pub mod search;
 pub mod synth;
 pub mod tools;
 
-use config::{MxuConfig, VpuConfig};
+use config::{IciConfig, MxuConfig, VpuConfig};
 pub use design::FlowDesign;
 
 /// Accumulator rows of every FPGA preset. 256 is the depth of one iCE40 block
@@ -93,6 +93,8 @@ pub fn report_presets(
                 ));
             } else if let Some(c) = any.downcast_ref::<VpuConfig>() {
                 designs.push(FlowDesign::Vpu(*c));
+            } else if let Some(c) = any.downcast_ref::<IciConfig>() {
+                designs.push(FlowDesign::Ici(*c));
             } else {
                 notes.push(format!(
                     "{} preset {}: not built (the FPGA flows do not take this block yet).",
@@ -129,22 +131,29 @@ mod tests {
                 "vpu_full_8x1_v16_m256",
                 "vpu_full_4x2_v16_m256",
                 "vpu_int32_8x1_v16_m256",
+                "ici_pair_l2_link_w4_d8_b8_t32_r8_k4",
+                "ici_pair_l4_link_w64_d32_b32_t64_r16_k8",
             ]
         );
-        // The ICI link's and the SparseCore's report presets are listed
-        // until the flows take them.
-        assert_eq!(notes.len(), 3, "{notes:?}");
-        assert!(notes[0].starts_with("ici preset default"), "{notes:?}");
-        assert!(notes[1].starts_with("sparsecore preset t1-d8"), "{notes:?}");
+        // The SparseCore's report presets are listed until the flows take
+        // them.
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].starts_with("sparsecore preset t1-d8"), "{notes:?}");
         assert!(
-            notes[2].starts_with("sparsecore preset t4-d24"),
+            notes[1].starts_with("sparsecore preset t4-d24"),
             "{notes:?}"
         );
         let (quick, _) = report_presets(true, 512, &[]).unwrap();
         assert_eq!(
             shapes(&quick),
-            ["mxu_int8_4x4_acc512", "vpu_full_8x1_v16_m256"]
+            [
+                "mxu_int8_4x4_acc512",
+                "vpu_full_8x1_v16_m256",
+                "ici_pair_l2_link_w4_d8_b8_t32_r8_k4"
+            ]
         );
+        let (ici_only, _) = report_presets(false, ACC_ROWS, &["ici".into()]).unwrap();
+        assert_eq!(ici_only.len(), 2);
         let (vpu_only, _) = report_presets(false, ACC_ROWS, &["vpu".into()]).unwrap();
         assert_eq!(vpu_only.len(), 3);
         assert!(report_presets(false, 100, &[]).is_err());

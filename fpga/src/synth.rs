@@ -45,11 +45,9 @@ pub fn min_luts_per_lut_multiplier(family: Family) -> u64 {
 pub fn script(sources: &[String], top: &str, part: &Part, design: &FlowDesign) -> String {
     let mut s = yosys::read_command(sources);
     s.push_str(&yosys::elaborate_commands(top));
-    let _ = writeln!(
-        s,
-        "setattr -set ram_style \"block\" {}",
-        design.block_ram_memories()
-    );
+    if let Some(memories) = design.block_ram_memories() {
+        let _ = writeln!(s, "setattr -set ram_style \"block\" {memories}");
+    }
     s.push_str(&dsp_budget_commands(design, part));
     match part.family {
         Family::Ice40 if part.capacity.dsps > 0 => s.push_str(&yosys::ice40_dsp_commands(top)),

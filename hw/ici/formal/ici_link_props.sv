@@ -7,9 +7,20 @@
 // The solver's free inputs: both clients' valid and ready in every cycle,
 // and the stubs' scripted errors in every cycle, both directions: any drops,
 // any duplicates, and any flip mask of at most three bits per word (below
-// the Hamming distance of CRC-32 on these frames, so within what the CRC
-// promises to detect; the random injection is switched off). Each client
-// sends flits numbered 0, 1, 2, ... (mod 256) in its payload.
+// the Hamming distance of the frame CRC, so within what the CRC promises to
+// detect; the random injection is switched off). Each client sends flits
+// numbered 0, 1, 2, ... (mod 256) in its payload.
+//
+// Two narrowings the runner (tb/tests/ici_formal.rs) may define, to reach
+// deeper within the same solver time:
+//   ICI_FLIP_BIT=n  flips only ever touch bit n of a word. Every flip mask
+//                   of the full model yields a word the CRC rejects, and the
+//                   receiver uses nothing of a rejected word but the fact,
+//                   so one flippable bit reaches every behaviour of the link.
+//   ICI_ONE_WAY     B's client sends nothing: A -> B carries data, B -> A
+//                   carries ACKs, credits, NAKs and Train frames (all still
+//                   under errors). The link ends are the same module, so
+//                   this loses no logic, only the interleaving of the two.
 //
 // Properties, at both ends, in every cycle after reset:
 //   in_order   a delivered flit carries the number of flits delivered before
@@ -57,6 +68,13 @@ module ici_link_props #(
   always @* begin
     assume (at_most_three(ab_flip));
     assume (at_most_three(ba_flip));
+`ifdef ICI_FLIP_BIT
+    assume ((ab_flip & ~({{(WORD-1){1'b0}}, 1'b1} << `ICI_FLIP_BIT)) == {WORD{1'b0}});
+    assume ((ba_flip & ~({{(WORD-1){1'b0}}, 1'b1} << `ICI_FLIP_BIT)) == {WORD{1'b0}});
+`endif
+`ifdef ICI_ONE_WAY
+    assume (!b_tx_valid);
+`endif
   end
 
   reg [7:0] a_sent = 8'd0, b_sent = 8'd0, a_got = 8'd0, b_got = 8'd0;
@@ -66,6 +84,8 @@ module ici_link_props #(
   wire [CREDIT-1:0] a_freed, b_freed, a_remote_freed, b_remote_freed;
   wire [COUNT-1:0] a_credits, b_credits, a_count, b_count;
   wire a_overflow, b_overflow, a_credit_error, b_credit_error;
+  wire a_link_up;
+  wire [31:0] a_timeouts;
 
   `ICI_PAIR dut (
       .clk_i(clk_i),
@@ -109,14 +129,14 @@ module ici_link_props #(
       .ba_dropped_o(),
       .ba_duplicated_o(),
       .ba_corrupted_o(),
-      .a_link_up_o(),
+      .a_link_up_o(a_link_up),
       .a_flits_sent_o(),
       .a_flits_received_o(),
       .a_crc_errors_o(),
       .a_retransmits_o(),
       .a_naks_sent_o(),
       .a_naks_received_o(),
-      .a_timeouts_o(),
+      .a_timeouts_o(a_timeouts),
       .a_link_downs_o(),
       .a_tx_next_seq_o(a_next),
       .a_tx_credits_o(a_credits),
@@ -186,6 +206,22 @@ module ici_link_props #(
       assert (!a_credit_error && !b_credit_error);
     end
   end
+
+`ifdef ICI_REACH
+  // Not a property of the link: a claim the solver must refute with a
+  // trace, showing the depth reaches a replay timeout, a link-down,
+  // retraining, and a delivery once A is back up.
+  reg a_was_down = 1'b0;
+  always @(posedge clk_i)
+    a_was_down <= !init && (a_was_down || (!a_link_up && a_timeouts != 32'd0));
+  always @* if (!init) assert (!(a_was_down && a_link_up && b_rx_valid && b_rx_ready));
+`endif
+`ifdef ICI_REACH_WRAP
+  // Likewise: B takes a fifth flit, so A's sequence numbers, B's expected
+  // one and B's freed-credit count (all 2 bits in the formal configuration)
+  // have wrapped around.
+  always @* if (!init) assert (!(b_rx_valid && b_rx_ready && b_got == 8'd4));
+`endif
 endmodule
 
 `default_nettype wire

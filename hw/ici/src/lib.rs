@@ -39,7 +39,7 @@
 //! | `credit` | C | receive-buffer slots its sender has freed so far, mod 2^C |
 //! | `last`, `len` | 1, log2 W | the flit's |
 //! | `data` | 8W | the flit's payload (0 unless Data) |
-//! | `crc` | 32 | CRC-32/ISO-HDLC (IEEE 802.3) of all the bits below it |
+//! | `crc` | 32 | CRC-32/ISO-HDLC (IEEE 802.3) of all the bits below it (`crc_bits` 16 or 8 select CRC-16/IBM-3740 or CRC-8/SMBUS) |
 //!
 //! The default (W = 64) is 571 bits: 512 payload, 27 header, 32 CRC, an
 //! overhead of 10.3 %. ACKs and credits ride in every frame, so with traffic
@@ -55,7 +55,11 @@
 //! lengths (at least 5 up to 2974 bits) detects every pattern the stub can
 //! make (at most four flipped bits per word), and any burst of 32 bits or
 //! less. Cumulative `ack` and `credit` fields make lost and duplicated
-//! frames harmless: a later frame carries the same information.
+//! frames harmless: a later frame carries the same information. The formal
+//! configuration ([`config::IciConfig::FORMAL`], 26-bit frames) uses
+//! CRC-8/SMBUS (x^8 + x^2 + x + 1): on those frames it detects every
+//! pattern of at most three flipped bits (`tb/tests/ici_formal.rs` checks
+//! all of them; some four-bit patterns escape), which is the error model its proofs assume.
 //!
 //! # Protocol
 //!

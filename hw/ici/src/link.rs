@@ -54,10 +54,16 @@ pub mod ports {
     pub const CREDIT_ERROR: &str = "credit_error_o";
 }
 
-/// The link module's Verilog name.
+/// The link module's Verilog name (`_c<bits>` at the end for a CRC other
+/// than the default CRC-32).
 pub fn link_name(cfg: &IciConfig) -> String {
+    let crc = if cfg.crc_bits() == config::ICI_CRC_BITS {
+        String::new()
+    } else {
+        format!("_c{}", cfg.crc_bits())
+    };
     format!(
-        "ici_link_w{}_d{}_b{}_t{}_r{}_k{}",
+        "ici_link_w{}_d{}_b{}_t{}_r{}_k{}{crc}",
         cfg.flit_bytes(),
         cfg.replay_depth(),
         cfg.rx_buffer(),
@@ -127,7 +133,7 @@ fn body(
     let rf = frame.unpack(des_word);
     let crc_ok = m.wire(
         "rx_crc_ok",
-        frame_crc(covered(des_word, cfg)).is_eq(rf.get("crc")),
+        frame_crc(covered(des_word, cfg), cfg).is_eq(rf.get("crc")),
     );
     let good = m.wire("rx_good", des_valid & crc_ok);
     let bad = m.wire("rx_bad", des_valid & !crc_ok);
@@ -306,7 +312,7 @@ fn body(
         ("last", gate(read_flit.get("last"))),
         ("len", gate(read_flit.get("len"))),
         ("data", gate(read_flit.get("data"))),
-        ("crc", m.lit(Ty::u(32), 0)),
+        ("crc", m.lit(Ty::u(cfg.crc_bits()), 0)),
     ]);
     // `seal` computes the CRC field from the others.
     m.output(SER_WORD, seal(&out, cfg));
