@@ -5,7 +5,8 @@
 //! registry marks for the report ([`report_presets`]), elaborates each with `gen`,
 //! runs it through the flow of every part and writes `report.json` and
 //! `report.md` (see [`report::Report`]). Then, for each part, it searches for
-//! the largest square int8 MXU that fits ([`search`]).
+//! the largest square int8 MXU, the largest VPUs and the SparseCore with the
+//! most tiles that fit ([`search`]).
 //!
 //! # The flows
 //!
@@ -56,7 +57,7 @@ pub mod search;
 pub mod synth;
 pub mod tools;
 
-use config::{MxuConfig, VpuConfig};
+use config::{MxuConfig, SparseCoreConfig, VpuConfig};
 pub use design::FlowDesign;
 
 /// Accumulator rows of every FPGA preset. 256 is the depth of one iCE40 block
@@ -93,6 +94,8 @@ pub fn report_presets(
                 ));
             } else if let Some(c) = any.downcast_ref::<VpuConfig>() {
                 designs.push(FlowDesign::Vpu(*c));
+            } else if let Some(c) = any.downcast_ref::<SparseCoreConfig>() {
+                designs.push(FlowDesign::SparseCore(*c));
             } else {
                 notes.push(format!(
                     "{} preset {}: not built (the FPGA flows do not take this block yet).",
@@ -129,24 +132,26 @@ mod tests {
                 "vpu_full_8x1_v16_m256",
                 "vpu_full_4x2_v16_m256",
                 "vpu_int32_8x1_v16_m256",
+                "sparsecore_t1_d8_b4_q4_f4",
+                "sparsecore_t4_d24_b8_q8_f8",
             ]
         );
-        // The ICI link's and the SparseCore's report presets are listed
-        // until the flows take them.
-        assert_eq!(notes.len(), 3, "{notes:?}");
+        // The ICI link's report preset is listed until the flows take it.
+        assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(notes[0].starts_with("ici preset default"), "{notes:?}");
-        assert!(notes[1].starts_with("sparsecore preset t1-d8"), "{notes:?}");
-        assert!(
-            notes[2].starts_with("sparsecore preset t4-d24"),
-            "{notes:?}"
-        );
         let (quick, _) = report_presets(true, 512, &[]).unwrap();
         assert_eq!(
             shapes(&quick),
-            ["mxu_int8_4x4_acc512", "vpu_full_8x1_v16_m256"]
+            [
+                "mxu_int8_4x4_acc512",
+                "vpu_full_8x1_v16_m256",
+                "sparsecore_t1_d8_b4_q4_f4"
+            ]
         );
         let (vpu_only, _) = report_presets(false, ACC_ROWS, &["vpu".into()]).unwrap();
         assert_eq!(vpu_only.len(), 3);
+        let (sc_only, _) = report_presets(false, ACC_ROWS, &["sparsecore".into()]).unwrap();
+        assert_eq!(sc_only.len(), 2);
         assert!(report_presets(false, 100, &[]).is_err());
     }
 }
