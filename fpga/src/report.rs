@@ -302,9 +302,10 @@ impl Report {
         if let Some(l) = self.largest_sparsecore.first() {
             let _ = writeln!(
                 s,
-                "T a power of two up to 16, rows up to {} elements, batches up to {}, a \
-                 {}-entry queue, {} HBM reads in flight. Bracketed by synthesis estimates, \
-                 the winner confirmed by place and route where the family has it.\n",
+                "T a power of two up to 16; rows up to {} elements, batches up to {}, \
+                 entry queue {} deep, {} HBM reads in flight. Bracketed by synthesis \
+                 estimates, the winner confirmed by place and route where the family has \
+                 it.\n",
                 l.max_dim, l.max_batch, l.queue_depth, l.hbm_inflight
             );
         }
