@@ -29,8 +29,8 @@ enum Cmd {
 
 #[derive(Args)]
 struct ReportArgs {
-    /// A small subset: each block's first FPGA preset (int8 4x4) on the
-    /// smallest part of each family, no search.
+    /// A small subset: each block's first FPGA preset (int8 4x4, VPU full 8x1,
+    /// SparseCore t1-d8) on the smallest part of each family, no search.
     #[arg(long)]
     quick: bool,
     /// Output folder (each flow's files go in <out>/<design>/<part>/).
