@@ -3,7 +3,7 @@
 //! memory belongs in block RAM).
 
 use crate::parts::{Family, Part};
-use config::{IciConfig, MxuConfig, VpuConfig};
+use config::{IciConfig, MxuConfig, SparseCoreConfig, VpuConfig};
 use serde::{Deserialize, Serialize};
 
 /// A configured block the FPGA flows synthesise.
@@ -13,6 +13,8 @@ pub enum FlowDesign {
     Vpu(VpuConfig),
     /// The ICI link block: two link ends joined by two serdes stubs.
     Ici(IciConfig),
+    /// A SparseCore: a sequencer over T tiles.
+    SparseCore(SparseCoreConfig),
 }
 
 impl From<MxuConfig> for FlowDesign {
@@ -42,6 +44,18 @@ impl From<&MxuConfig> for FlowDesign {
 impl From<&VpuConfig> for FlowDesign {
     fn from(c: &VpuConfig) -> Self {
         FlowDesign::Vpu(*c)
+    }
+}
+
+impl From<SparseCoreConfig> for FlowDesign {
+    fn from(c: SparseCoreConfig) -> Self {
+        FlowDesign::SparseCore(c)
+    }
+}
+
+impl From<&SparseCoreConfig> for FlowDesign {
+    fn from(c: &SparseCoreConfig) -> Self {
+        FlowDesign::SparseCore(*c)
     }
 }
 
@@ -75,6 +89,13 @@ pub struct DesignInfo {
     pub vregs: u32,
     #[serde(default)]
     pub vmem_words: u32,
+    /// SparseCore tiles, longest row and largest batch (0 for other blocks).
+    #[serde(default)]
+    pub tiles: u32,
+    #[serde(default)]
+    pub max_dim: u32,
+    #[serde(default)]
+    pub max_batch: u32,
 }
 
 fn mxu_name() -> String {
@@ -95,6 +116,9 @@ impl DesignInfo {
                 sublanes: 0,
                 vregs: 0,
                 vmem_words: 0,
+                tiles: 0,
+                max_dim: 0,
+                max_batch: 0,
             },
             FlowDesign::Vpu(c) => DesignInfo {
                 top: vpu::top_name(&c),
@@ -107,6 +131,24 @@ impl DesignInfo {
                 sublanes: c.sublanes(),
                 vregs: c.vregs(),
                 vmem_words: c.vmem_words(),
+                tiles: 0,
+                max_dim: 0,
+                max_batch: 0,
+            },
+            FlowDesign::SparseCore(c) => DesignInfo {
+                top: sparsecore::top_name(&c),
+                block: "sparsecore".into(),
+                dtype: "fp32".into(),
+                rows: 0,
+                cols: 0,
+                acc_rows: 0,
+                lanes: 0,
+                sublanes: 0,
+                vregs: 0,
+                vmem_words: 0,
+                tiles: c.tiles(),
+                max_dim: c.max_dim(),
+                max_batch: c.max_batch(),
             },
             FlowDesign::Ici(c) => DesignInfo {
                 top: ici::pair_name(&c),
@@ -125,17 +167,26 @@ impl DesignInfo {
                 sublanes: 0,
                 vregs: 0,
                 vmem_words: 0,
+                tiles: 0,
+                max_dim: 0,
+                max_batch: 0,
             },
         }
     }
 
     /// "int8 8x8" for an MXU, "VPU full 8x1" for a VPU, "ICI
-    /// w64-d32-b32-crc32" for an ICI link pair.
+    /// w64-d32-b32-crc32" for an ICI link pair, "SparseCore T4 D24 B8" for a
+    /// SparseCore.
     pub fn label(&self) -> String {
         if self.block == "vpu" {
             format!("VPU {} {}x{}", self.dtype, self.lanes, self.sublanes)
         } else if self.block == "ici" {
             format!("ICI {}", self.dtype)
+        } else if self.block == "sparsecore" {
+            format!(
+                "SparseCore T{} D{} B{}",
+                self.tiles, self.max_dim, self.max_batch
+            )
         } else {
             format!("{} {}x{}", self.dtype, self.rows, self.cols)
         }
@@ -162,6 +213,7 @@ impl FlowDesign {
             FlowDesign::Mxu(c) => gen::generate(c),
             FlowDesign::Vpu(c) => gen::generate_block(&vpu::Vpu, c),
             FlowDesign::Ici(c) => gen::generate_block(&ici::Ici, c),
+            FlowDesign::SparseCore(c) => gen::generate_block(&sparsecore::SparseCore, c),
         }
     }
 
@@ -172,12 +224,22 @@ impl FlowDesign {
     /// requant_i8 and mul_f32), which Yosys splits into 2 x 2 DSP blocks on
     /// every family here (16x16, 18x18, 25x18). The ICI link has none to
     /// budget: its only products are the stubs' scalings of a random draw to
-    /// a bit position (16 bits by a constant), left to Yosys.
-    pub fn multipliers(&self, _family: Family) -> (u64, u64) {
+    /// a bit position (16 bits by a constant), left to Yosys. A SparseCore
+    /// has one fp32 multiplier per combine lane, eight, each a 24x24
+    /// significand product: 2 x 2 DSP blocks of 16x16 (iCE40) or 18x18
+    /// (ECP5), 2 of 25x18 (7-series).
+    pub fn multipliers(&self, family: Family) -> (u64, u64) {
         match self {
             FlowDesign::Mxu(c) => (u64::from(c.rows()) * u64::from(c.cols()), 1),
             FlowDesign::Vpu(c) => (u64::from(c.elems()), 4),
             FlowDesign::Ici(_) => (0, 1),
+            FlowDesign::SparseCore(_) => (
+                u64::from(config::sparsecore::WORD_ELEMS),
+                match family {
+                    Family::Ice40 | Family::Ecp5 => 4,
+                    Family::Xc7 => 2,
+                },
+            ),
         }
     }
 
@@ -188,8 +250,8 @@ impl FlowDesign {
     }
 
     /// Yosys `select` patterns naming the first `k` multiplier owners (MXU
-    /// processing elements row-major, VPU lanes by element index) in the
-    /// flattened design.
+    /// processing elements row-major, VPU lanes by element index, SparseCore
+    /// combine lanes by bank) in the flattened design.
     pub fn multiplier_patterns(&self, k: u64) -> Vec<String> {
         match self {
             FlowDesign::Mxu(c) => board::yosys::pe_patterns(k, u64::from(c.cols())),
@@ -200,25 +262,32 @@ impl FlowDesign {
                     .collect()
             }
             FlowDesign::Ici(_) => Vec::new(),
+            FlowDesign::SparseCore(_) => (0..k).map(|b| format!("n:*lane{b}.*")).collect(),
         }
     }
 
     /// Memories forced into block RAM (Yosys `m:` patterns): the MXU's
-    /// accumulator, the VPU's VMEM. (The VPU's register file, with four read
-    /// and two write ports, fits no block RAM; Yosys builds it from logic.)
-    /// None for the ICI link: its buffers are a few flits deep and hundreds
-    /// of bits wide, so Yosys chooses.
+    /// accumulator, the VPU's VMEM, the SparseCore's activation buffer and
+    /// its eight partial-sum banks (scratchpad SRAM on a chip). (The VPU's
+    /// register file, with four read and two write ports, fits no block RAM;
+    /// Yosys builds it from logic. The SparseCore's queues are left to
+    /// Yosys, which builds the small ones from LUT RAM or flip-flops.) None
+    /// for the ICI link: its buffers are a few flits deep and hundreds of
+    /// bits wide, so Yosys chooses.
     pub fn block_ram_memories(&self) -> Option<&'static str> {
         match self {
             FlowDesign::Mxu(_) => Some("m:*acc"),
             FlowDesign::Vpu(_) => Some("m:*vmem"),
             FlowDesign::Ici(_) => None,
+            FlowDesign::SparseCore(_) => Some("m:*act_buf m:*psum_bank*"),
         }
     }
 
     /// A lower bound of the LUTs the design needs on `part`, when one is
     /// known, with what it counts, to skip hopeless syntheses: an MXU's
-    /// multipliers left to logic, a VPU's lanes (none for the ICI link).
+    /// multipliers left to logic, a VPU's lanes; none for the ICI link or a
+    /// SparseCore (its size barely depends on T, the one parameter its search
+    /// varies).
     pub fn lut_lower_bound(&self, part: &Part) -> Option<(u64, String)> {
         match self {
             FlowDesign::Mxu(_) => {
@@ -237,6 +306,7 @@ impl FlowDesign {
                 ))
             }
             FlowDesign::Ici(_) => None,
+            FlowDesign::SparseCore(_) => None,
         }
     }
 }
@@ -292,5 +362,24 @@ mod tests {
         assert_eq!(d.block_ram_memories(), None);
         assert!(d.lut_lower_bound(up5k).is_none());
         assert!(crate::synth::dsp_budget_commands(&d, up5k).is_empty());
+    }
+
+    #[test]
+    fn sparsecore_designs_name_their_shape_and_budget_dsps_per_family() {
+        let c = config::SparseCoreConfig::with(4, 24, 8, 8, 8, 100).unwrap();
+        let d = FlowDesign::from(c);
+        let info = d.info();
+        assert_eq!(info.top, "sparsecore_t4_d24_b8_q8_f8");
+        assert_eq!(info.label(), "SparseCore T4 D24 B8");
+        assert!(!info.is_square_int8_mxu(256));
+        let up5k = crate::parts::part("ice40-up5k").unwrap();
+        let a35t = crate::parts::part("xc7a35t").unwrap();
+        // UP5K: 8 DSP blocks, four per 24x24 multiplier.
+        assert_eq!(d.dsp_multipliers(up5k), 2);
+        assert_eq!(d.multipliers(a35t.family), (8, 2));
+        assert_eq!(d.dsp_multipliers(a35t), 8);
+        assert_eq!(d.multiplier_patterns(8)[7], "n:*lane7.*");
+        assert_eq!(d.block_ram_memories(), Some("m:*act_buf m:*psum_bank*"));
+        assert!(d.lut_lower_bound(up5k).is_none());
     }
 }

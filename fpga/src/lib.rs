@@ -5,7 +5,8 @@
 //! registry marks for the report ([`report_presets`]), elaborates each with `gen`,
 //! runs it through the flow of every part and writes `report.json` and
 //! `report.md` (see [`report::Report`]). Then, for each part, it searches for
-//! the largest square int8 MXU that fits ([`search`]).
+//! the largest square int8 MXU, the largest VPUs and the SparseCore with the
+//! most tiles that fit ([`search`]).
 //!
 //! # The flows
 //!
@@ -56,7 +57,7 @@ pub mod search;
 pub mod synth;
 pub mod tools;
 
-use config::{IciConfig, MxuConfig, VpuConfig};
+use config::{IciConfig, MxuConfig, SparseCoreConfig, VpuConfig};
 pub use design::FlowDesign;
 
 /// Accumulator rows of every FPGA preset. 256 is the depth of one iCE40 block
@@ -95,6 +96,8 @@ pub fn report_presets(
                 designs.push(FlowDesign::Vpu(*c));
             } else if let Some(c) = any.downcast_ref::<IciConfig>() {
                 designs.push(FlowDesign::Ici(*c));
+            } else if let Some(c) = any.downcast_ref::<SparseCoreConfig>() {
+                designs.push(FlowDesign::SparseCore(*c));
             } else {
                 notes.push(format!(
                     "{} preset {}: not built (the FPGA flows do not take this block yet).",
@@ -133,29 +136,28 @@ mod tests {
                 "vpu_int32_8x1_v16_m256",
                 "ici_pair_l2_link_w4_d8_b8_t32_r8_k4",
                 "ici_pair_l4_link_w64_d32_b32_t64_r16_k8",
+                "sparsecore_t1_d8_b4_q4_f4",
+                "sparsecore_t4_d24_b8_q8_f8",
             ]
         );
-        // The SparseCore's report presets are listed until the flows take
-        // them.
-        assert_eq!(notes.len(), 2, "{notes:?}");
-        assert!(notes[0].starts_with("sparsecore preset t1-d8"), "{notes:?}");
-        assert!(
-            notes[1].starts_with("sparsecore preset t4-d24"),
-            "{notes:?}"
-        );
+        // Every block's report presets are built.
+        assert!(notes.is_empty(), "{notes:?}");
         let (quick, _) = report_presets(true, 512, &[]).unwrap();
         assert_eq!(
             shapes(&quick),
             [
                 "mxu_int8_4x4_acc512",
                 "vpu_full_8x1_v16_m256",
-                "ici_pair_l2_link_w4_d8_b8_t32_r8_k4"
+                "ici_pair_l2_link_w4_d8_b8_t32_r8_k4",
+                "sparsecore_t1_d8_b4_q4_f4"
             ]
         );
         let (ici_only, _) = report_presets(false, ACC_ROWS, &["ici".into()]).unwrap();
         assert_eq!(ici_only.len(), 2);
         let (vpu_only, _) = report_presets(false, ACC_ROWS, &["vpu".into()]).unwrap();
         assert_eq!(vpu_only.len(), 3);
+        let (sc_only, _) = report_presets(false, ACC_ROWS, &["sparsecore".into()]).unwrap();
+        assert_eq!(sc_only.len(), 2);
         assert!(report_presets(false, 100, &[]).is_err());
     }
 }

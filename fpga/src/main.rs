@@ -1,5 +1,5 @@
 //! `fpga report`: every preset through every FPGA flow, plus the largest int8
-//! MXU and the largest VPUs per part; writes `report.json` and `report.md`.
+//! MXU, the largest VPUs and the SparseCore with the most tiles per part; writes `report.json` and `report.md`.
 
 use clap::{Args, Parser, Subcommand};
 use fpga::flow::{self, FlowEnv};
@@ -29,8 +29,8 @@ enum Cmd {
 
 #[derive(Args)]
 struct ReportArgs {
-    /// A small subset: each block's first FPGA preset (int8 4x4) on the
-    /// smallest part of each family, no search.
+    /// A small subset: each block's first FPGA preset (int8 4x4, VPU full 8x1,
+    /// SparseCore t1-d8) on the smallest part of each family, no search.
     #[arg(long)]
     quick: bool,
     /// Output folder (each flow's files go in <out>/<design>/<part>/).
@@ -42,7 +42,7 @@ struct ReportArgs {
     /// Only these parts (comma-separated names, e.g. ice40-up5k,xc7a35t).
     #[arg(long, value_delimiter = ',')]
     parts: Vec<String>,
-    /// Skip the searches for the largest int8 MXU and VPUs per part.
+    /// Skip the searches for the largest int8 MXU, VPUs and SparseCore per part.
     #[arg(long)]
     no_search: bool,
     /// Only these blocks' presets and searches (comma-separated registry
@@ -172,6 +172,7 @@ fn report(args: &ReportArgs) -> Result<(), String> {
         not_built: flowless,
         largest: Vec::new(),
         largest_vpu: Vec::new(),
+        largest_sparsecore: Vec::new(),
     };
     report.seconds = runner.elapsed();
     report.write(out)?;
@@ -231,6 +232,34 @@ fn report(args: &ReportArgs) -> Result<(), String> {
         let mut l = largest.into_inner().unwrap();
         l.sort_by_key(|(i, _)| *i);
         report.largest_vpu = l.into_iter().map(|(_, l)| l).collect();
+        report.seconds = runner.elapsed();
+        report.write(out)?;
+    }
+    if !quick && !no_search && wants("sparsecore") {
+        println!(
+            "[{:7.1}s] searching for the SparseCore with the most tiles per part",
+            runner.elapsed()
+        );
+        let largest = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for (i, part) in parts.iter().enumerate() {
+                let runner = &runner;
+                let largest = &largest;
+                s.spawn(move || {
+                    let l = fpga::search::largest_sparsecore(runner, part);
+                    println!(
+                        "[{:7.1}s] {}: largest SparseCore T={}",
+                        runner.elapsed(),
+                        part.name,
+                        l.tiles.map_or_else(|| "none".into(), |t| t.to_string())
+                    );
+                    largest.lock().unwrap().push((i, l));
+                });
+            }
+        });
+        let mut l = largest.into_inner().unwrap();
+        l.sort_by_key(|(i, _)| *i);
+        report.largest_sparsecore = l.into_iter().map(|(_, l)| l).collect();
     }
     report.seconds = runner.elapsed();
     report.write(out)?;

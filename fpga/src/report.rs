@@ -49,6 +49,28 @@ pub struct LargestVpu {
     pub seconds: f64,
 }
 
+/// The SparseCore with the most tiles found for one part.
+#[derive(Debug, Clone, Serialize)]
+pub struct LargestSparseCore {
+    pub part: String,
+    /// The shape searched at (longest row, largest batch, queue, reads in flight).
+    pub max_dim: u32,
+    pub max_batch: u32,
+    pub queue_depth: u32,
+    pub hbm_inflight: u32,
+    /// T of the largest one that fits (placed and routed where the family
+    /// has it); `None` if not even one tile fits.
+    pub tiles: Option<u32>,
+    /// T of the largest one that fits by synthesis estimate.
+    pub estimate_tiles: Option<u32>,
+    pub result: Option<FlowResult>,
+    /// Why the next size up does not fit.
+    pub next_size_up: Option<String>,
+    pub trail: Vec<String>,
+    pub error: Option<String>,
+    pub seconds: f64,
+}
+
 /// Everything one `fpga report` run found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -63,6 +85,7 @@ pub struct Report {
     pub not_built: Vec<String>,
     pub largest: Vec<Largest>,
     pub largest_vpu: Vec<LargestVpu>,
+    pub largest_sparsecore: Vec<LargestSparseCore>,
 }
 
 impl Report {
@@ -99,7 +122,8 @@ impl Report {
              frequency; \"fits\" is by place and route for iCE40 and ECP5 and by synthesis \
              estimate (every resource <= 100 %) for Xilinx 7-series, which has no open place \
              and route here. Multipliers go to DSP blocks up to the part's DSP count, the \
-             rest to LUTs; the MXU's accumulator and the VPU's VMEM go to block RAM.\n"
+             rest to LUTs; the MXU's accumulator, the VPU's VMEM and the SparseCore's \
+             activation buffer and partial-sum banks go to block RAM.\n"
         );
         let _ = writeln!(s, "## Presets\n");
         s.push_str(&flow_table(&self.presets, true));
@@ -229,6 +253,9 @@ impl Report {
                 );
             }
         }
+        if !self.largest_sparsecore.is_empty() {
+            s.push_str(&self.sparsecore_markdown());
+        }
         let _ = writeln!(s, "\n## Parts\n");
         let _ = writeln!(
             s,
@@ -262,6 +289,70 @@ impl Report {
                 p.family.dsp_unit(),
                 fmt_bram(p.capacity.brams),
                 p.family.bram_unit()
+            );
+        }
+        s
+    }
+}
+
+impl Report {
+    fn sparsecore_markdown(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "\n## Largest SparseCore per part\n");
+        if let Some(l) = self.largest_sparsecore.first() {
+            let _ = writeln!(
+                s,
+                "T a power of two up to 16; rows up to {} elements, batches up to {}, \
+                 entry queue {} deep, {} HBM reads in flight. Bracketed by synthesis \
+                 estimates, the winner confirmed by place and route where the family has \
+                 it.\n",
+                l.max_dim, l.max_batch, l.queue_depth, l.hbm_inflight
+            );
+        }
+        let _ = writeln!(
+            s,
+            "| part | largest T | LUT % | FF % | DSP % | BRAM % | Fmax (MHz) | \
+             by synthesis estimate | next size up |"
+        );
+        let _ = writeln!(s, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+        for l in &self.largest_sparsecore {
+            let size = l.tiles.map_or_else(|| "-".into(), |t| t.to_string());
+            let (u, fmax) = match &l.result {
+                Some(r) => (
+                    r.utilization.map(|u| {
+                        [u.luts, u.ffs, u.dsps, u.brams]
+                            .map(|p| format!("{p:.0}"))
+                            .join(" | ")
+                    }),
+                    fmax_cell(r),
+                ),
+                None => (None, "-".into()),
+            };
+            let next = l
+                .error
+                .clone()
+                .map(|e| format!("search stopped: {e}"))
+                .or_else(|| l.next_size_up.clone())
+                .unwrap_or_else(|| "-".into());
+            let estimate = l
+                .estimate_tiles
+                .map_or_else(|| "-".into(), |t| t.to_string());
+            let _ = writeln!(
+                s,
+                "| {} | {size} | {} | {fmax} | {estimate} | {} |",
+                l.part,
+                u.unwrap_or_else(|| "- | - | - | -".into()),
+                cell(&next)
+            );
+        }
+        let _ = writeln!(s, "\nSizes tried:\n");
+        for l in &self.largest_sparsecore {
+            let _ = writeln!(
+                s,
+                "- {} ({:.0} s): {}",
+                l.part,
+                l.seconds,
+                l.trail.join("; ")
             );
         }
         s

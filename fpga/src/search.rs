@@ -1,5 +1,6 @@
 //! The searches for the largest designs that fit a part: the largest square
-//! int8 MXU, and the largest VPU (full, or int32 only).
+//! int8 MXU, the largest VPU (full, or int32 only), and the SparseCore with
+//! the most tiles.
 //!
 //! Synthesis is the cheap test: the search starts from the presets' results,
 //! grows the size by half until an array no longer fits (at most
@@ -8,11 +9,13 @@
 //! does not route, the search bisects again below it with place and route as
 //! the test. Every size tried is recorded.
 
+use crate::design::FlowDesign;
 use crate::flow::FlowResult;
 use crate::parts::Part;
-use crate::report::{Largest, LargestVpu};
+use crate::report::{Largest, LargestSparseCore, LargestVpu};
 use crate::runner::Runner;
-use config::{ElemType, MxuConfig, VpuConfig, VpuUnits};
+use config::sparsecore::MAX_TILES;
+use config::{ElemType, MxuConfig, SparseCoreConfig, VpuConfig, VpuUnits};
 use std::time::Instant;
 
 /// The largest R = C the search tries.
@@ -281,35 +284,36 @@ pub fn largest_vpu(runner: &Runner, part: &'static Part, units: VpuUnits) -> Lar
     out
 }
 
-/// Runs (or recalls) the flow of a `lanes`-lane VPU; `Err` if a tool failed.
-fn probe_vpu(
+/// Runs (or recalls) the flow of `design` (called `name` in the trail);
+/// `Err` if a tool failed.
+fn probe_design(
     runner: &Runner,
     part: &'static Part,
-    lanes: u32,
-    units: VpuUnits,
+    design: FlowDesign,
+    name: &str,
     pnr: bool,
     trail: &mut Vec<String>,
 ) -> Result<FlowResult, String> {
     if runner.past_search_deadline() {
         return Err(format!(
-            "search time limit reached before trying {lanes}x1{}",
+            "search time limit reached before trying {name}{}",
             if pnr { " with place and route" } else { "" }
         ));
     }
-    let r = runner.flow(vpu_cfg(lanes, units)?, part, pnr);
+    let r = runner.flow(design, part, pnr);
     let basis = r.fit_basis.clone().unwrap_or_default();
     match (&r.error, r.fits) {
         (Some(e), _) => {
-            trail.push(format!("{lanes}x1: error"));
-            Err(format!("{lanes}x1: {e}"))
+            trail.push(format!("{name}: error"));
+            Err(format!("{name}: {e}"))
         }
         (None, Some(true)) => {
-            trail.push(format!("{lanes}x1: fits ({basis})"));
+            trail.push(format!("{name}: fits ({basis})"));
             Ok(r)
         }
         _ => {
             trail.push(format!(
-                "{lanes}x1: no ({basis}: {})",
+                "{name}: no ({basis}: {})",
                 r.why_not.clone().unwrap_or_default()
             ));
             Ok(r)
@@ -317,17 +321,34 @@ fn probe_vpu(
     }
 }
 
-fn search_vpu(
+/// What a doubling search found: the largest size that fits (placed and
+/// routed where the family has it), the largest by synthesis estimate, and
+/// the size that did not fit with why.
+struct Climb {
+    fit: Option<(u32, FlowResult)>,
+    estimate: Option<u32>,
+    miss: Option<(u32, FlowResult)>,
+}
+
+/// The largest power of two n <= `max` whose `design(n)` fits `part`:
+/// doubling by synthesis estimate from the largest size known to fit (a
+/// preset's result), else from 1, until one does not fit or a known result
+/// says it does not (synthesis grows with the size, so the search climbs
+/// rather than descends); then, where the family has place and route, the
+/// winner is confirmed by it (halving while it does not route).
+fn climb(
     runner: &Runner,
     part: &'static Part,
-    units: VpuUnits,
-    out: &mut LargestVpu,
-) -> Result<(), String> {
-    let trail = &mut out.trail;
-    let known = |n: u32| vpu_cfg(n, units).ok().and_then(|c| runner.known(c, part));
-    let sizes: Vec<u32> = (0..=MAX_VPU_LANES.trailing_zeros())
-        .map(|k| 1 << k)
-        .collect();
+    max: u32,
+    design: &dyn Fn(u32) -> Result<FlowDesign, String>,
+    name: &dyn Fn(u32) -> String,
+    trail: &mut Vec<String>,
+) -> Result<Climb, String> {
+    let known = |n: u32| design(n).ok().and_then(|d| runner.known(d, part));
+    let probe = |n: u32, pnr: bool, trail: &mut Vec<String>| {
+        probe_design(runner, part, design(n)?, &name(n), pnr, trail)
+    };
+    let sizes: Vec<u32> = (0..=max.trailing_zeros()).map(|k| 1 << k).collect();
     let known_fit = sizes
         .iter()
         .copied()
@@ -340,43 +361,65 @@ fn search_vpu(
         .min();
     let mut fit: Option<(u32, FlowResult)> = known_fit.and_then(|n| Some((n, known(n)?)));
     let mut miss: Option<(u32, FlowResult)> = None;
-    let mut lanes = known_fit.map_or(1, |n| 2 * n);
-    while lanes <= MAX_VPU_LANES {
-        if let Some(m) = known_miss.filter(|&m| m <= lanes) {
-            trail.push(format!("{m}x1: no (a preset's result)"));
+    let mut n = known_fit.map_or(1, |n| 2 * n);
+    while n <= max {
+        if let Some(m) = known_miss.filter(|&m| m <= n) {
+            trail.push(format!("{}: no (a preset's result)", name(m)));
             miss = known(m).map(|r| (m, r));
             break;
         }
-        let r = probe_vpu(runner, part, lanes, units, false, trail)?;
+        let r = probe(n, false, trail)?;
         if r.fits == Some(true) {
-            fit = Some((lanes, r));
-            lanes *= 2;
+            fit = Some((n, r));
+            n *= 2;
         } else {
-            miss = Some((lanes, r));
+            miss = Some((n, r));
             break;
         }
     }
-    out.estimate_lanes = fit.as_ref().map(|(n, _)| *n);
+    let estimate = fit.as_ref().map(|(n, _)| *n);
     // Confirmed by place and route where the family has it.
     if part.has_pnr() {
         while let Some((n, _)) = fit.take() {
-            let r = probe_vpu(runner, part, n, units, true, trail)?;
+            let r = probe(n, true, trail)?;
             if r.fits == Some(true) {
                 fit = Some((n, r));
                 break;
             }
             miss = Some((n, r));
             if n > 1 {
-                let below = probe_vpu(runner, part, n / 2, units, false, trail)?;
+                let below = probe(n / 2, false, trail)?;
                 if below.fits == Some(true) {
                     fit = Some((n / 2, below));
                 }
             }
         }
     }
-    out.lanes = fit.as_ref().map(|(n, _)| *n);
-    out.result = fit.map(|(_, r)| r);
-    out.next_size_up = miss.map(|(n, r)| {
+    Ok(Climb {
+        fit,
+        estimate,
+        miss,
+    })
+}
+
+fn search_vpu(
+    runner: &Runner,
+    part: &'static Part,
+    units: VpuUnits,
+    out: &mut LargestVpu,
+) -> Result<(), String> {
+    let c = climb(
+        runner,
+        part,
+        MAX_VPU_LANES,
+        &|n| vpu_cfg(n, units).map(FlowDesign::from),
+        &|n| format!("{n}x1"),
+        &mut out.trail,
+    )?;
+    out.estimate_lanes = c.estimate;
+    out.lanes = c.fit.as_ref().map(|(n, _)| *n);
+    out.result = c.fit.map(|(_, r)| r);
+    out.next_size_up = c.miss.map(|(n, r)| {
         format!(
             "{n}x1: {}",
             r.why_not.unwrap_or_else(|| "does not fit".into())
@@ -386,6 +429,69 @@ fn search_vpu(
         out.next_size_up = Some(format!("not tried (search stops at {MAX_VPU_LANES}x1)"));
     }
     Ok(())
+}
+
+/// The SparseCore shape of the tiles search: the `t4-d24` report preset's
+/// rows of up to 24 elements (three HBM words, so rows that start and end
+/// inside a word), batches up to 8, an 8-entry queue and 8 reads in flight.
+/// The scratchpads (8 x 3 words) fit one block RAM deep on every part; T is
+/// the parameter searched.
+pub const SC_SHAPE: (u32, u32, u32, u32) = (24, 8, 8, 8);
+
+fn sparsecore_cfg(tiles: u32) -> Result<SparseCoreConfig, String> {
+    let (d, b, q, f) = SC_SHAPE;
+    let latency = SparseCoreConfig::DEFAULT.hbm_latency();
+    SparseCoreConfig::with(tiles, d, b, q, f, latency).map_err(|e| e.to_string())
+}
+
+/// Finds the SparseCore with the most tiles on `part`: T a power of two up
+/// to [`MAX_TILES`], the shape [`SC_SHAPE`], searched as the VPU's lanes.
+pub fn largest_sparsecore(runner: &Runner, part: &'static Part) -> LargestSparseCore {
+    let start = Instant::now();
+    let (max_dim, max_batch, queue_depth, hbm_inflight) = SC_SHAPE;
+    let mut out = LargestSparseCore {
+        part: part.name.to_string(),
+        max_dim,
+        max_batch,
+        queue_depth,
+        hbm_inflight,
+        tiles: None,
+        estimate_tiles: None,
+        result: None,
+        next_size_up: None,
+        trail: Vec::new(),
+        error: None,
+        seconds: 0.0,
+    };
+    let found = climb(
+        runner,
+        part,
+        MAX_TILES,
+        &|t| sparsecore_cfg(t).map(FlowDesign::from),
+        &|t| format!("T={t}"),
+        &mut out.trail,
+    );
+    match found {
+        Ok(c) => {
+            out.estimate_tiles = c.estimate;
+            out.tiles = c.fit.as_ref().map(|(t, _)| *t);
+            out.result = c.fit.map(|(_, r)| r);
+            out.next_size_up = c.miss.map(|(t, r)| {
+                format!(
+                    "T={t}: {}",
+                    r.why_not.unwrap_or_else(|| "does not fit".into())
+                )
+            });
+            if out.tiles == Some(MAX_TILES) {
+                out.next_size_up = Some(format!(
+                    "none: {MAX_TILES} is the most tiles the block takes"
+                ));
+            }
+        }
+        Err(e) => out.error = Some(e),
+    }
+    out.seconds = start.elapsed().as_secs_f64();
+    out
 }
 
 #[cfg(test)]

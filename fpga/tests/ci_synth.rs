@@ -97,3 +97,13 @@ fn harness_and_mxu_pass_verilator_lint_and_icarus() {
     tb::tools::verilator_lint(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
     tb::tools::iverilog_compile(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[test]
+fn harness_and_sparsecore_pass_verilator_lint_and_icarus() {
+    let cfg = config::SparseCoreConfig::with(2, 8, 4, 4, 4, 100).unwrap();
+    let (files, harness_ffs) = flow::harnessed_files(cfg).unwrap();
+    // Every port bit but the clock and reset passes through the harness.
+    assert!(harness_ffs > 256, "{harness_ffs}");
+    tb::tools::verilator_lint(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
+    tb::tools::iverilog_compile(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
+}

@@ -166,6 +166,7 @@ fn embed_on_the_rtl_and_golden_agree_with_the_model() {
             assert!(s["cycles"].as_u64().unwrap() > 100, "{s}");
             assert!(s["hbm_words_read"].as_u64().unwrap() >= 5, "{s}");
             assert_eq!(s["hbm_words_written"], 0);
+            assert_eq!(s["rows_written"], 0);
             assert!(s["lookups_per_cycle"].as_f64().unwrap() > 0.0);
             std::fs::remove_file(c.path("A.npy")).unwrap();
         }
@@ -198,7 +199,10 @@ fn update_writes_the_whole_table_on_the_rtl_and_golden() {
     let p = prepare(&IDS, &SAMPLES, &gains(), V, B, 2).unwrap();
     let (_, grad) = read_f32(&c.path("GR.npy"));
     let lr = 0.1f32.to_bits();
-    let want = update(Table::new(&table(), V, D), &p, &grad, B, lr).table;
+    let want = update(Table::new(&table(), V, D), &p, &grad, B, lr);
+    // Ids 3, 7, 10 and 0 have entries; 11 is outside the table.
+    assert_eq!(want.rows_written, 4);
+    let (want, want_rows) = (want.table, want.rows_written);
     let mut cycles = Vec::new();
     for golden in [false, true] {
         let mut args: Vec<&str> = ENTRIES.to_vec();
@@ -235,6 +239,7 @@ fn update_writes_the_whole_table_on_the_rtl_and_golden() {
         );
         assert_eq!(s["backend"], if golden { "golden" } else { "rtl" });
         assert!(s["hbm_words_written"].as_u64().unwrap() >= 4, "{s}");
+        assert_eq!(s["rows_written"], want_rows, "{s}");
         cycles.push((
             s["cycles"].clone(),
             s["hbm_words_read"].clone(),

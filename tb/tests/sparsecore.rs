@@ -90,6 +90,8 @@ fn check_update(
         );
     }
     assert_eq!(got.invalid, want.invalid, "{what}: invalid count");
+    // Each updated row written once, whatever the HBM does.
+    assert_eq!(got.rows_written, want.rows_written, "{what}: rows written");
     if let HbmBehaviour::Fixed(latency) = hbm {
         let timing = Timing {
             hbm_latency: latency,

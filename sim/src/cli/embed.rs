@@ -249,6 +249,7 @@ pub fn run_embed(args: &EmbedArgs) -> Result<(), Failure> {
             "hbm_latency": cfg.hbm_latency(),
             "hbm_words_read": words,
             "hbm_words_written": 0,
+            "rows_written": 0,
             "lookups_per_cycle": entries / cycles as f64,
             "hbm_bandwidth_use": useful_bytes / (32.0 * cycles as f64),
         });
@@ -302,7 +303,7 @@ pub fn run_update(args: &EmbedUpdateArgs) -> Result<(), Failure> {
         hbm_latency: cfg.hbm_latency(),
         hbm_inflight: cfg.hbm_inflight(),
     };
-    let (table_out, invalid, cycles, read, written) = if a.golden {
+    let (table_out, invalid, cycles, read, written, rows_written) = if a.golden {
         let u = update(
             Table::new(&inp.table, inp.rows, inp.dim),
             &inp.prepared,
@@ -311,7 +312,14 @@ pub fn run_update(args: &EmbedUpdateArgs) -> Result<(), Failure> {
             lr,
         );
         let c = update_cycles(&inp.prepared, inp.rows, inp.dim, batch, timing);
-        (u.table, u.invalid, c.cycles, c.words_read, c.words_written)
+        (
+            u.table,
+            u.invalid,
+            c.cycles,
+            c.words_read,
+            c.words_written,
+            u.rows_written,
+        )
     } else {
         let mut d = SparseCoreDriver::new(&cfg).map_err(|e| broken(e.to_string()))?;
         let run = d
@@ -332,6 +340,7 @@ pub fn run_update(args: &EmbedUpdateArgs) -> Result<(), Failure> {
             run.cycles,
             run.words_read,
             run.words_written,
+            run.rows_written,
         )
     };
     write_f32(
@@ -356,6 +365,7 @@ pub fn run_update(args: &EmbedUpdateArgs) -> Result<(), Failure> {
             "hbm_latency": cfg.hbm_latency(),
             "hbm_words_read": read,
             "hbm_words_written": written,
+            "rows_written": rows_written,
             "lookups_per_cycle": entries / cycles as f64,
         });
         println!("{line}");

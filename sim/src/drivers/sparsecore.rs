@@ -246,6 +246,9 @@ pub struct UpdateRun {
     /// HBM words read and written.
     pub words_read: u64,
     pub words_written: u64,
+    /// Table rows the block wrote, counted from its writes: the writes of a
+    /// row's last element (a row written twice counts twice).
+    pub rows_written: u64,
 }
 
 /// A finished pass.
@@ -255,6 +258,7 @@ struct Pass {
     cycles: u64,
     words_read: u64,
     words_written: u64,
+    rows_written: u64,
 }
 
 /// A Verilated SparseCore of one configuration.
@@ -366,6 +370,7 @@ impl SparseCoreDriver {
             cycles: pass.cycles,
             words_read: pass.words_read,
             words_written: pass.words_written,
+            rows_written: pass.rows_written,
         })
     }
 
@@ -439,6 +444,7 @@ impl SparseCoreDriver {
         let mut next = 0usize;
         let mut words_read = 0u64;
         let mut words_written = 0u64;
+        let mut rows_written = 0u64;
         let mut cycle = 0u64;
         // Generous: every word at the worst latency, plus clears and folds.
         let span = u64::from(batch) * u64::from(dim.div_ceil(8));
@@ -498,6 +504,12 @@ impl SparseCoreDriver {
                 mem.write(addr, &data, mask)
                     .map_err(SparseCoreError::Protocol)?;
                 words_written += 1;
+                // Lane k holds element 8 x addr + k of the row-major table.
+                rows_written += (0..8u64)
+                    .filter(|&k| {
+                        mask >> k & 1 == 1 && (8 * addr + k) % u64::from(dim) == u64::from(dim) - 1
+                    })
+                    .count() as u64;
             }
             self.model.step();
             cycle += 1;
@@ -525,6 +537,7 @@ impl SparseCoreDriver {
             cycles: cycle,
             words_read,
             words_written,
+            rows_written,
         })
     }
 
