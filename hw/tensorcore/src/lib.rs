@@ -1,0 +1,128 @@
+//! The TensorCore: a sequencer that runs a quantized network through a
+//! unified buffer, the MXU and an activation unit, with the next layer's
+//! weights loading behind the compute.
+//!
+//! This crate's documentation is the TensorCore's specification: the
+//! machine, its instruction set and its timing contract. `golden::tensorcore`
+//! states both the results and the cycles from this text alone;
+//! `compiler` writes programs for it; the instruction words' bit positions
+//! live in `config::tensorcore_isa`, shared by all three.
+//!
+//! # The machine
+//!
+//! One configuration ([`config::TensorCoreConfig`]) sizes everything. R = C
+//! is the array size (the array is square: an accumulator row of C results
+//! becomes one buffer row of R activations for the next layer).
+//!
+//! ```text
+//!  host input window ──RHM──► unified buffer (ub_rows x R int8) ──MM──► MXU R x C ──► accumulators
+//!                                   ▲                                   ▲               (acc_rows x C int32)
+//!                                   │                                   │                     │
+//!                                   └─────────── ACT (bias, requant, ReLU) ◄──────────────────┘
+//!  weight memory (weight_rows x C int8) ──RW / MM prefetch──► weight queue ──► MXU weight FIFO
+//!  bias memory (bias_rows x C int32) ──► ACT            ACT.i32 ──► host output window (C int32 rows)
+//! ```
+//!
+//! - **Unified buffer (UB)**: `ub_rows` rows of R int8 activations; one row
+//!   is one activation row of one k-tile (what the MXU takes per cycle).
+//! - **Weight memory**: `weight_rows` rows of C int8 weights, loaded by the
+//!   host before a run (it stands for HBM). A weight tile is R consecutive
+//!   rows, bottom row (k = R-1) first, as the MXU's weight port takes them.
+//! - **Bias memory**: `bias_rows` rows of C int32 biases, loaded by the host.
+//! - **Host windows**: the input window holds rows of R int8 (the host's
+//!   DMA source), the output window rows of C int32 (its destination); both
+//!   are addressed with 22 bits.
+//! - **MXU**: the `hw/mxu` array, int8, with `acc_rows` accumulator rows and
+//!   its weight FIFO of WF = the next power of two >= 2R rows.
+//! - **Activation unit**: C lanes; per accumulator row it adds the bias row
+//!   and requantizes (`numerics.md`, "Requantization") with an optional ReLU
+//!   in the quantized domain, h = max(requant(acc + b), zp), or passes
+//!   acc + b on as int32 to the host.
+//! - **Weight engine**: a queue of up to `weight_queue` weight reads; it
+//!   feeds the MXU's weight FIFO one row per cycle while the FIFO has room,
+//!   independently of the sequencer, so weights load while other
+//!   instructions run.
+//!
+//! # Instruction set
+//!
+//! 128-bit words, executed in order (field table in
+//! `config::tensorcore_isa`). Row counts n are 1..65535. Every address must
+//! lie inside its memory (a program that leaves one is refused).
+//!
+//! | mnemonic | fields | effect |
+//! | --- | --- | --- |
+//! | `RHM ub, host, n` | a = host, b = ub | UB[ub + j] = IN[host + j], j < n |
+//! | `RW w, n` | a = w | append weight rows W[w .. w + n] to the weight stream |
+//! | `MM acc, ub, n` (`.add`, `; RW w`) | a = ub, b = acc, d = w | take the next R rows of the weight stream as a tile T (the i-th row taken is T[R-1-i]); ACC[acc + j][c] = (add ? ACC[acc + j][c] : 0) + sum_k UB[ub + j][k] * T[k][c], wrapping int32; with the prefetch flag, also append W[w .. w + R] |
+//! | `ACT.rq[.relu] ub, acc, bias, n, mult, shift, zp` | a = acc, b = ub, c = bias | v = ACC[acc + j][c] + B[bias][c] (wrapping); h = requant_int8(v, mult, shift, zp); with .relu h = max(h, zp); UB[ub + j][c] = h |
+//! | `ACT.i32 host, acc, bias, n` | a = acc, b = host, c = bias | OUT[host + j][c] = ACC[acc + j][c] + B[bias][c] (wrapping) |
+//! | `SYNC` | | wait until everything issued before has finished |
+//! | `HALT` | | `SYNC`, then stop (the end of every program) |
+//!
+//! An `MM` whose tile is not in the weight stream (fewer than R rows
+//! appended and not yet taken) is a program error: the machine would wait
+//! forever.
+//!
+//! # Timing contract
+//!
+//! Cycle 0 is the first cycle of a run. Instructions come from the host
+//! port, which always has the next one ready. Exactly one instruction is
+//! *current*: instruction 0 from cycle 0; an instruction *retires* in some
+//! cycle y and the next is current from y + 1. Every cycle counts towards
+//! exactly one of the counters named in brackets.
+//!
+//! Two kinds of writes land late: an MXU row accepted in cycle y is written
+//! to the accumulators in cycle y + R + C (the MXU's write latency), and an
+//! `ACT` row read in cycle y is written to the UB or the host window in
+//! cycle y + 4 (accumulator and bias read, bias add, the multiply of the
+//! requantization, the rounding shift and clamp). A read in cycle y sees
+//! the writes of cycles before y. `acc_busy` is the last cycle an MXU write
+//! is scheduled for, `ub_busy` the last cycle an `ACT` write is.
+//!
+//! In the cycle y in which instruction I is current:
+//! - `RHM n`: waits while y <= `ub_busy` (the UB's write port is taken)
+//!   [`stall_ub`]; then moves row j in cycle y0 + j and retires in
+//!   y0 + n - 1 [`host`].
+//! - `RW`: waits while the weight queue holds `weight_queue` reads
+//!   [`stall_weights`]; then enqueues the read and retires in that cycle
+//!   [`issue`].
+//! - `MM n`: waits while y <= `ub_busy` [`stall_ub`]; then, with the
+//!   prefetch flag, while the weight queue is full [`stall_weights`]. In the
+//!   first cycle neither holds, it enqueues its prefetch and presents its
+//!   first row, which is a tile's first row for the MXU. The MXU accepts
+//!   rows by its rules (below); row 0 is presented until accepted
+//!   [`stall_weights`], rows 1 .. n-1 are accepted in the cycles that follow
+//!   [`mxu_busy` in every accepting cycle]. It retires in the cycle of its
+//!   last acceptance.
+//! - `ACT n`: waits while y <= `acc_busy` (the MXU has not written every
+//!   accepted row) [`stall_drain`]; then reads accumulator row j in cycle
+//!   y0 + j, retiring in y0 + n - 1 [`vpu`].
+//! - `SYNC`, `HALT`: wait while y <= `acc_busy`, y <= `ub_busy` (the host
+//!   window's writes included) or the weight queue is not empty, and retire
+//!   in the first cycle none holds [`sync`]. A run's `cycles` is the cycle
+//!   `HALT` retires in, plus one.
+//!
+//! The weight engine, in every cycle y: a read enqueued in y is seen from
+//! y + 1; the queue's occupancy counts reads from their enqueue cycle until
+//! the cycle their last row is written (freed from the next cycle). If the
+//! oldest read has rows left and the MXU's `w_ready` holds (its FIFO holds
+//! fewer than WF rows), it writes one row into the FIFO.
+//!
+//! The MXU's weight side follows its own contract (`hw/mxu`, stated in
+//! `golden::mxu`): a FIFO of WF rows plus a head row; a loader that takes
+//! the head when fewer than R rows are loaded and it is not holding; a
+//! tile's first row is accepted only when R rows are loaded and at least two
+//! cycles have passed since the previous first row was accepted; accepting
+//! a first row empties the loaded count and holds the loader for R - 1
+//! cycles. Other rows are always accepted.
+//!
+//! The counters are `mxu_busy`, `stall_weights`, `stall_ub`, `stall_drain`,
+//! `vpu`, `host`, `issue`, `sync` (they sum to `cycles`) and `instructions`
+//! (retired, `HALT` included).
+
+pub use config::tensorcore_isa;
+pub use config::TensorCoreConfig;
+
+/// Cycles from an `ACT` row's accumulator read to its write (the contract's
+/// activation latency).
+pub const ACT_LATENCY: u64 = 4;
