@@ -18,6 +18,9 @@
 //!   gives its cycle model ([`vpu::schedule`]) and the contract's reductions
 //!   over arrays of any length.
 //!
+//! * [`tensorcore`] runs TensorCore programs ([`tensorcore::execute`]) and
+//!   gives their cycles and where they went ([`tensorcore::cycle_model`]).
+//!
 //! * [`ici`] gives what the ICI link delivers and its cycle model on an
 //!   error-free link ([`ici::cycle_model`]).
 //!
@@ -34,6 +37,7 @@
 pub mod ici;
 pub mod mxu;
 pub mod numerics;
+pub mod tensorcore;
 pub mod vectors;
 pub mod vpu;
 

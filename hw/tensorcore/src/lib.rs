@@ -59,9 +59,9 @@
 //! | `SYNC` | | wait until everything issued before has finished |
 //! | `HALT` | | `SYNC`, then stop (the end of every program) |
 //!
-//! An `MM` whose tile is not in the weight stream (fewer than R rows
-//! appended and not yet taken) is a program error: the machine would wait
-//! forever.
+//! An `MM` appends its prefetch before it takes its tile. An `MM` whose tile
+//! is not in the weight stream (fewer than R rows appended and not yet
+//! taken) is a program error: the machine would wait forever.
 //!
 //! # Timing contract
 //!

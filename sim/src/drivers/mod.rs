@@ -9,5 +9,6 @@
 
 pub mod ici;
 pub mod mxu;
+pub mod tensorcore;
 pub mod vpu;
 pub mod vpu_ops;
