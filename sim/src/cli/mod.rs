@@ -4,6 +4,7 @@
 
 mod link;
 mod matmul;
+mod mlp;
 mod vpu;
 
 use clap::{Parser, Subcommand};
@@ -33,6 +34,10 @@ enum Command {
     /// shape; the result has A's shape (reductions: shape (1,)). `--op list`
     /// lists the operations with their operand and result types.
     Vpu(vpu::VpuArgs),
+    /// A quantized MLP on the TensorCore: the model folder's layers compiled
+    /// into a program, X (int8 [N, in_1]) through it, int32 logits [N, out_L]
+    /// out. Hidden layers: h = max(requant(h @ w + b), zero point).
+    Mlp(mlp::MlpArgs),
 }
 
 /// A failure and its exit code: 2 for bad input, 1 for a failure of the tool.
@@ -75,6 +80,7 @@ pub fn main() -> ExitCode {
         Command::Matmul(args) => matmul::run(&args),
         Command::Link(args) => link::run(&args),
         Command::Vpu(args) => vpu::run(&args),
+        Command::Mlp(args) => mlp::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
