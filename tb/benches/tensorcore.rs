@@ -1,0 +1,140 @@
+//! TensorCore benchmark: where the cycles of a quantized MLP go, in the
+//! manner of the TPU v1 paper's table. Printed as Markdown tables on stdout;
+//! nothing here passes or fails.
+//!
+//! The cycles are the golden cycle model's (`golden::tensorcore`), which
+//! states the timing contract of `hw/tensorcore`: there is no TensorCore RTL
+//! yet, so no row here is an RTL measurement.
+//!
+//! 1. `digits`: the digits MLP of `tb/data/digits` (64-32-32-10) on all 450
+//!    test images, on 4x4, 8x8 and 16x16 cores; the logits are checked
+//!    against the numpy reference.
+//! 2. `mlp784`: a 784-512-512-10 MLP with random int8 weights at batch 256 on
+//!    a 16x16 core (the issue's target: at least 0.85 MXU busy).
+//!
+//! Each row: cycles, MXU busy fraction, utilization (useful MACs over
+//! R x C x cycles, so padding of partial tiles counts against it), and every
+//! counter of the breakdown as a share of the cycles. Then images per
+//! second of simulated time if the core ran at the int8 MXU's Fmax on the
+//! ECP5-85F from the FPGA report (47.5 MHz for 16x16, 63.3 for 8x8, 72.4
+//! for 4x4): an upper bound, since the TensorCore around the MXU is not
+//! synthesised yet.
+//!
+//! ```text
+//! cargo bench -p tb --bench tensorcore
+//! ```
+
+use compiler::{Layer, Mlp, Requant};
+use config::TensorCoreConfig;
+use golden::tensorcore::Stats;
+use rand::{Rng, SeedableRng};
+use std::path::Path;
+use std::time::Instant;
+
+/// Fmax of the bare int8 MXU on the ECP5-85F (README, FPGA report), MHz.
+fn mxu_fmax_mhz(size: u32) -> Option<f64> {
+    match size {
+        4 => Some(72.4),
+        8 => Some(63.3),
+        16 => Some(47.5),
+        _ => None,
+    }
+}
+
+fn header(title: &str) {
+    let columns = [
+        "model",
+        "core",
+        "batch",
+        "cycles",
+        "MXU busy",
+        "utilization",
+        "weights",
+        "buffer",
+        "drain",
+        "activation (VPU)",
+        "host DMA",
+        "issue",
+        "sync",
+        "instructions",
+        "images/s at MXU Fmax",
+    ];
+    println!("\n### {title}\n");
+    println!("| {} |", columns.join(" | "));
+    println!("|{}|", columns.map(|_| " --- ").join("|"));
+}
+
+fn row(model: &str, cfg: &TensorCoreConfig, batch: usize, macs: u64, s: &Stats) {
+    let pct = |v: u64| format!("{:.2} %", 100.0 * v as f64 / s.cycles as f64);
+    let util = macs as f64 / (s.cycles as f64 * f64::from(cfg.rows() * cfg.cols()));
+    let ips = mxu_fmax_mhz(cfg.rows())
+        .map(|f| format!("{:.0}", batch as f64 * f * 1e6 / s.cycles as f64))
+        .unwrap_or_else(|| "-".into());
+    println!(
+        "| {model} | {}x{} | {batch} | {} | {:.3} | {:.3} | {} | {} | {} | {} | {} | {} | {} | {} | {ips} |",
+        cfg.rows(),
+        cfg.cols(),
+        s.cycles,
+        s.mxu_busy_fraction(),
+        util,
+        pct(s.stall_weights),
+        pct(s.stall_ub),
+        pct(s.stall_drain),
+        pct(s.vpu),
+        pct(s.host),
+        pct(s.issue),
+        pct(s.sync),
+        s.instructions,
+    );
+}
+
+fn random_mlp(sizes: &[usize], seed: u64) -> Mlp {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let layers = sizes.len() - 1;
+    Mlp::new(
+        (0..layers)
+            .map(|i| Layer {
+                inputs: sizes[i],
+                outputs: sizes[i + 1],
+                w: (0..sizes[i] * sizes[i + 1]).map(|_| rng.gen()).collect(),
+                b: (0..sizes[i + 1])
+                    .map(|_| rng.gen_range(-1000..1000))
+                    .collect(),
+                rq: (i + 1 < layers).then_some(Requant {
+                    mult: 1 << 30,
+                    shift: 8,
+                    zp: 0,
+                }),
+            })
+            .collect(),
+    )
+    .expect("a valid model")
+}
+
+fn main() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/digits");
+    let mlp = sim::drivers::tensorcore::load_model(&dir).expect("the digits model");
+    let x: matrix::Matrix<i8> = matrix::read(&dir.join("x_test.npy"), "X").expect("x_test");
+    let expect: matrix::Array<i32> =
+        matrix::read_array(&dir.join("logits_numpy.npy"), "logits").expect("logits");
+    header("digits MLP 64-32-32-10, all 450 test images (golden cycle model)");
+    for size in [4, 8, 16] {
+        let cfg = TensorCoreConfig::new(size, size).expect("a valid core");
+        let t = Instant::now();
+        let (logits, stats, program) =
+            sim::drivers::tensorcore::run_golden(&cfg, &mlp, &x.data, x.rows).expect("runs");
+        assert_eq!(logits, expect.data, "logits differ from numpy's");
+        row("digits", &cfg, x.rows, program.macs, &stats);
+        eprintln!("digits {size}x{size}: {:.2} s", t.elapsed().as_secs_f64());
+    }
+
+    header("784-512-512-10 MLP, random int8 weights (golden cycle model)");
+    let big = random_mlp(&[784, 512, 512, 10], 1);
+    let batch = 256;
+    let cfg = TensorCoreConfig::new(16, 16).expect("a valid core");
+    let t = Instant::now();
+    let program = compiler::compile(&big, batch, &cfg).expect("fits");
+    let stats = golden::tensorcore::cycle_model(&cfg, &program.words()).expect("runs");
+    row("784-512-512-10", &cfg, batch, program.macs, &stats);
+    eprintln!("784-512-512-10: {:.2} s", t.elapsed().as_secs_f64());
+}
