@@ -559,28 +559,45 @@ fn mlp_golden_gives_the_digits_logits_with_stats() {
 }
 
 #[test]
-fn mlp_without_golden_says_the_rtl_is_missing() {
+fn mlp_rtl_and_golden_agree_bit_for_bit_and_cycle_for_cycle() {
     let case = Case::new();
     let model = small_model(&case);
-    let out = run_mlp(&case, &model, &case.path("x.npy"), &[]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("RTL"), "{err}");
-    assert!(!case.path("logits.npy").exists());
-    // The same files run on the golden model.
-    let out = run_mlp(
-        &case,
-        &model,
-        &case.path("x.npy"),
-        &["--golden", "--rows", "2", "--cols", "2"],
-    );
+    let small = [
+        "--rows",
+        "2",
+        "--cols",
+        "2",
+        "--acc-rows",
+        "4",
+        "--ub-rows",
+        "16",
+        "--weight-rows",
+        "64",
+        "--stats",
+    ];
+    let rtl = run_mlp(&case, &model, &case.path("x.npy"), &small);
     assert!(
-        out.status.success(),
+        rtl.status.success(),
         "{}",
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&rtl.stderr)
     );
-    assert_eq!(read_i32(&case.path("logits.npy")).0, vec![4, 2]);
+    let rtl_logits = read_i32(&case.path("logits.npy"));
+    assert_eq!(rtl_logits.0, vec![4, 2]);
+    let mut args = small.to_vec();
+    args.push("--golden");
+    let gold = run_mlp(&case, &model, &case.path("x.npy"), &args);
+    assert!(
+        gold.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gold.stderr)
+    );
+    assert_eq!(read_i32(&case.path("logits.npy")), rtl_logits);
+    let (mut r, mut g) = (stats_of(&rtl), stats_of(&gold));
+    assert_eq!(r["backend"], "rtl");
+    assert_eq!(g["backend"], "golden");
+    r.as_object_mut().unwrap().remove("backend");
+    g.as_object_mut().unwrap().remove("backend");
+    assert_eq!(r, g, "RTL and golden statistics differ");
 }
 
 #[test]

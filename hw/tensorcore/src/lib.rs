@@ -3,10 +3,11 @@
 //! weights loading behind the compute.
 //!
 //! This crate's documentation is the TensorCore's specification: the
-//! machine, its instruction set and its timing contract. `golden::tensorcore`
-//! states both the results and the cycles from this text alone;
-//! `compiler` writes programs for it; the instruction words' bit positions
-//! live in `config::tensorcore_isa`, shared by all three.
+//! machine, its instruction set and its timing contract; the crate builds
+//! the RTL to it ([`build`], registered as the `tensorcore` block).
+//! `golden::tensorcore` states both the results and the cycles from this
+//! text alone; `compiler` writes programs for it; the instruction words' bit
+//! positions live in `config::tensorcore_isa`, shared by all four.
 //!
 //! # The machine
 //!
@@ -119,9 +120,37 @@
 //! The counters are `mxu_busy`, `stall_weights`, `stall_ub`, `stall_drain`,
 //! `vpu`, `host`, `issue`, `sync` (they sum to `cycles`) and `instructions`
 //! (retired, `HALT` included).
+//!
+//! # The RTL and its ports
+//!
+//! `tensorcore_RxC_acc…` ([`top_name`]) instantiates the `hw/mxu` array and
+//! holds the unified buffer, the weight and bias memories (synchronous
+//! block-RAM style memories), the weight queue (registers, slot 0 the
+//! oldest read), the sequencer and the activation pipeline (C lanes of
+//! `hw::arith`'s requantization, four stages). Ports ([`ports`]):
+//!
+//! | port | width | meaning |
+//! | --- | --- | --- |
+//! | `instr_valid_i`, `instr_i`, `instr_ready_o` | 1, 128, 1 | the instruction stream; a word is taken when both are high, and is current from the next cycle (the contract's cycle 0 is the cycle after the first word is taken) |
+//! | `hin_en_o`, `hin_addr_o`, `hin_data_i` | 1, 22, 8R | the host input window: the host answers in the same cycle |
+//! | `hout_wr_o`, `hout_addr_o`, `hout_data_o` | 1, 22, 32C | the host output window's writes |
+//! | `wmem_wr_i`, `wmem_addr_i`, `wmem_data_i` | 1, log2 weight_rows, 8C | host writes of the weight memory (before a run) |
+//! | `bmem_wr_i`, `bmem_addr_i`, `bmem_data_i` | 1, log2 bias_rows, 32C | host writes of the bias memory |
+//! | `halted_o`, `error_o` | 1, 1 | `HALT` retired; an unknown opcode was retired (sticky) |
+//! | `cnt_*_o` | 32 each | the counters above, wrapping |
+//!
+//! The contract holds for programs the golden model accepts (addresses in
+//! range, row counts >= 1, every `MM`'s tile in the weight stream); the RTL
+//! does not check them, it cuts addresses to the memories' widths. An
+//! unknown opcode retires in one cycle (`issue`) and sets `error_o`.
 
 pub use config::tensorcore_isa;
 pub use config::TensorCoreConfig;
+
+mod block;
+mod rtl;
+pub use block::TensorCore;
+pub use rtl::{build, ports, top_name, COUNTER_BITS};
 
 /// Cycles from an `ACT` row's accumulator read to its write (the contract's
 /// activation latency).

@@ -4,7 +4,7 @@
 use super::{bad, broken, Failure};
 use config::TensorCoreConfig;
 use matrix::Matrix;
-use sim::drivers::tensorcore::{load_model, run_golden, RTL_MISSING};
+use sim::drivers::tensorcore::{load_model, run_golden, run_rtl, TensorCoreDriver};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -68,12 +68,14 @@ pub fn run(args: &MlpArgs) -> Result<(), Failure> {
             mlp.inputs()
         )));
     }
-    // Compiling first refuses a model that does not fit, RTL or not.
+    // Compiling first refuses a model that does not fit before any model build.
     compiler::compile(&mlp, x.rows, &cfg).map_err(|e| bad(e.to_string()))?;
-    if !args.golden {
-        return Err(bad(RTL_MISSING));
-    }
-    let (logits, stats, program) = run_golden(&cfg, &mlp, &x.data, x.rows).map_err(broken)?;
+    let (logits, stats, program) = if args.golden {
+        run_golden(&cfg, &mlp, &x.data, x.rows).map_err(broken)?
+    } else {
+        let mut driver = TensorCoreDriver::new(&cfg).map_err(broken)?;
+        run_rtl(&mut driver, &mlp, &x.data, x.rows).map_err(broken)?
+    };
     matrix::write(
         &args.out,
         &Matrix {
@@ -90,7 +92,7 @@ pub fn run(args: &MlpArgs) -> Result<(), Failure> {
         let macs = program.macs;
         let line = serde_json::json!({
             "op": "mlp",
-            "backend": "golden",
+            "backend": if args.golden { "golden" } else { "rtl" },
             "rows": cfg.rows(),
             "cols": cfg.cols(),
             "acc_rows": cfg.acc_rows(),

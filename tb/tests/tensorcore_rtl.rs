@@ -1,0 +1,184 @@
+//! The TensorCore RTL against the golden TensorCore: the same compiled
+//! programs give the same host output bit for bit, and the RTL's counters
+//! (cycles, MXU busy, every stall class, instructions) equal the golden
+//! cycle model's exactly. Random MLPs on small cores (memories small enough
+//! to force several batch blocks and passes), directed edge cases, and the
+//! digits model on all 450 test images.
+
+use compiler::{Layer, Mlp, Requant};
+use config::tensorcore_isa::{Activation, Instr};
+use config::TensorCoreConfig;
+use golden::tensorcore::Memories;
+use rand::Rng;
+use sim::drivers::tensorcore::{load_model, memories, TensorCoreDriver};
+use std::path::Path;
+use tb::seed::{rng_for, soak_rounds};
+
+/// Runs `words` on the RTL and the golden model; both must agree.
+fn agree(driver: &mut TensorCoreDriver, words: &[u128], mem: &Memories, what: &str) -> Vec<i32> {
+    let cfg = *driver.config();
+    let (gout, gstats) =
+        golden::tensorcore::run(&cfg, words, mem).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let (rout, rstats) = driver
+        .run(words, mem)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(rout, gout, "{what}: RTL output differs from golden");
+    assert_eq!(
+        rstats, gstats,
+        "{what}: RTL counters differ from the cycle model"
+    );
+    rout
+}
+
+fn random_layer<R: Rng>(rng: &mut R, inputs: usize, outputs: usize, hidden: bool) -> Layer {
+    Layer {
+        inputs,
+        outputs,
+        w: (0..inputs * outputs).map(|_| rng.gen::<i8>()).collect(),
+        b: (0..outputs)
+            .map(|_| {
+                if rng.gen_bool(0.2) {
+                    rng.gen::<i32>()
+                } else {
+                    rng.gen_range(-5000..5000)
+                }
+            })
+            .collect(),
+        rq: hidden.then(|| Requant {
+            mult: rng.gen_range(1 << 30..=i32::MAX),
+            shift: rng.gen_range(0..=12),
+            zp: rng.gen::<i8>(),
+        }),
+    }
+}
+
+#[test]
+fn random_mlps_on_small_cores_match_golden_bits_and_cycles() {
+    let mut rng = rng_for("random_mlps_on_small_cores_match_golden_bits_and_cycles");
+    // 1x1 (no loader hold), 3x3 (not a power of two), 4x4; small memories.
+    for (size, acc, ub, q) in [(1u32, 16u32, 64u32, 2u32), (3, 8, 128, 3), (4, 64, 256, 4)] {
+        let cfg = TensorCoreConfig::with(size, size, acc, ub, 1024, 64, q).unwrap();
+        let mut driver = TensorCoreDriver::new(&cfg).unwrap();
+        let mut ran = 0;
+        for round in 0..soak_rounds(8) {
+            let layers = rng.gen_range(1..=3);
+            let mut sizes = vec![rng.gen_range(1..=12)];
+            for _ in 0..layers {
+                sizes.push(rng.gen_range(1..=12));
+            }
+            let mlp = Mlp::new(
+                (0..layers)
+                    .map(|i| random_layer(&mut rng, sizes[i], sizes[i + 1], i + 1 < layers))
+                    .collect(),
+            )
+            .unwrap();
+            let batch = rng.gen_range(1..=40);
+            let x: Vec<i8> = (0..batch * sizes[0]).map(|_| rng.gen()).collect();
+            let what = format!("{cfg}, round {round}: {sizes:?} batch {batch}");
+            let program = match compiler::compile(&mlp, batch, &cfg) {
+                Ok(p) => p,
+                Err(e) if e.0.contains("does not fit") => continue,
+                Err(e) => panic!("{what}: {e}"),
+            };
+            agree(
+                &mut driver,
+                &program.words(),
+                &memories(&program, &x),
+                &what,
+            );
+            ran += 1;
+        }
+        assert!(ran > 0, "{cfg}: every model was too big");
+    }
+}
+
+#[test]
+fn hand_written_programs_edge_cases() {
+    let cfg = TensorCoreConfig::with(4, 4, 64, 256, 1024, 64, 2).unwrap();
+    let mut driver = TensorCoreDriver::new(&cfg).unwrap();
+    // -128 everywhere, bias i32::MAX (wraps), requantization saturating to
+    // both ends, ReLU at zp = -128 (passes everything) and without ReLU, and
+    // a weight queue of 2 that MM prefetches fill (stall_weights).
+    let mem = Memories {
+        weights: vec![-128; 4 * 4 * 4],
+        biases: [vec![i32::MAX; 4], vec![i32::MIN, -1, 0, 1]].concat(),
+        host_in: (0..4 * 8)
+            .map(|i| if i % 3 == 0 { -128 } else { 127 })
+            .collect(),
+        host_out_rows: 32,
+    };
+    let mm = |ub, acc, rows, accumulate, prefetch| Instr::Matmul {
+        ub,
+        acc,
+        rows,
+        accumulate,
+        prefetch,
+    };
+    let act = |acc, dest, rows, bias, func| Instr::Activate {
+        acc,
+        dest,
+        rows,
+        bias,
+        func,
+    };
+    let rq = |mult, shift, zp, relu| Activation::Requant {
+        mult,
+        shift,
+        zp,
+        relu,
+    };
+    let program: Vec<u128> = [
+        Instr::ReadWeights { weight: 0, rows: 4 },
+        Instr::ReadWeights { weight: 4, rows: 8 },
+        Instr::ReadHost {
+            host: 0,
+            ub: 0,
+            rows: 8,
+        },
+        mm(0, 0, 8, false, Some(12)),
+        mm(0, 0, 8, true, None),
+        act(0, 0, 8, 1, Activation::Int32ToHost),
+        act(0, 8, 8, 0, Activation::Int32ToHost),
+        act(0, 16, 8, 1, rq(i32::MAX, 0, -128, true)),
+        act(0, 24, 8, 1, rq(1 << 30, 31, 5, false)),
+        mm(16, 8, 8, false, None),
+        mm(24, 16, 8, true, None),
+        Instr::Sync,
+        act(8, 16, 8, 0, Activation::Int32ToHost),
+        act(16, 24, 8, 1, Activation::Int32ToHost),
+        Instr::Halt,
+    ]
+    .iter()
+    .map(Instr::encode)
+    .collect();
+    let out = agree(&mut driver, &program, &mem, "edge cases");
+    // Row 0 is [-128, 127, 127, -128], every weight -128, two k-tiles:
+    // 2 * -128 * (-128 + 127 + 127 - 128) = 512 per column.
+    assert_eq!(&out[..4], &[i32::MIN + 512, 511, 512, 513]);
+    // Plus a bias of 2^31 - 1: wraps.
+    assert_eq!(out[8 * 4], i32::MIN + 511);
+}
+
+#[test]
+fn the_digits_model_on_the_rtl_gives_the_numpy_logits_and_the_golden_cycles() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/digits");
+    let mlp = load_model(&dir).unwrap();
+    let x: matrix::Matrix<i8> = matrix::read(&dir.join("x_test.npy"), "X").unwrap();
+    let expect: matrix::Array<i32> =
+        matrix::read_array(&dir.join("logits_numpy.npy"), "logits").unwrap();
+    // 4x4 with a 1024-row buffer: blocks of 42 images, 64 accumulator rows.
+    let cfg = TensorCoreConfig::with(4, 4, 64, 1024, 1024, 64, 4).unwrap();
+    let mut driver = TensorCoreDriver::new(&cfg).unwrap();
+    let program = compiler::compile(&mlp, x.rows, &cfg).unwrap();
+    let window = agree(
+        &mut driver,
+        &program.words(),
+        &memories(&program, &x.data),
+        "digits",
+    );
+    assert_eq!(
+        program.unpack_output(&window),
+        expect.data,
+        "digits logits differ from numpy's"
+    );
+}
