@@ -2,9 +2,10 @@
 //! manner of the TPU v1 paper's table. Printed as Markdown tables on stdout;
 //! nothing here passes or fails.
 //!
-//! The cycles are the golden cycle model's (`golden::tensorcore`), which
-//! states the timing contract of `hw/tensorcore`: there is no TensorCore RTL
-//! yet, so no row here is an RTL measurement.
+//! Every row is run on the Verilated RTL (`sim::drivers::tensorcore`) and
+//! on the golden model: the counters shown are the RTL's, and the benchmark
+//! stops if they differ from the golden cycle model's or if the outputs
+//! differ. The default memories (`TensorCoreConfig::new`) are used.
 //!
 //! 1. `digits`: the digits MLP of `tb/data/digits` (64-32-32-10) on all 450
 //!    test images, on 4x4, 8x8 and 16x16 cores; the logits are checked
@@ -15,7 +16,7 @@
 //! Each row: cycles, MXU busy fraction, utilization (useful MACs over
 //! R x C x cycles, so padding of partial tiles counts against it), and every
 //! counter of the breakdown as a share of the cycles. Then images per
-//! second of simulated time if the core ran at the int8 MXU's Fmax on the
+//! second of simulated time if the core ran at the bare int8 MXU's Fmax on the
 //! ECP5-85F from the FPGA report (47.5 MHz for 16x16, 63.3 for 8x8, 72.4
 //! for 4x4): an upper bound, since the TensorCore around the MXU is not
 //! synthesised yet.
@@ -111,30 +112,58 @@ fn random_mlp(sizes: &[usize], seed: u64) -> Mlp {
     .expect("a valid model")
 }
 
+/// Runs `program` on the RTL and the golden model; they must agree.
+fn rtl_and_golden(
+    cfg: &TensorCoreConfig,
+    program: &compiler::Program,
+    x: &[i8],
+) -> (Vec<i32>, Stats) {
+    let mem = sim::drivers::tensorcore::memories(program, x);
+    let words = program.words();
+    let t = Instant::now();
+    let (gout, gstats) = golden::tensorcore::run(cfg, &words, &mem).expect("golden runs");
+    let golden_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let mut driver = sim::drivers::tensorcore::TensorCoreDriver::new(cfg).expect("model builds");
+    let build_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let (rout, rstats) = driver.run(&words, &mem).expect("RTL runs");
+    let run_s = t.elapsed().as_secs_f64();
+    assert_eq!(rout, gout, "RTL output differs from golden");
+    assert_eq!(rstats, gstats, "RTL counters differ from the cycle model");
+    eprintln!(
+        "{cfg}: golden {golden_s:.2} s, model build/load {build_s:.1} s, RTL run {run_s:.1} s ({:.0} cycles/s)",
+        rstats.cycles as f64 / run_s
+    );
+    (rout, rstats)
+}
+
 fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/digits");
     let mlp = sim::drivers::tensorcore::load_model(&dir).expect("the digits model");
     let x: matrix::Matrix<i8> = matrix::read(&dir.join("x_test.npy"), "X").expect("x_test");
     let expect: matrix::Array<i32> =
         matrix::read_array(&dir.join("logits_numpy.npy"), "logits").expect("logits");
-    header("digits MLP 64-32-32-10, all 450 test images (golden cycle model)");
+    header("digits MLP 64-32-32-10, all 450 test images (RTL = golden cycle model)");
     for size in [4, 8, 16] {
         let cfg = TensorCoreConfig::new(size, size).expect("a valid core");
-        let t = Instant::now();
-        let (logits, stats, program) =
-            sim::drivers::tensorcore::run_golden(&cfg, &mlp, &x.data, x.rows).expect("runs");
-        assert_eq!(logits, expect.data, "logits differ from numpy's");
+        let program = compiler::compile(&mlp, x.rows, &cfg).expect("fits");
+        let (window, stats) = rtl_and_golden(&cfg, &program, &x.data);
+        assert_eq!(
+            program.unpack_output(&window),
+            expect.data,
+            "logits differ from numpy's"
+        );
         row("digits", &cfg, x.rows, program.macs, &stats);
-        eprintln!("digits {size}x{size}: {:.2} s", t.elapsed().as_secs_f64());
     }
 
-    header("784-512-512-10 MLP, random int8 weights (golden cycle model)");
+    header("784-512-512-10 MLP, random int8 weights (RTL = golden cycle model)");
     let big = random_mlp(&[784, 512, 512, 10], 1);
     let batch = 256;
     let cfg = TensorCoreConfig::new(16, 16).expect("a valid core");
-    let t = Instant::now();
     let program = compiler::compile(&big, batch, &cfg).expect("fits");
-    let stats = golden::tensorcore::cycle_model(&cfg, &program.words()).expect("runs");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+    let xb: Vec<i8> = (0..batch * 784).map(|_| rng.gen()).collect();
+    let (_, stats) = rtl_and_golden(&cfg, &program, &xb);
     row("784-512-512-10", &cfg, batch, program.macs, &stats);
-    eprintln!("784-512-512-10: {:.2} s", t.elapsed().as_secs_f64());
 }
