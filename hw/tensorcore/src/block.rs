@@ -51,13 +51,13 @@ impl Block for TensorCore {
                 name: "cols",
                 value_name: "C",
                 kind: dims,
-                help: "MXU columns C",
+                help: "MXU columns C (equal to rows)",
             },
             Param {
                 name: "acc_rows",
                 value_name: "N",
                 kind: pow2(2, MAX_TC_ACC_ROWS),
-                help: "Accumulator rows",
+                help: "Accumulator rows of the MXU inside (C int32 each)",
             },
             Param {
                 name: "ub_rows",
