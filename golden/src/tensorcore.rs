@@ -12,8 +12,10 @@
 //! window. Instructions run in order until `HALT`; everything is int8 x int8
 //! products summed in wrapping int32, bias added wrapping, requantization
 //! with [`crate::numerics::requant_int8`]. An `MM` appends its prefetch
-//! before it takes its tile. Any address outside its memory, or an `MM`
-//! whose tile is not in the weight stream, is a [`ProgramError`].
+//! before it takes its tile. Any address outside its memory, an `MM` whose
+//! tile is not in the weight stream, or a read of a buffer or accumulator
+//! row the program has not written (the hardware keeps whatever an earlier
+//! run left there) is a [`ProgramError`].
 //!
 //! # Cycles
 //!
@@ -159,6 +161,22 @@ pub fn execute(
     let wrow = |row: usize, col: usize| mem.weights.get(row * c + col).copied().unwrap_or(0);
     let bias = |row: usize, col: usize| mem.biases.get(row * c + col).copied().unwrap_or(0);
     let mut tile = vec![0i32; r * c];
+    // Rows this program has written: only those may be read.
+    let mut ub_written = vec![false; cfg.ub_rows() as usize];
+    let mut acc_written = vec![false; cfg.acc_rows() as usize];
+    let unwritten = |i: usize,
+                     instr: &Instr,
+                     what: &str,
+                     written: &[bool],
+                     start: u32,
+                     rows: u32| {
+        match (start..start + rows).find(|&row| !written[row as usize]) {
+            Some(row) => Err(ProgramError(format!(
+                "instruction {i} ({instr}) reads {what} row {row}, which the program has not written"
+            ))),
+            None => Ok(()),
+        }
+    };
     for (i, instr) in instrs.iter().enumerate() {
         match *instr {
             Instr::Halt | Instr::Sync => {}
@@ -179,6 +197,7 @@ pub fn execute(
                 let (s, d) = (host as usize * r, dst as usize * r);
                 let n = rows as usize * r;
                 ub[d..d + n].copy_from_slice(&mem.host_in[s..s + n]);
+                ub_written[dst as usize..(dst + rows) as usize].fill(true);
             }
             Instr::ReadWeights { weight, rows } => {
                 check_range(i, instr, "weight memory", weight, rows, weight_rows)?;
@@ -200,6 +219,11 @@ pub fn execute(
                     cfg.ub_rows() as usize,
                 )?;
                 check_range(i, instr, "accumulator", dst, rows, cfg.acc_rows() as usize)?;
+                unwritten(i, instr, "unified buffer", &ub_written, src, rows)?;
+                if accumulate {
+                    unwritten(i, instr, "accumulator", &acc_written, dst, rows)?;
+                }
+                acc_written[dst as usize..(dst + rows) as usize].fill(true);
                 if let Some(p) = prefetch {
                     check_range(i, instr, "weight memory", p, cfg.rows(), weight_rows)?;
                     stream.extend(p as usize..p as usize + r);
@@ -241,18 +265,16 @@ pub fn execute(
             } => {
                 check_range(i, instr, "accumulator", src, rows, cfg.acc_rows() as usize)?;
                 check_range(i, instr, "bias memory", brow, 1, cfg.bias_rows() as usize)?;
+                unwritten(i, instr, "accumulator", &acc_written, src, rows)?;
                 match func {
                     Activation::Int32ToHost => {
                         check_range(i, instr, "host output", dest, rows, mem.host_out_rows)?
                     }
-                    Activation::Requant { .. } => check_range(
-                        i,
-                        instr,
-                        "unified buffer",
-                        dest,
-                        rows,
-                        cfg.ub_rows() as usize,
-                    )?,
+                    Activation::Requant { .. } => {
+                        let ub_rows = cfg.ub_rows() as usize;
+                        check_range(i, instr, "unified buffer", dest, rows, ub_rows)?;
+                        ub_written[dest as usize..(dest + rows) as usize].fill(true);
+                    }
                 }
                 for j in 0..rows as usize {
                     for col in 0..c {
@@ -562,7 +584,27 @@ mod tests {
         };
         let mem = Memories::default();
         let e = execute(&cfg, &words(&[mm, Instr::Halt]), &mem).unwrap_err();
+        assert!(e.0.contains("unified buffer row 0"), "{e}");
+        let fill = Instr::ReadHost {
+            host: 0,
+            ub: 0,
+            rows: 2,
+        };
+        let with_rows = Memories {
+            host_in: vec![0; 4],
+            ..Memories::default()
+        };
+        let e = execute(&cfg, &words(&[fill, mm, Instr::Halt]), &with_rows).unwrap_err();
         assert!(e.0.contains("weight stream"), "{e}");
+        let act = Instr::Activate {
+            acc: 1,
+            dest: 0,
+            rows: 1,
+            bias: 0,
+            func: Activation::Int32ToHost,
+        };
+        let e = execute(&cfg, &words(&[act, Instr::Halt]), &with_rows).unwrap_err();
+        assert!(e.0.contains("accumulator row 1"), "{e}");
         assert!(cycle_model(&cfg, &words(&[mm, Instr::Halt])).is_err());
         let e = execute(&cfg, &words(&[mm]), &mem).unwrap_err();
         assert!(e.0.contains("HALT"), "{e}");

@@ -62,7 +62,11 @@
 //!
 //! An `MM` appends its prefetch before it takes its tile. An `MM` whose tile
 //! is not in the weight stream (fewer than R rows appended and not yet
-//! taken) is a program error: the machine would wait forever.
+//! taken) is a program error: the machine would wait forever. So is reading
+//! a buffer or accumulator row (`MM`'s source, `MM.add`'s and `ACT`'s
+//! accumulator rows) that no earlier instruction of the program wrote: the
+//! memories keep whatever an earlier run left, and a reset does not clear
+//! them.
 //!
 //! # Timing contract
 //!

@@ -9,7 +9,9 @@
 //! assumes), answers the host input port in the cycle it asks (`hin_*`),
 //! collects the host output port's writes (`hout_*`), and stops when
 //! `halted_o` rises. The cycles and where they went are the RTL's own
-//! counters.
+//! counters. One driver runs many programs: a reset clears the sequencer,
+//! not the memories, which is why a program may read only the buffer and
+//! accumulator rows it wrote (the golden model refuses any other).
 
 use crate::from_hw::model_spec;
 use crate::verilator::{Model, PortId};
