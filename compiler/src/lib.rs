@@ -24,12 +24,16 @@
 //!   Layers alternate between two regions (layer 1's input in region A, its
 //!   output in B, layer 2's output in A, ...), so one batch row needs the
 //!   largest odd layer's input slabs plus the largest even layer's.
-//! - **Passes**: a layer runs over blocks of P = min(rows left, acc_rows)
-//!   batch rows and groups of G = max(1, acc_rows / P) n-tiles, as
-//!   `config::mxu_plan` cuts matmuls: per group, each n-tile's k-tiles in
-//!   order (the first overwrites the accumulator rows, the rest add), then
-//!   one `ACT` per n-tile (requantize + ReLU into the next region, or int32
-//!   logits to the host output window).
+//! - **Passes**: a layer runs over blocks of P = min(rows left, H) batch
+//!   rows and groups of G = max(1, H / P) n-tiles, H = acc_rows / 2, as
+//!   `config::mxu_plan` cuts matmuls over an accumulator of H rows: per
+//!   group, each n-tile's k-tiles in order (the first overwrites the
+//!   accumulator rows, the rest add), then one `ACT` per n-tile (requantize
+//!   and ReLU into the next region, or int32 logits to the host output
+//!   window). Passes alternate between the accumulator's two halves, so the
+//!   activation unit drains one pass while the next one's matmuls run. A
+//!   layer's first `MM` carries the wait flag: it reads what the previous
+//!   layer's `ACT`s wrote.
 //! - **Weight prefetch**: the MMs take their tiles from the weight stream in
 //!   program order; the program opens with `RW` of the first two tiles, and
 //!   the MM of tile j prefetches tile j + 2. So the next tile's rows load
@@ -414,11 +418,15 @@ pub fn compile(mlp: &Mlp, batch: usize, cfg: &TensorCoreConfig) -> Result<Progra
             acc: u32,
             rows: u32,
             accumulate: bool,
+            wait_act: bool,
             tile: u32,
         },
     }
     let mut items = Vec::new();
-    let acc_rows = cfg.acc_rows() as usize;
+    // Passes alternate between the accumulator's halves, so one pass's
+    // matmuls run while the activation unit drains the pass before.
+    let half = cfg.acc_rows() as usize / 2;
+    let mut pass = 0usize;
     let u = |v: usize| u32::try_from(v).expect("addresses fit 32 bits");
     for m0 in (0..batch).step_by(block_rows) {
         let bb = block_rows.min(batch - m0);
@@ -431,21 +439,27 @@ pub fn compile(mlp: &Mlp, batch: usize, cfg: &TensorCoreConfig) -> Result<Progra
         }
         for (i, l) in layers.iter().enumerate() {
             let (src, dst) = (region[i % 2], region[(i + 1) % 2]);
-            for mb in (0..bb).step_by(acc_rows) {
-                let p = acc_rows.min(bb - mb);
-                let g = (acc_rows / p).max(1);
+            // The layer's first matmul reads what the last layer's ACTs wrote.
+            let mut wait_act = i > 0;
+            for mb in (0..bb).step_by(half) {
+                let p = half.min(bb - mb);
+                let g = (half / p).max(1);
                 for nt0 in (0..n_tiles[i]).step_by(g) {
                     let gn = g.min(n_tiles[i] - nt0);
+                    let base = (pass % 2) * half;
+                    pass += 1;
                     for gi in 0..gn {
                         let nt = nt0 + gi;
                         for kt in 0..k_tiles[i] {
                             items.push(Item::Mm {
                                 ub: u(src + kt * bb + mb),
-                                acc: u(gi * p),
+                                acc: u(base + gi * p),
                                 rows: u(p),
                                 accumulate: kt > 0,
+                                wait_act,
                                 tile: u(weight_base[i] + (nt * k_tiles[i] + kt) * r),
                             });
+                            wait_act = false;
                         }
                     }
                     for gi in 0..gn {
@@ -453,7 +467,7 @@ pub fn compile(mlp: &Mlp, batch: usize, cfg: &TensorCoreConfig) -> Result<Progra
                         let bias = u(bias_base[i] + nt);
                         items.push(Item::Plain(match l.rq {
                             Some(rq) => Instr::Activate {
-                                acc: u(gi * p),
+                                acc: u(base + gi * p),
                                 dest: u(dst + nt * bb + mb),
                                 rows: u(p),
                                 bias,
@@ -465,7 +479,7 @@ pub fn compile(mlp: &Mlp, batch: usize, cfg: &TensorCoreConfig) -> Result<Progra
                                 },
                             },
                             None => Instr::Activate {
-                                acc: u(gi * p),
+                                acc: u(base + gi * p),
                                 dest: u(nt * batch + m0 + mb),
                                 rows: u(p),
                                 bias,
@@ -501,6 +515,7 @@ pub fn compile(mlp: &Mlp, batch: usize, cfg: &TensorCoreConfig) -> Result<Progra
                 acc,
                 rows,
                 accumulate,
+                wait_act,
                 ..
             } => {
                 let prefetch = tiles.get(mm_index + 2).copied();
@@ -511,6 +526,7 @@ pub fn compile(mlp: &Mlp, batch: usize, cfg: &TensorCoreConfig) -> Result<Progra
                     rows,
                     accumulate,
                     prefetch,
+                    wait_act,
                 }
             }
         });
@@ -593,7 +609,7 @@ mod tests {
     fn the_batch_is_cut_into_blocks_that_fit_the_buffer_and_tiles_are_prefetched() {
         let mlp = Mlp::new(vec![layer(8, 8, true), layer(8, 3, false)]).unwrap();
         // 4x4: 2 slabs per region, 4 rows per batch row; 16 buffer rows hold 4 batch rows.
-        let cfg = TensorCoreConfig::with(4, 4, 2, 16, 4096, 64, 2).unwrap();
+        let cfg = TensorCoreConfig::with(4, 4, 4, 16, 4096, 64, 2).unwrap();
         let p = compile(&mlp, 10, &cfg).unwrap();
         assert_eq!(p.block_rows, 4);
         assert_eq!(p.ub_rows_used, 16);
@@ -602,9 +618,33 @@ mod tests {
             .iter()
             .filter(|i| matches!(i, Instr::Matmul { .. }))
             .collect();
-        // Per block of 4 rows, acc_rows 2: P = 2, G = 1; layer 1: 2 m-blocks x 2 n-tiles x 2
-        // k-tiles; layer 2: 2 x 1 x 2. Blocks of 4, 4, 2 rows (the last: one m-block).
+        // Per block of 4 rows, acc_rows 4 (halves of 2): P = 2, G = 1; layer 1: 2 m-blocks
+        // x 2 n-tiles x 2 k-tiles; layer 2: 2 x 1 x 2. Blocks of 4, 4, 2 rows (the last:
+        // one m-block).
         assert_eq!(mms.len(), 12 + 12 + 6);
+        // Passes (two k-tiles each) alternate between the halves; each block's layer 2
+        // starts with a wait for the activation unit.
+        let accs: Vec<u32> = mms
+            .iter()
+            .step_by(2)
+            .map(|i| match i {
+                Instr::Matmul { acc, .. } => *acc,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert!(
+            accs.iter()
+                .enumerate()
+                .all(|(k, &a)| a == (k as u32 % 2) * 2),
+            "{accs:?}"
+        );
+        let waits: Vec<usize> = mms
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| matches!(i, Instr::Matmul { wait_act: true, .. }))
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(waits, vec![8, 20, 28]);
         assert!(matches!(p.instrs[0], Instr::ReadWeights { .. }));
         assert!(matches!(p.instrs[1], Instr::ReadWeights { .. }));
         let prefetches = mms

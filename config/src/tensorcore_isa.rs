@@ -8,7 +8,7 @@
 //! | bits | field | use |
 //! | --- | --- | --- |
 //! | 3..0 | `op` | opcode ([`Opcode`]) |
-//! | 6..4 | `flags` | per opcode (see [`Instr`]) |
+//! | 6..4 | `flags` | per opcode: `MM` accumulate, prefetch, wait for activations; `ACT` to host, ReLU |
 //! | 11..7 | `shift` | `ACT`: requantization shift, 0..31 |
 //! | 27..12 | `count` | rows moved, 1..65535 |
 //! | 49..28 | `a` | source row address |
@@ -47,6 +47,9 @@ pub mod field {
 pub const FLAG_ACCUMULATE: u32 = 1;
 /// `MM` flag: also enqueue a weight read of one tile (R rows from row `d`).
 pub const FLAG_PREFETCH: u32 = 2;
+/// `MM` flag: first wait until the activation unit is idle and its writes
+/// have landed (the MM reads rows that earlier `ACT`s write).
+pub const FLAG_WAIT_ACT: u32 = 4;
 /// `ACT` flag: write acc + bias as int32 to the host output window (else
 /// requantize to int8 into the unified buffer).
 pub const FLAG_TO_HOST: u32 = 1;
@@ -126,13 +129,15 @@ pub enum Instr {
     ReadWeights { weight: u32, rows: u32 },
     /// `MM`: stream buffer rows `ub..ub+rows` through the next weight tile into
     /// accumulator rows `acc..acc+rows` (add or overwrite); with `prefetch`,
-    /// also enqueue the read of the tile at that weight row.
+    /// also enqueue the read of the tile at that weight row; with `wait_act`,
+    /// first wait for the activation unit to finish.
     Matmul {
         ub: u32,
         acc: u32,
         rows: u32,
         accumulate: bool,
         prefetch: Option<u32>,
+        wait_act: bool,
     },
     /// `ACT`: accumulator rows `acc..acc+rows`, plus bias row `bias`, through
     /// the activation to buffer rows (or host output rows) `dest..dest+rows`.
@@ -213,6 +218,7 @@ impl Instr {
                 rows,
                 accumulate,
                 prefetch,
+                wait_act,
             } => {
                 count(&mut w, rows);
                 put(&mut w, field::A, ub);
@@ -220,6 +226,9 @@ impl Instr {
                 let mut flags = 0;
                 if accumulate {
                     flags |= FLAG_ACCUMULATE;
+                }
+                if wait_act {
+                    flags |= FLAG_WAIT_ACT;
                 }
                 if let Some(p) = prefetch {
                     flags |= FLAG_PREFETCH;
@@ -290,6 +299,7 @@ impl Instr {
                 rows,
                 accumulate: flags & FLAG_ACCUMULATE != 0,
                 prefetch: (flags & FLAG_PREFETCH != 0).then(|| get(word, field::D)),
+                wait_act: flags & FLAG_WAIT_ACT != 0,
             },
             Opcode::Activate => Instr::Activate {
                 acc: a,
@@ -324,9 +334,11 @@ impl fmt::Display for Instr {
                 rows,
                 accumulate,
                 prefetch,
+                wait_act,
             } => {
                 let op = if accumulate { "MM.add" } else { "MM" };
-                write!(f, "{op} acc[{acc}], ub[{ub}], {rows}")?;
+                let wait = if wait_act { ".wait" } else { "" };
+                write!(f, "{op}{wait} acc[{acc}], ub[{ub}], {rows}")?;
                 if let Some(p) = prefetch {
                     write!(f, " ; RW wmem[{p}]")?;
                 }
@@ -381,6 +393,7 @@ mod tests {
                 rows: 1,
                 accumulate: true,
                 prefetch: Some((1 << 22) - 1),
+                wait_act: true,
             },
             Instr::Matmul {
                 ub: 3,
@@ -388,6 +401,7 @@ mod tests {
                 rows: 1,
                 accumulate: false,
                 prefetch: None,
+                wait_act: false,
             },
             Instr::Activate {
                 acc: 1,

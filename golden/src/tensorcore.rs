@@ -20,12 +20,12 @@
 //! # Cycles
 //!
 //! [`cycle_model`] steps the contract cycle by cycle: the current
-//! instruction's waits and transfers, the weight engine filling the MXU's
-//! weight FIFO, and the MXU's weight side (FIFO of WF = next power of two
+//! instruction's waits and transfers, the activation unit working through
+//! the `ACT` it holds, the weight engine filling the MXU's weight FIFO, and the MXU's weight side (FIFO of WF = next power of two
 //! at least 2R rows plus a head row, the loader and its R - 1 cycle hold after a
 //! first row, a tile's first row accepted only when R rows are loaded and
 //! two cycles after the previous first row). Every cycle is charged to one
-//! counter of [`Stats`]. The model needs no data: timing never depends on
+//! of the sequencer's counters of [`Stats`]; the unit's run beside them. The model needs no data: timing never depends on
 //! values.
 
 use crate::numerics::requant_int8;
@@ -64,7 +64,8 @@ pub struct Memories {
     pub host_out_rows: usize,
 }
 
-/// Where the cycles went (they sum to `cycles`), and instructions retired.
+/// Where the sequencer's cycles went (they sum to `cycles`), instructions
+/// retired, and what the activation unit did beside it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
     pub cycles: u64,
@@ -72,20 +73,24 @@ pub struct Stats {
     pub mxu_busy: u64,
     /// An `MM` waited for its tile, or an instruction for room in the weight queue.
     pub stall_weights: u64,
-    /// An `MM` or `RHM` waited for the activation unit's buffer writes.
+    /// An `MM.wait` or `RHM` waited for the activation unit and its buffer writes.
     pub stall_ub: u64,
-    /// An `ACT` waited for the MXU's accumulator writes.
-    pub stall_drain: u64,
-    /// An `ACT` moved rows through the activation unit.
-    pub vpu: u64,
+    /// An `ACT` waited for the activation unit, or an `MM` for it to read
+    /// accumulator rows the `MM` writes.
+    pub stall_vpu: u64,
     /// An `RHM` moved rows from the host.
     pub host: u64,
-    /// An `RW` was issued.
+    /// An `RW` or an `ACT` was issued.
     pub issue: u64,
     /// A `SYNC` or `HALT` waited or retired.
     pub sync: u64,
     /// Instructions retired, `HALT` included.
     pub instructions: u64,
+    /// Cycles the activation unit read an accumulator row (not in the sum).
+    pub act_rows: u64,
+    /// Cycles the activation unit held an `ACT` waiting for the MXU's
+    /// accumulator writes (not in the sum).
+    pub act_drain: u64,
 }
 
 impl Stats {
@@ -94,14 +99,13 @@ impl Stats {
         self.mxu_busy as f64 / self.cycles as f64
     }
 
-    /// The counters by name, in a fixed order (they sum to `cycles`).
-    pub fn breakdown(&self) -> [(&'static str, u64); 8] {
+    /// The sequencer's counters by name, in a fixed order (they sum to `cycles`).
+    pub fn breakdown(&self) -> [(&'static str, u64); 7] {
         [
             ("mxu_busy", self.mxu_busy),
             ("stall_weights", self.stall_weights),
             ("stall_ub", self.stall_ub),
-            ("stall_drain", self.stall_drain),
-            ("vpu", self.vpu),
+            ("stall_vpu", self.stall_vpu),
             ("host", self.host),
             ("issue", self.issue),
             ("sync", self.sync),
@@ -163,6 +167,11 @@ pub fn execute(
     let mut tile = vec![0i32; r * c];
     // Rows this program has written: only those may be read.
     let mut ub_written = vec![false; cfg.ub_rows() as usize];
+    // Buffer rows an ACT wrote since the last wait for the activation unit:
+    // an MM without the wait flag may not read them.
+    let mut ub_dirty = vec![false; cfg.ub_rows() as usize];
+    // The previous MM's last accumulator row and its row count.
+    let mut last_mm: Option<(u32, u32)> = None;
     let mut acc_written = vec![false; cfg.acc_rows() as usize];
     let unwritten = |i: usize,
                      instr: &Instr,
@@ -179,12 +188,14 @@ pub fn execute(
     };
     for (i, instr) in instrs.iter().enumerate() {
         match *instr {
-            Instr::Halt | Instr::Sync => {}
+            // These wait for the activation unit: its writes have landed.
+            Instr::Halt | Instr::Sync => ub_dirty.fill(false),
             Instr::ReadHost {
                 host,
                 ub: dst,
                 rows,
             } => {
+                ub_dirty.fill(false);
                 check_range(i, instr, "host input", host, rows, host_in_rows)?;
                 check_range(
                     i,
@@ -209,6 +220,7 @@ pub fn execute(
                 rows,
                 accumulate,
                 prefetch,
+                wait_act,
             } => {
                 check_range(
                     i,
@@ -220,9 +232,28 @@ pub fn execute(
                 )?;
                 check_range(i, instr, "accumulator", dst, rows, cfg.acc_rows() as usize)?;
                 unwritten(i, instr, "unified buffer", &ub_written, src, rows)?;
+                if wait_act {
+                    ub_dirty.fill(false);
+                }
+                if let Some(row) = (src..src + rows).find(|&row| ub_dirty[row as usize]) {
+                    return Err(ProgramError(format!(
+                        "instruction {i} ({instr}) reads unified buffer row {row}, which an ACT \
+                         may still be writing: it needs the wait flag"
+                    )));
+                }
                 if accumulate {
                     unwritten(i, instr, "accumulator", &acc_written, dst, rows)?;
+                    // The MXU's read-modify-write of a row accepted right
+                    // after another to the same row would miss that one's
+                    // write; the first-row gap covers one-row MMs.
+                    if let Some((last, n)) = last_mm.filter(|&(last, n)| last == dst && n > 1) {
+                        return Err(ProgramError(format!(
+                            "instruction {i} ({instr}) adds into accumulator row {last}, the last \
+                             row of the {n}-row MM before it, in the next cycle"
+                        )));
+                    }
                 }
+                last_mm = Some((dst + rows - 1, rows));
                 acc_written[dst as usize..(dst + rows) as usize].fill(true);
                 if let Some(p) = prefetch {
                     check_range(i, instr, "weight memory", p, cfg.rows(), weight_rows)?;
@@ -274,6 +305,7 @@ pub fn execute(
                         let ub_rows = cfg.ub_rows() as usize;
                         check_range(i, instr, "unified buffer", dest, rows, ub_rows)?;
                         ub_written[dest as usize..(dest + rows) as usize].fill(true);
+                        ub_dirty[dest as usize..(dest + rows) as usize].fill(true);
                     }
                 }
                 for j in 0..rows as usize {
@@ -308,8 +340,7 @@ enum Class {
     Busy,
     StallWeights,
     StallUb,
-    StallDrain,
-    Vpu,
+    StallVpu,
     Host,
     Issue,
     Sync,
@@ -319,6 +350,19 @@ enum Class {
 struct Read {
     rows_left: u64,
     enqueued: u64,
+}
+
+/// The `ACT` the activation unit holds.
+struct Held {
+    /// Its first accumulator row and row count.
+    acc: u64,
+    rows: u64,
+    /// Rows read so far.
+    done: u64,
+    /// It may read from the first cycle after this one (`acc_busy` at hand-over).
+    drain: i64,
+    /// The cycle it was handed over (it is held from the next).
+    handed: u64,
 }
 
 /// The cycle model of a program (see the [module docs](self)).
@@ -336,6 +380,7 @@ pub fn cycle_model(cfg: &TensorCoreConfig, words: &[u128]) -> Result<Stats, Prog
     let mut queue: VecDeque<Read> = VecDeque::new();
     // Last cycles a late write is scheduled for (-1: none yet).
     let (mut acc_busy, mut ub_busy) = (-1i64, -1i64);
+    let mut held: Option<Held> = None;
     // The MXU's weight side.
     let (mut count, mut head) = (0u64, false);
     let (mut loaded, mut hold, mut since_first) = (0u64, 0u64, FIRST_ROW_GAP);
@@ -348,13 +393,17 @@ pub fn cycle_model(cfg: &TensorCoreConfig, words: &[u128]) -> Result<Stats, Prog
     loop {
         let instr = instrs[pc];
         let yi = y as i64;
+        // The unit's state at the start of the cycle.
+        let act_busy = held.as_ref().is_some_and(|h| h.handed < y);
+        let ub_settled = !act_busy && yi > ub_busy;
         let mut class = Class::Issue;
         let mut retire = false;
         let mut present = false;
         let mut enqueue: Option<u64> = None;
+        let mut hand: Option<Held> = None;
         match instr {
             Instr::ReadHost { rows, .. } => {
-                if started.is_none() && yi > ub_busy {
+                if started.is_none() && ub_settled {
                     started = Some(y);
                 }
                 match started {
@@ -373,10 +422,22 @@ pub fn cycle_model(cfg: &TensorCoreConfig, words: &[u128]) -> Result<Stats, Prog
                     retire = true;
                 }
             }
-            Instr::Matmul { prefetch, .. } => {
+            Instr::Matmul {
+                acc,
+                rows,
+                prefetch,
+                wait_act,
+                ..
+            } => {
                 if started.is_none() {
-                    if yi <= ub_busy {
+                    let (b, n) = (u64::from(acc), u64::from(rows));
+                    let overlap = held.as_ref().is_some_and(|h| {
+                        h.handed < y && h.acc + h.done < b + n && b < h.acc + h.rows
+                    });
+                    if wait_act && !ub_settled {
                         class = Class::StallUb;
+                    } else if overlap {
+                        class = Class::StallVpu;
                     } else if prefetch.is_some() && queue.len() >= queue_depth {
                         class = Class::StallWeights;
                     } else {
@@ -386,23 +447,43 @@ pub fn cycle_model(cfg: &TensorCoreConfig, words: &[u128]) -> Result<Stats, Prog
                 }
                 present = started.is_some();
             }
-            Instr::Activate { rows, .. } => {
-                if started.is_none() && yi > acc_busy {
-                    started = Some(y);
-                }
-                match started {
-                    None => class = Class::StallDrain,
-                    Some(y0) => {
-                        class = Class::Vpu;
-                        ub_busy = (y + ACT_LATENCY) as i64;
-                        retire = y - y0 == u64::from(rows) - 1;
-                    }
+            Instr::Activate { acc, rows, .. } => {
+                if act_busy {
+                    class = Class::StallVpu;
+                } else {
+                    hand = Some(Held {
+                        acc: u64::from(acc),
+                        rows: u64::from(rows),
+                        done: 0,
+                        drain: acc_busy,
+                        handed: y,
+                    });
+                    retire = true;
                 }
             }
             Instr::Sync | Instr::Halt => {
                 class = Class::Sync;
-                retire = yi > acc_busy && yi > ub_busy && queue.is_empty();
+                retire = yi > acc_busy && ub_settled && queue.is_empty();
             }
+        }
+
+        // The activation unit reads one row a cycle once its drain has passed.
+        let mut unit_read = false;
+        if let Some(h) = held.as_mut().filter(|h| h.handed < y) {
+            if yi > h.drain {
+                unit_read = true;
+                stats.act_rows += 1;
+                ub_busy = (y + ACT_LATENCY) as i64;
+                h.done += 1;
+            } else {
+                stats.act_drain += 1;
+            }
+        }
+        if held.as_ref().is_some_and(|h| h.done == h.rows) {
+            held = None;
+        }
+        if let Some(h) = hand {
+            held = Some(h);
         }
 
         // The weight engine: the oldest read seen (enqueued before y) writes
@@ -466,13 +547,12 @@ pub fn cycle_model(cfg: &TensorCoreConfig, words: &[u128]) -> Result<Stats, Prog
             Class::Busy => stats.mxu_busy += 1,
             Class::StallWeights => stats.stall_weights += 1,
             Class::StallUb => stats.stall_ub += 1,
-            Class::StallDrain => stats.stall_drain += 1,
-            Class::Vpu => stats.vpu += 1,
+            Class::StallVpu => stats.stall_vpu += 1,
             Class::Host => stats.host += 1,
             Class::Issue => stats.issue += 1,
             Class::Sync => stats.sync += 1,
         }
-        if write || take || fetch || accept || retire || started == Some(y) {
+        if write || take || fetch || accept || retire || unit_read || started == Some(y) {
             last_event = y;
         }
         if retire {
@@ -484,7 +564,7 @@ pub fn cycle_model(cfg: &TensorCoreConfig, words: &[u128]) -> Result<Stats, Prog
             pc += 1;
             started = None;
             done = 0;
-        } else if y - last_event > patience && !matches!(class, Class::Vpu | Class::Host) {
+        } else if y - last_event > patience && !matches!(class, Class::Host) {
             return Err(ProgramError(format!(
                 "instruction {pc} ({instr}) waits forever (cycle {y})"
             )));
@@ -516,9 +596,10 @@ mod tests {
     /// A 1x1 core, stepped by hand from the contract: RW retires in cycle 0
     /// (issue); its row is written into the FIFO in 1 (while RHM moves its
     /// row), moves to the head in 2, is loaded in 3; the MM, current from 2,
-    /// has its row accepted in 4 (stall_weights 2, 3), written in 4 + 2 = 6;
-    /// ACT waits through 6 (stall_drain 5, 6), reads in 7 and writes in 11;
-    /// HALT waits through 11 and retires in 12.
+    /// has its row accepted in 4 (stall_weights 2, 3), written in 4 + 2 = 6.
+    /// ACT hands itself over in 5 (issue, drain 6); the unit holds it from
+    /// 6, waits in 6 (act_drain), reads in 7 (act_rows) and writes in 11;
+    /// HALT waits from 6 through 11 and retires in 12 (sync 6..12).
     #[test]
     fn a_hand_stepped_program_on_a_1x1_core() {
         let cfg = TensorCoreConfig::with(1, 1, 2, 2, 2, 2, 2).unwrap();
@@ -535,6 +616,7 @@ mod tests {
                 rows: 1,
                 accumulate: false,
                 prefetch: None,
+                wait_act: false,
             },
             Instr::Activate {
                 acc: 0,
@@ -553,12 +635,13 @@ mod tests {
                 mxu_busy: 1,
                 stall_weights: 2,
                 stall_ub: 0,
-                stall_drain: 2,
-                vpu: 1,
+                stall_vpu: 0,
                 host: 1,
-                issue: 1,
-                sync: 5,
+                issue: 2,
+                sync: 7,
                 instructions: 5,
+                act_rows: 1,
+                act_drain: 1,
             }
         );
         let mem = Memories {
@@ -581,6 +664,7 @@ mod tests {
             rows: 1,
             accumulate: false,
             prefetch: None,
+            wait_act: false,
         };
         let mem = Memories::default();
         let e = execute(&cfg, &words(&[mm, Instr::Halt]), &mem).unwrap_err();

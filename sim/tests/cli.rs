@@ -544,7 +544,6 @@ fn mlp_golden_gives_the_digits_logits_with_stats() {
             "mxu_busy_cycles",
             "stall_weights",
             "stall_ub",
-            "stall_drain",
             "stall_vpu",
             "host",
             "issue",

@@ -14,8 +14,9 @@
 //!    a 16x16 core (the issue's target: at least 0.85 MXU busy).
 //!
 //! Each row: cycles, MXU busy fraction, utilization (useful MACs over
-//! R x C x cycles, so padding of partial tiles counts against it), and every
-//! counter of the breakdown as a share of the cycles. Then images per
+//! R x C x cycles, so padding of partial tiles counts against it), every
+//! sequencer counter as a share of the cycles (they sum to 100 %), and the
+//! activation unit's reading cycles, which run beside them. Then images per
 //! second of simulated time if the core ran at the bare int8 MXU's Fmax on the
 //! ECP5-85F from the FPGA report (47.5 MHz for 16x16, 63.3 for 8x8, 72.4
 //! for 4x4): an upper bound, since the TensorCore around the MXU is not
@@ -52,12 +53,12 @@ fn header(title: &str) {
         "utilization",
         "weights",
         "buffer",
-        "drain",
         "activation (VPU)",
         "host DMA",
         "issue",
         "sync",
         "instructions",
+        "VPU rows (beside)",
         "images/s at MXU Fmax",
     ];
     println!("\n### {title}\n");
@@ -80,12 +81,12 @@ fn row(model: &str, cfg: &TensorCoreConfig, batch: usize, macs: u64, s: &Stats) 
         util,
         pct(s.stall_weights),
         pct(s.stall_ub),
-        pct(s.stall_drain),
-        pct(s.vpu),
+        pct(s.stall_vpu),
         pct(s.host),
         pct(s.issue),
         pct(s.sync),
         s.instructions,
+        pct(s.act_rows),
     );
 }
 

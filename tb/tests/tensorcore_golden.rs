@@ -176,9 +176,7 @@ fn edge_cases_minus_128_wraparound_saturation_and_relu() {
 #[test]
 fn weight_loads_overlap_compute_on_a_large_batch() {
     // 32-32-10 at batch 256 on 4x4: each tile streams 256 rows, far more than
-    // the 2R cycles a tile takes to load, so no cycle waits for weights; the
-    // cycles the MXU does not stream are the host transfer and the
-    // activations, plus a few waits for writes to land.
+    // the 2R cycles a tile takes to load, so no cycle waits for weights.
     let mut rng = rng_for("weight_loads_overlap_compute_on_a_large_batch");
     let mlp = Mlp::new(vec![
         random_layer(&mut rng, 32, 32, true),
@@ -191,8 +189,11 @@ fn weight_loads_overlap_compute_on_a_large_batch() {
     let (_, stats, _) = sim::drivers::tensorcore::run_golden(&cfg, &mlp, &x, 256).unwrap();
     println!("{stats:?}");
     assert_eq!(stats.stall_weights, 0, "{stats:?}");
-    let other = stats.stall_ub + stats.stall_drain + stats.issue + stats.sync;
-    assert!(other < 100, "{stats:?}");
+    // The activation unit reads its 256 x (8 + 3) rows while matmuls run;
+    // the sequencer waits for it only where the next layer needs its
+    // output (stall_ub) and at the end (sync): one pass's rows each.
+    assert_eq!(stats.act_rows, 256 * (8 + 3), "{stats:?}");
+    assert_eq!(stats.stall_vpu, 0, "{stats:?}");
+    assert!(stats.stall_ub + stats.sync < 2 * (256 + 32), "{stats:?}");
     assert_eq!(stats.host, 256 * 8, "{stats:?}");
-    assert_eq!(stats.vpu, 256 * (8 + 3), "{stats:?}");
 }

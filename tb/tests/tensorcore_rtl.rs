@@ -17,16 +17,20 @@ use tb::seed::{rng_for, soak_rounds};
 /// Runs `words` on the RTL and the golden model; both must agree.
 fn agree(driver: &mut TensorCoreDriver, words: &[u128], mem: &Memories, what: &str) -> Vec<i32> {
     let cfg = *driver.config();
-    let (gout, gstats) =
-        golden::tensorcore::run(&cfg, words, mem).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let listing = || {
+        for (i, w) in words.iter().enumerate() {
+            println!("{i:4}: {}", Instr::decode(*w).expect("a valid program"));
+        }
+    };
+    let (gout, gstats) = golden::tensorcore::run(&cfg, words, mem).unwrap_or_else(|e| {
+        listing();
+        panic!("{what}: {e}")
+    });
     let (rout, rstats) = driver
         .run(words, mem)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     if rout != gout || rstats != gstats {
-        // The program, for the failure's report.
-        for (i, w) in words.iter().enumerate() {
-            println!("{i:4}: {}", Instr::decode(*w).expect("a valid program"));
-        }
+        listing();
     }
     assert_eq!(rout, gout, "{what}: RTL output differs from golden");
     assert_eq!(
@@ -113,12 +117,14 @@ fn hand_written_programs_edge_cases() {
             .collect(),
         host_out_rows: 32,
     };
+    // Every MM waits for the activation unit: some read what ACTs wrote.
     let mm = |ub, acc, rows, accumulate, prefetch| Instr::Matmul {
         ub,
         acc,
         rows,
         accumulate,
         prefetch,
+        wait_act: true,
     };
     let act = |acc, dest, rows, bias, func| Instr::Activate {
         acc,
@@ -224,15 +230,23 @@ fn random_program<R: Rng>(
             rows: acc,
             accumulate: false,
             prefetch: None,
+            wait_act: false,
         }
         .encode(),
     ];
+    // Buffer rows ACTs wrote since the last wait for the activation unit:
+    // an MM reading one must wait too.
+    let mut dirty = vec![false; ub as usize];
+    // The last MM's last accumulator row and row count (the MXU's
+    // back-to-back read-modify-write rule).
+    let mut last_mm = (acc - 1, acc);
     assert!(host_in_rows >= ub && ub >= acc);
     let mut stream = 0u32;
     let n = |rng: &mut R, max: u32| rng.gen_range(1..=max.min(12));
     for _ in 0..rng.gen_range(5..40) {
         let instr = match rng.gen_range(0..10) {
             0 => {
+                dirty.fill(false);
                 let rows = n(rng, host_in_rows.min(ub));
                 Instr::ReadHost {
                     host: rng.gen_range(0..=host_in_rows - rows),
@@ -259,21 +273,35 @@ fn random_program<R: Rng>(
                 }
                 stream -= r;
                 let rows = n(rng, ub.min(acc));
+                let src = rng.gen_range(0..=ub - rows);
+                let wait_act =
+                    rng.gen_bool(0.2) || dirty[src as usize..(src + rows) as usize].contains(&true);
+                if wait_act {
+                    dirty.fill(false);
+                }
+                let dst = rng.gen_range(0..=acc - rows);
+                let accumulate = rng.gen() && !(dst == last_mm.0 && last_mm.1 > 1);
+                last_mm = (dst + rows - 1, rows);
                 Instr::Matmul {
-                    ub: rng.gen_range(0..=ub - rows),
-                    acc: rng.gen_range(0..=acc - rows),
+                    ub: src,
+                    acc: dst,
                     rows,
-                    accumulate: rng.gen(),
+                    accumulate,
                     prefetch,
+                    wait_act,
                 }
             }
             6..=8 => {
                 let to_host = rng.gen_bool(0.3);
                 let rows = n(rng, if to_host { host_out_rows } else { ub }.min(acc));
                 let limit = if to_host { host_out_rows } else { ub };
+                let dest = rng.gen_range(0..=limit - rows);
+                if !to_host {
+                    dirty[dest as usize..(dest + rows) as usize].fill(true);
+                }
                 Instr::Activate {
                     acc: rng.gen_range(0..=acc - rows),
-                    dest: rng.gen_range(0..=limit - rows),
+                    dest,
                     rows,
                     bias: rng.gen_range(0..brows),
                     func: if to_host {
@@ -288,7 +316,10 @@ fn random_program<R: Rng>(
                     },
                 }
             }
-            _ => Instr::Sync,
+            _ => {
+                dirty.fill(false);
+                Instr::Sync
+            }
         };
         program.push(instr.encode());
     }
@@ -323,6 +354,7 @@ fn random_programs_match_golden_bits_and_cycles() {
             agree(&mut driver, &words, &mem, &format!("{cfg}, round {round}"));
             ran += 1;
         }
+        println!("{cfg}: {ran} programs");
         assert!(ran >= 10, "{cfg}: only {ran} programs ran");
     }
 }

@@ -54,7 +54,7 @@
 //! | --- | --- | --- |
 //! | `RHM ub, host, n` | a = host, b = ub | UB[ub + j] = IN[host + j], j < n |
 //! | `RW w, n` | a = w | append weight rows W[w .. w + n] to the weight stream |
-//! | `MM acc, ub, n` (`.add`, `; RW w`) | a = ub, b = acc, d = w | take the next R rows of the weight stream as a tile T (the i-th row taken is T[R-1-i]); ACC[acc + j][c] = (add ? ACC[acc + j][c] : 0) + sum_k UB[ub + j][k] * T[k][c], wrapping int32; with the prefetch flag, also append W[w .. w + R] |
+//! | `MM acc, ub, n` (`.add`, `.wait`, `; RW w`) | a = ub, b = acc, d = w | take the next R rows of the weight stream as a tile T (the i-th row taken is T[R-1-i]); ACC[acc + j][c] = (add ? ACC[acc + j][c] : 0) + sum_k UB[ub + j][k] * T[k][c], wrapping int32; with the prefetch flag, also append W[w .. w + R] |
 //! | `ACT.rq[.relu] ub, acc, bias, n, mult, shift, zp` | a = acc, b = ub, c = bias | v = ACC[acc + j][c] + B[bias][c] (wrapping); h = requant_int8(v, mult, shift, zp); with .relu h = max(h, zp); UB[ub + j][c] = h |
 //! | `ACT.i32 host, acc, bias, n` | a = acc, b = host, c = bias | OUT[host + j][c] = ACC[acc + j][c] + B[bias][c] (wrapping) |
 //! | `SYNC` | | wait until everything issued before has finished |
@@ -66,7 +66,11 @@
 //! a buffer or accumulator row (`MM`'s source, `MM.add`'s and `ACT`'s
 //! accumulator rows) that no earlier instruction of the program wrote: the
 //! memories keep whatever an earlier run left, and a reset does not clear
-//! them.
+//! them. And an `MM.add` may not start at the accumulator row the previous
+//! `MM` ended on when that one had more than one row: the MXU's
+//! read-modify-write of a row accepted in the cycle after another to the
+//! same row misses that one's write (the MXU's first-row gap keeps one-row
+//! `MM`s apart; the compiler's passes never do it).
 //!
 //! # Timing contract
 //!
@@ -84,28 +88,42 @@
 //! the writes of cycles before y. `acc_busy` is the last cycle an MXU write
 //! is scheduled for, `ub_busy` the last cycle an `ACT` write is.
 //!
+//! The activation unit runs beside the sequencer: it *holds* at most one
+//! `ACT`, so the next layer's matmuls run while it works through the last
+//! pass's accumulator rows. `act_busy` means it holds one at the start of
+//! the cycle.
+//!
 //! In the cycle y in which instruction I is current:
-//! - `RHM n`: waits while y <= `ub_busy` (the UB's write port is taken)
-//!   [`stall_ub`]; then moves row j in cycle y0 + j and retires in
-//!   y0 + n - 1 [`host`].
+//! - `RHM n`: waits while `act_busy` or y <= `ub_busy` (the UB's write port
+//!   is the unit's) [`stall_ub`]; then moves row j in cycle y0 + j and
+//!   retires in y0 + n - 1 [`host`].
 //! - `RW`: waits while the weight queue holds `weight_queue` reads
 //!   [`stall_weights`]; then enqueues the read and retires in that cycle
 //!   [`issue`].
-//! - `MM n`: waits while y <= `ub_busy` [`stall_ub`]; then, with the
-//!   prefetch flag, while the weight queue is full [`stall_weights`]. In the
-//!   first cycle neither holds, it enqueues its prefetch and presents its
-//!   first row, which is a tile's first row for the MXU. The MXU accepts
-//!   rows by its rules (below); row 0 is presented until accepted
-//!   [`stall_weights`], rows 1 .. n-1 are accepted in the cycles that follow
-//!   [`mxu_busy` in every accepting cycle]. It retires in the cycle of its
-//!   last acceptance.
-//! - `ACT n`: waits while y <= `acc_busy` (the MXU has not written every
-//!   accepted row) [`stall_drain`]; then reads accumulator row j in cycle
-//!   y0 + j, retiring in y0 + n - 1 [`vpu`].
+//! - `MM n` at accumulator rows [b, b + n): waits, with the wait flag, while
+//!   `act_busy` or y <= `ub_busy` [`stall_ub`]; then while the unit holds an
+//!   `ACT` whose rows still to read (below) meet [b, b + n) [`stall_vpu`];
+//!   then, with the prefetch flag, while the weight queue is full
+//!   [`stall_weights`]. In the first cycle none holds, it enqueues its
+//!   prefetch and presents its first row, which is a tile's first row for
+//!   the MXU. The MXU accepts rows by its rules (below); row 0 is presented
+//!   until accepted [`stall_weights`], rows 1 .. n-1 are accepted in the
+//!   cycles that follow [`mxu_busy` in every accepting cycle]. It retires in
+//!   the cycle of its last acceptance.
+//! - `ACT`: waits while `act_busy` [`stall_vpu`]; then hands itself to the
+//!   activation unit, with `drain` = `acc_busy` of this cycle, and retires
+//!   [`issue`].
 //! - `SYNC`, `HALT`: wait while y <= `acc_busy`, y <= `ub_busy` (the host
-//!   window's writes included) or the weight queue is not empty, and retire
-//!   in the first cycle none holds [`sync`]. A run's `cycles` is the cycle
-//!   `HALT` retires in, plus one.
+//!   window's writes included), `act_busy` or the weight queue is not empty,
+//!   and retire in the first cycle none holds [`sync`]. A run's `cycles` is
+//!   the cycle `HALT` retires in, plus one.
+//!
+//! The activation unit, in every cycle y: an `ACT` handed over in y is held
+//! from y + 1. From the first cycle y0 > `drain` it reads accumulator row
+//! a + j in cycle y0 + j (`ub_busy` becomes y0 + j + 4) [unit counter
+//! `act_rows`; the cycles before, `act_drain`], and it lets the `ACT` go
+//! after the cycle of its last read. Its rows still to read in cycle y are
+//! [a + j, a + n), j the rows read before y.
 //!
 //! The weight engine, in every cycle y: a read enqueued in y is seen from
 //! y + 1; the queue's occupancy counts reads from their enqueue cycle until
@@ -121,9 +139,10 @@
 //! a first row empties the loaded count and holds the loader for R - 1
 //! cycles. Other rows are always accepted.
 //!
-//! The counters are `mxu_busy`, `stall_weights`, `stall_ub`, `stall_drain`,
-//! `vpu`, `host`, `issue`, `sync` (they sum to `cycles`) and `instructions`
-//! (retired, `HALT` included).
+//! The sequencer's counters are `mxu_busy`, `stall_weights`, `stall_ub`,
+//! `stall_vpu`, `host`, `issue`, `sync` (they sum to `cycles`) and
+//! `instructions` (retired, `HALT` included); the activation unit's are
+//! `act_rows` and `act_drain`.
 //!
 //! # The RTL and its ports
 //!
@@ -142,10 +161,17 @@
 //! | `bmem_wr_i`, `bmem_addr_i`, `bmem_data_i` | 1, log2 bias_rows, 32C | host writes of the bias memory |
 //! | `halted_o`, `error_o` | 1, 1 | `HALT` retired; an unknown opcode was retired (sticky) |
 //! | `cnt_*_o` | 32 each | the counters above, wrapping |
+//! | `act_busy_o` | 1 | the activation unit holds an `ACT` |
 //!
 //! The contract holds for programs the golden model accepts (addresses in
-//! range, row counts >= 1, every `MM`'s tile in the weight stream); the RTL
-//! does not check them, it cuts addresses to the memories' widths. An
+//! range, row counts >= 1, every `MM`'s tile in the weight stream, reads of
+//! written rows only); the RTL does not check them, it cuts addresses to
+//! the memories' widths. The overlap rule keeps an `MM` from overwriting
+//! accumulator rows the unit has still to read (the compiler alternates
+//! passes between the accumulator's halves, so it seldom waits). An `MM`
+//! that reads buffer rows an `ACT` after the last wait for the unit (an
+//! `MM.wait`, `RHM`, `SYNC`) wrote must carry the wait flag; the golden
+//! model refuses a program where one does not. An
 //! unknown opcode retires in one cycle (`issue`) and sets `error_o`.
 
 pub use config::tensorcore_isa;

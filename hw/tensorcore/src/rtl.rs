@@ -9,14 +9,17 @@
 //! instruction plus next cycle's row index. The weight memory is read at the
 //! address of the row the engine writes next cycle (the head read's next
 //! row, or the next read's first when the head ends, or the read being
-//! enqueued when the queue is empty). The activation unit reads the
-//! accumulator and bias rows in the `ACT` cycle and has four stages (read,
-//! bias add, multiply, rounding shift and clamp), so it writes in cycle
-//! y + 4 as the contract says.
+//! enqueued when the queue is empty). The activation unit holds the word of
+//! the `ACT` handed to it, counts down the accumulator writes it waits for
+//! (`u_wait`, loaded from `acc_wait` at the hand-over), reads one
+//! accumulator and bias row a cycle and has four stages (read, bias add,
+//! multiply, rounding shift and clamp), so it writes in cycle y + 4 as the
+//! contract says; its stages carry their control with them, so the next
+//! `ACT` starts behind the last row of the one before.
 
 use crate::ACT_LATENCY;
 use config::tensorcore_isa::{
-    field, Opcode, FLAG_ACCUMULATE, FLAG_PREFETCH, FLAG_RELU, FLAG_TO_HOST,
+    field, Opcode, FLAG_ACCUMULATE, FLAG_PREFETCH, FLAG_RELU, FLAG_TO_HOST, FLAG_WAIT_ACT,
 };
 use config::TensorCoreConfig;
 use hw::{bits_for, cat, delay, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
@@ -41,17 +44,20 @@ pub mod ports {
     pub const BMEM_DATA: &str = "bmem_data_i";
     pub const HALTED: &str = "halted_o";
     pub const ERROR: &str = "error_o";
-    /// The counters, in `golden::tensorcore::Stats` order, then instructions.
-    pub const COUNTERS: [&str; 9] = [
+    pub const ACT_BUSY: &str = "act_busy_o";
+    /// The counters, in `golden::tensorcore::Stats` order: the sequencer's
+    /// seven, instructions, the activation unit's two.
+    pub const COUNTERS: [&str; 10] = [
         "cnt_busy_o",
         "cnt_stall_weights_o",
         "cnt_stall_ub_o",
-        "cnt_stall_drain_o",
-        "cnt_vpu_o",
+        "cnt_stall_vpu_o",
         "cnt_host_o",
         "cnt_issue_o",
         "cnt_sync_o",
         "cnt_instructions_o",
+        "cnt_act_rows_o",
+        "cnt_act_drain_o",
     ];
 }
 
@@ -152,9 +158,6 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     let op = field_of(word, field::OP);
     let flag = |bit: u32| word.slice(field::FLAGS.0 + bit.trailing_zeros(), 1);
     let rows = field_of(word, field::COUNT);
-    let fd = field_of(word, field::D);
-    let shift = field_of(word, field::SHIFT);
-    let zp = field_of(word, field::ZP);
     let v = cur_valid.q();
     let is = |m: &mut ModuleBuilder, o: Opcode, n: &str| {
         let e = v & op.is_eq(u64::from(o.code()));
@@ -193,18 +196,48 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     let q_room = m.wire("q_room", qcount.q().is_lt(u64::from(q)));
     let q_empty = m.wire("q_empty", qcount.q().is_eq(0));
 
+    // ---- The activation unit's held ACT: its word, rows read, and the
+    // cycles left until the MXU writes it waits for have landed.
+    let uw = m.reg("u_word", Ty::u(128));
+    let u_valid = m.reg_reset("u_valid", Ty::BOOL, 0);
+    let u_done = m.reg_reset("u_done", count_ty, 0);
+    let u_wait = m.reg_reset("u_wait", late_ty, 0);
+    let u_rows = field_of(uw.q(), field::COUNT);
+    let unit_go = m.wire("unit_go", u_valid.q() & u_wait.q().is_eq(0));
+    let unit_last = m.wire(
+        "unit_last",
+        unit_go & u_done.q().is_eq(u_rows - m.lit(count_ty, 1)),
+    );
+    let ub_settled = m.wire("ub_settled", !u_valid.q() & ub_idle);
+    // Whether the MM's accumulator rows meet the rows the unit has still to
+    // read (in 18 bits: a row plus a count does not wrap).
+    let w18 = |e: Expr| fit(e, 18);
+    let mm_b = w18(field_w(word, field::B, acc_aw));
+    let u_from = w18(field_w(uw.q(), field::A, acc_aw)) + w18(u_done.q());
+    let u_to = w18(field_w(uw.q(), field::A, acc_aw)) + w18(u_rows);
+    let overlap = m.wire(
+        "overlap",
+        u_valid.q() & u_from.is_lt(mm_b + w18(rows)) & mm_b.is_lt(u_to),
+    );
+
     // ---- Per-instruction behaviour (see the timing contract).
     let prefetch = flag(FLAG_PREFETCH);
     let accumulate = flag(FLAG_ACCUMULATE);
-    let rhm_go = m.wire("rhm_go", is_rhm & (started.q() | ub_idle));
+    let wait_act = flag(FLAG_WAIT_ACT);
+    let rhm_go = m.wire("rhm_go", is_rhm & (started.q() | ub_settled));
     let rw_go = m.wire("rw_go", is_rw & q_room);
+    let stall_ub_mm = m.wire("stall_ub_mm", is_mm & !started.q() & wait_act & !ub_settled);
+    let stall_vpu_mm = m.wire(
+        "stall_vpu_mm",
+        is_mm & !started.q() & !stall_ub_mm & overlap,
+    );
     let mm_start = m.wire(
         "mm_start",
-        is_mm & !started.q() & ub_idle & (!prefetch | q_room),
+        is_mm & !started.q() & !stall_ub_mm & !overlap & (!prefetch | q_room),
     );
     let present = m.wire("present", is_mm & (started.q() | mm_start));
-    let act_go = m.wire("act_go", is_act & (started.q() | acc_idle));
-    let drained = m.wire("drained", acc_idle & ub_idle & q_empty);
+    let act_hand = m.wire("act_hand", is_act & !u_valid.q());
+    let drained = m.wire("drained", acc_idle & ub_settled & q_empty);
     let sync_go = m.wire("sync_go", (is_sync | is_halt) & drained);
 
     // ---- The MXU.
@@ -213,8 +246,7 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     let w_ready = m.inst_output(mx, mxu::ports::W_READY);
     let accept = m.wire("accept", present & a_ready);
     let mm_done = m.wire("mm_done", accept & last_row);
-    let retire_now =
-        (rhm_go & last_row) | rw_go | mm_done | (act_go & last_row) | sync_go | illegal;
+    let retire_now = (rhm_go & last_row) | rw_go | mm_done | act_hand | sync_go | illegal;
     m.drive(retire, retire_now);
     let retire_e = retire.value();
 
@@ -222,10 +254,32 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     // for them now.
     let zero16 = m.lit(count_ty, 0);
     let one16 = m.lit(count_ty, 1);
-    let moved = rhm_go | accept | act_go;
+    let moved = rhm_go | accept;
     let done_next = mux(retire_e, zero16, mux(moved, done.q() + one16, done.q()));
     m.set_next(done, done_next);
-    m.set_next(started, !retire_e & (rhm_go | present | act_go));
+    m.set_next(started, !retire_e & (rhm_go | present));
+    m.set_next(uw, mux(act_hand, word, uw.q()));
+    m.set_next(u_valid, act_hand | (u_valid.q() & !unit_last));
+    m.set_next(
+        u_done,
+        mux(
+            act_hand,
+            zero16,
+            mux(unit_go, u_done.q() + one16, u_done.q()),
+        ),
+    );
+    // Held from the next cycle, it may read once y > acc_busy of this cycle.
+    let late_one = m.lit(late_ty, 1);
+    let late_zero0 = m.lit(late_ty, 0);
+    m.set_next(
+        u_wait,
+        mux(
+            act_hand,
+            mux(acc_idle, late_zero0, acc_wait.q() - late_one),
+            mux(u_wait.q().is_eq(0), late_zero0, u_wait.q() - late_one),
+        ),
+    );
+    m.output(ACT_BUSY, u_valid.q());
     m.set_next(cur_valid, load | (v & !retire_e));
     m.drive(halting, is_halt & sync_go);
     m.set_next(halted, halted.q() | (is_halt & sync_go));
@@ -255,20 +309,29 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
 
     // ---- Activation pipeline: read (y), bias add (y+1), multiply (y+2),
     // rounding and clamp (y+3), write (y+4).
-    let to_host = flag(FLAG_TO_HOST);
-    let relu = flag(FLAG_RELU);
-    let acc_rd_addr = row_addr(m, field::A, "act_acc_addr", acc_aw);
+    let u = uw.q();
+    let uflag = |bit: u32| u.slice(field::FLAGS.0 + bit.trailing_zeros(), 1);
+    let to_host = uflag(FLAG_TO_HOST);
+    let relu = uflag(FLAG_RELU);
+    let unit_row = |m: &mut ModuleBuilder, f: (u32, u32), n: &str, aw: u32| {
+        let e = field_w(u, f, aw) + fit(u_done.q(), aw);
+        m.wire(n, e)
+    };
+    let acc_rd_addr = unit_row(m, field::A, "act_acc_addr", acc_aw);
     let bmem = m.memory("bmem", Ty::u(32 * c), b_aw);
     m.mem_write(bmem, bmem_wr, bmem_addr, bmem_data);
-    let bias_row = m.mem_read(bmem, Some(act_go), field_w(word, field::C, b_aw));
-    m.connect(mx, mxu::ports::ACC_RD_EN, act_go);
+    let bias_row = m.mem_read(bmem, Some(unit_go), field_w(u, field::C, b_aw));
+    m.connect(mx, mxu::ports::ACC_RD_EN, unit_go);
     m.connect(mx, mxu::ports::ACC_RD_ADDR, acc_rd_addr);
     let acc_row = m.inst_output(mx, mxu::ports::ACC_RD_DATA);
-    let act_dest = row_addr(m, field::B, "act_dest", addr_bits);
+    let act_dest = unit_row(m, field::B, "act_dest", addr_bits);
+    let fd = field_of(u, field::D);
+    let shift = field_of(u, field::SHIFT);
+    let zp = field_of(u, field::ZP);
     // Control of stage k is the ACT cycle's, delayed k cycles.
     let d =
         |m: &mut ModuleBuilder, n: &str, e: Expr, k: u32, rst: Option<i64>| delay(m, n, e, k, rst);
-    let valid4 = d(m, "act_valid_d", act_go, ACT_LATENCY as u32, Some(0));
+    let valid4 = d(m, "act_valid_d", unit_go, ACT_LATENCY as u32, Some(0));
     let host4 = d(m, "act_host_d", to_host, ACT_LATENCY as u32, None);
     let dest4 = d(m, "act_dest_d", act_dest, ACT_LATENCY as u32, None);
     let mult2 = d(m, "act_mult_d", fd.as_signed(), 2, None);
@@ -335,7 +398,7 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     m.set_next(
         ub_wait,
         mux(
-            act_go,
+            unit_go,
             act_full,
             mux(ub_idle, act_zero, ub_wait.q() - m.lit(act_ty, 1)),
         ),
@@ -399,18 +462,19 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
         m.set_next(q_rows[i], mux(here, enq_rows, shifted_r));
     }
 
-    // ---- Counters: every cycle with an instruction current is charged to one.
-    let stall_ub_mm = is_mm & !started.q() & !ub_idle;
+    // ---- Counters: every cycle with an instruction current is charged to
+    // one of the first seven; then instructions and the unit's two.
     let classes = [
         accept,
-        (is_mm & !accept & !stall_ub_mm) | (is_rw & !q_room),
+        (is_mm & !accept & !stall_ub_mm & !stall_vpu_mm) | (is_rw & !q_room),
         stall_ub_mm | (is_rhm & !rhm_go),
-        is_act & !act_go,
-        act_go,
+        stall_vpu_mm | (is_act & !act_hand),
         rhm_go,
-        rw_go | illegal,
+        rw_go | act_hand | illegal,
         is_sync | is_halt,
         retire_e,
+        unit_go,
+        u_valid.q() & !unit_go,
     ];
     let cnt_ty = Ty::u(COUNTER_BITS);
     for (name, class) in COUNTERS.iter().zip(classes) {
@@ -439,5 +503,10 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
         "UNUSEDSIGNAL",
         "cur_q",
         "reserved bits of the instruction word carry nothing",
+    );
+    m.waive(
+        "UNUSEDSIGNAL",
+        "u_word_q",
+        "the activation unit uses the ACT fields of the word it holds",
     );
 }

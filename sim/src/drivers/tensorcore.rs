@@ -146,7 +146,7 @@ struct Ports {
     bmem_data: PortId,
     halted: PortId,
     error: PortId,
-    counters: [PortId; 9],
+    counters: [PortId; 10],
 }
 
 /// Packs bytes (little-endian lanes) into 32-bit words.
@@ -195,7 +195,7 @@ impl TensorCoreDriver {
             bmem_data: port(BMEM_DATA)?,
             halted: port(HALTED)?,
             error: port(ERROR)?,
-            counters: counters.try_into().expect("nine counters"),
+            counters: counters.try_into().expect("ten counters"),
         };
         Ok(TensorCoreDriver {
             cfg: *cfg,
@@ -255,16 +255,17 @@ impl TensorCoreDriver {
                 }
                 let k: Vec<u64> = p.counters.iter().map(|&q| self.model.peek(q)).collect();
                 let stats = Stats {
-                    cycles: k[..8].iter().sum(),
+                    cycles: k[..7].iter().sum(),
                     mxu_busy: k[0],
                     stall_weights: k[1],
                     stall_ub: k[2],
-                    stall_drain: k[3],
-                    vpu: k[4],
-                    host: k[5],
-                    issue: k[6],
-                    sync: k[7],
-                    instructions: k[8],
+                    stall_vpu: k[3],
+                    host: k[4],
+                    issue: k[5],
+                    sync: k[6],
+                    instructions: k[7],
+                    act_rows: k[8],
+                    act_drain: k[9],
                 };
                 return Ok((out, stats));
             }
