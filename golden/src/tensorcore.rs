@@ -21,12 +21,13 @@
 //!
 //! [`cycle_model`] steps the contract cycle by cycle: the current
 //! instruction's waits and transfers, the activation unit working through
-//! the `ACT` it holds, the weight engine filling the MXU's weight FIFO, and the MXU's weight side (FIFO of WF = next power of two
-//! at least 2R rows plus a head row, the loader and its R - 1 cycle hold after a
-//! first row, a tile's first row accepted only when R rows are loaded and
-//! two cycles after the previous first row). Every cycle is charged to one
-//! of the sequencer's counters of [`Stats`]; the unit's run beside them. The model needs no data: timing never depends on
-//! values.
+//! the `ACT` it holds, the weight engine filling the MXU's weight FIFO, and
+//! the MXU's weight side (FIFO of WF = next power of two at least 2R rows
+//! plus a head row, the loader and its R - 1 cycle hold after a first row, a
+//! tile's first row accepted only when R rows are loaded and two cycles
+//! after the previous first row). Every cycle is charged to one of the
+//! sequencer's counters of [`Stats`]; the unit's run beside them. The model
+//! needs no data: timing never depends on values.
 
 use crate::numerics::requant_int8;
 use config::tensorcore_isa::{Activation, Instr};
