@@ -12,10 +12,14 @@
 //! window. Instructions run in order until `HALT`; everything is int8 x int8
 //! products summed in wrapping int32, bias added wrapping, requantization
 //! with [`crate::numerics::requant_int8`]. An `MM` appends its prefetch
-//! before it takes its tile. Any address outside its memory, an `MM` whose
-//! tile is not in the weight stream, or a read of a buffer or accumulator
-//! row the program has not written (the hardware keeps whatever an earlier
-//! run left there) is a [`ProgramError`].
+//! before it takes its tile. A [`ProgramError`] is: any address outside its
+//! memory; an `MM` whose tile is not in the weight stream; a read of a
+//! buffer or accumulator row the program has not written (the hardware
+//! keeps whatever an earlier run left there); an `MM` without the wait flag
+//! reading a buffer row an `ACT` wrote since the last wait for the
+//! activation unit (`MM.wait`, `RHM`, `SYNC`); an `MM.add` starting at the
+//! row the previous multi-row `MM` ended on (the MXU's read-modify-write
+//! rule).
 //!
 //! # Cycles
 //!
@@ -690,6 +694,62 @@ mod tests {
         };
         let e = execute(&cfg, &words(&[act, Instr::Halt]), &with_rows).unwrap_err();
         assert!(e.0.contains("accumulator row 1"), "{e}");
+        // Two rows into accumulator rows 0, 1; then an ACT into buffer row 1.
+        let rw = Instr::ReadWeights { weight: 0, rows: 2 };
+        let mm2 = Instr::Matmul {
+            ub: 0,
+            acc: 0,
+            rows: 2,
+            accumulate: false,
+            prefetch: None,
+            wait_act: false,
+        };
+        let act_ub = Instr::Activate {
+            acc: 0,
+            dest: 1,
+            rows: 1,
+            bias: 0,
+            func: Activation::Requant {
+                mult: 1 << 30,
+                shift: 0,
+                zp: 0,
+                relu: false,
+            },
+        };
+        let mm_at = |ub, acc, accumulate, wait_act| Instr::Matmul {
+            ub,
+            acc,
+            rows: 1,
+            accumulate,
+            prefetch: Some(0),
+            wait_act,
+        };
+        let run = |p: &[Instr]| execute(&cfg, &words(p), &with_rows);
+        let e = run(&[
+            fill,
+            rw,
+            mm2,
+            act_ub,
+            mm_at(1, 0, false, false),
+            Instr::Halt,
+        ])
+        .unwrap_err();
+        assert!(e.0.contains("wait flag"), "{e}");
+        assert!(run(&[fill, rw, mm2, act_ub, mm_at(1, 0, false, true), Instr::Halt]).is_ok());
+        assert!(run(&[
+            fill,
+            rw,
+            mm2,
+            act_ub,
+            Instr::Sync,
+            mm_at(1, 0, false, false),
+            Instr::Halt
+        ])
+        .is_ok());
+        // Adding into row 1, the last row of the two-row MM, right after it.
+        let e = run(&[fill, rw, mm2, mm_at(0, 1, true, false), Instr::Halt]).unwrap_err();
+        assert!(e.0.contains("the last row"), "{e}");
+        assert!(run(&[fill, rw, mm2, mm_at(0, 0, true, false), Instr::Halt]).is_ok());
         assert!(cycle_model(&cfg, &words(&[mm, Instr::Halt])).is_err());
         let e = execute(&cfg, &words(&[mm]), &mem).unwrap_err();
         assert!(e.0.contains("HALT"), "{e}");
