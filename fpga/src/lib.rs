@@ -131,9 +131,14 @@ mod tests {
                 "vpu_int32_8x1_v16_m256",
             ]
         );
-        // The ICI link's report preset is listed until the flows take it.
-        assert_eq!(notes.len(), 1, "{notes:?}");
+        // The ICI link's and the TensorCore's report presets are listed
+        // until the flows take them.
+        assert_eq!(notes.len(), 2, "{notes:?}");
         assert!(notes[0].starts_with("ici preset default"), "{notes:?}");
+        assert!(
+            notes[1].starts_with("tensorcore preset int8-4x4"),
+            "{notes:?}"
+        );
         let (quick, _) = report_presets(true, 512, &[]).unwrap();
         assert_eq!(
             shapes(&quick),
