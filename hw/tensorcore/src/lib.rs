@@ -38,7 +38,8 @@
 //! - **Activation unit**: C lanes; per accumulator row it adds the bias row
 //!   and requantizes (`numerics.md`, "Requantization") with an optional ReLU
 //!   in the quantized domain, h = max(requant(acc + b), zp), or passes
-//!   acc + b on as int32 to the host.
+//!   acc + b on as int32 to the host. It holds one `ACT` at a time and
+//!   works through it beside the sequencer.
 //! - **Weight engine**: a queue of up to `weight_queue` weight reads; it
 //!   feeds the MXU's weight FIFO one row per cycle while the FIFO has room,
 //!   independently of the sequencer, so weights load while other
@@ -54,7 +55,7 @@
 //! | --- | --- | --- |
 //! | `RHM ub, host, n` | a = host, b = ub | UB[ub + j] = IN[host + j], j < n |
 //! | `RW w, n` | a = w | append weight rows W[w .. w + n] to the weight stream |
-//! | `MM acc, ub, n` (`.add`, `.wait`, `; RW w`) | a = ub, b = acc, d = w | take the next R rows of the weight stream as a tile T (the i-th row taken is T[R-1-i]); ACC[acc + j][c] = (add ? ACC[acc + j][c] : 0) + sum_k UB[ub + j][k] * T[k][c], wrapping int32; with the prefetch flag, also append W[w .. w + R] |
+//! | `MM acc, ub, n` (`.add`, `.wait`, `; RW w`) | a = ub, b = acc, d = w | take the next R rows of the weight stream as a tile T (the i-th row taken is T[R-1-i]); ACC[acc + j][c] = (add ? ACC[acc + j][c] : 0) + sum_k UB[ub + j][k] * T[k][c], wrapping int32; with the prefetch flag, also append W[w .. w + R]; `.wait` only delays it (timing contract) |
 //! | `ACT.rq[.relu] ub, acc, bias, n, mult, shift, zp` | a = acc, b = ub, c = bias | v = ACC[acc + j][c] + B[bias][c] (wrapping); h = requant_int8(v, mult, shift, zp); with .relu h = max(h, zp); UB[ub + j][c] = h |
 //! | `ACT.i32 host, acc, bias, n` | a = acc, b = host, c = bias | OUT[host + j][c] = ACC[acc + j][c] + B[bias][c] (wrapping) |
 //! | `SYNC` | | wait until everything issued before has finished |
