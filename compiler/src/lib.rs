@@ -4,7 +4,7 @@
 //! # What it compiles
 //!
 //! An [`Mlp`] of layers i = 1..L, each `w_i` int8 [in_i, out_i], `b_i` int32
-//! [out_i] and, for every layer but the last, a requantization (multiplier,
+//! \[out_i\] and, for every layer but the last, a requantization (multiplier,
 //! shift, zero point). The semantics: acc = wrap32(h @ w_i + b_i); a hidden
 //! layer gives h = max(requant_int8(acc), zp) as int8, the last layer the
 //! int32 logits.
@@ -104,9 +104,9 @@ pub struct Layer {
     pub inputs: usize,
     /// out_i.
     pub outputs: usize,
-    /// w_i, row-major [inputs][outputs].
+    /// w_i, row-major \[inputs\]\[outputs\].
     pub w: Vec<i8>,
-    /// b_i, [outputs].
+    /// b_i, \[outputs\].
     pub b: Vec<i32>,
     /// Requantization of a hidden layer; `None` for the last.
     pub rq: Option<Requant>,
@@ -246,8 +246,8 @@ impl Program {
         self.outputs.div_ceil(self.c()) * self.batch
     }
 
-    /// X (row-major [batch][inputs]) as the host input window, row-major
-    /// [`host_in_rows`](Self::host_in_rows)][R].
+    /// X (row-major \[batch\]\[inputs\]) as the host input window, row-major
+    /// \[[`host_in_rows`](Self::host_in_rows)\]\[R\].
     ///
     /// # Panics
     ///
@@ -265,8 +265,8 @@ impl Program {
         out
     }
 
-    /// The host output window (row-major [`host_out_rows`](Self::host_out_rows)][C])
-    /// as logits, row-major [batch][outputs].
+    /// The host output window (row-major \[[`host_out_rows`](Self::host_out_rows)\]\[C\])
+    /// as logits, row-major \[batch\]\[outputs\].
     ///
     /// # Panics
     ///

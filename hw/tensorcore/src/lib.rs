@@ -53,11 +53,11 @@
 //!
 //! | mnemonic | fields | effect |
 //! | --- | --- | --- |
-//! | `RHM ub, host, n` | a = host, b = ub | UB[ub + j] = IN[host + j], j < n |
-//! | `RW w, n` | a = w | append weight rows W[w .. w + n] to the weight stream |
-//! | `MM acc, ub, n` (`.add`, `.wait`, `; RW w`) | a = ub, b = acc, d = w | take the next R rows of the weight stream as a tile T (the i-th row taken is T[R-1-i]); ACC[acc + j][c] = (add ? ACC[acc + j][c] : 0) + sum_k UB[ub + j][k] * T[k][c], wrapping int32; with the prefetch flag, also append W[w .. w + R]; `.wait` only delays it (timing contract) |
-//! | `ACT.rq[.relu] ub, acc, bias, n, mult, shift, zp` | a = acc, b = ub, c = bias | v = ACC[acc + j][c] + B[bias][c] (wrapping); h = requant_int8(v, mult, shift, zp); with .relu h = max(h, zp); UB[ub + j][c] = h |
-//! | `ACT.i32 host, acc, bias, n` | a = acc, b = host, c = bias | OUT[host + j][c] = ACC[acc + j][c] + B[bias][c] (wrapping) |
+//! | `RHM ub, host, n` | a = host, b = ub | UB\[ub + j\] = IN\[host + j\], j < n |
+//! | `RW w, n` | a = w | append weight rows W\[w .. w + n\] to the weight stream |
+//! | `MM acc, ub, n` (`.add`, `.wait`, `; RW w`) | a = ub, b = acc, d = w | take the next R rows of the weight stream as a tile T (the i-th row taken is T\[R-1-i\]); ACC\[acc + j\]\[c\] = (add ? ACC\[acc + j\]\[c\] : 0) + sum_k UB\[ub + j\]\[k\] * T\[k\]\[c\], wrapping int32; with the prefetch flag, also append W\[w .. w + R\]; `.wait` only delays it (timing contract) |
+//! | `ACT.rq[.relu] ub, acc, bias, n, mult, shift, zp` | a = acc, b = ub, c = bias | v = ACC\[acc + j\]\[c\] + B\[bias\]\[c\] (wrapping); h = requant_int8(v, mult, shift, zp); with .relu h = max(h, zp); UB\[ub + j\]\[c\] = h |
+//! | `ACT.i32 host, acc, bias, n` | a = acc, b = host, c = bias | OUT\[host + j\]\[c\] = ACC\[acc + j\]\[c\] + B\[bias\]\[c\] (wrapping) |
 //! | `SYNC` | | wait until everything issued before has finished |
 //! | `HALT` | | `SYNC`, then stop (the end of every program) |
 //!
@@ -96,35 +96,35 @@
 //!
 //! In the cycle y in which instruction I is current:
 //! - `RHM n`: waits while `act_busy` or y <= `ub_busy` (the UB's write port
-//!   is the unit's) [`stall_ub`]; then moves row j in cycle y0 + j and
-//!   retires in y0 + n - 1 [`host`].
+//!   is the unit's) \[`stall_ub`\]; then moves row j in cycle y0 + j and
+//!   retires in y0 + n - 1 \[`host`\].
 //! - `RW`: waits while the weight queue holds `weight_queue` reads
-//!   [`stall_weights`]; then enqueues the read and retires in that cycle
-//!   [`issue`].
-//! - `MM n` at accumulator rows [b, b + n): waits, with the wait flag, while
-//!   `act_busy` or y <= `ub_busy` [`stall_ub`]; then while the unit holds an
-//!   `ACT` whose rows still to read (below) meet [b, b + n) [`stall_vpu`];
+//!   \[`stall_weights`\]; then enqueues the read and retires in that cycle
+//!   \[`issue`\].
+//! - `MM n` at accumulator rows \[b, b + n): waits, with the wait flag, while
+//!   `act_busy` or y <= `ub_busy` \[`stall_ub`\]; then while the unit holds an
+//!   `ACT` whose rows still to read (below) meet \[b, b + n) \[`stall_vpu`\];
 //!   then, with the prefetch flag, while the weight queue is full
-//!   [`stall_weights`]. In the first cycle none holds, it enqueues its
+//!   \[`stall_weights`\]. In the first cycle none holds, it enqueues its
 //!   prefetch and presents its first row, which is a tile's first row for
 //!   the MXU. The MXU accepts rows by its rules (below); row 0 is presented
-//!   until accepted [`stall_weights`], rows 1 .. n-1 are accepted in the
-//!   cycles that follow [`mxu_busy` in every accepting cycle]. It retires in
+//!   until accepted \[`stall_weights`\], rows 1 .. n-1 are accepted in the
+//!   cycles that follow \[`mxu_busy` in every accepting cycle\]. It retires in
 //!   the cycle of its last acceptance.
-//! - `ACT`: waits while `act_busy` [`stall_vpu`]; then hands itself to the
+//! - `ACT`: waits while `act_busy` \[`stall_vpu`\]; then hands itself to the
 //!   activation unit, with `drain` = `acc_busy` of this cycle, and retires
-//!   [`issue`].
+//!   \[`issue`\].
 //! - `SYNC`, `HALT`: wait while y <= `acc_busy`, y <= `ub_busy` (the host
 //!   window's writes included), `act_busy` or the weight queue is not empty,
-//!   and retire in the first cycle none holds [`sync`]. A run's `cycles` is
+//!   and retire in the first cycle none holds \[`sync`\]. A run's `cycles` is
 //!   the cycle `HALT` retires in, plus one.
 //!
 //! The activation unit, in every cycle y: an `ACT` handed over in y is held
 //! from y + 1. From the first cycle y0 > `drain` it reads accumulator row
-//! a + j in cycle y0 + j (`ub_busy` becomes y0 + j + 4) [unit counter
+//! a + j in cycle y0 + j (`ub_busy` becomes y0 + j + 4) \[unit counter
 //! `act_rows`; the cycles before, `act_drain`], and it lets the `ACT` go
 //! after the cycle of its last read. Its rows still to read in cycle y are
-//! [a + j, a + n), j the rows read before y.
+//! \[a + j, a + n), j the rows read before y.
 //!
 //! The weight engine, in every cycle y: a read enqueued in y is seen from
 //! y + 1; the queue's occupancy counts reads from their enqueue cycle until

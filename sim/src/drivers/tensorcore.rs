@@ -21,8 +21,8 @@ use golden::tensorcore::{Memories, Stats};
 use std::path::Path;
 
 /// Reads an MLP from `dir`: for i = 1, 2, ... while `w{i}.npy` exists,
-/// `w{i}.npy` int8 [in_i, out_i], `b{i}.npy` int32 [out_i], and for every
-/// layer but the last `rq{i}.npy` int32 [3] = (multiplier, shift, zero
+/// `w{i}.npy` int8 \[in_i, out_i\], `b{i}.npy` int32 \[out_i\], and for every
+/// layer but the last `rq{i}.npy` int32 \[3\] = (multiplier, shift, zero
 /// point). Other files are ignored. Every error is one line naming the file.
 pub fn load_model(dir: &Path) -> Result<Mlp, String> {
     if !dir.is_dir() {
@@ -93,7 +93,7 @@ pub fn load_model(dir: &Path) -> Result<Mlp, String> {
     Mlp::new(layers).map_err(|e| e.to_string())
 }
 
-/// The memories a compiled program needs, with `x` ([batch][inputs]) in the
+/// The memories a compiled program needs, with `x` (\[batch\]\[inputs\]) in the
 /// host input window.
 pub fn memories(program: &Program, x: &[i8]) -> Memories {
     Memories {
@@ -105,7 +105,7 @@ pub fn memories(program: &Program, x: &[i8]) -> Memories {
 }
 
 /// Compiles `mlp` for `batch` rows of `x` and runs it on the golden
-/// TensorCore: the logits ([batch][outputs]), the counters and the program.
+/// TensorCore: the logits (\[batch\]\[outputs\]), the counters and the program.
 /// Errors (a model that does not fit) are one line.
 pub fn run_golden(
     cfg: &TensorCoreConfig,
@@ -316,7 +316,7 @@ impl TensorCoreDriver {
 }
 
 /// Compiles `mlp` for `batch` rows of `x` and runs it on the RTL: the
-/// logits ([batch][outputs]), the RTL's counters and the program.
+/// logits (\[batch\]\[outputs\]), the RTL's counters and the program.
 pub fn run_rtl(
     driver: &mut TensorCoreDriver,
     mlp: &Mlp,
