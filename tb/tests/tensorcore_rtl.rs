@@ -255,8 +255,13 @@ fn random_program<R: Rng>(
                 }
             }
             1 | 2 => {
-                // Whole tiles, so the stream stays aligned to tiles.
+                // Whole tiles, so the stream stays aligned to tiles; at most
+                // three tiles not yet taken, which the MXU's loader and
+                // weight FIFO hold, so no read waits forever.
                 let rows = r * rng.gen_range(1..=2);
+                if stream + rows > 2 * r {
+                    continue;
+                }
                 stream += rows;
                 Instr::ReadWeights {
                     weight: rng.gen_range(0..=wrows - rows),
@@ -264,7 +269,8 @@ fn random_program<R: Rng>(
                 }
             }
             3..=5 => {
-                let prefetch = rng.gen_bool(0.5).then(|| rng.gen_range(0..=wrows - r));
+                let prefetch =
+                    (rng.gen_bool(0.5) && stream <= 2 * r).then(|| rng.gen_range(0..=wrows - r));
                 if prefetch.is_some() {
                     stream += r;
                 }
@@ -355,6 +361,9 @@ fn random_programs_match_golden_bits_and_cycles() {
             ran += 1;
         }
         println!("{cfg}: {ran} programs");
-        assert!(ran >= 10, "{cfg}: only {ran} programs ran");
+        assert!(
+            ran >= soak_rounds(30) * 2 / 3,
+            "{cfg}: only {ran} programs ran"
+        );
     }
 }
