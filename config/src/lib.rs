@@ -19,14 +19,20 @@
 //!   spelling that the RTL's decoder, the golden model and every program
 //!   writer (driver, run CLI, tests) must share. What the operations do is
 //!   documented with the hardware and modelled in `golden`, each on its own.
+//! - [`TensorCoreConfig`] and [`tensorcore_isa`]: the TensorCore's sizes and
+//!   its sequencer's instruction words, shared in the same way by the
+//!   compiler, the golden TensorCore and the hardware.
 
 pub mod ici;
 pub mod mxu_plan;
 pub mod sparsecore;
+pub mod tensorcore;
+pub mod tensorcore_isa;
 pub mod vpu;
 pub mod vpu_isa;
 
 pub use sparsecore::SparseCoreConfig;
+pub use tensorcore::TensorCoreConfig;
 pub use vpu::{VpuConfig, VpuUnits};
 
 pub use ici::{IciConfig, ICI_CRC_BITS, ICI_KIND_BITS};

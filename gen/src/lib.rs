@@ -26,7 +26,13 @@ use std::rc::Rc;
 
 /// Every block, in the order tools list them. Adding a block is one line here.
 pub fn registry() -> Vec<&'static dyn AnyBlock> {
-    vec![&mxu::Mxu, &vpu::Vpu, &ici::Ici, &sparsecore::SparseCore]
+    vec![
+        &mxu::Mxu,
+        &vpu::Vpu,
+        &ici::Ici,
+        &sparsecore::SparseCore,
+        &tensorcore::TensorCore,
+    ]
 }
 
 /// The block `gen` builds when `--block` is not given.

@@ -372,9 +372,13 @@ fn block_list_names_every_block_with_its_parameters_and_presets() {
         );
         assert!(text.contains(block.description()), "{text}");
         for p in block.params() {
+            // Blocks share flag names (--rows), so a parameter's line is the
+            // one with its flag and its help.
             let line = text
                 .lines()
-                .find(|l| l.contains(&format!("--{} <{}>", p.flag(), p.value_name)))
+                .find(|l| {
+                    l.contains(&format!("--{} <{}>", p.flag(), p.value_name)) && l.contains(p.help)
+                })
                 .unwrap_or_else(|| panic!("--{} missing:\n{text}", p.flag()));
             let default = block.default_text(&p).unwrap();
             for needle in [

@@ -22,6 +22,8 @@
 //!   update (scatter-add) results on entry lists that [`sparsecore_host`],
 //!   the host library shared with the simulator's driver, has padded, merged,
 //!   sorted and sharded.
+//! * [`tensorcore`] runs TensorCore programs ([`tensorcore::execute`]) and
+//!   gives their cycles and where they went ([`tensorcore::cycle_model`]).
 //!
 //! * [`ici`] gives what the ICI link delivers and its cycle model on an
 //!   error-free link ([`ici::cycle_model`]).
@@ -41,6 +43,7 @@ pub mod mxu;
 pub mod numerics;
 pub mod sparsecore;
 pub mod sparsecore_host;
+pub mod tensorcore;
 pub mod vectors;
 pub mod vpu;
 

@@ -5,6 +5,8 @@
 //!     [--rows R --cols C] [--acc-rows N] [--golden] [--stats]
 //! cargo run --release -p sim -- vpu --op OP --a A.npy [--b B.npy] [--mask M.npy] \
 //!     [--mult M --shift S --zp Z] --out C.npy [--lanes L --sublanes S] [--golden] [--stats]
+//! cargo run --release -p sim -- mlp --model DIR --x X.npy --out LOGITS.npy \
+//!     [--rows R --cols C] [--golden] [--stats]
 //! ```
 //!
 //! The commands live in [`cli`], one module per subcommand.

@@ -483,3 +483,202 @@ fn stderr_that_is_not_a_terminal_gets_no_progress_output() {
         );
     }
 }
+
+fn digits_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tb/data/digits")
+}
+
+/// A small model: 5 -> 3 -> 2, plus a file the tool must ignore.
+fn small_model(case: &Case) -> PathBuf {
+    let dir = case.path("model");
+    std::fs::create_dir_all(&dir).unwrap();
+    let w1: Vec<i8> = (0..15).map(|i| (i * 37 % 256) as u8 as i8).collect();
+    write_npy(&dir.join("w1.npy"), &[5, 3], &w1);
+    write_npy(&dir.join("b1.npy"), &[3], &[100i32, -7, 1 << 20]);
+    write_npy(&dir.join("rq1.npy"), &[3], &[1 << 30, 4, -3]);
+    write_npy(&dir.join("w2.npy"), &[3, 2], &[1i8, -128, 127, 3, -1, 0]);
+    write_npy(&dir.join("b2.npy"), &[2], &[0i32, i32::MIN]);
+    std::fs::write(dir.join("notes.txt"), "not a layer").unwrap();
+    let x: Vec<i8> = (0..4 * 5).map(|i| (i * 71 % 256) as u8 as i8).collect();
+    write_npy(&case.path("x.npy"), &[4, 5], &x);
+    dir
+}
+
+fn run_mlp(case: &Case, model: &Path, x: &Path, extra: &[&str]) -> std::process::Output {
+    sim()
+        .args(["mlp", "--model"])
+        .arg(model)
+        .arg("--x")
+        .arg(x)
+        .arg("--out")
+        .arg(case.path("logits.npy"))
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn mlp_golden_gives_the_digits_logits_with_stats() {
+    let case = Case::new();
+    let d = digits_dir();
+    for size in ["4", "16"] {
+        let out = run_mlp(
+            &case,
+            &d,
+            &d.join("x_test.npy"),
+            &["--golden", "--stats", "--rows", size, "--cols", size],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (shape, logits) = read_i32(&case.path("logits.npy"));
+        let (eshape, expect) = read_i32(&d.join("logits_numpy.npy"));
+        assert_eq!((shape, logits), (eshape, expect));
+        let s = stats_of(&out);
+        assert_eq!(s["backend"], "golden");
+        assert_eq!(s["op"], "mlp");
+        assert_eq!(s["batch"], 450);
+        let parts = [
+            "mxu_busy_cycles",
+            "stall_weights",
+            "stall_ub",
+            "stall_vpu",
+            "host",
+            "issue",
+            "sync",
+        ];
+        let sum: u64 = parts.iter().map(|p| s[*p].as_u64().unwrap()).sum();
+        assert_eq!(sum, s["cycles"].as_u64().unwrap(), "{s}");
+        assert!(s["instructions"].as_u64().unwrap() > 0);
+        let busy = s["mxu_busy"].as_f64().unwrap();
+        assert!(busy > 0.0 && busy < 1.0, "{s}");
+    }
+}
+
+#[test]
+fn mlp_rtl_and_golden_agree_bit_for_bit_and_cycle_for_cycle() {
+    let case = Case::new();
+    let model = small_model(&case);
+    let small = [
+        "--rows",
+        "2",
+        "--cols",
+        "2",
+        "--acc-rows",
+        "4",
+        "--ub-rows",
+        "16",
+        "--weight-rows",
+        "64",
+        "--stats",
+    ];
+    let rtl = run_mlp(&case, &model, &case.path("x.npy"), &small);
+    assert!(
+        rtl.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rtl.stderr)
+    );
+    let rtl_logits = read_i32(&case.path("logits.npy"));
+    assert_eq!(rtl_logits.0, vec![4, 2]);
+    let mut args = small.to_vec();
+    args.push("--golden");
+    let gold = run_mlp(&case, &model, &case.path("x.npy"), &args);
+    assert!(
+        gold.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gold.stderr)
+    );
+    assert_eq!(read_i32(&case.path("logits.npy")), rtl_logits);
+    let (mut r, mut g) = (stats_of(&rtl), stats_of(&gold));
+    assert_eq!(r["backend"], "rtl");
+    assert_eq!(g["backend"], "golden");
+    r.as_object_mut().unwrap().remove("backend");
+    g.as_object_mut().unwrap().remove("backend");
+    assert_eq!(r, g, "RTL and golden statistics differ");
+}
+
+#[test]
+fn mlp_bad_input_is_one_line_naming_the_file_exit_two_and_no_output() {
+    let check = |setup: &dyn Fn(&Case, &Path), extra: &[&str], expect: &str| {
+        let case = Case::new();
+        let model = small_model(&case);
+        setup(&case, &model);
+        let mut args = vec!["--golden"];
+        args.extend_from_slice(extra);
+        let out = run_mlp(&case, &model, &case.path("x.npy"), &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{expect}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(expect), "expected '{expect}' in: {err}");
+        assert!(!case.path("logits.npy").exists(), "{expect}");
+    };
+    let none = |_: &Case, _: &Path| {};
+    check(
+        &|_, m| std::fs::remove_file(m.join("b2.npy")).unwrap(),
+        &[],
+        "b2.npy",
+    );
+    check(
+        &|_, m| std::fs::remove_file(m.join("rq1.npy")).unwrap(),
+        &[],
+        "rq1.npy",
+    );
+    check(
+        &|_, m| std::fs::remove_file(m.join("w1.npy")).unwrap(),
+        &[],
+        "w1.npy",
+    );
+    check(
+        &|_, m| write_npy(&m.join("w1.npy"), &[5, 3], &[0i32; 15]),
+        &[],
+        "w1",
+    );
+    check(
+        &|_, m| write_npy(&m.join("w2.npy"), &[4, 2], &[0i8; 8]),
+        &[],
+        "w2",
+    );
+    check(
+        &|_, m| write_npy(&m.join("b1.npy"), &[4], &[0i32; 4]),
+        &[],
+        "b1",
+    );
+    check(
+        &|_, m| write_npy(&m.join("b1.npy"), &[3], &[0i8; 3]),
+        &[],
+        "b1",
+    );
+    check(
+        &|_, m| write_npy(&m.join("rq1.npy"), &[2], &[1i32, 2]),
+        &[],
+        "rq1",
+    );
+    check(
+        &|_, m| write_npy(&m.join("rq1.npy"), &[3], &[1i32, 40, 0]),
+        &[],
+        "rq1",
+    );
+    check(
+        &|c, _| write_npy(&c.path("x.npy"), &[4, 6], &[0i8; 24]),
+        &[],
+        "X",
+    );
+    check(
+        &|c, _| write_npy(&c.path("x.npy"), &[4, 5], &[0i32; 20]),
+        &[],
+        "X",
+    );
+    check(&none, &["--rows", "4", "--cols", "8"], "square");
+    check(
+        &none,
+        &["--rows", "4", "--cols", "4", "--ub-rows", "2"],
+        "layer 1",
+    );
+    check(
+        &none,
+        &["--rows", "1", "--cols", "1", "--weight-rows", "16"],
+        "layer 2",
+    );
+}

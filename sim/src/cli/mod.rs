@@ -5,6 +5,7 @@
 mod embed;
 mod link;
 mod matmul;
+mod mlp;
 mod vpu;
 
 use clap::{Parser, Subcommand};
@@ -43,6 +44,10 @@ enum Command {
     /// the sum of g x GR[s] over the id's entries. Writes the whole updated
     /// table, float32 [V, D].
     EmbedUpdate(embed::EmbedUpdateArgs),
+    /// A quantized MLP on the TensorCore: the model folder's layers compiled
+    /// into a program, X (int8 [N, in_1]) through it, int32 logits [N, out_L]
+    /// out. Hidden layers: h = max(requant(h @ w + b), zero point).
+    Mlp(mlp::MlpArgs),
 }
 
 /// A failure and its exit code: 2 for bad input, 1 for a failure of the tool.
@@ -87,6 +92,7 @@ pub fn main() -> ExitCode {
         Command::Vpu(args) => vpu::run(&args),
         Command::Embed(args) => embed::run_embed(&args),
         Command::EmbedUpdate(args) => embed::run_update(&args),
+        Command::Mlp(args) => mlp::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,5 +10,6 @@
 pub mod ici;
 pub mod mxu;
 pub mod sparsecore;
+pub mod tensorcore;
 pub mod vpu;
 pub mod vpu_ops;

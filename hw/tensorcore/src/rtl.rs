@@ -1,0 +1,512 @@
+//! The TensorCore's RTL: the sequencer, the weight engine, the memories, the
+//! MXU instance and the activation pipeline, built to the timing contract in
+//! the crate docs.
+//!
+//! How the contract's cycles come out of synchronous memories: every memory
+//! read is issued one cycle ahead of its use. The unified buffer is read
+//! (write-first, so an `ACT` write in the same cycle is seen) at the address
+//! of the row the MXU is presented next cycle: the A field of next cycle's
+//! instruction plus next cycle's row index. The weight memory is read at the
+//! address of the row the engine writes next cycle (the head read's next
+//! row, or the next read's first when the head ends, or the read being
+//! enqueued when the queue is empty). The activation unit holds the word of
+//! the `ACT` handed to it, counts down the accumulator writes it waits for
+//! (`u_wait`, loaded from `acc_wait` at the hand-over), reads one
+//! accumulator and bias row a cycle and has four stages (read, bias add,
+//! multiply, rounding shift and clamp), so it writes in cycle y + 4 as the
+//! contract says; its stages carry their control with them, so the next
+//! `ACT` starts behind the last row of the one before.
+
+use crate::ACT_LATENCY;
+use config::tensorcore_isa::{
+    field, Opcode, FLAG_ACCUMULATE, FLAG_PREFETCH, FLAG_RELU, FLAG_TO_HOST, FLAG_WAIT_ACT,
+};
+use config::TensorCoreConfig;
+use hw::{bits_for, cat, delay, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
+use std::rc::Rc;
+
+/// Port names of the TensorCore top module.
+pub mod ports {
+    pub const INSTR_VALID: &str = "instr_valid_i";
+    pub const INSTR: &str = "instr_i";
+    pub const INSTR_READY: &str = "instr_ready_o";
+    pub const HIN_EN: &str = "hin_en_o";
+    pub const HIN_ADDR: &str = "hin_addr_o";
+    pub const HIN_DATA: &str = "hin_data_i";
+    pub const HOUT_WR: &str = "hout_wr_o";
+    pub const HOUT_ADDR: &str = "hout_addr_o";
+    pub const HOUT_DATA: &str = "hout_data_o";
+    pub const WMEM_WR: &str = "wmem_wr_i";
+    pub const WMEM_ADDR: &str = "wmem_addr_i";
+    pub const WMEM_DATA: &str = "wmem_data_i";
+    pub const BMEM_WR: &str = "bmem_wr_i";
+    pub const BMEM_ADDR: &str = "bmem_addr_i";
+    pub const BMEM_DATA: &str = "bmem_data_i";
+    pub const HALTED: &str = "halted_o";
+    pub const ERROR: &str = "error_o";
+    pub const ACT_BUSY: &str = "act_busy_o";
+    /// The counters, in `golden::tensorcore::Stats` order: the sequencer's
+    /// seven, instructions, the activation unit's two.
+    pub const COUNTERS: [&str; 10] = [
+        "cnt_busy_o",
+        "cnt_stall_weights_o",
+        "cnt_stall_ub_o",
+        "cnt_stall_vpu_o",
+        "cnt_host_o",
+        "cnt_issue_o",
+        "cnt_sync_o",
+        "cnt_instructions_o",
+        "cnt_act_rows_o",
+        "cnt_act_drain_o",
+    ];
+}
+
+/// Bits of a performance counter (they wrap).
+pub const COUNTER_BITS: u32 = 32;
+
+/// The Verilog name of the top module, e.g. `tensorcore_8x8_acc512_ub32768`.
+pub fn top_name(cfg: &TensorCoreConfig) -> String {
+    format!(
+        "tensorcore_{}x{}_acc{}_ub{}_w{}_b{}_q{}",
+        cfg.rows(),
+        cfg.cols(),
+        cfg.acc_rows(),
+        cfg.ub_rows(),
+        cfg.weight_rows(),
+        cfg.bias_rows(),
+        cfg.weight_queue()
+    )
+}
+
+fn log2(v: u32) -> u32 {
+    v.trailing_zeros().max(1)
+}
+
+/// Builds the TensorCore for `cfg` into `design` and returns its top module.
+#[track_caller]
+pub fn build(design: &mut Design, cfg: &TensorCoreConfig) -> Rc<ModuleDef> {
+    let owned = cfg.params();
+    let params: Vec<(&str, String)> = owned.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let name = top_name(cfg);
+    let cfg = *cfg;
+    design.define(&name, &params, |design, m| {
+        m.doc(
+            "TensorCore: sequencer, unified buffer, weight and bias memories, MXU, activation unit",
+        );
+        let mxu = mxu::build(design, &cfg.mxu());
+        build_top(m, &cfg, &mxu);
+    })
+}
+
+/// `e` (unsigned) cut or zero-extended to `width` bits.
+fn fit(e: Expr, width: u32) -> Expr {
+    match e.width().cmp(&width) {
+        std::cmp::Ordering::Equal => e,
+        std::cmp::Ordering::Greater => e.trunc(width),
+        std::cmp::Ordering::Less => e.zext(width),
+    }
+}
+
+/// A field of `word` as `width` bits: only the bits that are used are
+/// sliced, so no intermediate carries unused bits (lint).
+fn field_w(word: Expr, (lo, bits): (u32, u32), width: u32) -> Expr {
+    fit(word.slice(lo, bits.min(width)), width)
+}
+
+fn field_of(word: Expr, (lo, bits): (u32, u32)) -> Expr {
+    word.slice(lo, bits)
+}
+
+fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleDef>) {
+    use ports::*;
+    let r = cfg.rows();
+    let c = cfg.cols();
+    let q = cfg.weight_queue();
+    let ub_aw = log2(cfg.ub_rows());
+    let acc_aw = log2(cfg.acc_rows());
+    let w_aw = log2(cfg.weight_rows());
+    let b_aw = log2(cfg.bias_rows());
+    let addr_bits = config::tensorcore_isa::ADDR_BITS;
+    let count_ty = Ty::u(16);
+
+    let instr_valid = m.input(INSTR_VALID, Ty::BOOL);
+    let instr = m.input(INSTR, Ty::u(128));
+    let hin_data = m.input(HIN_DATA, Ty::u(8 * r));
+    let wmem_wr = m.input(WMEM_WR, Ty::BOOL);
+    let wmem_addr = m.input(WMEM_ADDR, Ty::u(w_aw));
+    let wmem_data = m.input(WMEM_DATA, Ty::u(8 * c));
+    let bmem_wr = m.input(BMEM_WR, Ty::BOOL);
+    let bmem_addr = m.input(BMEM_ADDR, Ty::u(b_aw));
+    let bmem_data = m.input(BMEM_DATA, Ty::u(32 * c));
+
+    // ---- The current instruction: loaded from the port when the slot is
+    // empty or the current one retires.
+    let cur = m.reg("cur", Ty::u(128));
+    let cur_valid = m.reg_reset("cur_valid", Ty::BOOL, 0);
+    let halted = m.reg_reset("halted", Ty::BOOL, 0);
+    let error = m.reg_reset("error", Ty::BOOL, 0);
+    let retire = m.wire_decl("retire", Ty::BOOL);
+    let halting = m.wire_decl("halting", Ty::BOOL);
+    let slot_free = m.wire(
+        "slot_free",
+        (!cur_valid.q() | retire.value()) & !halted.q() & !halting.value(),
+    );
+    m.output(INSTR_READY, slot_free);
+    let load = m.wire("load", instr_valid & slot_free);
+    m.set_next(cur, mux(load, instr, cur.q()));
+    let word = cur.q();
+    let op = field_of(word, field::OP);
+    let flag = |bit: u32| word.slice(field::FLAGS.0 + bit.trailing_zeros(), 1);
+    let rows = field_of(word, field::COUNT);
+    let v = cur_valid.q();
+    let is = |m: &mut ModuleBuilder, o: Opcode, n: &str| {
+        let e = v & op.is_eq(u64::from(o.code()));
+        m.wire(n, e)
+    };
+    let is_rhm = is(m, Opcode::ReadHost, "is_rhm");
+    let is_rw = is(m, Opcode::ReadWeights, "is_rw");
+    let is_mm = is(m, Opcode::Matmul, "is_mm");
+    let is_act = is(m, Opcode::Activate, "is_act");
+    let is_sync = is(m, Opcode::Sync, "is_sync");
+    let is_halt = is(m, Opcode::Halt, "is_halt");
+    let illegal = m.wire("illegal", v & op.is_gt(u64::from(Opcode::Sync.code())));
+
+    // Progress of the current instruction.
+    let started = m.reg_reset("started", Ty::BOOL, 0);
+    let done = m.reg_reset("done", count_ty, 0);
+    let last_row = m.wire("last_row", done.q().is_eq(rows - m.lit(count_ty, 1)));
+
+    // Late-write windows: nonzero while a write is still to land.
+    let late_ty = Ty::u(bits_for(r + c));
+    let acc_wait = m.reg_reset("acc_wait", late_ty, 0);
+    let act_ty = Ty::u(bits_for(ACT_LATENCY as u32));
+    let ub_wait = m.reg_reset("ub_wait", act_ty, 0);
+    let acc_idle = m.wire("acc_idle", acc_wait.q().is_eq(0));
+    let ub_idle = m.wire("ub_idle", ub_wait.q().is_eq(0));
+
+    // ---- The weight queue: slot 0 is the oldest read.
+    let qc_ty = Ty::u(bits_for(q));
+    let qcount = m.reg_reset("qcount", qc_ty, 0);
+    let q_addr: Vec<_> = (0..q)
+        .map(|i| m.reg(&format!("q_addr{i}"), Ty::u(w_aw)))
+        .collect();
+    let q_rows: Vec<_> = (0..q)
+        .map(|i| m.reg(&format!("q_rows{i}"), count_ty))
+        .collect();
+    let q_room = m.wire("q_room", qcount.q().is_lt(u64::from(q)));
+    let q_empty = m.wire("q_empty", qcount.q().is_eq(0));
+
+    // ---- The activation unit's held ACT: its word, rows read, and the
+    // cycles left until the MXU writes it waits for have landed.
+    let uw = m.reg("u_word", Ty::u(128));
+    let u_valid = m.reg_reset("u_valid", Ty::BOOL, 0);
+    let u_done = m.reg_reset("u_done", count_ty, 0);
+    let u_wait = m.reg_reset("u_wait", late_ty, 0);
+    let u_rows = field_of(uw.q(), field::COUNT);
+    let unit_go = m.wire("unit_go", u_valid.q() & u_wait.q().is_eq(0));
+    let unit_last = m.wire(
+        "unit_last",
+        unit_go & u_done.q().is_eq(u_rows - m.lit(count_ty, 1)),
+    );
+    let ub_settled = m.wire("ub_settled", !u_valid.q() & ub_idle);
+    // Whether the MM's accumulator rows meet the rows the unit has still to
+    // read (in 18 bits: a row plus a count does not wrap).
+    let w18 = |e: Expr| fit(e, 18);
+    let mm_b = w18(field_w(word, field::B, acc_aw));
+    let u_from = w18(field_w(uw.q(), field::A, acc_aw)) + w18(u_done.q());
+    let u_to = w18(field_w(uw.q(), field::A, acc_aw)) + w18(u_rows);
+    let overlap = m.wire(
+        "overlap",
+        u_valid.q() & u_from.is_lt(mm_b + w18(rows)) & mm_b.is_lt(u_to),
+    );
+
+    // ---- Per-instruction behaviour (see the timing contract).
+    let prefetch = flag(FLAG_PREFETCH);
+    let accumulate = flag(FLAG_ACCUMULATE);
+    let wait_act = flag(FLAG_WAIT_ACT);
+    let rhm_go = m.wire("rhm_go", is_rhm & (started.q() | ub_settled));
+    let rw_go = m.wire("rw_go", is_rw & q_room);
+    let stall_ub_mm = m.wire("stall_ub_mm", is_mm & !started.q() & wait_act & !ub_settled);
+    let stall_vpu_mm = m.wire(
+        "stall_vpu_mm",
+        is_mm & !started.q() & !stall_ub_mm & overlap,
+    );
+    let mm_start = m.wire(
+        "mm_start",
+        is_mm & !started.q() & !stall_ub_mm & !overlap & (!prefetch | q_room),
+    );
+    let present = m.wire("present", is_mm & (started.q() | mm_start));
+    let act_hand = m.wire("act_hand", is_act & !u_valid.q());
+    let drained = m.wire("drained", acc_idle & ub_settled & q_empty);
+    let sync_go = m.wire("sync_go", (is_sync | is_halt) & drained);
+
+    // ---- The MXU.
+    let mx = m.instance("mxu", mxu_def);
+    let a_ready = m.inst_output(mx, mxu::ports::A_READY);
+    let w_ready = m.inst_output(mx, mxu::ports::W_READY);
+    let accept = m.wire("accept", present & a_ready);
+    let mm_done = m.wire("mm_done", accept & last_row);
+    let retire_now = (rhm_go & last_row) | rw_go | mm_done | act_hand | sync_go | illegal;
+    m.drive(retire, retire_now);
+    let retire_e = retire.value();
+
+    // Next cycle's instruction word and row index: the unified buffer is read
+    // for them now.
+    let zero16 = m.lit(count_ty, 0);
+    let one16 = m.lit(count_ty, 1);
+    let moved = rhm_go | accept;
+    let done_next = mux(retire_e, zero16, mux(moved, done.q() + one16, done.q()));
+    m.set_next(done, done_next);
+    m.set_next(started, !retire_e & (rhm_go | present));
+    m.set_next(uw, mux(act_hand, word, uw.q()));
+    m.set_next(u_valid, act_hand | (u_valid.q() & !unit_last));
+    m.set_next(
+        u_done,
+        mux(
+            act_hand,
+            zero16,
+            mux(unit_go, u_done.q() + one16, u_done.q()),
+        ),
+    );
+    // Held from the next cycle, it may read once y > acc_busy of this cycle.
+    let late_one = m.lit(late_ty, 1);
+    let late_zero0 = m.lit(late_ty, 0);
+    m.set_next(
+        u_wait,
+        mux(
+            act_hand,
+            mux(acc_idle, late_zero0, acc_wait.q() - late_one),
+            mux(u_wait.q().is_eq(0), late_zero0, u_wait.q() - late_one),
+        ),
+    );
+    m.output(ACT_BUSY, u_valid.q());
+    m.set_next(cur_valid, load | (v & !retire_e));
+    m.drive(halting, is_halt & sync_go);
+    m.set_next(halted, halted.q() | (is_halt & sync_go));
+    m.set_next(error, error.q() | illegal);
+    m.output(HALTED, halted.q());
+    m.output(ERROR, error.q());
+
+    let next_a = mux(
+        load,
+        field_w(instr, field::A, ub_aw),
+        field_w(word, field::A, ub_aw),
+    );
+    let ub_rd_addr = m.wire("ub_rd_addr", next_a + fit(done_next, ub_aw));
+
+    // ---- Unified buffer: one write port (host rows or activations), one
+    // write-first read port feeding the MXU.
+    let ub = m.memory("ub", Ty::u(8 * r), ub_aw);
+    // Row j of an instruction's range: a field plus the row index.
+    let row_addr = |m: &mut ModuleBuilder, f: (u32, u32), n: &str, aw: u32| {
+        let e = field_w(word, f, aw) + fit(done.q(), aw);
+        m.wire(n, e)
+    };
+    let hin_addr = row_addr(m, field::A, "hin_addr", addr_bits);
+    m.output(HIN_EN, rhm_go);
+    m.output(HIN_ADDR, hin_addr);
+    let rhm_ub_addr = row_addr(m, field::B, "rhm_ub_addr", ub_aw);
+
+    // ---- Activation pipeline: read (y), bias add (y+1), multiply (y+2),
+    // rounding and clamp (y+3), write (y+4).
+    let u = uw.q();
+    let uflag = |bit: u32| u.slice(field::FLAGS.0 + bit.trailing_zeros(), 1);
+    let to_host = uflag(FLAG_TO_HOST);
+    let relu = uflag(FLAG_RELU);
+    let unit_row = |m: &mut ModuleBuilder, f: (u32, u32), n: &str, aw: u32| {
+        let e = field_w(u, f, aw) + fit(u_done.q(), aw);
+        m.wire(n, e)
+    };
+    let acc_rd_addr = unit_row(m, field::A, "act_acc_addr", acc_aw);
+    let bmem = m.memory("bmem", Ty::u(32 * c), b_aw);
+    m.mem_write(bmem, bmem_wr, bmem_addr, bmem_data);
+    let bias_row = m.mem_read(bmem, Some(unit_go), field_w(u, field::C, b_aw));
+    m.connect(mx, mxu::ports::ACC_RD_EN, unit_go);
+    m.connect(mx, mxu::ports::ACC_RD_ADDR, acc_rd_addr);
+    let acc_row = m.inst_output(mx, mxu::ports::ACC_RD_DATA);
+    let act_dest = unit_row(m, field::B, "act_dest", addr_bits);
+    let fd = field_of(u, field::D);
+    let shift = field_of(u, field::SHIFT);
+    let zp = field_of(u, field::ZP);
+    // Control of stage k is the ACT cycle's, delayed k cycles.
+    let d =
+        |m: &mut ModuleBuilder, n: &str, e: Expr, k: u32, rst: Option<i64>| delay(m, n, e, k, rst);
+    let valid4 = d(m, "act_valid_d", unit_go, ACT_LATENCY as u32, Some(0));
+    let host4 = d(m, "act_host_d", to_host, ACT_LATENCY as u32, None);
+    let dest4 = d(m, "act_dest_d", act_dest, ACT_LATENCY as u32, None);
+    let mult2 = d(m, "act_mult_d", fd.as_signed(), 2, None);
+    let shift3 = d(m, "act_shift_d", shift, 3, None);
+    let zp3 = d(m, "act_zp_d", zp.as_signed(), 3, None);
+    let relu3 = d(m, "act_relu_d", relu, 3, None);
+    let mult3 = delay(m, "act_mult_d3", mult2, 1, None).as_signed();
+    let mut q_lanes = Vec::new();
+    let mut h_lanes = Vec::new();
+    for lane in 0..c {
+        let a = acc_row.slice(32 * lane, 32).as_signed();
+        let b = bias_row.slice(32 * lane, 32).as_signed();
+        let s1 = delay(m, &format!("act_sum{lane}"), a + b, 1, None).as_signed();
+        let prod = delay(
+            m,
+            &format!("act_prod{lane}"),
+            s1.mul_wide(mult2.as_signed()),
+            1,
+            None,
+        )
+        .as_signed();
+        let s2 = delay(m, &format!("act_sum2_{lane}"), s1, 1, None).as_signed();
+        let h = hw::arith::requant_int8_from_product(m, s2, mult3, prod, shift3, zp3.as_signed());
+        let floor = zp3.as_signed();
+        let h = mux(relu3 & h.is_lt(floor), floor, h);
+        q_lanes.push(delay(m, &format!("act_q{lane}"), h, 1, None));
+        h_lanes.push(delay(m, &format!("act_i{lane}"), s2, 1, None));
+    }
+    q_lanes.reverse();
+    h_lanes.reverse();
+    let act_q = m.wire("act_q", cat(&q_lanes));
+    let act_i = m.wire("act_i", cat(&h_lanes));
+    let act_ub_wr = m.wire("act_ub_wr", valid4 & !host4);
+    m.output(HOUT_WR, valid4 & host4);
+    m.output(HOUT_ADDR, dest4);
+    m.output(HOUT_DATA, act_i);
+    let ub_wr_en = rhm_go | act_ub_wr;
+    let ub_wr_addr = mux(rhm_go, rhm_ub_addr, fit(dest4, ub_aw));
+    let ub_wr_data = mux(rhm_go, hin_data, act_q);
+    m.mem_write(ub, ub_wr_en, ub_wr_addr, ub_wr_data);
+    let a_row = m.mem_read_write_first(ub, None, ub_rd_addr);
+
+    // ---- MXU activation side.
+    m.connect(mx, mxu::ports::A_VALID, present);
+    m.connect(mx, mxu::ports::A_FIRST, done.q().is_eq(0));
+    m.connect(mx, mxu::ports::A_ROW, a_row);
+    let mm_acc_addr = row_addr(m, field::B, "mm_acc_addr", acc_aw);
+    m.connect(mx, mxu::ports::A_ACC_ADDR, mm_acc_addr);
+    m.connect(mx, mxu::ports::A_ACC_ADD, accumulate);
+
+    // Late-write windows.
+    let late_full = m.lit(late_ty, u64::from(r + c));
+    let late_zero = m.lit(late_ty, 0);
+    m.set_next(
+        acc_wait,
+        mux(
+            accept,
+            late_full,
+            mux(acc_idle, late_zero, acc_wait.q() - m.lit(late_ty, 1)),
+        ),
+    );
+    let act_full = m.lit(act_ty, ACT_LATENCY);
+    let act_zero = m.lit(act_ty, 0);
+    m.set_next(
+        ub_wait,
+        mux(
+            unit_go,
+            act_full,
+            mux(ub_idle, act_zero, ub_wait.q() - m.lit(act_ty, 1)),
+        ),
+    );
+
+    // ---- The weight engine: the oldest read writes one row a cycle while
+    // the MXU's weight FIFO has room; a read enqueued now is seen next cycle.
+    let enqueue = m.wire("enqueue", rw_go | (mm_start & prefetch));
+    let enq_addr = m.wire(
+        "enq_addr",
+        mux(
+            is_rw,
+            field_w(word, field::A, w_aw),
+            field_w(word, field::D, w_aw),
+        ),
+    );
+    let enq_rows = m.wire("enq_rows", mux(is_rw, rows, m.lit(count_ty, u64::from(r))));
+    let w_write = m.wire("w_write", !q_empty & w_ready);
+    let head_ends = m.wire("head_ends", w_write & q_rows[0].q().is_eq(1));
+    let wmem = m.memory("wmem", Ty::u(8 * c), w_aw);
+    m.mem_write(wmem, wmem_wr, wmem_addr, wmem_data);
+    // The row the engine writes next cycle.
+    let one_w = m.lit(Ty::u(w_aw), 1);
+    let after_head = if q >= 2 {
+        mux(qcount.q().is_ge(2u64), q_addr[1].q(), enq_addr)
+    } else {
+        enq_addr
+    };
+    let next_row = mux(
+        w_write,
+        mux(head_ends, after_head, q_addr[0].q() + one_w),
+        mux(q_empty, enq_addr, q_addr[0].q()),
+    );
+    let w_row = m.mem_read(wmem, None, next_row);
+    m.connect(mx, mxu::ports::W_VALID, w_write);
+    m.connect(mx, mxu::ports::W_ROW, w_row);
+    // Slots shift down when the head ends; the new read goes to the first
+    // free slot after the shift.
+    let one_q = m.lit(qc_ty, 1);
+    let after_pop = mux(head_ends, qcount.q() - one_q, qcount.q());
+    m.set_next(qcount, mux(enqueue, after_pop + one_q, after_pop));
+    for i in 0..q as usize {
+        let (cur_a, cur_r) = (q_addr[i].q(), q_rows[i].q());
+        let (up_a, up_r) = if i + 1 < q as usize {
+            (q_addr[i + 1].q(), q_rows[i + 1].q())
+        } else {
+            (cur_a, cur_r)
+        };
+        let (kept_a, kept_r) = if i == 0 {
+            (
+                mux(w_write, cur_a + one_w, cur_a),
+                mux(w_write, cur_r - one16, cur_r),
+            )
+        } else {
+            (cur_a, cur_r)
+        };
+        let shifted_a = mux(head_ends, up_a, kept_a);
+        let shifted_r = mux(head_ends, up_r, kept_r);
+        let here = enqueue & after_pop.is_eq(i as u64);
+        m.set_next(q_addr[i], mux(here, enq_addr, shifted_a));
+        m.set_next(q_rows[i], mux(here, enq_rows, shifted_r));
+    }
+
+    // ---- Counters: every cycle with an instruction current is charged to
+    // one of the first seven; then instructions and the unit's two.
+    let classes = [
+        accept,
+        (is_mm & !accept & !stall_ub_mm & !stall_vpu_mm) | (is_rw & !q_room),
+        stall_ub_mm | (is_rhm & !rhm_go),
+        stall_vpu_mm | (is_act & !act_hand),
+        rhm_go,
+        rw_go | act_hand | illegal,
+        is_sync | is_halt,
+        retire_e,
+        unit_go,
+        u_valid.q() & !unit_go,
+    ];
+    let cnt_ty = Ty::u(COUNTER_BITS);
+    for (name, class) in COUNTERS.iter().zip(classes) {
+        let reg = m.reg_reset(&name.replace("_o", "_q"), cnt_ty, 0);
+        let inc = m.lit(cnt_ty, 1);
+        m.set_next(reg, mux(class, reg.q() + inc, reg.q()));
+        m.output(name, reg.q());
+    }
+    for (port, reason) in [
+        (
+            mxu::ports::ACC_RD_VALID,
+            "the activation pipeline knows when its reads return",
+        ),
+        (
+            mxu::ports::ACC_WR,
+            "the sequencer times accumulator writes itself (acc_wait)",
+        ),
+        (
+            mxu::ports::BUSY,
+            "the sequencer times accumulator writes itself (acc_wait)",
+        ),
+    ] {
+        m.waive("UNUSEDSIGNAL", &format!("mxu_{port}"), reason);
+    }
+    m.waive(
+        "UNUSEDSIGNAL",
+        "cur_q",
+        "reserved bits of the instruction word carry nothing",
+    );
+    m.waive(
+        "UNUSEDSIGNAL",
+        "u_word_q",
+        "the activation unit uses the ACT fields of the word it holds",
+    );
+}

@@ -1,0 +1,330 @@
+//! The TensorCore from the host's side: a quantized MLP read from its `.npy`
+//! files, compiled (`compiler`), and run on a backend: the golden model
+//! ([`run_golden`]: `golden::tensorcore`, results and cycle model) or the
+//! Verilated RTL ([`TensorCoreDriver`], [`run_rtl`]).
+//!
+//! The driver is the host of the top's ports: it writes the weight and bias
+//! memories through their write ports, then presents the program's words on
+//! the instruction port (the next word always ready, as the timing contract
+//! assumes), answers the host input port in the cycle it asks (`hin_*`),
+//! collects the host output port's writes (`hout_*`), and stops when
+//! `halted_o` rises. The cycles and where they went are the RTL's own
+//! counters. One driver runs many programs: a reset clears the sequencer,
+//! not the memories, which is why a program may read only the buffer and
+//! accumulator rows it wrote (the golden model refuses any other).
+
+use crate::from_hw::model_spec;
+use crate::verilator::{Model, PortId};
+use compiler::{Layer, Mlp, Program, Requant};
+use config::TensorCoreConfig;
+use golden::tensorcore::{Memories, Stats};
+use std::path::Path;
+
+/// Reads an MLP from `dir`: for i = 1, 2, ... while `w{i}.npy` exists,
+/// `w{i}.npy` int8 \[in_i, out_i\], `b{i}.npy` int32 \[out_i\], and for every
+/// layer but the last `rq{i}.npy` int32 \[3\] = (multiplier, shift, zero
+/// point). Other files are ignored. Every error is one line naming the file.
+pub fn load_model(dir: &Path) -> Result<Mlp, String> {
+    if !dir.is_dir() {
+        return Err(format!("model folder {} does not exist", dir.display()));
+    }
+    let count = (1..)
+        .take_while(|i| dir.join(format!("w{i}.npy")).exists())
+        .count();
+    if count == 0 {
+        return Err(format!(
+            "model folder {} holds no w1.npy (the first layer's weights)",
+            dir.display()
+        ));
+    }
+    let mut layers = Vec::with_capacity(count);
+    let mut prev_out: Option<usize> = None;
+    for i in 1..=count {
+        let wpath = dir.join(format!("w{i}.npy"));
+        let w = matrix::read::<i8>(&wpath, &format!("w{i}"))?;
+        if let Some(p) = prev_out {
+            if w.rows != p {
+                return Err(format!(
+                    "w{i}: {} is {}x{} but layer {} gives {p} outputs",
+                    wpath.display(),
+                    w.rows,
+                    w.cols,
+                    i - 1
+                ));
+            }
+        }
+        let bpath = dir.join(format!("b{i}.npy"));
+        let b = matrix::read_array::<i32>(&bpath, &format!("b{i}"))?;
+        if b.shape != [w.cols as u64] {
+            return Err(format!(
+                "b{i}: {} has shape {:?}, expected [{}] (w{i} has {} columns)",
+                bpath.display(),
+                b.shape,
+                w.cols,
+                w.cols
+            ));
+        }
+        let rq = if i < count {
+            let rpath = dir.join(format!("rq{i}.npy"));
+            let rq = matrix::read_array::<i32>(&rpath, &format!("rq{i}"))?;
+            if rq.shape != [3] {
+                return Err(format!(
+                    "rq{i}: {} has shape {:?}, expected [3] (multiplier, shift, zero point)",
+                    rpath.display(),
+                    rq.shape
+                ));
+            }
+            Some(
+                Requant::from_i32s(rq.data[0], rq.data[1], rq.data[2])
+                    .map_err(|e| format!("rq{i}: {}: {e}", rpath.display()))?,
+            )
+        } else {
+            None
+        };
+        prev_out = Some(w.cols);
+        layers.push(Layer {
+            inputs: w.rows,
+            outputs: w.cols,
+            w: w.data,
+            b: b.data,
+            rq,
+        });
+    }
+    Mlp::new(layers).map_err(|e| e.to_string())
+}
+
+/// The memories a compiled program needs, with `x` (\[batch\]\[inputs\]) in the
+/// host input window.
+pub fn memories(program: &Program, x: &[i8]) -> Memories {
+    Memories {
+        weights: program.weight_mem.clone(),
+        biases: program.bias_mem.clone(),
+        host_in: program.pack_input(x),
+        host_out_rows: program.host_out_rows(),
+    }
+}
+
+/// Compiles `mlp` for `batch` rows of `x` and runs it on the golden
+/// TensorCore: the logits (\[batch\]\[outputs\]), the counters and the program.
+/// Errors (a model that does not fit) are one line.
+pub fn run_golden(
+    cfg: &TensorCoreConfig,
+    mlp: &Mlp,
+    x: &[i8],
+    batch: usize,
+) -> Result<(Vec<i32>, Stats, Program), String> {
+    let program = compiler::compile(mlp, batch, cfg).map_err(|e| e.to_string())?;
+    let (window, stats) = golden::tensorcore::run(cfg, &program.words(), &memories(&program, x))
+        .map_err(|e| format!("the compiled program does not run: {e}"))?;
+    Ok((program.unpack_output(&window), stats, program))
+}
+
+/// A Verilated TensorCore of one configuration.
+pub struct TensorCoreDriver {
+    cfg: TensorCoreConfig,
+    model: Model,
+    p: Ports,
+}
+
+#[derive(Clone, Copy)]
+struct Ports {
+    reset: PortId,
+    instr_valid: PortId,
+    instr: PortId,
+    instr_ready: PortId,
+    hin_en: PortId,
+    hin_addr: PortId,
+    hin_data: PortId,
+    hout_wr: PortId,
+    hout_addr: PortId,
+    hout_data: PortId,
+    wmem_wr: PortId,
+    wmem_addr: PortId,
+    wmem_data: PortId,
+    bmem_wr: PortId,
+    bmem_addr: PortId,
+    bmem_data: PortId,
+    halted: PortId,
+    error: PortId,
+    counters: [PortId; 10],
+}
+
+/// Packs bytes (little-endian lanes) into 32-bit words.
+fn words_of_bytes(bytes: impl Iterator<Item = u8>) -> Vec<u32> {
+    let b: Vec<u8> = bytes.collect();
+    b.chunks(4)
+        .map(|ch| {
+            ch.iter()
+                .enumerate()
+                .fold(0u32, |w, (i, &x)| w | u32::from(x) << (8 * i))
+        })
+        .collect()
+}
+
+impl TensorCoreDriver {
+    /// Builds (or loads from the cache) the Verilated TensorCore for `cfg`.
+    pub fn new(cfg: &TensorCoreConfig) -> Result<TensorCoreDriver, String> {
+        let generated = gen::generate_block(&tensorcore::TensorCore, cfg)?;
+        let top = generated
+            .top_module
+            .expect("an elaborated block has its top module's definition");
+        let model = Model::build(&model_spec(&generated.files, &top), &top.name)
+            .map_err(|e| e.to_string())?;
+        use tensorcore::ports::*;
+        let port = |n: &str| model.port(n).map_err(|e| e.to_string());
+        let mut counters = Vec::new();
+        for n in COUNTERS {
+            counters.push(port(n)?);
+        }
+        let p = Ports {
+            reset: port(hw::ir::RESET)?,
+            instr_valid: port(INSTR_VALID)?,
+            instr: port(INSTR)?,
+            instr_ready: port(INSTR_READY)?,
+            hin_en: port(HIN_EN)?,
+            hin_addr: port(HIN_ADDR)?,
+            hin_data: port(HIN_DATA)?,
+            hout_wr: port(HOUT_WR)?,
+            hout_addr: port(HOUT_ADDR)?,
+            hout_data: port(HOUT_DATA)?,
+            wmem_wr: port(WMEM_WR)?,
+            wmem_addr: port(WMEM_ADDR)?,
+            wmem_data: port(WMEM_DATA)?,
+            bmem_wr: port(BMEM_WR)?,
+            bmem_addr: port(BMEM_ADDR)?,
+            bmem_data: port(BMEM_DATA)?,
+            halted: port(HALTED)?,
+            error: port(ERROR)?,
+            counters: counters.try_into().expect("ten counters"),
+        };
+        Ok(TensorCoreDriver {
+            cfg: *cfg,
+            model,
+            p,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &TensorCoreConfig {
+        &self.cfg
+    }
+
+    fn reset(&mut self) {
+        let p = self.p;
+        for port in [p.instr_valid, p.wmem_wr, p.bmem_wr] {
+            self.model.poke(port, 0);
+        }
+        self.model.poke(p.reset, 1);
+        self.model.step();
+        self.model.poke(p.reset, 0);
+    }
+
+    /// Loads the memories, runs `words` to `HALT` and returns the host
+    /// output window (`mem.host_out_rows` x C) and the RTL's counters.
+    pub fn run(&mut self, words: &[u128], mem: &Memories) -> Result<(Vec<i32>, Stats), String> {
+        let (r, c) = (self.cfg.rows() as usize, self.cfg.cols() as usize);
+        let p = self.p;
+        self.reset();
+        for (i, row) in mem.weights.chunks(c).enumerate() {
+            self.model.poke(p.wmem_wr, 1);
+            self.model.poke(p.wmem_addr, i as u64);
+            self.model
+                .poke_wide(p.wmem_data, &words_of_bytes(row.iter().map(|&v| v as u8)));
+            self.model.step();
+        }
+        self.model.poke(p.wmem_wr, 0);
+        for (i, row) in mem.biases.chunks(c).enumerate() {
+            self.model.poke(p.bmem_wr, 1);
+            self.model.poke(p.bmem_addr, i as u64);
+            let w: Vec<u32> = row.iter().map(|&v| v as u32).collect();
+            self.model.poke_wide(p.bmem_data, &w);
+            self.model.step();
+        }
+        self.model.poke(p.bmem_wr, 0);
+
+        let mut out = vec![0i32; mem.host_out_rows * c];
+        let host_rows = mem.host_in.len() / r;
+        let mut next = 0usize;
+        // Generous: the slowest instruction moves 65535 rows.
+        let limit = 1_000_000_000u64;
+        for _ in 0..limit {
+            self.model.eval();
+            if self.model.peek(p.halted) == 1 {
+                if self.model.peek(p.error) == 1 {
+                    return Err("the TensorCore flagged an illegal instruction".into());
+                }
+                let k: Vec<u64> = p.counters.iter().map(|&q| self.model.peek(q)).collect();
+                let stats = Stats {
+                    cycles: k[..7].iter().sum(),
+                    mxu_busy: k[0],
+                    stall_weights: k[1],
+                    stall_ub: k[2],
+                    stall_vpu: k[3],
+                    host: k[4],
+                    issue: k[5],
+                    sync: k[6],
+                    instructions: k[7],
+                    act_rows: k[8],
+                    act_drain: k[9],
+                };
+                return Ok((out, stats));
+            }
+            let valid = next < words.len();
+            self.model.poke(p.instr_valid, u64::from(valid));
+            let word = words.get(next).copied().unwrap_or(0);
+            self.model.poke_wide(
+                p.instr,
+                &[
+                    word as u32,
+                    (word >> 32) as u32,
+                    (word >> 64) as u32,
+                    (word >> 96) as u32,
+                ],
+            );
+            self.model.eval();
+            if self.model.peek(p.hin_en) == 1 {
+                let a = self.model.peek(p.hin_addr) as usize;
+                if a >= host_rows {
+                    return Err(format!(
+                        "the TensorCore read host input row {a} of {host_rows}"
+                    ));
+                }
+                let row = &mem.host_in[a * r..(a + 1) * r];
+                self.model
+                    .poke_wide(p.hin_data, &words_of_bytes(row.iter().map(|&v| v as u8)));
+            }
+            if self.model.peek(p.hout_wr) == 1 {
+                let a = self.model.peek(p.hout_addr) as usize;
+                if a >= mem.host_out_rows {
+                    return Err(format!(
+                        "the TensorCore wrote host output row {a} of {}",
+                        mem.host_out_rows
+                    ));
+                }
+                let data = self.model.peek_wide(p.hout_data);
+                for (j, &w) in data.iter().take(c).enumerate() {
+                    out[a * c + j] = w as i32;
+                }
+            }
+            if valid && self.model.peek(p.instr_ready) == 1 {
+                next += 1;
+            }
+            self.model.step();
+        }
+        Err(format!("the TensorCore did not halt within {limit} cycles"))
+    }
+}
+
+/// Compiles `mlp` for `batch` rows of `x` and runs it on the RTL: the
+/// logits (\[batch\]\[outputs\]), the RTL's counters and the program.
+pub fn run_rtl(
+    driver: &mut TensorCoreDriver,
+    mlp: &Mlp,
+    x: &[i8],
+    batch: usize,
+) -> Result<(Vec<i32>, Stats, Program), String> {
+    let cfg = *driver.config();
+    let program = compiler::compile(mlp, batch, &cfg).map_err(|e| e.to_string())?;
+    let (window, stats) = driver.run(&program.words(), &memories(&program, x))?;
+    Ok((program.unpack_output(&window), stats, program))
+}
