@@ -2,11 +2,11 @@
 //! them, on entry lists prepared by [`crate::sparsecore_host`].
 //!
 //! A table is `rows` x `dim` fp32 bit patterns, row-major. Every sum is the
-//! contract's, in its order: per tile, P_t[s][d] starts at +0.0 and adds
-//! mul32(g, E[id][d]) over the tile's entries in sorted order; A[s][d]
-//! starts at +0.0 and adds P_t[s][d] for t = 0 .. T-1. An update accumulates
-//! U[d] from +0.0 over the id's entries in sorted order, then writes
-//! E[id][d] = sub32(E[id][d], mul32(lr, U[d])) once. Entries whose id is
+//! contract's, in its order: per tile, P_t\[s\]\[d\] starts at +0.0 and adds
+//! mul32(g, E\[id\]\[d\]) over the tile's entries in sorted order; A\[s\]\[d\]
+//! starts at +0.0 and adds P_t\[s\]\[d\] for t = 0 .. T-1. An update accumulates
+//! U\[d\] from +0.0 over the id's entries in sorted order, then writes
+//! E\[id\]\[d\] = sub32(E\[id\]\[d\], mul32(lr, U\[d\])) once. Entries whose id is
 //! outside the table are skipped and counted.
 
 use crate::numerics::{add32, mul32, sub32};
@@ -34,7 +34,7 @@ impl<'a> Table<'a> {
     }
 }
 
-/// What a forward pass gives: the activations A[B][D] and how many entries
+/// What a forward pass gives: the activations A\[B\]\[D\] and how many entries
 /// were skipped for ids outside the table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Forward {
@@ -42,7 +42,7 @@ pub struct Forward {
     pub invalid: u64,
 }
 
-/// Forward: lookup and combine into A[`batch`][D].
+/// Forward: lookup and combine into A\[`batch`\]\[D\].
 pub fn forward(table: Table, prepared: &Prepared, batch: u32) -> Forward {
     let d = table.dim as usize;
     let b = batch as usize;
@@ -80,7 +80,7 @@ pub struct Update {
     pub rows_written: u64,
 }
 
-/// Update (scatter-add SGD): `grad` is G[`batch`][D], `lr` the fp32 rate.
+/// Update (scatter-add SGD): `grad` is G\[`batch`\]\[D\], `lr` the fp32 rate.
 pub fn update(table: Table, prepared: &Prepared, grad: &[u32], batch: u32, lr: u32) -> Update {
     let d = table.dim as usize;
     assert_eq!(grad.len(), batch as usize * d);

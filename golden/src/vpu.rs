@@ -297,8 +297,8 @@ fn reduced(w: usize, value: u32) -> Vec<u32> {
 }
 
 /// The fp32 sum of `x` (n >= 1 elements) in the contract's order for W = `w`:
-/// pad with +0.0 to a multiple of W; acc = the first chunk; acc[j] =
-/// add32(acc[j], chunk[j]) for each further chunk in order; then the fold in
+/// pad with +0.0 to a multiple of W; acc = the first chunk; acc\[j\] =
+/// add32(acc\[j\], chunk\[j\]) for each further chunk in order; then the fold in
 /// halves. The result depends on W.
 ///
 /// # Panics

@@ -1,7 +1,7 @@
 //! `matrix`: row-major matrices and their `.npy` files, shared by the tools
 //! that take matrices from users (the run CLI in `sim`, `systole-host`).
 //!
-//! Matrices ([`read`], [`write`]) are 2-D: inputs int8 or uint16 (bf16 bit
+//! Matrices ([`read`], [`write()`]) are 2-D: inputs int8 or uint16 (bf16 bit
 //! patterns), outputs int32 or float32. Arrays ([`read_array`],
 //! [`write_array`]) have any shape, for elementwise tools: int8, uint16,
 //! uint8, int32 or float32 (whose bit patterns, NaN payloads included, are kept).

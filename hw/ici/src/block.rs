@@ -1,5 +1,5 @@
 //! The ICI link as a [`hw::Block`]: the pair of link ends and serdes stubs
-//! ([`crate::pair`]), configured by [`config::IciConfig`].
+//! ([`crate::pair()`]), configured by [`config::IciConfig`].
 
 use crate::pair::{pair, pair_name};
 use config::IciConfig;

@@ -423,7 +423,7 @@ fn build_top(
 }
 
 /// The processing element for `dtype`, in an array of `pes` of them (which
-/// decides how Verilator models hold the bf16 PE, see [`bf16_pe_layout`]).
+/// decides how Verilator models hold the bf16 PE, see `bf16_pe_layout`).
 pub fn pe(design: &mut Design, dtype: ElemType, pes: u32) -> Rc<ModuleDef> {
     match dtype {
         ElemType::Int8 => pe_int8(design),

@@ -5,18 +5,18 @@
 //! # What it computes
 //!
 //! A forward pass: for T tiles (tile t owns the ids with id mod T = t), each
-//! tile's partial sums P_t[s][d] = +0.0 plus mul32(g, E[id][d]) over its
-//! entries in the order it receives them, then A[s][d] = +0.0 plus P_t[s][d]
+//! tile's partial sums P_t\[s\]\[d\] = +0.0 plus mul32(g, E\[id\]\[d\]) over its
+//! entries in the order it receives them, then A\[s\]\[d\] = +0.0 plus P_t\[s\]\[d\]
 //! for t = 0 .. T-1. The host has already dropped padding, merged duplicate
 //! (id, sample) entries, sorted them and sharded them (`golden::sparsecore_host`);
 //! the block checks bounds itself: an entry whose id is outside [0, V) (or
 //! whose sample is outside [0, B)) is never read, never written, and counted
 //! in `invalid_o`.
 //!
-//! An update (`mode_i` = 1): for every id with entries, U[d] = +0.0 plus
-//! mul32(g, G[s][d]) over its entries in the order received, then
-//! E[id][d] = sub32(E[id][d], mul32(lr, U[d])), each row written once; the
-//! gradient G[B][D] is loaded into the activation buffer first.
+//! An update (`mode_i` = 1): for every id with entries, U\[d\] = +0.0 plus
+//! mul32(g, G\[s\]\[d\]) over its entries in the order received, then
+//! E\[id\]\[d\] = sub32(E\[id\]\[d\], mul32(lr, U\[d\])), each row written once; the
+//! gradient G\[B\]\[D\] is loaded into the activation buffer first.
 //!
 //! # Micro-architecture
 //!

@@ -224,7 +224,7 @@ impl Ports {
 /// What one forward pass on the RTL gave and measured.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForwardRun {
-    /// A[B][D], fp32 bit patterns.
+    /// A\[B\]\[D\], fp32 bit patterns.
     pub activations: Vec<u32>,
     /// Entries the block skipped (`invalid_o`).
     pub invalid: u64,
@@ -318,7 +318,7 @@ impl SparseCoreDriver {
         self.model.poke(p.reset, 0);
     }
 
-    /// One forward pass: `table` is E[rows][dim] (fp32 bits, row-major),
+    /// One forward pass: `table` is E\[rows\]\[dim\] (fp32 bits, row-major),
     /// `prepared` the entry lists for this configuration's tile count.
     pub fn forward(
         &mut self,
@@ -339,7 +339,7 @@ impl SparseCoreDriver {
         })
     }
 
-    /// One update pass: `grad` is G[batch][dim], `lr` the fp32 rate; returns
+    /// One update pass: `grad` is G\[batch\]\[dim\], `lr` the fp32 rate; returns
     /// the whole table as HBM holds it afterwards.
     #[allow(clippy::too_many_arguments)]
     pub fn update(
