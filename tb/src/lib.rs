@@ -11,5 +11,6 @@ pub mod fuzz;
 pub mod icarus;
 pub mod mxu;
 pub mod seed;
+pub mod tensorcore;
 pub mod tools;
 pub mod vpu;

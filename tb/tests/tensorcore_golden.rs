@@ -10,6 +10,7 @@ use config::tensorcore_isa::Instr;
 use config::TensorCoreConfig;
 use rand::Rng;
 use tb::seed::{rng_for, soak_rounds};
+use tb::tensorcore::random_layer;
 
 /// The semantics, evaluated directly with the golden numerics.
 fn reference(mlp: &Mlp, x: &[i8], batch: usize) -> Vec<i32> {
@@ -57,29 +58,6 @@ fn check(cfg: &TensorCoreConfig, mlp: &Mlp, x: &[i8], batch: usize, what: &str) 
         .sum();
     assert_eq!(stats.mxu_busy, rows, "{what}: busy cycles != rows streamed");
     assert_eq!(stats.instructions, program.instrs.len() as u64, "{what}");
-}
-
-fn random_layer<R: Rng>(rng: &mut R, inputs: usize, outputs: usize, hidden: bool) -> Layer {
-    Layer {
-        inputs,
-        outputs,
-        w: (0..inputs * outputs).map(|_| rng.gen::<i8>()).collect(),
-        // Mostly small biases, sometimes any int32 (wraparound).
-        b: (0..outputs)
-            .map(|_| {
-                if rng.gen_bool(0.2) {
-                    rng.gen::<i32>()
-                } else {
-                    rng.gen_range(-5000..5000)
-                }
-            })
-            .collect(),
-        rq: hidden.then(|| Requant {
-            mult: rng.gen_range(1 << 30..=i32::MAX),
-            shift: rng.gen_range(0..=12),
-            zp: rng.gen::<i8>(),
-        }),
-    }
 }
 
 #[test]

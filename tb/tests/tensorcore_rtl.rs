@@ -5,7 +5,7 @@
 //! to force several batch blocks and passes), directed edge cases, and the
 //! digits model on all 450 test images.
 
-use compiler::{Layer, Mlp, Requant};
+use compiler::Mlp;
 use config::tensorcore_isa::{Activation, Instr};
 use config::TensorCoreConfig;
 use golden::tensorcore::Memories;
@@ -13,6 +13,7 @@ use rand::Rng;
 use sim::drivers::tensorcore::{load_model, memories, TensorCoreDriver};
 use std::path::Path;
 use tb::seed::{rng_for, soak_rounds};
+use tb::tensorcore::random_layer;
 
 /// Runs `words` on the RTL and the golden model; both must agree.
 fn agree(driver: &mut TensorCoreDriver, words: &[u128], mem: &Memories, what: &str) -> Vec<i32> {
@@ -38,28 +39,6 @@ fn agree(driver: &mut TensorCoreDriver, words: &[u128], mem: &Memories, what: &s
         "{what}: RTL counters differ from the cycle model"
     );
     rout
-}
-
-fn random_layer<R: Rng>(rng: &mut R, inputs: usize, outputs: usize, hidden: bool) -> Layer {
-    Layer {
-        inputs,
-        outputs,
-        w: (0..inputs * outputs).map(|_| rng.gen::<i8>()).collect(),
-        b: (0..outputs)
-            .map(|_| {
-                if rng.gen_bool(0.2) {
-                    rng.gen::<i32>()
-                } else {
-                    rng.gen_range(-5000..5000)
-                }
-            })
-            .collect(),
-        rq: hidden.then(|| Requant {
-            mult: rng.gen_range(1 << 30..=i32::MAX),
-            shift: rng.gen_range(0..=12),
-            zp: rng.gen::<i8>(),
-        }),
-    }
 }
 
 #[test]
