@@ -1,22 +1,12 @@
 //! The run CLI end to end: .npy in, RTL or golden, .npy out; bad input gets one
 //! error line, exit code 2 and no output file.
 
+mod common;
+
+use common::{stats_of, write_npy};
+use npyz::WriterBuilder;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-use npyz::WriterBuilder;
-
-fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], data: &[T]) {
-    let mut file = std::fs::File::create(path).unwrap();
-    let mut w = npyz::WriteOptions::new()
-        .default_dtype()
-        .shape(shape)
-        .writer(&mut file)
-        .begin_nd()
-        .unwrap();
-    w.extend(data.iter().copied()).unwrap();
-    w.finish().unwrap();
-}
 
 fn read_i32(path: &Path) -> (Vec<u64>, Vec<i32>) {
     let bytes = std::fs::read(path).unwrap();
@@ -73,12 +63,6 @@ fn run_dtype(case: &Case, dtype: &str, extra: &[&str]) -> std::process::Output {
         .args(extra)
         .output()
         .unwrap()
-}
-
-fn stats_of(out: &std::process::Output) -> serde_json::Value {
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().last().expect("a stats line");
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON: {line}: {e}"))
 }
 
 #[test]

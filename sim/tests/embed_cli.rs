@@ -2,23 +2,13 @@
 //! golden, .npy out, checked against the golden model called here; bad input
 //! gets one error line, exit code 2 and no output file.
 
+mod common;
+
+use common::{stats_of, write_npy};
 use golden::sparsecore::{forward, update, Table};
 use golden::sparsecore_host::prepare;
-use npyz::WriterBuilder;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], data: &[T]) {
-    let mut file = std::fs::File::create(path).unwrap();
-    let mut w = npyz::WriteOptions::new()
-        .default_dtype()
-        .shape(shape)
-        .writer(&mut file)
-        .begin_nd()
-        .unwrap();
-    w.extend(data.iter().copied()).unwrap();
-    w.finish().unwrap();
-}
 
 fn read_f32(path: &Path) -> (Vec<u64>, Vec<u32>) {
     let bytes = std::fs::read(path).unwrap();
@@ -117,12 +107,6 @@ fn embed_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     v.extend_from_slice(&["--batch", "3", "--out", "A.npy"]);
     v.extend_from_slice(extra);
     v
-}
-
-fn stats_of(out: &Output) -> serde_json::Value {
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().last().expect("a stats line");
-    serde_json::from_str(line).unwrap()
 }
 
 fn expect_bad(c: &Case, cmd: &str, args: &[&str], mentions: &str) {

@@ -2,22 +2,13 @@
 //! every operation against the contract computed here element by element;
 //! bad input gets one error line, exit code 2 and no output file.
 
+mod common;
+
+use common::{stats_of, write_npy};
 use golden::numerics as num;
 use npyz::WriterBuilder;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], data: &[T]) {
-    let mut file = std::fs::File::create(path).unwrap();
-    let mut w = npyz::WriteOptions::new()
-        .default_dtype()
-        .shape(shape)
-        .writer(&mut file)
-        .begin_nd()
-        .unwrap();
-    w.extend(data.iter().copied()).unwrap();
-    w.finish().unwrap();
-}
 
 /// The shape, type string and elements (as 32-bit patterns) of a result.
 fn read_npy(path: &Path) -> (Vec<u64>, String, Vec<u32>) {
@@ -81,12 +72,6 @@ impl Case {
         }
         cmd.output().unwrap()
     }
-}
-
-fn stats_of(out: &Output) -> serde_json::Value {
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().last().expect("a stats line");
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON: {line}: {e}"))
 }
 
 /// Edge values of both kinds: fp32 specials (signed zeros, subnormals,
