@@ -328,6 +328,9 @@ struct Climb {
     fit: Option<(u32, FlowResult)>,
     estimate: Option<u32>,
     miss: Option<(u32, FlowResult)>,
+    /// Why the climb stopped before a size failed (the search's time limit,
+    /// a tool error): what it found until then still stands.
+    stopped: Option<String>,
 }
 
 /// The largest power of two n <= `max` whose `design(n)` fits `part`:
@@ -361,6 +364,7 @@ fn climb(
         .min();
     let mut fit: Option<(u32, FlowResult)> = known_fit.and_then(|n| Some((n, known(n)?)));
     let mut miss: Option<(u32, FlowResult)> = None;
+    let mut stopped = None;
     let mut n = known_fit.map_or(1, |n| 2 * n);
     while n <= max {
         if let Some(m) = known_miss.filter(|&m| m <= n) {
@@ -368,7 +372,13 @@ fn climb(
             miss = known(m).map(|r| (m, r));
             break;
         }
-        let r = probe(n, false, trail)?;
+        let r = match probe(n, false, trail) {
+            Ok(r) => r,
+            Err(e) => {
+                stopped = Some(e);
+                break;
+            }
+        };
         if r.fits == Some(true) {
             fit = Some((n, r));
             n *= 2;
@@ -381,7 +391,14 @@ fn climb(
     // Confirmed by place and route where the family has it.
     if part.has_pnr() {
         while let Some((n, _)) = fit.take() {
-            let r = probe(n, true, trail)?;
+            let r = match probe(n, true, trail) {
+                Ok(r) => r,
+                Err(e) => {
+                    // Not confirmed: the estimate stands, the fit does not.
+                    stopped = Some(e);
+                    break;
+                }
+            };
             if r.fits == Some(true) {
                 fit = Some((n, r));
                 break;
@@ -399,6 +416,7 @@ fn climb(
         fit,
         estimate,
         miss,
+        stopped,
     })
 }
 
@@ -425,6 +443,9 @@ fn search_vpu(
             r.why_not.unwrap_or_else(|| "does not fit".into())
         )
     });
+    if let Some(why) = c.stopped {
+        out.next_size_up = Some(format!("search stopped: {why}"));
+    }
     if out.lanes == Some(MAX_VPU_LANES) {
         out.next_size_up = Some(format!("not tried (search stops at {MAX_VPU_LANES}x1)"));
     }
@@ -482,6 +503,9 @@ pub fn largest_sparsecore(runner: &Runner, part: &'static Part) -> LargestSparse
                     r.why_not.unwrap_or_else(|| "does not fit".into())
                 )
             });
+            if let Some(why) = c.stopped {
+                out.next_size_up = Some(format!("search stopped: {why}"));
+            }
             if out.tiles == Some(MAX_TILES) {
                 out.next_size_up = Some(format!(
                     "none: {MAX_TILES} is the most tiles the block takes"
@@ -546,5 +570,36 @@ mod tests {
         let e = b.bisect(|n| Err(format!("{n}: tool failed"))).unwrap_err();
         assert_eq!(e, "14: tool failed");
         assert_eq!((b.lo, b.hi), (4, Some(24)));
+    }
+
+    #[test]
+    fn a_search_stopped_by_its_time_limit_keeps_what_it_found() {
+        // A limit already passed: the first probe is refused. The climb ends
+        // with its reason instead of failing the whole search (it used to
+        // report no VPU at all after finding one, when the limit cut it).
+        let dir = tempfile::tempdir().unwrap();
+        let mut runner = Runner::new(crate::flow::FlowEnv::new(
+            dir.path().to_path_buf(),
+            1,
+            std::time::Duration::from_secs(1),
+        ));
+        runner.search_deadline = -1.0;
+        let part = crate::parts::part("xc7a35t").unwrap();
+        let mut trail = Vec::new();
+        let c = climb(
+            &runner,
+            part,
+            MAX_VPU_LANES,
+            &|n| vpu_cfg(n, VpuUnits::Int32).map(FlowDesign::from),
+            &|n| format!("{n}x1"),
+            &mut trail,
+        )
+        .unwrap();
+        assert!(c.fit.is_none() && c.miss.is_none());
+        assert!(
+            c.stopped.as_deref().unwrap().contains("time limit"),
+            "{:?}",
+            c.stopped
+        );
     }
 }
