@@ -152,23 +152,7 @@ impl Report {
                     Some(n) => (format!("{n}x{n}"), format!("{}", n * n)),
                     None => ("-".into(), "-".into()),
                 };
-                let (u, fmax) = match &l.result {
-                    Some(r) => (
-                        r.utilization.map(|u| {
-                            [u.luts, u.ffs, u.dsps, u.brams]
-                                .map(|p| format!("{p:.0}"))
-                                .join(" | ")
-                        }),
-                        fmax_cell(r),
-                    ),
-                    None => (None, "-".into()),
-                };
-                let next = l
-                    .error
-                    .clone()
-                    .map(|e| format!("search stopped: {e}"))
-                    .or_else(|| l.next_size_up.clone())
-                    .unwrap_or_else(|| "-".into());
+                let (u, fmax, next) = search_cells(l.result.as_ref(), &l.error, &l.next_size_up);
                 let estimate = l
                     .estimate_size
                     .map_or_else(|| "-".into(), |n| format!("{n}x{n}"));
@@ -176,7 +160,7 @@ impl Report {
                     s,
                     "| {} | {size} | {macs} | {} | {fmax} | {estimate} | {} | {} |",
                     l.part,
-                    u.unwrap_or_else(|| "- | - | - | -".into()),
+                    u,
                     cell(&next),
                     cell(&l.non_square)
                 );
@@ -212,23 +196,7 @@ impl Report {
             );
             for l in &self.largest_vpu {
                 let size = l.lanes.map_or_else(|| "-".into(), |n| format!("{n}x1"));
-                let (u, fmax) = match &l.result {
-                    Some(r) => (
-                        r.utilization.map(|u| {
-                            [u.luts, u.ffs, u.dsps, u.brams]
-                                .map(|p| format!("{p:.0}"))
-                                .join(" | ")
-                        }),
-                        fmax_cell(r),
-                    ),
-                    None => (None, "-".into()),
-                };
-                let next = l
-                    .error
-                    .clone()
-                    .map(|e| format!("search stopped: {e}"))
-                    .or_else(|| l.next_size_up.clone())
-                    .unwrap_or_else(|| "-".into());
+                let (u, fmax, next) = search_cells(l.result.as_ref(), &l.error, &l.next_size_up);
                 let estimate = l
                     .estimate_lanes
                     .map_or_else(|| "-".into(), |n| format!("{n}x1"));
@@ -237,7 +205,7 @@ impl Report {
                     "| {} | {} | {size} | {} | {fmax} | {estimate} | {} |",
                     l.part,
                     l.units,
-                    u.unwrap_or_else(|| "- | - | - | -".into()),
+                    u,
                     cell(&next)
                 );
             }
@@ -317,23 +285,7 @@ impl Report {
         let _ = writeln!(s, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
         for l in &self.largest_sparsecore {
             let size = l.tiles.map_or_else(|| "-".into(), |t| t.to_string());
-            let (u, fmax) = match &l.result {
-                Some(r) => (
-                    r.utilization.map(|u| {
-                        [u.luts, u.ffs, u.dsps, u.brams]
-                            .map(|p| format!("{p:.0}"))
-                            .join(" | ")
-                    }),
-                    fmax_cell(r),
-                ),
-                None => (None, "-".into()),
-            };
-            let next = l
-                .error
-                .clone()
-                .map(|e| format!("search stopped: {e}"))
-                .or_else(|| l.next_size_up.clone())
-                .unwrap_or_else(|| "-".into());
+            let (u, fmax, next) = search_cells(l.result.as_ref(), &l.error, &l.next_size_up);
             let estimate = l
                 .estimate_tiles
                 .map_or_else(|| "-".into(), |t| t.to_string());
@@ -341,7 +293,7 @@ impl Report {
                 s,
                 "| {} | {size} | {} | {fmax} | {estimate} | {} |",
                 l.part,
-                u.unwrap_or_else(|| "- | - | - | -".into()),
+                u,
                 cell(&next)
             );
         }
@@ -361,6 +313,31 @@ impl Report {
 
 fn cell(text: &str) -> String {
     text.replace('|', "\\|")
+}
+
+/// The cells every "largest per part" row has: the winner's utilization
+/// (LUT, FF, DSP and BRAM %, or dashes), its Fmax, and the next size up or,
+/// when the search stopped early, why.
+fn search_cells(
+    result: Option<&FlowResult>,
+    error: &Option<String>,
+    next_size_up: &Option<String>,
+) -> (String, String, String) {
+    let utilization = result
+        .and_then(|r| r.utilization)
+        .map(|u| {
+            [u.luts, u.ffs, u.dsps, u.brams]
+                .map(|p| format!("{p:.0}"))
+                .join(" | ")
+        })
+        .unwrap_or_else(|| "- | - | - | -".into());
+    let fmax = result.map_or_else(|| "-".into(), fmax_cell);
+    let next = error
+        .as_ref()
+        .map(|e| format!("search stopped: {e}"))
+        .or_else(|| next_size_up.clone())
+        .unwrap_or_else(|| "-".into());
+    (utilization, fmax, next)
 }
 
 fn fmax_cell(r: &FlowResult) -> String {
