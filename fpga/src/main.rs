@@ -181,26 +181,16 @@ fn report(args: &ReportArgs) -> Result<(), String> {
             "[{:7.1}s] searching for the largest int8 MXU per part",
             runner.elapsed()
         );
-        let largest = std::sync::Mutex::new(Vec::new());
-        std::thread::scope(|s| {
-            for (i, part) in parts.iter().enumerate() {
-                let runner = &runner;
-                let largest = &largest;
-                s.spawn(move || {
-                    let l = fpga::search::largest(runner, part, acc_rows);
-                    println!(
-                        "[{:7.1}s] {}: largest int8 MXU {}",
-                        runner.elapsed(),
-                        part.name,
-                        l.size.map_or_else(|| "none".into(), |n| format!("{n}x{n}"))
-                    );
-                    largest.lock().unwrap().push((i, l));
-                });
-            }
+        report.largest = each_in_parallel(parts.iter().copied(), |part| {
+            let l = fpga::search::largest(&runner, part, acc_rows);
+            let size = l.size.map_or_else(|| "none".into(), |n| format!("{n}x{n}"));
+            println!(
+                "[{:7.1}s] {}: largest int8 MXU {size}",
+                runner.elapsed(),
+                part.name
+            );
+            l
         });
-        let mut l = largest.into_inner().unwrap();
-        l.sort_by_key(|(i, _)| *i);
-        report.largest = l.into_iter().map(|(_, l)| l).collect();
         report.seconds = runner.elapsed();
         report.write(out)?;
     }
@@ -209,29 +199,19 @@ fn report(args: &ReportArgs) -> Result<(), String> {
             "[{:7.1}s] searching for the largest VPUs per part",
             runner.elapsed()
         );
-        let largest = std::sync::Mutex::new(Vec::new());
-        std::thread::scope(|s| {
-            let searches = parts
-                .iter()
-                .flat_map(|p| config::VpuUnits::ALL.map(|u| (*p, u)));
-            for (i, (part, units)) in searches.enumerate() {
-                let runner = &runner;
-                let largest = &largest;
-                s.spawn(move || {
-                    let l = fpga::search::largest_vpu(runner, part, units);
-                    println!(
-                        "[{:7.1}s] {}: largest {units} VPU {}",
-                        runner.elapsed(),
-                        part.name,
-                        l.lanes.map_or_else(|| "none".into(), |n| format!("{n}x1"))
-                    );
-                    largest.lock().unwrap().push((i, l));
-                });
-            }
+        let searches = parts
+            .iter()
+            .flat_map(|p| config::VpuUnits::ALL.map(|u| (*p, u)));
+        report.largest_vpu = each_in_parallel(searches, |(part, units)| {
+            let l = fpga::search::largest_vpu(&runner, part, units);
+            let size = l.lanes.map_or_else(|| "none".into(), |n| format!("{n}x1"));
+            println!(
+                "[{:7.1}s] {}: largest {units} VPU {size}",
+                runner.elapsed(),
+                part.name
+            );
+            l
         });
-        let mut l = largest.into_inner().unwrap();
-        l.sort_by_key(|(i, _)| *i);
-        report.largest_vpu = l.into_iter().map(|(_, l)| l).collect();
         report.seconds = runner.elapsed();
         report.write(out)?;
     }
@@ -240,26 +220,16 @@ fn report(args: &ReportArgs) -> Result<(), String> {
             "[{:7.1}s] searching for the SparseCore with the most tiles per part",
             runner.elapsed()
         );
-        let largest = std::sync::Mutex::new(Vec::new());
-        std::thread::scope(|s| {
-            for (i, part) in parts.iter().enumerate() {
-                let runner = &runner;
-                let largest = &largest;
-                s.spawn(move || {
-                    let l = fpga::search::largest_sparsecore(runner, part);
-                    println!(
-                        "[{:7.1}s] {}: largest SparseCore T={}",
-                        runner.elapsed(),
-                        part.name,
-                        l.tiles.map_or_else(|| "none".into(), |t| t.to_string())
-                    );
-                    largest.lock().unwrap().push((i, l));
-                });
-            }
+        report.largest_sparsecore = each_in_parallel(parts.iter().copied(), |part| {
+            let l = fpga::search::largest_sparsecore(&runner, part);
+            let tiles = l.tiles.map_or_else(|| "none".into(), |t| t.to_string());
+            println!(
+                "[{:7.1}s] {}: largest SparseCore T={tiles}",
+                runner.elapsed(),
+                part.name
+            );
+            l
         });
-        let mut l = largest.into_inner().unwrap();
-        l.sort_by_key(|(i, _)| *i);
-        report.largest_sparsecore = l.into_iter().map(|(_, l)| l).collect();
     }
     report.seconds = runner.elapsed();
     report.write(out)?;
@@ -308,4 +278,28 @@ fn command_line(a: &ReportArgs) -> String {
         c.push_str(&format!(" --acc-rows {}", a.acc_rows));
     }
     c
+}
+
+/// `search` on every item, each on its own thread (the runner bounds how many
+/// tools run at once), the results in the items' order.
+fn each_in_parallel<I, T, F>(items: I, search: F) -> Vec<T>
+where
+    I: IntoIterator,
+    I::Item: Send,
+    T: Send,
+    F: Fn(I::Item) -> T + Sync,
+{
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .into_iter()
+            .map(|item| {
+                let search = &search;
+                s.spawn(move || search(item))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a search thread panicked"))
+            .collect()
+    })
 }
