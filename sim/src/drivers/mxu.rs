@@ -196,20 +196,18 @@ impl MxuPorts {
     /// Drives every control input of `model` low and holds reset for one
     /// cycle: the MXU is idle and empty afterwards.
     pub fn reset_idle(&self, model: &mut Model) {
-        for port in [
-            self.w_valid,
-            self.a_valid,
-            self.a_first,
-            self.a_add,
-            self.rd_en,
-            self.a_addr,
-            self.rd_addr,
-        ] {
-            model.poke(port, 0);
-        }
-        model.poke(self.reset, 1);
-        model.step();
-        model.poke(self.reset, 0);
+        model.reset_with_idle_inputs(
+            self.reset,
+            &[
+                self.w_valid,
+                self.a_valid,
+                self.a_first,
+                self.a_add,
+                self.rd_en,
+                self.a_addr,
+                self.rd_addr,
+            ],
+        );
     }
 }
 

@@ -301,21 +301,19 @@ impl SparseCoreDriver {
     /// Drives every input low and holds reset for one cycle.
     pub fn reset(&mut self) {
         let p = self.p;
-        for port in [
-            p.start,
-            p.ent_valid,
-            p.rd_ready,
-            p.rsp_valid,
-            p.act_rd_en,
-            p.mode,
-            p.act_wr_en,
-            p.wr_ready,
-        ] {
-            self.model.poke(port, 0);
-        }
-        self.model.poke(p.reset, 1);
-        self.model.step();
-        self.model.poke(p.reset, 0);
+        self.model.reset_with_idle_inputs(
+            p.reset,
+            &[
+                p.start,
+                p.ent_valid,
+                p.rd_ready,
+                p.rsp_valid,
+                p.act_rd_en,
+                p.mode,
+                p.act_wr_en,
+                p.wr_ready,
+            ],
+        );
     }
 
     /// One forward pass: `table` is E\[rows\]\[dim\] (fp32 bits, row-major),

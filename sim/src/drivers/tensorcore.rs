@@ -211,12 +211,8 @@ impl TensorCoreDriver {
 
     fn reset(&mut self) {
         let p = self.p;
-        for port in [p.instr_valid, p.wmem_wr, p.bmem_wr] {
-            self.model.poke(port, 0);
-        }
-        self.model.poke(p.reset, 1);
-        self.model.step();
-        self.model.poke(p.reset, 0);
+        self.model
+            .reset_with_idle_inputs(p.reset, &[p.instr_valid, p.wmem_wr, p.bmem_wr]);
     }
 
     /// Loads the memories, runs `words` to `HALT` and returns the host

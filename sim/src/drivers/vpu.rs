@@ -186,18 +186,16 @@ impl VpuDriver {
     /// empty and the error flag clear (registers and VMEM keep their contents).
     pub fn reset(&mut self) {
         let p = self.p;
-        for port in [
-            p.instr_valid,
-            p.host_valid,
-            p.host_write,
-            p.host_space,
-            p.host_addr,
-        ] {
-            self.model.poke(port, 0);
-        }
-        self.model.poke(p.reset, 1);
-        self.model.step();
-        self.model.poke(p.reset, 0);
+        self.model.reset_with_idle_inputs(
+            p.reset,
+            &[
+                p.instr_valid,
+                p.host_valid,
+                p.host_write,
+                p.host_space,
+                p.host_addr,
+            ],
+        );
     }
 
     /// Whether the error flag (an illegal instruction) is set.

@@ -365,6 +365,18 @@ impl Model {
         self.advance(1);
     }
 
+    /// The synchronous reset every block driver starts from: `idle` inputs
+    /// (valids, enables, write strobes) driven to 0, then `reset` held high
+    /// for one clock cycle and released.
+    pub fn reset_with_idle_inputs(&mut self, reset: PortId, idle: &[PortId]) {
+        for &port in idle {
+            self.poke(port, 0);
+        }
+        self.poke(reset, 1);
+        self.step();
+        self.poke(reset, 0);
+    }
+
     /// `n` clock cycles, looped in C++ with the inputs held; the same as `n` calls of
     /// [`step`](Self::step) without poking in between, minus the call overhead.
     pub fn run_cycles_native(&mut self, n: u64) {
