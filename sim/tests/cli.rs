@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{stats_of, write_npy};
+use common::{assert_usage_error, stats_of, write_npy};
 use npyz::WriterBuilder;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -101,21 +101,11 @@ fn rtl_and_golden_agree_with_the_model_on_any_shape() {
 fn assert_rejected(case: &Case, extra: &[&str], expect_in_message: &str) {
     let _ = std::fs::remove_file(case.path("c.npy"));
     let out = run_matmul(case, extra);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "one line expected: {err}"
-    );
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(
-        err.contains(expect_in_message),
-        "'{expect_in_message}' not in '{err}'"
-    );
-    assert!(
-        !case.path("c.npy").exists(),
-        "an output file was left behind"
+    assert_usage_error(
+        &out,
+        &format!("{extra:?}"),
+        expect_in_message,
+        &[&case.path("c.npy")],
     );
 }
 
@@ -384,21 +374,11 @@ fn link_delivers_the_payload_byte_for_byte_with_and_without_errors() {
 fn assert_link_rejected(case: &Case, extra: &[&str], expect_in_message: &str) {
     let _ = std::fs::remove_file(case.path("d.npy"));
     let out = run_link(case, extra);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "one line expected: {err}"
-    );
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(
-        err.contains(expect_in_message),
-        "'{expect_in_message}' not in '{err}'"
-    );
-    assert!(
-        !case.path("d.npy").exists(),
-        "an output file was left behind"
+    assert_usage_error(
+        &out,
+        &format!("{extra:?}"),
+        expect_in_message,
+        &[&case.path("d.npy")],
     );
 }
 
@@ -592,11 +572,7 @@ fn mlp_bad_input_is_one_line_naming_the_file_exit_two_and_no_output() {
         let mut args = vec!["--golden"];
         args.extend_from_slice(extra);
         let out = run_mlp(&case, &model, &case.path("x.npy"), &args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{expect}: {err}");
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains(expect), "expected '{expect}' in: {err}");
-        assert!(!case.path("logits.npy").exists(), "{expect}");
+        assert_usage_error(&out, expect, expect, &[&case.path("logits.npy")]);
     };
     let none = |_: &Case, _: &Path| {};
     check(

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{stats_of, write_npy};
+use common::{assert_usage_error, stats_of, write_npy};
 use golden::sparsecore::{forward, update, Table};
 use golden::sparsecore_host::prepare;
 use std::path::{Path, PathBuf};
@@ -111,14 +111,12 @@ fn embed_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 
 fn expect_bad(c: &Case, cmd: &str, args: &[&str], mentions: &str) {
     let out = c.run(cmd, args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
-    assert!(
-        err.contains(mentions),
-        "{args:?}: '{err}' should mention '{mentions}'"
+    assert_usage_error(
+        &out,
+        &format!("{args:?}"),
+        mentions,
+        &[&c.path("A.npy"), &c.path("E2.npy")],
     );
-    assert!(!c.path("A.npy").exists() && !c.path("E2.npy").exists());
 }
 
 #[test]

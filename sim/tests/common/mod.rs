@@ -23,3 +23,28 @@ pub fn stats_of(out: &Output) -> serde_json::Value {
     let line = text.lines().last().expect("a stats line");
     serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON: {line}: {e}"))
 }
+
+/// A usage error as every run command must report it: exit code 2, one line
+/// on stderr naming `expect_in_message`, no panic, and none of `outputs`
+/// written. `what` labels the run in failure messages.
+pub fn assert_usage_error(out: &Output, what: &str, expect_in_message: &str, outputs: &[&Path]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{what}: one line expected: {err}"
+    );
+    assert!(!err.contains("panicked"), "{what}: {err}");
+    assert!(
+        err.contains(expect_in_message),
+        "{what}: '{expect_in_message}' not in '{err}'"
+    );
+    for path in outputs {
+        assert!(
+            !path.exists(),
+            "{what}: an output file was left behind: {}",
+            path.display()
+        );
+    }
+}
