@@ -29,7 +29,8 @@ pub enum Op {
     Add,
     Sub,
     Mul,
-    /// Full product of two operands of the same signedness; result width is the sum.
+    /// Full product of two operands of the same signedness, extended to the
+    /// result's width, which is at least the sum of theirs.
     MulWide,
     And,
     Or,

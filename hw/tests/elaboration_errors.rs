@@ -56,6 +56,19 @@ fn mixing_signedness_is_an_error() {
 }
 
 #[test]
+fn a_full_product_narrower_than_its_operands_is_an_error() {
+    let mut line = 0;
+    let msg = error_of(|m| {
+        let a = m.input("a_i", Ty::s(8));
+        let b = m.input("b_i", Ty::s(8));
+        line = line!() + 1;
+        let _ = a.mul_wide_to(b, 15);
+    });
+    assert_points_here(&msg, line);
+    assert!(msg.contains("needs 16 bits, not 15"), "{msg}");
+}
+
+#[test]
 fn assigning_a_wider_value_is_an_error() {
     let mut line = 0;
     let msg = error_of(|m| {

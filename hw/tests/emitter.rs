@@ -80,7 +80,13 @@ fn random_body(rng: &mut ChaCha8Rng, m: &mut ModuleBuilder, inputs: Vec<Expr>, o
             10 => a.is_lt(b),
             11 => a.is_le(b),
             12 => a.is_gt(b) | a.is_ge(b),
-            13 => a.mul_wide(fit(b0, Ty::new(rng.gen_range(1..=40), a.ty().signed))),
+            13 => {
+                let b = fit(b0, Ty::new(rng.gen_range(1..=40), a.ty().signed));
+                match rng.gen_range(0..3) {
+                    0 => a.mul_wide(b),
+                    k => a.mul_wide_to(b, a.width() + b.width() + k * 17 - 16),
+                }
+            }
             14 => a << fit(b0, Ty::u(*[3u32, 32, 33, 70].choose(rng).unwrap())),
             15 => a >> fit(b0, Ty::u(*[3u32, 32, 33, 70].choose(rng).unwrap())),
             16 => (a << rng.gen_range(0..=a.width() + 1)) ^ (a >> rng.gen_range(0..=a.width())),

@@ -262,18 +262,33 @@ fn mul_wide_gives_the_full_product() {
         ),
     ];
     for (ta, tb, a, bv, p) in cases {
+        // The product at its own width, and extended to 1, 7 and 40 more bits.
+        let extra = [1u32, 7, 40];
         let def = module("mulw", |m| {
             let x = m.input("a_i", ta);
             let y = m.input("b_i", tb);
             let prod = x.mul_wide(y);
             assert_eq!(prod.ty(), Ty::new(ta.width + tb.width, ta.signed));
             m.output("p_o", prod);
+            for k in extra {
+                let wide = x.mul_wide_to(y, ta.width + tb.width + k);
+                assert_eq!(wide.ty(), Ty::new(ta.width + tb.width + k, ta.signed));
+                m.output(&format!("p{k}_o"), wide);
+            }
         });
         let mut e = evaluator(&def);
         e.set("a_i", &pattern(&a, ta.width));
         e.set("b_i", &pattern(&bv, tb.width));
         e.eval();
         assert_eq!(e.get_int("p_o"), p, "{ta} {a} * {tb} {bv}");
+        for k in extra {
+            let w = ta.width + tb.width + k;
+            assert_eq!(
+                e.get(&format!("p{k}_o")),
+                pattern(&p, w),
+                "{ta} {a} * {tb} {bv} in {w} bits"
+            );
+        }
     }
 }
 

@@ -131,6 +131,17 @@ impl Expr {
     /// the same signedness.
     #[track_caller]
     pub fn mul_wide(self, rhs: Expr) -> Expr {
+        let width = self.ty.width + rhs.ty.width;
+        self.mul_wide_to(rhs, width)
+    }
+
+    /// The full product extended (by the operands' signedness) to `width`
+    /// bits, at least the sum of the operands' widths: the same value as
+    /// `mul_wide(rhs)` extended, as one multiplication of extended operands,
+    /// which simulators evaluate with one machine multiply where the
+    /// extension of a narrow product costs two more operations.
+    #[track_caller]
+    pub fn mul_wide_to(self, rhs: Expr, width: u32) -> Expr {
         same_module(self, rhs);
         if self.ty.signed != rhs.ty.signed {
             elab_error(format!(
@@ -138,7 +149,15 @@ impl Expr {
                 self.ty, rhs.ty
             ));
         }
-        let ty = Ty::new(self.ty.width + rhs.ty.width, self.ty.signed);
+        if width < self.ty.width + rhs.ty.width {
+            elab_error(format!(
+                "a full product of {} and {} needs {} bits, not {width}",
+                self.ty,
+                rhs.ty,
+                self.ty.width + rhs.ty.width
+            ));
+        }
+        let ty = Ty::new(width, self.ty.signed);
         push_node(self.token, Op::MulWide, ty, vec![self.node(), rhs.node()])
     }
 
@@ -313,6 +332,28 @@ impl Expr {
     #[track_caller]
     pub fn select(self, a: Expr, b: Expr) -> Expr {
         mux(self, a, b)
+    }
+}
+
+/// `sel ? a : b` written as bit operations, `b ^ ((a ^ b) & {W{sel}})`: the same
+/// value (and the same hardware after synthesis), for selects that are data.
+/// A simulator compiles a conditional to a branch where the arms are large,
+/// and a branch on random data is mispredicted half the time; this form has
+/// none. Use it where the select is as good as random (signs, carries,
+/// magnitude comparisons of operands), and [`mux`] elsewhere.
+#[track_caller]
+pub fn mux_bitwise(sel: Expr, a: Expr, b: Expr) -> Expr {
+    // Checks the operands as `mux` does.
+    let _ = mux(sel, a, b);
+    let ty = a.ty;
+    let bits = |e: Expr| e.as_unsigned();
+    // `sel` repeated across the width (a sign extension of the one bit).
+    let all = sel.as_signed().sext(ty.width).as_unsigned();
+    let v = bits(b) ^ ((bits(a) ^ bits(b)) & all);
+    if ty.signed {
+        v.as_signed()
+    } else {
+        v
     }
 }
 
