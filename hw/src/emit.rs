@@ -98,6 +98,27 @@ pub fn emit_design(design: &Design, top: &Rc<ModuleDef>, header: &Header) -> Vec
                 }
             }
         }
+        // A bus is an unpacked array only so that instance arrays can be
+        // connected in a generate loop; split, each element is a variable of
+        // its own, which Verilator can then merge with the register that
+        // drives it instead of copying every element every cycle.
+        let buses: Vec<&str> = m
+            .signals
+            .iter()
+            .filter(|s| matches!(s.kind, SigKind::Bus { .. }))
+            .map(|s| s.name.as_str())
+            .collect();
+        if !buses.is_empty() {
+            writeln!(
+                waivers,
+                "// {}: buses split into one variable per element (simulation speed)",
+                m.name
+            )
+            .unwrap();
+            for bus in buses {
+                writeln!(waivers, "split_var -module \"{}\" -var \"{bus}\"", m.name).unwrap();
+            }
+        }
         for w in &m.waivers {
             writeln!(waivers, "// {}.{}: {}", m.name, w.signal, w.reason).unwrap();
             // The file pattern matches the module's file given with or

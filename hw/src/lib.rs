@@ -39,10 +39,10 @@ mod names;
 mod ty;
 
 pub use block::{AnyBlock, Block, Configured, Param, ParamKind, Preset};
-pub use blocks::delay;
+pub use blocks::{delay, delay_taps};
 pub use builder::{
-    cat, enum_const_name, enum_operand, mux, Assignable, Bus, CaseLabel, Comb, Expr, Fsm,
-    FsmStates, HwEnum, Idx, IfChain, Inst, InstArray, Mem, ModuleBuilder, Operand, Record,
+    cat, enum_const_name, enum_operand, mux, mux_bitwise, Assignable, Bus, CaseLabel, Comb, Expr,
+    Fsm, FsmStates, HwEnum, Idx, IfChain, Inst, InstArray, Mem, ModuleBuilder, Operand, Record,
     RecordReg, RecordTy, Reg, Stream, StreamSink, Switch, Wire,
 };
 pub use design::{Design, Params};

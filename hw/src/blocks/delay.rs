@@ -1,15 +1,20 @@
 //! A delay line: a value delayed by a fixed number of cycles, inline in the
 //! module that uses it.
 
-use crate::builder::{cat, Expr, ModuleBuilder};
+use crate::builder::{Expr, ModuleBuilder};
 use num_bigint::BigInt;
 
 /// `value` delayed by `depth` clock cycles (`depth == 0` returns `value`).
 ///
-/// All stages live in one register `<name>` of `depth * width` bits that shifts
-/// by one element per cycle, so a delay of any depth costs two lines of Verilog
-/// and maps to shift-register primitives (SRLs) where the FPGA has them. With
-/// `reset`, every stage resets to that value (for valid/control bits).
+/// Stage k (1 = the first) is a register `<name>_<k>` of the value's width,
+/// loaded from stage k - 1 every cycle. One register per stage rather than
+/// one wide register shifting by an element: a simulator then copies each
+/// stage as a plain value instead of shifting a vector hundreds of bits wide
+/// across machine words every cycle (Verilator runs the MXU's skew and
+/// deskew triangles several times faster this way), and synthesis sees the
+/// same chain of flip-flops, which it maps to shift-register primitives
+/// (SRLs) where the FPGA has them. With `reset`, every stage resets to that
+/// value (for valid/control bits).
 #[track_caller]
 pub fn delay(
     m: &mut ModuleBuilder,
@@ -18,34 +23,44 @@ pub fn delay(
     depth: u32,
     reset: Option<i64>,
 ) -> Expr {
-    if depth == 0 {
-        return value;
+    let taps = delay_taps(m, name, value, depth, reset);
+    taps[depth as usize]
+}
+
+/// Every stage of one delay line: element k is `value` delayed by k cycles,
+/// for k = 0 (`value` itself) to `depth`, built as [`delay`] builds it. For
+/// a value that several consumers need at different delays, one line serves
+/// them all.
+#[track_caller]
+pub fn delay_taps(
+    m: &mut ModuleBuilder,
+    name: &str,
+    value: Expr,
+    depth: u32,
+    reset: Option<i64>,
+) -> Vec<Expr> {
+    // Stages hold the value's bits; a signed value is signed again at each tap.
+    let ty = crate::Ty::u(value.width());
+    let reset = reset.map(|v| {
+        BigInt::from(crate::builder::const_bits_wrapping(
+            ty.width,
+            &BigInt::from(v),
+        ))
+    });
+    let mut taps = vec![value];
+    let mut bits = value.as_unsigned();
+    for k in 1..=depth {
+        let r = match &reset {
+            None => m.reg(&format!("{name}_{k}"), ty),
+            Some(v) => m.reg_reset(&format!("{name}_{k}"), ty, v.clone()),
+        };
+        m.set_next(r, bits);
+        bits = r.q();
+        taps.push(if value.ty().signed {
+            bits.as_signed()
+        } else {
+            bits
+        });
     }
-    let w = value.width();
-    let ty = crate::Ty::u(depth * w);
-    let bits = value.as_unsigned();
-    let r = match reset {
-        None => m.reg(name, ty),
-        Some(v) => {
-            // Replicate the per-stage reset pattern across all stages.
-            let stage = crate::builder::const_bits_wrapping(w, &BigInt::from(v));
-            let mut all = BigInt::from(0);
-            for _ in 0..depth {
-                all = (all << w as usize) + BigInt::from(stage.clone());
-            }
-            m.reg_reset(name, ty, all)
-        }
-    };
-    let next = if depth == 1 {
-        bits
-    } else {
-        cat(&[r.q().slice(0, (depth - 1) * w), bits])
-    };
-    m.set_next(r, next);
-    let out = r.q().slice((depth - 1) * w, w);
-    if value.ty().signed {
-        out.as_signed()
-    } else {
-        out
-    }
+    taps
 }

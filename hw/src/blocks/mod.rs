@@ -32,7 +32,7 @@ mod skid;
 pub use arbiter::round_robin_arbiter;
 pub use crc::{crc, crc_of, CrcSpec};
 pub use credit::credit_counter;
-pub use delay::delay;
+pub use delay::{delay, delay_taps};
 pub use fifo::{fifo, FifoMode};
 pub use lfsr::{lfsr, prbs, Prbs};
 pub use skid::skid_buffer;

@@ -37,7 +37,7 @@ pub use control::{
     enum_const_name, enum_operand, Assignable, CaseLabel, Comb, Fsm, FsmStates, HwEnum, IfChain,
     Switch,
 };
-pub use expr::{cat, mux, Operand};
+pub use expr::{cat, mux, mux_bitwise, Operand};
 pub use record::{Record, RecordReg, RecordTy, Stream, StreamSink};
 
 /// A value inside a module under construction.

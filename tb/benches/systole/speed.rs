@@ -52,7 +52,7 @@ pub fn spec(cfg: &MxuConfig, recipe: Recipe) -> ModelSpec {
 }
 
 /// Takes the model hints out of a spec: the layout requests (`no_inline`,
-/// `public`, with their comments) of the Verilator configuration file, and
+/// `public`, `split_var`, with their comments) of the Verilator configuration file, and
 /// `sim::from_hw`'s arguments.
 fn strip_hints(spec: &mut ModelSpec) {
     for (name, text) in &mut spec.sources {
@@ -61,6 +61,8 @@ fn strip_hints(spec: &mut ModelSpec) {
                 .lines()
                 .filter(|l| {
                     !l.starts_with("no_inline")
+                        && !l.starts_with("split_var")
+                        && !l.contains(": buses split into one variable per element")
                         && !l.starts_with("public -module")
                         && !l.contains(": not inlined: ")
                         && !l.contains(": one code for all instances: ")
