@@ -16,7 +16,7 @@
 //! 2. normalise (carry or leading-zero shift), round to nearest-even, and apply
 //!    overflow, underflow and the special cases.
 
-use crate::builder::{cat, mux, Expr, ModuleBuilder};
+use crate::builder::{cat, mux, mux_bitwise, Expr, ModuleBuilder};
 use crate::design::Design;
 use crate::ir::ModuleDef;
 use crate::ty::Ty;
@@ -71,13 +71,11 @@ pub fn bf16_mul_logic(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Expr {
     // Biased exponent of the product, signed so under- and overflow show.
     let ext = |e: Expr| e.zext(10).as_signed();
     let exp = ext(da.exp) + ext(db.exp) - 127 + carry.zext(10).as_signed();
+    // Without a carry the leading one is at bit 14: shift it up by one
+    // (a shift by data rather than a select, which simulators branch on).
     let pad8 = m.lit(Ty::u(8), 0);
-    let pad9 = m.lit(Ty::u(9), 0);
-    let frac = mux(
-        carry,
-        cat(&[product.slice(0, 15), pad8]),
-        cat(&[product.slice(0, 14), pad9]),
-    );
+    let normalised = product.slice(0, 15) << (!carry);
+    let frac = cat(&[normalised, pad8]);
     let finite = cat(&[sign, exp.trunc(8).as_unsigned(), frac]);
     let signed_zero = cat(&[sign, m.lit(Ty::u(31), 0)]);
     let signed_inf = cat(&[sign, m.lit(Ty::u(8), 0xff), m.lit(Ty::u(23), 0)]);
@@ -162,9 +160,11 @@ pub fn fp32_add_stage1(m: &mut ModuleBuilder, a: Expr, b: Expr) -> AddStage1 {
 
     // Both operands are normal from here on. Only the larger one's sign
     // matters, so the smaller one is taken without it.
+    // (Selects on operand data are written as bit operations: see
+    // `mux_bitwise`.)
     let swap = b.slice(0, 31).is_gt(a.slice(0, 31));
-    let big = mux(swap, b, a);
-    let small = mux(swap, a.slice(0, 31), b.slice(0, 31));
+    let big = mux_bitwise(swap, b, a);
+    let small = mux_bitwise(swap, a.slice(0, 31), b.slice(0, 31));
     let one = m.lit(Ty::BOOL, 1);
     let guard_bits = m.lit(Ty::u(3), 0);
     let big_sig = cat(&[one, big.slice(0, 23), guard_bits]); // 27 bits
@@ -175,7 +175,7 @@ pub fn fp32_add_stage1(m: &mut ModuleBuilder, a: Expr, b: Expr) -> AddStage1 {
     let sticky = (shifted << shift).is_ne(small_sig);
     let aligned = shifted | sticky.zext(27);
     let subtract = da.sign ^ db.sign;
-    let sum = mux(
+    let sum = mux_bitwise(
         subtract,
         big_sig.zext(28) - aligned.zext(28),
         big_sig.zext(28) + aligned.zext(28),
@@ -200,9 +200,9 @@ pub fn fp32_add_stage2(m: &mut ModuleBuilder, s: &AddStage1) -> Expr {
     // leading one would be at bit 26.
     let right = cat(&[sum.slice(2, 25), sum.bit(1) | sum.bit(0)]);
     let (left, zeros) = normalize_left(m, sum.slice(0, 27));
-    let norm = mux(carry, right, left);
+    let norm = mux_bitwise(carry, right, left);
     let exp_big = s.exp.zext(10).as_signed();
-    let exp = mux(carry, exp_big + 1, exp_big - zeros.zext(10).as_signed());
+    let exp = mux_bitwise(carry, exp_big + 1, exp_big - zeros.zext(10).as_signed());
 
     let frac = norm.slice(3, 23);
     let guard = norm.bit(2);
@@ -237,25 +237,26 @@ pub fn fp32_add_stage2(m: &mut ModuleBuilder, s: &AddStage1) -> Expr {
 /// Shifts `x` left until its most significant bit is set (if `x` is not zero),
 /// by binary search over shift distances. Returns the shifted value without
 /// that leading bit (one bit narrower than `x`) and the distance.
+///
+/// Each step shifts by k or 0, written as a shift by `top_clear * k` rather
+/// than a select between the shifted and unshifted value: the same logic,
+/// but simulators run it without a branch on the data. The distance is the
+/// steps' flags side by side (k are distinct powers of two).
 fn normalize_left(m: &mut ModuleBuilder, x: Expr) -> (Expr, Expr) {
     let w = x.width();
-    let steps: Vec<u32> = [16u32, 8, 4, 2].into_iter().filter(|&k| k < w).collect();
+    assert!(w > 16 && w <= 32, "normalize_left takes 17 to 32 bits");
     let mut v = x;
-    let mut distance = m.lit(Ty::u(5), 0);
-    for k in steps {
+    let mut flags = Vec::new();
+    for k in [16u32, 8, 4, 2] {
         let top_clear = v.slice(w - k, k).is_eq(0);
-        v = mux(top_clear, v << k, v);
-        distance = mux(top_clear, distance + k, distance);
+        let amount = cat(&[top_clear, m.lit(Ty::u(k.trailing_zeros()), 0)]);
+        v = v << amount;
+        flags.push(top_clear);
     }
     // The last one-bit step drops the leading bit instead of keeping it.
     let top_clear = v.msb().is_eq(0);
-    let zero = m.lit(Ty::BOOL, 0);
-    let low = mux(
-        top_clear,
-        cat(&[v.slice(0, w - 2), zero]),
-        v.slice(0, w - 1),
-    );
-    (low, mux(top_clear, distance + 1, distance))
+    flags.push(top_clear);
+    (v.slice(0, w - 1) << top_clear, cat(&flags))
 }
 
 /// The whole adder as combinational logic.

@@ -23,7 +23,9 @@
 //! that starts a tile carries a `first` flag; as that flag passes PE(r, c) (in
 //! cycle t + r·L + c, with the data wavefront) the PE computes with the shadow
 //! weight and copies it to the active register. So the next tile loads while
-//! the current one computes.
+//! the current one computes. All PEs with the same r·L + c see the flag in
+//! the same cycle, so one delay line beside the array (tapped once per
+//! wavefront) carries it, not a register in every PE.
 //!
 //! **Pipelining.** A PE passes its activation right after 1 cycle and its
 //! partial sum down after L cycles, the PE latency: L = 1 for int8 (one
@@ -62,7 +64,7 @@
 
 use config::{ElemType, MxuConfig};
 use hw::blocks::FifoMode;
-use hw::{bits_for, cat, delay, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
+use hw::{bits_for, cat, delay, delay_taps, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
 mod block;
@@ -272,9 +274,15 @@ fn build_top(
         ),
     );
 
-    // ---- The PE grid and its buses: act/first flow right, psum/weights down.
+    // ---- The PE grid and its buses: activations flow right, psum/weights
+    // down. The tile-start flag reaches PE (r, c) r * latency + c cycles
+    // after it is accepted, with the new tile's first activation: every PE
+    // on one such wavefront sees the same flag, so one delay line (`first`
+    // below, tapped per wavefront) serves the whole grid instead of a flag
+    // register in every PE.
     let act = m.bus("act", op_ty, &[rows, cols + 1]);
-    let first = m.bus("first", Ty::BOOL, &[rows, cols + 1]);
+    let wavefronts = (rows - 1) * latency + cols;
+    let first = m.bus("first", Ty::BOOL, &[wavefronts]);
     let psum = m.bus("psum", s_ty, &[rows + 1, cols]);
     let wchain = m.bus("wchain", op_ty, &[rows + 1, cols]);
     let wshift = m.bus("wshift", Ty::BOOL, &[cols]);
@@ -282,19 +290,21 @@ fn build_top(
         let a = a_row.slice(r * op_bits, op_bits);
         let a = if op_ty.signed { a.as_signed() } else { a };
         let a = delay(m, &format!("askew{r}"), a, r * latency, None);
-        let f = delay(m, &format!("fskew{r}"), first_accept, r * latency, Some(0));
         m.bus_drive(act, &[r, 0], a);
-        m.bus_drive(first, &[r, 0], f);
     }
+    let first_wave = delay_taps(m, "first_wave", first_accept, wavefronts - 1, Some(0));
+    for (k, f) in first_wave.into_iter().enumerate() {
+        m.bus_drive(first, &[k as u32], f);
+    }
+    // Column c shifts c cycles late, with the wavefront, so a column's
+    // shadow chain is free as soon as the wavefront has passed it.
+    let shift_wave = delay_taps(m, "wshift_wave", take_now, cols - 1, Some(0));
     for c in 0..cols {
-        // Column c shifts c cycles late, with the wavefront, so a column's
-        // shadow chain is free as soon as the wavefront has passed it.
         let w = head.slice(c * op_bits, op_bits);
         let w = if op_ty.signed { w.as_signed() } else { w };
         let w = delay(m, &format!("wskew{c}"), w, c, None);
-        let s = delay(m, &format!("wskew{c}_valid"), take_now, c, Some(0));
         m.bus_drive(wchain, &[0, c], w);
-        m.bus_drive(wshift, &[c], s);
+        m.bus_drive(wshift, &[c], shift_wave[c as usize]);
         // The sums start at +0 (int32 0, or fp32 +0.0 as the contract says).
         let zero = m.lit(s_ty, 0);
         m.bus_drive(psum, &[0, c], zero);
@@ -303,8 +313,12 @@ fn build_top(
     let (r, c) = (grid.var(0), grid.var(1));
     m.array_connect(grid, "a_i", act, &[r.clone(), c.clone()]);
     m.array_connect(grid, "a_o", act, &[r.clone(), c.clone() + 1]);
-    m.array_connect(grid, "first_i", first, &[r.clone(), c.clone()]);
-    m.array_connect(grid, "first_o", first, &[r.clone(), c.clone() + 1]);
+    m.array_connect(
+        grid,
+        "first_i",
+        first,
+        &[r.clone() * i64::from(latency) + c.clone()],
+    );
     m.array_connect(grid, "psum_i", psum, &[r.clone(), c.clone()]);
     m.array_connect(grid, "psum_o", psum, &[r.clone() + 1, c.clone()]);
     m.array_connect(grid, "w_i", wchain, &[r.clone(), c.clone()]);
@@ -314,11 +328,6 @@ fn build_top(
         "UNUSEDSIGNAL",
         "act",
         "activations leaving the right edge of the array have no consumer",
-    );
-    m.waive(
-        "UNUSEDSIGNAL",
-        "first",
-        "tile-start flags leaving the right edge of the array have no consumer",
     );
     m.waive(
         "UNUSEDSIGNAL",
@@ -479,14 +488,11 @@ fn weights(m: &mut ModuleBuilder, ty: Ty, first: Expr) -> Expr {
     m.wire("weight", first.select(shadow.q(), active.q()))
 }
 
-/// The activation and flag registers that pass values to the right.
-fn pass_right(m: &mut ModuleBuilder, a: Expr, first: Expr) {
+/// The activation register that passes activations to the right.
+fn pass_right(m: &mut ModuleBuilder, a: Expr) {
     let a_q = m.reg("a", a.ty());
     m.set_next(a_q, a);
-    let first_q = m.reg_reset("first", Ty::BOOL, 0);
-    m.set_next(first_q, first);
     m.output("a_o", a_q.q());
-    m.output("first_o", first_q.q());
 }
 
 fn pe_int8(design: &mut Design) -> Rc<ModuleDef> {
@@ -500,11 +506,12 @@ fn pe_int8(design: &mut Design) -> Rc<ModuleDef> {
         let first = m.input("first_i", Ty::BOOL);
         let psum_in = m.input("psum_i", Ty::s(32));
         let weight = weights(m, Ty::s(8), first);
-        let product = m.wire("product", a.mul_wide(weight));
+        // The exact 16-bit product, extended to 32 bits: one 32-bit multiply.
+        let product = m.wire("product", a.mul_wide_to(weight, 32));
         let psum = m.reg("psum", Ty::s(32));
-        m.set_next(psum, psum_in + product.sext(32));
+        m.set_next(psum, psum_in + product);
         m.output("psum_o", psum.q());
-        pass_right(m, a, first);
+        pass_right(m, a);
     })
 }
 
@@ -539,6 +546,6 @@ fn pe_bf16(design: &mut Design, layout: hw::SimLayout) -> Rc<ModuleDef> {
         let psum = m.reg("psum", Ty::u(32));
         m.set_next(psum, sum);
         m.output("psum_o", psum.q());
-        pass_right(m, a, first);
+        pass_right(m, a);
     })
 }
