@@ -699,17 +699,23 @@ fn mux_selects_by_one_bit() {
         let c = m.input("b_i", Ty::s(65));
         m.output("y_o", mux(s, a, c));
         m.output("z_o", s.select(c, a));
+        // The bitwise form gives the same values and types, signed or not.
+        let bitwise = mux_bitwise(s, a, c);
+        assert_eq!(bitwise.ty(), Ty::s(65));
+        m.output("w_o", bitwise);
+        m.output("v_o", mux_bitwise(s, a.as_unsigned(), c.as_unsigned()));
     });
     let mut e = evaluator(&def);
     let (x, y) = (p2(64), b(5));
+    let ports = ["y_o", "z_o", "w_o", "v_o"];
     let got = run(
         &mut e,
         &[("sel_i", &b(1)), ("a_i", &x), ("b_i", &y)],
-        &["y_o", "z_o"],
+        &ports,
     );
-    assert_eq!(got, vec![x.clone(), y.clone()]);
-    let got = run(&mut e, &[("sel_i", &b(0))], &["y_o", "z_o"]);
-    assert_eq!(got, vec![y, x]);
+    assert_eq!(got, vec![x.clone(), y.clone(), x.clone(), x.clone()]);
+    let got = run(&mut e, &[("sel_i", &b(0))], &ports);
+    assert_eq!(got, vec![y.clone(), x, y.clone(), y]);
 }
 
 #[test]
