@@ -102,16 +102,28 @@ pub fn emit_design(design: &Design, top: &Rc<ModuleDef>, header: &Header) -> Vec
         // connected in a generate loop; split, each element is a variable of
         // its own, which Verilator can then merge with the register that
         // drives it instead of copying every element every cycle.
+        // Delay-line arrays likewise: each stage is then copied as a plain
+        // value.
+        let lines: Vec<String> = {
+            let stages = delay_line_stages(&m);
+            m.delay_lines
+                .iter()
+                .enumerate()
+                .filter(|(l, line)| line.stages.first().map(|&s| stages[s]) == Some(Some((*l, 1))))
+                .map(|(_, line)| format!("{}_q", line.name))
+                .collect()
+        };
         let buses: Vec<&str> = m
             .signals
             .iter()
             .filter(|s| matches!(s.kind, SigKind::Bus { .. }))
             .map(|s| s.name.as_str())
+            .chain(lines.iter().map(String::as_str))
             .collect();
         if !buses.is_empty() {
             writeln!(
                 waivers,
-                "// {}: buses split into one variable per element (simulation speed)",
+                "// {}: buses and delay lines split into one variable per element (simulation speed)",
                 m.name
             )
             .unwrap();
@@ -195,15 +207,23 @@ struct Emitter<'a> {
     const_names: Vec<Option<String>>,
     /// The `localparam`s written so far (declared only if used: lint).
     used_params: std::collections::BTreeSet<String>,
+    /// Per signal: (delay line, stage from 1) for the stages of a delay line
+    /// written as one array.
+    line_stage: Vec<Option<(usize, u32)>>,
+    /// Per signal: a delay-line stage read through a wire of its own.
+    tapped: Vec<bool>,
 }
 
 impl<'a> Emitter<'a> {
     fn new(def: &'a ModuleDef) -> Self {
+        let line_stage = delay_line_stages(def);
         let sig_names = def
             .signals
             .iter()
-            .map(|s| match s.kind {
-                SigKind::Reg { .. } => format!("{}_q", s.name),
+            .zip(&line_stage)
+            .map(|(s, line)| match (&s.kind, line) {
+                (_, Some((l, k))) => format!("{}_q[{k}]", def.delay_lines[*l].name),
+                (SigKind::Reg { .. }, None) => format!("{}_q", s.name),
                 _ => s.name.clone(),
             })
             .collect();
@@ -219,6 +239,8 @@ impl<'a> Emitter<'a> {
             next_temp: 0,
             const_names: vec![None; n],
             used_params: Default::default(),
+            tapped: vec![false; line_stage.len()],
+            line_stage,
         };
         for (node, name) in &def.const_names {
             e.const_names[*node] = Some(name.clone());
@@ -319,6 +341,28 @@ impl<'a> Emitter<'a> {
             let is_leaf = is_sig || matches!(node.op, Op::Const(_));
             self.materialize[n] =
                 live[n] && ((!is_leaf && uses[n] > 1) || (needs_name[n] && !is_sig));
+        }
+        // A delay-line stage read by anything but the next stage is read
+        // through a wire of its own, `<stage>_q` (the name its register
+        // would have had): Icarus 11 writes broken code for some operators
+        // applied to an array word directly (hw_fuzz, a shift of a 1-bit
+        // line's stage).
+        let mut reads = vec![0u32; def.signals.len()];
+        for (n, node) in def.nodes.iter().enumerate() {
+            if let Op::Sig(sid) = node.op {
+                reads[sid] += uses[n];
+            }
+        }
+        for (sid, stage) in self.line_stage.iter().enumerate() {
+            let Some((l, k)) = *stage else { continue };
+            let line = &def.delay_lines[l];
+            let chained = u32::from((k as usize) < line.stages.len());
+            self.sig_names[sid] = if reads[sid] > chained {
+                self.tapped[sid] = true;
+                format!("{}_q", def.signals[sid].name)
+            } else {
+                format!("{}_q[{k}]", line.name)
+            };
         }
     }
 
@@ -560,6 +604,31 @@ impl<'a> Emitter<'a> {
                     let v = self.bits(*d);
                     self.body.push(format!("  assign {} = {v};", s.name));
                 }
+                SigKind::Reg { next, .. } if self.line_stage[sid].is_some() => {
+                    let (l, k) = self.line_stage[sid].expect("checked");
+                    if self.tapped[sid] {
+                        let tap = self.sig_names[sid].clone();
+                        decls.push(decl("wire", s.ty, &tap));
+                        let line = &def.delay_lines[l].name;
+                        self.body.push(format!("  assign {tap} = {line}_q[{k}];"));
+                    }
+                    if k == 1 {
+                        let line = &def.delay_lines[l];
+                        let r = decl_range(s.ty);
+                        let sep = if r.is_empty() { "" } else { " " };
+                        // `mem2reg`: Yosys makes the array registers (it
+                        // would anyway, every index being constant, but with
+                        // a warning per line).
+                        decls.push(format!(
+                            "  (* mem2reg *) reg {r}{sep}{}_q [1:{}];",
+                            line.name,
+                            line.stages.len()
+                        ));
+                        decls.push(decl("wire", s.ty, &format!("{}_d", line.name)));
+                        let v = self.bits(next.expect("checked at finish"));
+                        self.body.push(format!("  assign {}_d = {v};", line.name));
+                    }
+                }
                 SigKind::Reg { next, enable, .. } => {
                     decls.push(decl("reg", s.ty, &self.sig_names[sid].clone()));
                     decls.push(decl("wire", s.ty, &format!("{}_d", s.name)));
@@ -617,8 +686,9 @@ impl<'a> Emitter<'a> {
             inst_text.push(self.array_text(arr));
         }
 
-        // The clocked block.
+        // The clocked block, then the delay lines' shifts.
         let clocked = self.clocked_block();
+        let shifts = self.delay_line_loops();
 
         // Assemble.
         let mut out = String::new();
@@ -682,7 +752,7 @@ impl<'a> Emitter<'a> {
                 }
             }
         }
-        for block in [initial, clocked].into_iter().flatten() {
+        for block in [initial, clocked, shifts].into_iter().flatten() {
             writeln!(out).unwrap();
             out.push_str(&block);
         }
@@ -847,12 +917,25 @@ impl<'a> Emitter<'a> {
     fn clocked_block(&mut self) -> Option<String> {
         let def = self.def;
         let mut lines: Vec<String> = Vec::new();
-        for s in &def.signals {
+        for (sid, s) in def.signals.iter().enumerate() {
             let SigKind::Reg { enable, reset, .. } = &s.kind else {
                 continue;
             };
-            let q = format!("{}_q", s.name);
-            let load = format!("{q} <= {}_d;", s.name);
+            let (q, load) = match self.line_stage[sid] {
+                // Later stages shift in the line's generate loop.
+                Some((_, k)) if k > 1 => continue,
+                Some((l, _)) => {
+                    let name = &def.delay_lines[l].name;
+                    let q = format!("{name}_q[1]");
+                    let load = format!("{q} <= {name}_d;");
+                    (q, load)
+                }
+                None => {
+                    let q = format!("{}_q", s.name);
+                    let load = format!("{q} <= {}_d;", s.name);
+                    (q, load)
+                }
+            };
             let en = enable.map(|e| match def.nodes[e].op {
                 Op::Sig(_) | Op::Const(_) => self.inline(e),
                 _ => format!("{}_en", s.name),
@@ -960,7 +1043,93 @@ impl<'a> Emitter<'a> {
     }
 }
 
+/// Per signal, its delay line and stage (from 1) if it belongs to a line the
+/// emitter can write as one shifted array: two or more registers of one type
+/// and reset, no enable, each stage after the first loading the one before.
+/// A line that is not of that form (nothing builds one today) is written as
+/// its separate registers.
+fn delay_line_stages(def: &ModuleDef) -> Vec<Option<(usize, u32)>> {
+    let mut out = vec![None; def.signals.len()];
+    'lines: for (l, line) in def.delay_lines.iter().enumerate() {
+        if line.stages.len() < 2 {
+            continue;
+        }
+        let first = &def.signals[line.stages[0]];
+        let SigKind::Reg { reset: reset0, .. } = &first.kind else {
+            continue;
+        };
+        for (i, &sid) in line.stages.iter().enumerate() {
+            let s = &def.signals[sid];
+            let SigKind::Reg {
+                next: Some(next),
+                enable: None,
+                reset,
+            } = &s.kind
+            else {
+                continue 'lines;
+            };
+            if s.ty != first.ty || reset != reset0 || out[sid].is_some() {
+                continue 'lines;
+            }
+            if i > 0 && def.nodes[*next].op != Op::Sig(line.stages[i - 1]) {
+                continue 'lines;
+            }
+        }
+        for (i, &sid) in line.stages.iter().enumerate() {
+            out[sid] = Some((l, i as u32 + 1));
+        }
+    }
+    out
+}
+
 impl Emitter<'_> {
+    /// One generate loop per delay line written as an array, shifting
+    /// stages 2..depth (stage 1 loads in the clocked block).
+    fn delay_line_loops(&self) -> Option<String> {
+        let mut out = String::new();
+        for (l, line) in self.def.delay_lines.iter().enumerate() {
+            let Some(&first) = line.stages.first() else {
+                continue;
+            };
+            if self.line_stage[first] != Some((l, 1)) {
+                continue;
+            }
+            let s = &self.def.signals[first];
+            let SigKind::Reg { reset, .. } = &s.kind else {
+                unreachable!("checked by delay_line_stages")
+            };
+            let (name, depth) = (&line.name, line.stages.len());
+            let k = format!("{name}_k");
+            let shift = format!("{name}_q[{k}] <= {name}_q[({k} - 1)];");
+            writeln!(out, "  genvar {k};").unwrap();
+            writeln!(out, "  generate").unwrap();
+            writeln!(
+                out,
+                "    for ({k} = 2; {k} < {}; {k} = {k} + 1) begin : g_{name}",
+                depth + 1
+            )
+            .unwrap();
+            writeln!(out, "      always @(posedge {CLOCK}) begin").unwrap();
+            match reset {
+                None => writeln!(out, "        {shift}").unwrap(),
+                Some(r) => {
+                    writeln!(out, "        if ({RESET}) begin").unwrap();
+                    writeln!(out, "          {name}_q[{k}] <= {};", literal(s.ty, r)).unwrap();
+                    writeln!(out, "        end else begin").unwrap();
+                    writeln!(out, "          {shift}").unwrap();
+                    writeln!(out, "        end").unwrap();
+                }
+            }
+            writeln!(out, "      end").unwrap();
+            writeln!(out, "    end").unwrap();
+            writeln!(out, "  endgenerate").unwrap();
+        }
+        if out.is_empty() {
+            return None;
+        }
+        Some(out)
+    }
+
     /// The `initial` block giving memories their initial contents, one
     /// assignment per word: the form Yosys, Icarus and Verilator all load.
     fn initial_block(&self) -> Option<String> {

@@ -368,6 +368,8 @@ pub struct ModuleDef {
     pub const_names: Vec<(NodeId, String)>,
     /// FSMs declared with the FSM helper.
     pub fsms: Vec<FsmInfo>,
+    /// Register chains built by the delay-line helper (emitted compactly).
+    pub delay_lines: Vec<DelayLine>,
     /// Procedural statements (already lowered into the signals' drivers).
     pub procedural: Procedural,
     /// Whether the module has a clock / a synchronous reset input (derived at
@@ -394,6 +396,7 @@ impl ModuleDef {
             enums: Vec::new(),
             const_names: Vec::new(),
             fsms: Vec::new(),
+            delay_lines: Vec::new(),
             procedural: Procedural::default(),
             has_clock: false,
             has_reset: false,
@@ -425,6 +428,19 @@ impl ModuleDef {
         }
         out
     }
+}
+
+/// A chain of registers of one type, reset and no enable, where stage k + 1
+/// loads stage k every cycle and the first stage loads any value. The
+/// registers are ordinary registers in the IR (the evaluator needs nothing
+/// else); the emitter writes the chain as one array `<name>_q [1:depth]`
+/// shifted by a generate loop, so a line's Verilog does not grow with its
+/// depth.
+#[derive(Debug, Clone)]
+pub struct DelayLine {
+    pub name: String,
+    /// The stage registers, first (loaded from the input) to last.
+    pub stages: Vec<SigId>,
 }
 
 /// Name of the implicit clock input.

@@ -427,6 +427,11 @@ fn declared_names(text: &str) -> Vec<String> {
     };
     for line in code_of(text).lines() {
         let l = line.trim();
+        // An attribute for synthesis (`(* mem2reg *) reg ...`).
+        let l = match l.strip_prefix("(* ") {
+            Some(rest) => rest.split_once(" *) ").expect("attribute closes").1,
+            None => l,
+        };
         let first = l.split_whitespace().next().unwrap_or("");
         match first {
             "module" => names.push(
@@ -438,9 +443,11 @@ fn declared_names(text: &str) -> Vec<String> {
             ),
             "input" | "output" | "genvar" => names.push(last_word(l)),
             "wire" | "reg" => {
-                // `reg [8:0] ram [0:7];` declares `ram`.
+                // `reg [8:0] ram [0:7];` declares `ram`, a delay line's
+                // `reg [7:0] d_q [1:3];` `d_q`.
                 let decl = l.trim_end_matches(';');
-                let decl = match decl.find(" [0:") {
+                let array = [" [0:", " [1:"].iter().find_map(|a| decl.rfind(a));
+                let decl = match array {
                     Some(i) if decl.ends_with(']') => &decl[..i],
                     _ => decl,
                 };
@@ -609,6 +616,7 @@ fn random_designs_have_parenthesised_operators_and_plain_unique_names() {
         " ? ",
         "{1'b0}}",
         "generate",
+        "(* mem2reg *) reg",
     ] {
         assert!(all.contains(needle), "no '{needle}' in the text");
     }

@@ -160,9 +160,10 @@ pub fn run(
     }
     if result.len() != stimulus.len() {
         return Err(format!(
-            "vvp produced {} cycles of output, expected {}:\n{text}",
+            "vvp produced {} cycles of output, expected {}:\n{text}{}",
             result.len(),
-            stimulus.len()
+            stimulus.len(),
+            String::from_utf8_lossy(&out.stderr)
         ));
     }
     Ok(result)

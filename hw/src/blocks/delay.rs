@@ -15,6 +15,12 @@ use num_bigint::BigInt;
 /// same chain of flip-flops, which it maps to shift-register primitives
 /// (SRLs) where the FPGA has them. With `reset`, every stage resets to that
 /// value (for valid/control bits).
+///
+/// In Verilog a line of two or more stages is one array `<name>_q [1:depth]`
+/// (stage k is `<name>_q[k]`) loaded from `<name>_d` and shifted by a
+/// generate loop, so its text does not grow with its depth (a 256x256 MXU
+/// has three triangles of 32,640 stages each); Verilator splits the array
+/// into one variable per stage.
 #[track_caller]
 pub fn delay(
     m: &mut ModuleBuilder,
@@ -49,11 +55,13 @@ pub fn delay_taps(
     });
     let mut taps = vec![value];
     let mut bits = value.as_unsigned();
+    let mut stages = Vec::new();
     for k in 1..=depth {
         let r = match &reset {
             None => m.reg(&format!("{name}_{k}"), ty),
             Some(v) => m.reg_reset(&format!("{name}_{k}"), ty, v.clone()),
         };
+        stages.push(r);
         m.set_next(r, bits);
         bits = r.q();
         taps.push(if value.ty().signed {
@@ -61,6 +69,9 @@ pub fn delay_taps(
         } else {
             bits
         });
+    }
+    if depth > 1 {
+        m.delay_line(name, &stages);
     }
     taps
 }

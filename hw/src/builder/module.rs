@@ -198,6 +198,30 @@ impl ModuleBuilder {
         });
     }
 
+    /// Records `stages` (registers of one type, each loading the one before,
+    /// the first loading anything) as the delay line `name`, which the
+    /// emitter then writes as one shifted array. Claims the names that
+    /// array needs: `<name>_q`, `<name>_d`, the loop variable `<name>_k`
+    /// and the loop block `g_<name>`.
+    #[track_caller]
+    pub(crate) fn delay_line(&mut self, name: &str, stages: &[Reg]) {
+        for n in [
+            format!("{name}_q"),
+            format!("{name}_d"),
+            format!("{name}_k"),
+            format!("g_{name}"),
+        ] {
+            self.claim_name(&n);
+        }
+        let stages = stages.iter().map(|r| r.sig).collect();
+        self.with(|m| {
+            m.def.delay_lines.push(crate::ir::DelayLine {
+                name: name.to_string(),
+                stages,
+            })
+        });
+    }
+
     /// Checks the definition is complete and returns it.
     pub fn finish(self) -> ModuleDef {
         self.with(control::lower);
