@@ -185,6 +185,13 @@ impl Op {
     }
 }
 
+/// The parameter element of `requant_i8` (its `vs3` operand) for `shift`
+/// (0..=31, bits 4..0) and `zero_point` (-128..=127, bits 15..8 as int8):
+/// what a program writes so that the hardware reads those fields.
+pub fn requant_param_word(shift: u32, zero_point: i32) -> u32 {
+    (shift & 31) | ((zero_point as u8 as u32) << 8)
+}
+
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -257,12 +257,6 @@ pub fn requant_params(p: u32) -> (u32, i32) {
     (p & 31, i32::from((p >> 8) as u8 as i8))
 }
 
-/// The parameter element of `requant_i8` for `shift` (0..=31) and
-/// `zero_point` (-128..=127).
-pub fn requant_param_word(shift: u32, zero_point: i32) -> u32 {
-    (shift & 31) | ((zero_point as u8 as u32) << 8)
-}
-
 /// The operation of `b`'s ALU slot if it is legal on `cfg`; `None` for an
 /// illegal instruction.
 pub fn legal_op(cfg: &VpuConfig, b: &Bundle) -> Option<Op> {

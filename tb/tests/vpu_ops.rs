@@ -241,7 +241,7 @@ fn requant_i8_per_element_parameters() {
         .collect();
     let params: Vec<u32> = rows
         .iter()
-        .map(|r| golden::vpu::requant_param_word(dec(&r.fields[2]), dec(&r.fields[3])))
+        .map(|r| config::vpu_isa::requant_param_word(dec(&r.fields[2]), dec(&r.fields[3])))
         .collect();
     let want: Vec<u32> = rows
         .iter()

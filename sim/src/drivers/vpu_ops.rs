@@ -224,7 +224,7 @@ pub fn elementwise(
         (Op::RequantI8, Some(r)) => vec![
             Bundle::op(Op::Bcast, 1, &[]).with_imm(r.multiplier as u32),
             Bundle::op(Op::Bcast, 2, &[])
-                .with_imm(golden::vpu::requant_param_word(r.shift, r.zero_point)),
+                .with_imm(config::vpu_isa::requant_param_word(r.shift, r.zero_point)),
         ],
         _ => Vec::new(),
     };
