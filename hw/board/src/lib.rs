@@ -1,10 +1,14 @@
-//! UART host bridge and board tops around the MXU.
+//! UART host bridges and board tops around the MXU and the TensorCore.
 //!
 //! A hobbyist board has a clock, an FTDI serial port and a few LEDs. This crate
 //! turns the MXU into something such a board can run: a UART receiver and
 //! transmitter ([`uart`]), a command bridge that owns an activation buffer and
 //! drives the MXU's handshakes ([`bridge`]), and pin-level tops with their
-//! constraint files for the iCEBreaker and the ULX3S ([`top`]).
+//! constraint files for the iCEBreaker and the ULX3S ([`top`]). The same
+//! board top on the ULX3S runs the TensorCore instead ([`tc_bridge`],
+//! [`build_tc_board`]): a bridge that holds its program memory and host
+//! windows, writes its weight and bias memories and runs programs to `HALT`
+//! (protocol version 2), with the core beside it.
 //!
 //! ```text
 //!  host ──UART──► uart_rx ─► bridge FSM ─┬─► activation buffer ─► MXU a_* ─┐
@@ -40,6 +44,15 @@
 //!   more multipliers to DSP blocks than the part has and, on iCE40, pack the
 //!   partial-sum chain into DSP accumulators (`ice40_dsp`) in a netlist that
 //!   does not simulate like the RTL.
+//! - **The TensorCore beside its bridge, not inside it.** The bridge resets
+//!   the core before every RUN (counters from zero, `HALT` cleared, memories
+//!   kept), and an `hw` instance takes its parent's reset, so the board top
+//!   instantiates both and gives the core `rst_q | core_rst`. The bridge
+//!   feeds the instruction port from its program memory read one word ahead
+//!   and answers the host input port from a synchronous memory read at the
+//!   row the core asks for next cycle, so the core runs exactly as its timing
+//!   contract says and its counters are the golden cycle model's. The
+//!   TensorCore does not fit the iCEBreaker (refused with one line).
 //! - **Independent host.** The `host` crate implements the protocol from
 //!   `PROTOCOL.md` without depending on this crate; the tests run the host
 //!   library against the Verilated board tops at the UART wire level.
