@@ -321,8 +321,8 @@ impl Board {
 
     /// The TensorCore board build's defaults, or why the board cannot take
     /// one (one line). ULX3S: a 4x4 core (the FPGA report's TensorCore
-    /// preset: about 5,700 LUTs, 32 DSPs, 14 block RAMs and 27.6 MHz routed
-    /// on the 85F, above the board's 25 MHz) with 1,024-row unified buffer
+    /// preset: 5,609 LUTs, 32 DSPs, 10 block RAMs and 26.6 MHz routed on
+    /// the 85F, above the board's 25 MHz) with 1,024-row unified buffer
     /// and weight memory, a 1,024-word program memory and 1,024-row host
     /// windows. The iCEBreaker's UP5K has 5,280 logic cells: the bare 4x4
     /// MXU build already uses 82% of them.
@@ -330,7 +330,7 @@ impl Board {
         match self {
             Board::IceBreaker => Err(
                 "the TensorCore does not fit the iCEBreaker's iCE40 UP5K (a 4x4 core needs about \
-                 5,700 LUTs, the UP5K has 5,280 logic cells and the 4x4 MXU build alone uses 82%); \
+                 5,600 LUTs, the UP5K has 5,280 logic cells and the 4x4 MXU build alone uses 82%); \
                  use --board ulx3s"
                     .into(),
             ),
