@@ -380,3 +380,55 @@ fn refusals_and_bad_commands_get_error_replies_and_the_link_stays_in_sync() {
     let x: Vec<i8> = (0..10).map(|_| rng.gen()).collect();
     agree(&mut client, &mlp, &x, 2, "after the refusals");
 }
+
+#[test]
+fn run_mlp_over_a_serial_port_through_a_pseudo_terminal() {
+    // The board side: the Verilated top behind the master end of a pty; the
+    // host side: `SerialTransport` on the slave end, with its real-time reply
+    // timeouts (RUN's from the cycle limit), as on a real port.
+    use serialport::{SerialPort, TTYPort};
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let cfg = small();
+    let (mut master, slave) = TTYPort::pair().expect("a pseudo-terminal");
+    let path = slave.name().expect("the pseudo-terminal's name");
+    let mut wire = WireUart::new(&cfg);
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_board = stop.clone();
+    let board = std::thread::spawn(move || {
+        master.set_timeout(Duration::from_millis(1)).unwrap();
+        let mut buf = [0u8; 256];
+        while !stop_board.load(Ordering::Relaxed) {
+            let n = match master.read(&mut buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::TimedOut => 0,
+                Err(e) => panic!("pty master: {e}"),
+            };
+            wire.send(&buf[..n]).unwrap();
+            if n == 0 {
+                wire.run(2000);
+            }
+            let out: Vec<u8> = wire.received.drain(..).collect();
+            if !out.is_empty() {
+                master.write_all(&out).unwrap();
+            }
+        }
+    });
+    let link = host::SerialTransport::open(&path, 115_200).unwrap();
+    let mut client = Client::connect(link).unwrap_or_else(|e| panic!("connect: {e}"));
+    assert_eq!(client.info().core, CoreKind::TensorCore);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/digits");
+    let mlp = compiler::load_model(&dir).unwrap();
+    let x: matrix::Matrix<i8> = matrix::read(&dir.join("x_test.npy"), "X").unwrap();
+    let expect: matrix::Array<i32> =
+        matrix::read_array(&dir.join("logits_numpy.npy"), "logits").unwrap();
+    let n = 3;
+    let run = client
+        .run_mlp(&mlp, &x.data[..n * x.cols], n)
+        .unwrap_or_else(|e| panic!("through a pty: {e}"));
+    assert_eq!(run.logits, expect.data[..n * mlp.outputs()]);
+    stop.store(true, Ordering::Relaxed);
+    board.join().unwrap();
+    drop(slave);
+}
