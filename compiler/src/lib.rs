@@ -45,6 +45,9 @@
 //!
 //! A model that does not fit gets a [`CompileError`] naming the layer and
 //! the memory, with the numbers.
+//!
+//! [`load_model`] reads a model folder (`w{i}.npy`, `b{i}.npy`, `rq{i}.npy`)
+//! for every tool that takes one: `sim mlp` and `systole-host mlp`.
 
 use config::tensorcore_isa::{Activation, Instr, ADDR_BITS};
 use config::TensorCoreConfig;
