@@ -45,10 +45,14 @@
 //!
 //! A model that does not fit gets a [`CompileError`] naming the layer and
 //! the memory, with the numbers.
+//!
+//! [`load_model`] reads a model folder (`w{i}.npy`, `b{i}.npy`, `rq{i}.npy`)
+//! for every tool that takes one: `sim mlp` and `systole-host mlp`.
 
 use config::tensorcore_isa::{Activation, Instr, ADDR_BITS};
 use config::TensorCoreConfig;
 use std::fmt;
+use std::path::Path;
 
 /// Why a model was refused; one line, naming the layer where there is one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -286,6 +290,79 @@ impl Program {
         }
         out
     }
+}
+
+/// Reads an MLP from `dir`: for i = 1, 2, ... while `w{i}.npy` exists,
+/// `w{i}.npy` int8 \[in_i, out_i\], `b{i}.npy` int32 \[out_i\], and for every
+/// layer but the last `rq{i}.npy` int32 \[3\] = (multiplier, shift, zero
+/// point). Other files are ignored. Every error is one line naming the file.
+pub fn load_model(dir: &Path) -> Result<Mlp, String> {
+    if !dir.is_dir() {
+        return Err(format!("model folder {} does not exist", dir.display()));
+    }
+    let count = (1..)
+        .take_while(|i| dir.join(format!("w{i}.npy")).exists())
+        .count();
+    if count == 0 {
+        return Err(format!(
+            "model folder {} holds no w1.npy (the first layer's weights)",
+            dir.display()
+        ));
+    }
+    let mut layers = Vec::with_capacity(count);
+    let mut prev_out: Option<usize> = None;
+    for i in 1..=count {
+        let wpath = dir.join(format!("w{i}.npy"));
+        let w = matrix::read::<i8>(&wpath, &format!("w{i}"))?;
+        if let Some(p) = prev_out {
+            if w.rows != p {
+                return Err(format!(
+                    "w{i}: {} is {}x{} but layer {} gives {p} outputs",
+                    wpath.display(),
+                    w.rows,
+                    w.cols,
+                    i - 1
+                ));
+            }
+        }
+        let bpath = dir.join(format!("b{i}.npy"));
+        let b = matrix::read_array::<i32>(&bpath, &format!("b{i}"))?;
+        if b.shape != [w.cols as u64] {
+            return Err(format!(
+                "b{i}: {} has shape {:?}, expected [{}] (w{i} has {} columns)",
+                bpath.display(),
+                b.shape,
+                w.cols,
+                w.cols
+            ));
+        }
+        let rq = if i < count {
+            let rpath = dir.join(format!("rq{i}.npy"));
+            let rq = matrix::read_array::<i32>(&rpath, &format!("rq{i}"))?;
+            if rq.shape != [3] {
+                return Err(format!(
+                    "rq{i}: {} has shape {:?}, expected [3] (multiplier, shift, zero point)",
+                    rpath.display(),
+                    rq.shape
+                ));
+            }
+            Some(
+                Requant::from_i32s(rq.data[0], rq.data[1], rq.data[2])
+                    .map_err(|e| format!("rq{i}: {}: {e}", rpath.display()))?,
+            )
+        } else {
+            None
+        };
+        prev_out = Some(w.cols);
+        layers.push(Layer {
+            inputs: w.rows,
+            outputs: w.cols,
+            w: w.data,
+            b: b.data,
+            rq,
+        });
+    }
+    Mlp::new(layers).map_err(|e| e.to_string())
 }
 
 /// Lowers `mlp` for a batch of `batch` rows onto `cfg`.

@@ -3,7 +3,7 @@
 //! memory belongs in block RAM).
 
 use crate::parts::{Family, Part};
-use config::{IciConfig, MxuConfig, SparseCoreConfig, VpuConfig};
+use config::{IciConfig, MxuConfig, SparseCoreConfig, TensorCoreConfig, VpuConfig};
 use serde::{Deserialize, Serialize};
 
 /// A configured block the FPGA flows synthesise.
@@ -15,6 +15,9 @@ pub enum FlowDesign {
     Ici(IciConfig),
     /// A SparseCore: a sequencer over T tiles.
     SparseCore(SparseCoreConfig),
+    /// A TensorCore: sequencer, unified buffer, weight and bias memories,
+    /// int8 MXU and activation unit.
+    TensorCore(TensorCoreConfig),
 }
 
 impl From<MxuConfig> for FlowDesign {
@@ -59,6 +62,12 @@ impl From<&SparseCoreConfig> for FlowDesign {
     }
 }
 
+impl From<TensorCoreConfig> for FlowDesign {
+    fn from(c: TensorCoreConfig) -> Self {
+        FlowDesign::TensorCore(c)
+    }
+}
+
 impl From<&FlowDesign> for FlowDesign {
     fn from(d: &FlowDesign) -> Self {
         *d
@@ -76,7 +85,8 @@ pub struct DesignInfo {
     /// link's shape (`w64-d32-b32-crc32`: flit bytes, window, receive
     /// buffer, CRC bits).
     pub dtype: String,
-    /// MXU rows and columns, accumulator rows (0 for other blocks).
+    /// MXU (and TensorCore) rows and columns, accumulator rows (0 for other
+    /// blocks).
     pub rows: u32,
     pub cols: u32,
     pub acc_rows: u32,
@@ -150,6 +160,21 @@ impl DesignInfo {
                 max_dim: c.max_dim(),
                 max_batch: c.max_batch(),
             },
+            FlowDesign::TensorCore(c) => DesignInfo {
+                top: tensorcore::top_name(&c),
+                block: "tensorcore".into(),
+                dtype: config::ElemType::Int8.to_string(),
+                rows: c.rows(),
+                cols: c.cols(),
+                acc_rows: c.acc_rows(),
+                lanes: 0,
+                sublanes: 0,
+                vregs: 0,
+                vmem_words: 0,
+                tiles: 0,
+                max_dim: 0,
+                max_batch: 0,
+            },
             FlowDesign::Ici(c) => DesignInfo {
                 top: ici::pair_name(&c),
                 block: "ici".into(),
@@ -176,9 +201,11 @@ impl DesignInfo {
 
     /// "int8 8x8" for an MXU, "VPU full 8x1" for a VPU, "ICI
     /// w64-d32-b32-crc32" for an ICI link pair, "SparseCore T4 D24 B8" for a
-    /// SparseCore.
+    /// SparseCore, "TensorCore int8 4x4" for a TensorCore.
     pub fn label(&self) -> String {
-        if self.block == "vpu" {
+        if self.block == "tensorcore" {
+            format!("TensorCore {} {}x{}", self.dtype, self.rows, self.cols)
+        } else if self.block == "vpu" {
             format!("VPU {} {}x{}", self.dtype, self.lanes, self.sublanes)
         } else if self.block == "ici" {
             format!("ICI {}", self.dtype)
@@ -214,6 +241,7 @@ impl FlowDesign {
             FlowDesign::Vpu(c) => gen::generate_block(&vpu::Vpu, c),
             FlowDesign::Ici(c) => gen::generate_block(&ici::Ici, c),
             FlowDesign::SparseCore(c) => gen::generate_block(&sparsecore::SparseCore, c),
+            FlowDesign::TensorCore(c) => gen::generate_block(&tensorcore::TensorCore, c),
         }
     }
 
@@ -227,10 +255,14 @@ impl FlowDesign {
     /// a bit position (16 bits by a constant), left to Yosys. A SparseCore
     /// has one fp32 multiplier per combine lane, eight, each a 24x24
     /// significand product: 2 x 2 DSP blocks of 16x16 (iCE40) or 18x18
-    /// (ECP5), 2 of 25x18 (7-series).
+    /// (ECP5), 2 of 25x18 (7-series). A TensorCore counts its MXU's
+    /// processing elements, one DSP each; its activation unit's C signed
+    /// 32x32 requantization products take DSP blocks only when everything
+    /// fits ([`tensorcore_lane_dsps`]), else they go to logic.
     pub fn multipliers(&self, family: Family) -> (u64, u64) {
         match self {
             FlowDesign::Mxu(c) => (u64::from(c.rows()) * u64::from(c.cols()), 1),
+            FlowDesign::TensorCore(c) => (u64::from(c.rows()) * u64::from(c.cols()), 1),
             FlowDesign::Vpu(c) => (u64::from(c.elems()), 4),
             FlowDesign::Ici(_) => (0, 1),
             FlowDesign::SparseCore(_) => (
@@ -255,6 +287,7 @@ impl FlowDesign {
     pub fn multiplier_patterns(&self, k: u64) -> Vec<String> {
         match self {
             FlowDesign::Mxu(c) => board::yosys::pe_patterns(k, u64::from(c.cols())),
+            FlowDesign::TensorCore(c) => board::yosys::pe_patterns(k, u64::from(c.cols())),
             FlowDesign::Vpu(c) => {
                 let lanes = u64::from(c.lanes());
                 (0..k)
@@ -267,7 +300,8 @@ impl FlowDesign {
     }
 
     /// Memories forced into block RAM (Yosys `m:` patterns): the MXU's
-    /// accumulator, the VPU's VMEM, the SparseCore's activation buffer and
+    /// accumulator (also inside a TensorCore, with its unified buffer and
+    /// weight memory), the VPU's VMEM, the SparseCore's activation buffer and
     /// its eight partial-sum banks (scratchpad SRAM on a chip). (The VPU's
     /// register file, with four read and two write ports, fits no block RAM;
     /// Yosys builds it from logic. The SparseCore's queues are left to
@@ -277,6 +311,7 @@ impl FlowDesign {
     pub fn block_ram_memories(&self) -> Option<&'static str> {
         match self {
             FlowDesign::Mxu(_) => Some("m:*acc"),
+            FlowDesign::TensorCore(_) => Some("m:*acc m:*ub m:*wmem"),
             FlowDesign::Vpu(_) => Some("m:*vmem"),
             FlowDesign::Ici(_) => None,
             FlowDesign::SparseCore(_) => Some("m:*act_buf m:*psum_bank*"),
@@ -307,8 +342,20 @@ impl FlowDesign {
             }
             FlowDesign::Ici(_) => None,
             FlowDesign::SparseCore(_) => None,
+            FlowDesign::TensorCore(_) => None,
         }
     }
+}
+
+/// DSP blocks a TensorCore's activation unit needs on `family`: C signed
+/// 32x32 products, 2 x 2 blocks each on iCE40 (16x16) and ECP5 (18x18), 2 on
+/// 7-series (25x18).
+pub fn tensorcore_lane_dsps(c: &TensorCoreConfig, family: Family) -> u64 {
+    let each = match family {
+        Family::Ice40 | Family::Ecp5 => 4,
+        Family::Xc7 => 2,
+    };
+    u64::from(c.cols()) * each
 }
 
 /// A safe lower bound on the LUTs one VPU lane needs, whatever the family
@@ -349,6 +396,28 @@ mod tests {
             r#"{"top":"mxu_int8_4x4_acc256","dtype":"int8","rows":4,"cols":4,"acc_rows":256}"#;
         let info: DesignInfo = serde_json::from_str(old).unwrap();
         assert!(info.is_square_int8_mxu(256));
+    }
+
+    #[test]
+    fn tensorcore_designs_budget_their_processing_elements_and_lanes() {
+        let c = TensorCoreConfig::with(4, 4, 64, 256, 256, 16, 4).unwrap();
+        let d = FlowDesign::from(c);
+        let info = d.info();
+        assert_eq!(info.top, "tensorcore_4x4_acc64_ub256_w256_b16_q4");
+        assert_eq!(info.label(), "TensorCore int8 4x4");
+        assert!(!info.is_square_int8_mxu(64));
+        let ecp5 = crate::parts::part("ecp5-85f").unwrap();
+        let up5k = crate::parts::part("ice40-up5k").unwrap();
+        // 16 PEs and 4 lanes of 4 DSPs fit the 85F: no budget commands.
+        assert!(crate::synth::dsp_budget_commands(&d, ecp5).is_empty());
+        // The UP5K's 8 DSPs take 8 PEs; the rest, lanes included, is logic.
+        assert_eq!(d.dsp_multipliers(up5k), 8);
+        let cmds = crate::synth::dsp_budget_commands(&d, up5k);
+        assert!(
+            cmds.contains("g_pe_row?1?") && cmds.contains("alumacc @softmul"),
+            "{cmds}"
+        );
+        assert_eq!(d.block_ram_memories(), Some("m:*acc m:*ub m:*wmem"));
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub mod search;
 pub mod synth;
 pub mod tools;
 
-use config::{IciConfig, MxuConfig, SparseCoreConfig, VpuConfig};
+use config::{IciConfig, MxuConfig, SparseCoreConfig, TensorCoreConfig, VpuConfig};
 pub use design::FlowDesign;
 
 /// Accumulator rows of every FPGA preset. 256 is the depth of one iCE40 block
@@ -98,6 +98,8 @@ pub fn report_presets(
                 designs.push(FlowDesign::Ici(*c));
             } else if let Some(c) = any.downcast_ref::<SparseCoreConfig>() {
                 designs.push(FlowDesign::SparseCore(*c));
+            } else if let Some(c) = any.downcast_ref::<TensorCoreConfig>() {
+                designs.push(FlowDesign::TensorCore(*c));
             } else {
                 notes.push(format!(
                     "{} preset {}: not built (the FPGA flows do not take this block yet).",
@@ -138,14 +140,11 @@ mod tests {
                 "ici_pair_l4_link_w64_d32_b32_t64_r16_k8",
                 "sparsecore_t1_d8_b4_q4_f4",
                 "sparsecore_t4_d24_b8_q8_f8",
+                "tensorcore_4x4_acc64_ub256_w256_b16_q4",
             ]
         );
-        // The TensorCore's report preset is listed until the flows take it.
-        assert_eq!(notes.len(), 1, "{notes:?}");
-        assert!(
-            notes[0].starts_with("tensorcore preset int8-4x4"),
-            "{notes:?}"
-        );
+        // Every block's report presets are built.
+        assert!(notes.is_empty(), "{notes:?}");
         let (quick, _) = report_presets(true, 512, &[]).unwrap();
         assert_eq!(
             shapes(&quick),
@@ -153,9 +152,12 @@ mod tests {
                 "mxu_int8_4x4_acc512",
                 "vpu_full_8x1_v16_m256",
                 "ici_pair_l2_link_w4_d8_b8_t32_r8_k4",
-                "sparsecore_t1_d8_b4_q4_f4"
+                "sparsecore_t1_d8_b4_q4_f4",
+                "tensorcore_4x4_acc64_ub256_w256_b16_q4",
             ]
         );
+        let (tc_only, _) = report_presets(false, ACC_ROWS, &["tensorcore".into()]).unwrap();
+        assert_eq!(tc_only.len(), 1);
         let (ici_only, _) = report_presets(false, ACC_ROWS, &["ici".into()]).unwrap();
         assert_eq!(ici_only.len(), 2);
         let (vpu_only, _) = report_presets(false, ACC_ROWS, &["vpu".into()]).unwrap();

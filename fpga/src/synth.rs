@@ -78,6 +78,27 @@ pub fn dsp_budget_commands(design: &FlowDesign, part: &Part) -> String {
     if let FlowDesign::Mxu(c) = design {
         return yosys::dsp_budget_commands(count, k, u64::from(c.cols()));
     }
+    if let FlowDesign::TensorCore(c) = design {
+        // Everything in DSPs when the PEs and the activation lanes fit;
+        // otherwise the first PEs get them and every other multiplier (the
+        // lanes' included) becomes logic.
+        let lanes = crate::design::tensorcore_lane_dsps(c, part.family);
+        if count + lanes <= part.capacity.dsps {
+            return String::new();
+        }
+        let mut s = String::new();
+        if k > 0 {
+            let pats = yosys::pe_patterns(k, u64::from(c.cols()));
+            let _ = writeln!(s, "select -set dspmul {}", pats.join(" "));
+            let _ = writeln!(s, "select -set dspmul @dspmul t:$mul %i");
+            let _ = writeln!(s, "select -assert-min 1 @dspmul");
+            let _ = writeln!(s, "select -set softmul t:$mul @dspmul %d");
+        } else {
+            let _ = writeln!(s, "select -set softmul t:$mul");
+        }
+        let _ = writeln!(s, "alumacc @softmul");
+        return s;
+    }
     let mut s = String::new();
     if k == count {
         return s;

@@ -107,3 +107,13 @@ fn harness_and_sparsecore_pass_verilator_lint_and_icarus() {
     tb::tools::verilator_lint(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
     tb::tools::iverilog_compile(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[test]
+fn harness_and_tensorcore_pass_verilator_lint_and_icarus() {
+    let cfg = config::TensorCoreConfig::with(2, 2, 16, 64, 64, 16, 2).unwrap();
+    let (files, harness_ffs) = flow::harnessed_files(cfg).unwrap();
+    // The instruction word alone is 128 port bits.
+    assert!(harness_ffs > 128, "{harness_ffs}");
+    tb::tools::verilator_lint(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
+    tb::tools::iverilog_compile(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
+}

@@ -149,6 +149,39 @@ pub fn generate_board(
     ))
 }
 
+/// Elaborates the TensorCore `cfg` and its UART bridge for `board` and emits
+/// them with the board top and its constraint file (in memory): the bridge's
+/// memories are the board's defaults, `baud` defaults to
+/// [`board::DEFAULT_BAUD`]. A board the TensorCore does not fit is refused
+/// (one line).
+pub fn generate_tc_board(
+    board: Board,
+    cfg: &config::TensorCoreConfig,
+    baud: Option<u32>,
+) -> Result<(Generated, board::TcBridgeConfig, u32), String> {
+    let d = board.tensorcore_defaults()?;
+    let baud = baud.unwrap_or(board::DEFAULT_BAUD);
+    let cpb = board::clocks_per_bit(board.clock_hz(), baud).map_err(|e| e.to_string())?;
+    let bridge =
+        board::TcBridgeConfig::new(*cfg, cpb, d.program_words, d.input_rows, d.output_rows)
+            .map_err(|e| e.to_string())?;
+    let header = Header {
+        generator: generator_id(),
+        params: board::tc_board_params(board, &bridge, baud),
+    };
+    let built = board::build_tc_board(board, &bridge, &header)?;
+    Ok((
+        Generated {
+            top: built.top,
+            top_module: None,
+            files: built.files,
+            modules: built.modules,
+        },
+        bridge,
+        baud,
+    ))
+}
+
 /// Writes `files` into `dir` (created if missing). Each file is written to a
 /// temporary name and renamed into place; files of an earlier run of this
 /// generator that are not part of this one are removed afterwards.

@@ -31,12 +31,14 @@ struct Args {
     #[arg(long, value_name = "NAME")]
     block: Option<String>,
     /// Output folder (created if missing) [default: build/verilog, or
-    /// build/<BOARD> with --board].
+    /// build/<BOARD> with --board, build/<BOARD>-tensorcore with --board and
+    /// --block tensorcore].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Write a board build of the MXU: icebreaker (iCE40 UP5K) or ulx3s
     /// (ECP5-85F). The array defaults to the board's (flags and --config
-    /// override it).
+    /// override it). With --block tensorcore, a board build of the
+    /// TensorCore (ulx3s only).
     #[arg(long, value_name = "BOARD", value_parser = parse_board)]
     board: Option<Board>,
     /// UART speed of a board build [default: 115200].
@@ -250,12 +252,22 @@ fn read_config(path: &Path) -> Result<toml::Table, String> {
 }
 
 fn run(args: &Args, block: &dyn AnyBlock, matches: &ArgMatches) -> Result<(), String> {
+    let tc_board = block.name() == hw::Block::name(&tensorcore::TensorCore);
     match args.board {
-        Some(_) if block.name() != hw::Block::name(&mxu::Mxu) => {
+        Some(_) if block.name() != hw::Block::name(&mxu::Mxu) && !tc_board => {
             return Err(format!(
-                "--board builds the mxu block, not {} (leave out --block)",
+                "--board builds the mxu or the tensorcore block, not {}",
                 block.name()
             ));
+        }
+        Some(board) if tc_board => {
+            board.tensorcore_defaults()?;
+            if args.act_rows.is_some() {
+                return Err(
+                    "--act-rows applies to MXU board builds (the TensorCore's buffer is --ub-rows)"
+                        .into(),
+                );
+            }
         }
         Some(_) => {}
         None => {
@@ -271,6 +283,10 @@ fn run(args: &Args, block: &dyn AnyBlock, matches: &ArgMatches) -> Result<(), St
     }
     // Defaults, then the file, then the flags.
     let mut table = match args.board {
+        Some(board) if tc_board => match toml::Value::try_from(board.tensorcore_defaults()?.core) {
+            Ok(toml::Value::Table(t)) => t,
+            _ => unreachable!("a TensorCore configuration serialises as a table"),
+        },
         Some(board) => match toml::Value::try_from(board.default_mxu()) {
             Ok(toml::Value::Table(t)) => t,
             _ => unreachable!("an MXU configuration serialises as a table"),
@@ -294,6 +310,27 @@ fn run(args: &Args, block: &dyn AnyBlock, matches: &ArgMatches) -> Result<(), St
             let out = args.out.clone().unwrap_or_else(|| "build/verilog".into());
             println!("{}: {}", gen::generator_id(), configured.describe());
             (generated, configured.design_params(), out)
+        }
+        Some(board) if tc_board => {
+            let cfg = configured
+                .config_any()
+                .downcast_ref::<config::TensorCoreConfig>()
+                .expect("the tensorcore block is configured by a TensorCoreConfig");
+            let (generated, bridge, baud) = gen::generate_tc_board(board, cfg, args.baud)?;
+            let out = args.out.clone().unwrap_or_else(|| {
+                PathBuf::from("build").join(format!("{}-tensorcore", board.name()))
+            });
+            println!(
+                "{}: {} board, TensorCore {}, {} program words, {} input and {} output rows, {baud} baud ({} clocks per bit)",
+                gen::generator_id(),
+                board,
+                cfg,
+                bridge.program_words(),
+                bridge.input_rows(),
+                bridge.output_rows(),
+                bridge.clocks_per_bit()
+            );
+            (generated, board::tc_board_params(board, &bridge, baud), out)
         }
         Some(board) => {
             let cfg = configured

@@ -481,3 +481,67 @@ fn a_saved_mxu_config_with_block_mxu_and_a_flag_override() {
     assert!(out.status.success(), "{err}");
     assert!(dir.path().join("o/mxu_int8_2x5_acc16.v").exists());
 }
+
+#[test]
+fn a_tensorcore_board_build_goes_to_its_own_folder_and_the_icebreaker_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = gen(
+        dir.path(),
+        &[
+            "--board",
+            "ulx3s",
+            "--block",
+            "tensorcore",
+            "--rows",
+            "2",
+            "--cols",
+            "2",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("core=tensorcore") && stdout.contains("rows=2"),
+        "{stdout}"
+    );
+    // The default folder is build/ulx3s-tensorcore, beside the MXU build.
+    let folder = dir.path().join("build/ulx3s-tensorcore");
+    for f in [
+        "systole_ulx3s.v",
+        "ulx3s.lpf",
+        "systole_ulx3s_tb.v",
+        "files.f",
+    ] {
+        assert!(folder.join(f).exists(), "{f} missing");
+    }
+    let top = std::fs::read_to_string(folder.join("systole_ulx3s.v")).unwrap();
+    assert!(top.contains("rst_q | core_rst"), "{top}");
+    let before = read_dir_sorted(&folder);
+    for args in [
+        &["--board", "icebreaker", "--block", "tensorcore"][..],
+        &[
+            "--board",
+            "ulx3s",
+            "--block",
+            "tensorcore",
+            "--act-rows",
+            "64",
+        ],
+        &["--board", "ulx3s", "--block", "tensorcore", "--rows", "3"],
+        &["--board", "ulx3s", "--block", "vpu"],
+    ] {
+        let out = gen(dir.path(), args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+    let out = gen(
+        dir.path(),
+        &["--board", "icebreaker", "--block", "tensorcore"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not fit the iCEBreaker"), "{err}");
+    assert_eq!(read_dir_sorted(&folder), before);
+    assert!(!dir.path().join("build/icebreaker").exists());
+}

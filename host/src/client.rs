@@ -49,16 +49,27 @@ impl From<std::io::Error> for HostError {
     }
 }
 
+/// The core behind the bridge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CoreKind {
+    /// The bare MXU (protocol version 1).
+    Mxu,
+    /// The TensorCore (protocol version 2).
+    TensorCore,
+}
+
 /// What the bridge reports about itself (the constant part of STATUS).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceInfo {
     pub version: u8,
+    pub core: CoreKind,
     pub dtype: ElemType,
     /// Array rows R (the K extent of a weight tile).
     pub rows: u32,
     /// Array columns C (the N extent of a weight tile).
     pub cols: u32,
     pub acc_rows: u32,
+    /// The activation buffer's rows (the TensorCore's unified buffer's).
     pub act_rows: u32,
     /// Weight tiles the bridge queues ahead of MATMUL.
     pub max_queued: u8,
@@ -75,6 +86,19 @@ impl DeviceInfo {
 
 impl fmt::Display for DeviceInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.core == CoreKind::TensorCore {
+            return write!(
+                f,
+                "{} {}x{} TensorCore, {} accumulator rows, {} unified-buffer rows, protocol v{}, {} clocks per bit",
+                self.dtype,
+                self.rows,
+                self.cols,
+                self.acc_rows,
+                self.act_rows,
+                self.version,
+                self.clocks_per_bit
+            );
+        }
         write!(
             f,
             "{} {}x{} MXU, {} accumulator rows, {} activation rows, protocol v{}, {} clocks per bit",
@@ -134,18 +158,10 @@ pub struct Client<T: Transport> {
 pub const DEFAULT_LATENCY: Duration = Duration::from_millis(500);
 
 fn op_name(op: u8) -> String {
-    [
-        Opcode::Status,
-        Opcode::WriteAct,
-        Opcode::ReadAct,
-        Opcode::LoadWeights,
-        Opcode::Matmul,
-        Opcode::MatmulAdd,
-        Opcode::ReadAcc,
-    ]
-    .into_iter()
-    .find(|o| *o as u8 == op)
-    .map_or_else(|| format!("opcode {op:#04x}"), |o| o.name().to_string())
+    Opcode::ALL
+        .into_iter()
+        .find(|o| *o as u8 == op)
+        .map_or_else(|| format!("opcode {op:#04x}"), |o| o.name().to_string())
 }
 
 fn parse_status(p: &[u8]) -> Result<Status, HostError> {
@@ -155,19 +171,21 @@ fn parse_status(p: &[u8]) -> Result<Status, HostError> {
             &p[0..4]
         )));
     }
-    if p[4] != protocol::VERSION {
+    if p[4] != protocol::VERSION && p[4] != protocol::VERSION_TC {
         return Err(HostError::NotABridge(format!(
-            "the bridge speaks protocol v{}, this client v{}",
+            "the bridge speaks protocol v{}, this client v{} and v{}",
             p[4],
-            protocol::VERSION
+            protocol::VERSION,
+            protocol::VERSION_TC
         )));
     }
-    let dtype = match p[5] {
-        0 => ElemType::Int8,
-        1 => ElemType::Bf16,
-        d => {
+    let (core, dtype) = match (p[4], p[5]) {
+        (_, 0) => (CoreKind::Mxu, ElemType::Int8),
+        (_, 1) => (CoreKind::Mxu, ElemType::Bf16),
+        (protocol::VERSION_TC, protocol::CORE_TENSORCORE) => (CoreKind::TensorCore, ElemType::Int8),
+        (_, d) => {
             return Err(HostError::NotABridge(format!(
-                "the bridge reports an unknown element type {d}"
+                "the bridge reports an unknown core kind or element type {d}"
             )))
         }
     };
@@ -183,6 +201,7 @@ fn parse_status(p: &[u8]) -> Result<Status, HostError> {
     Ok(Status {
         info: DeviceInfo {
             version: p[4],
+            core,
             dtype,
             rows,
             cols,
@@ -211,6 +230,7 @@ impl<T: Transport> Client<T> {
         // A placeholder until STATUS tells the truth.
         let info = DeviceInfo {
             version: protocol::VERSION,
+            core: CoreKind::Mxu,
             dtype: ElemType::Int8,
             rows: 1,
             cols: 1,
@@ -294,6 +314,19 @@ impl<T: Transport> Client<T> {
         payload: &[u8],
         reply_len: usize,
     ) -> Result<Vec<u8>, HostError> {
+        self.command_waiting(op, fields, payload, reply_len, Duration::ZERO)
+    }
+
+    /// [`command`](Self::command) for a command the bridge works on for up
+    /// to `work` before it replies (a TensorCore RUN).
+    pub fn command_waiting(
+        &mut self,
+        op: u8,
+        fields: [u16; 3],
+        payload: &[u8],
+        reply_len: usize,
+        work: Duration,
+    ) -> Result<Vec<u8>, HostError> {
         let name = op_name(op);
         let mut out = header(op, fields[0], fields[1], fields[2]).to_vec();
         out.extend_from_slice(payload);
@@ -302,7 +335,7 @@ impl<T: Transport> Client<T> {
         self.stats.bytes_sent += out.len() as u64;
         let byte = self.link.byte_time();
         // The command is still on the wire when `send` returns.
-        let first = self.latency + byte * (out.len() as u32 + 2);
+        let first = self.latency + work + byte * (out.len() as u32 + 2);
         let crc = crc8_over(0, &out);
         let st = self.read_exact(1, first, &name)?[0];
         let crc = crc8_update(crc, st);

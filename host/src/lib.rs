@@ -1,7 +1,7 @@
 //! Host-side client of the board's UART protocol.
 //!
-//! The board runs the MXU behind a UART command bridge (`hw/board`, protocol in
-//! `hw/board/PROTOCOL.md`). This crate is the other end: a [`Client`] that
+//! The board runs the MXU or the TensorCore behind a UART command bridge
+//! (`hw/board`, protocol in `hw/board/PROTOCOL.md`). This crate is the other end: a [`Client`] that
 //! speaks the protocol over any [`Transport`] (a serial port here, a simulated
 //! UART wire in the tests), and the `systole-host` tool built on it.
 //!
@@ -20,6 +20,11 @@
 //!   one the simulator's MXU driver follows (same tiles, same accumulation
 //!   order), so the results are bit-exact with the golden model for the
 //!   bridge's array.
+//! - **The TensorCore runs compiled programs** ([`tensorcore`]): the client
+//!   compiles a model with the `compiler` crate for the core the board
+//!   reports (TC_INFO), loads the weight and bias images once, and runs the
+//!   batch in blocks that fit the board's program memory and host windows;
+//!   the core's own counters come back with READ_COUNTERS.
 //! - **Errors are values with one-line messages** ([`HostError`]): an error
 //!   status from the bridge, a CRC mismatch, a timeout. After a timeout or a
 //!   corrupt reply, [`Client::resync`] waits out the bridge's command timeout
@@ -29,7 +34,9 @@
 
 pub mod client;
 pub mod protocol;
+pub mod tensorcore;
 pub mod transport;
 
-pub use client::{Client, DeviceInfo, HostError, LinkStats, Status, DEFAULT_LATENCY};
+pub use client::{Client, CoreKind, DeviceInfo, HostError, LinkStats, Status, DEFAULT_LATENCY};
+pub use tensorcore::{Counters, MlpRun, TcInfo};
 pub use transport::{SerialTransport, Transport};

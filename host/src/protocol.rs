@@ -2,8 +2,17 @@
 
 /// First byte of every command.
 pub const SYNC: u8 = 0xA5;
-/// Protocol version this client speaks.
+/// Protocol version of the MXU bridge.
 pub const VERSION: u8 = 1;
+/// Protocol version of the TensorCore bridge (STATUS byte 5 is the core
+/// kind; the TensorCore commands). This client speaks both.
+pub const VERSION_TC: u8 = 2;
+/// STATUS byte 5 (core kind) of a TensorCore (0 and 1: int8 and bf16 MXU).
+pub const CORE_TENSORCORE: u8 = 2;
+/// Bytes of the TC_INFO payload.
+pub const TC_INFO_BYTES: usize = 16;
+/// Bytes of the READ_COUNTERS payload: ten u32 counters.
+pub const COUNTER_BYTES: usize = 40;
 /// First four bytes of the STATUS payload.
 pub const MAGIC: [u8; 4] = *b"SYST";
 /// Bytes of the STATUS payload.
@@ -23,6 +32,14 @@ pub enum Opcode {
     Matmul = 0x05,
     MatmulAdd = 0x06,
     ReadAcc = 0x07,
+    TcInfo = 0x10,
+    WriteWeights = 0x11,
+    WriteBias = 0x12,
+    WriteProgram = 0x13,
+    WriteInput = 0x14,
+    Run = 0x15,
+    ReadOutput = 0x16,
+    ReadCounters = 0x17,
 }
 
 impl Opcode {
@@ -35,8 +52,35 @@ impl Opcode {
             Opcode::Matmul => "MATMUL",
             Opcode::MatmulAdd => "MATMUL_ADD",
             Opcode::ReadAcc => "READ_ACC",
+            Opcode::TcInfo => "TC_INFO",
+            Opcode::WriteWeights => "WRITE_WEIGHTS",
+            Opcode::WriteBias => "WRITE_BIAS",
+            Opcode::WriteProgram => "WRITE_PROGRAM",
+            Opcode::WriteInput => "WRITE_INPUT",
+            Opcode::Run => "RUN",
+            Opcode::ReadOutput => "READ_OUTPUT",
+            Opcode::ReadCounters => "READ_COUNTERS",
         }
     }
+
+    /// Every opcode.
+    pub const ALL: [Opcode; 15] = [
+        Opcode::Status,
+        Opcode::WriteAct,
+        Opcode::ReadAct,
+        Opcode::LoadWeights,
+        Opcode::Matmul,
+        Opcode::MatmulAdd,
+        Opcode::ReadAcc,
+        Opcode::TcInfo,
+        Opcode::WriteWeights,
+        Opcode::WriteBias,
+        Opcode::WriteProgram,
+        Opcode::WriteInput,
+        Opcode::Run,
+        Opcode::ReadOutput,
+        Opcode::ReadCounters,
+    ];
 }
 
 /// Reply status bytes.
@@ -46,6 +90,8 @@ pub mod status {
     pub const BAD_RANGE: u8 = 0xE2;
     pub const QUEUE_FULL: u8 = 0xE3;
     pub const NO_WEIGHTS: u8 = 0xE4;
+    pub const RUN_TIMEOUT: u8 = 0xE5;
+    pub const CORE_ERROR: u8 = 0xE6;
 
     /// What a status byte means, in words.
     pub fn describe(status: u8) -> &'static str {
@@ -55,6 +101,8 @@ pub mod status {
             BAD_RANGE => "count of zero or rows outside the buffer",
             QUEUE_FULL => "weight queue full",
             NO_WEIGHTS => "no weight tile queued",
+            RUN_TIMEOUT => "the TensorCore did not halt within the cycle limit",
+            CORE_ERROR => "the TensorCore halted with its error flag (unknown opcode)",
             _ => "unknown status",
         }
     }

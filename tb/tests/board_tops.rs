@@ -220,3 +220,67 @@ fn the_fusesoc_tcl_recipe_replaces_synth() {
     assert!(log.contains("Executing ALUMACC"), "{log}");
     assert!(!log.contains("Executing ICE40_DSP"), "ice40_dsp ran");
 }
+
+fn tc_board_build(core: config::TensorCoreConfig) -> board::BoardBuild {
+    let board = Board::Ulx3s;
+    let cpb = board::clocks_per_bit(board.clock_hz(), board::DEFAULT_BAUD).unwrap();
+    let d = board.tensorcore_defaults().unwrap();
+    let cfg = board::TcBridgeConfig::new(core, cpb, d.program_words, d.input_rows, d.output_rows)
+        .unwrap();
+    let header = hw::Header {
+        generator: "systole-tb".into(),
+        params: board::tc_board_params(board, &cfg, board::DEFAULT_BAUD),
+    };
+    board::build_tc_board(board, &cfg, &header).unwrap()
+}
+
+/// The ULX3S TensorCore build (board top, bridge, UARTs, the core beside
+/// it) through the same tools, and its smoke test under Icarus (STATUS,
+/// TC_INFO, a refused MXU command), which fails when a reply byte is wrong.
+#[test]
+fn the_tensorcore_board_top_passes_lint_icarus_yosys_and_its_smoke_test() {
+    let core = config::TensorCoreConfig::with(2, 2, 16, 64, 64, 16, 2).unwrap();
+    let built = tc_board_build(core);
+    tools::verilator_lint(&built.files, &built.top).unwrap_or_else(|e| panic!("{e}"));
+    tools::iverilog_compile(&built.files, &built.top).unwrap_or_else(|e| panic!("{e}"));
+    let synth = tools::yosys_synth(&built.files, &built.top).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(synth.latches, 0, "latches inferred\n{}", synth.log);
+    // The core's unified buffer, weight, bias and accumulator memories and
+    // the bridge's program memory and host windows stay memories.
+    assert!(
+        synth.memories >= 6,
+        "{} memories\n{}",
+        synth.memories,
+        synth.log
+    );
+    let out = run_smoke_test(&built, None);
+    assert!(out.contains("PASS:") && !out.contains("FAIL"), "{out}");
+    // Byte 5 of the STATUS reply's payload (reply byte 6) is the core kind, 2.
+    let tb = built
+        .files
+        .iter()
+        .find(|f| f.name.ends_with("_tb.v"))
+        .unwrap()
+        .text
+        .replace("expected[6] = 8'h02;", "expected[6] = 8'h00;");
+    let out = run_smoke_test(&built, Some(tb));
+    assert!(
+        out.contains("FAIL: reply byte 6 is 02, expected 00"),
+        "{out}"
+    );
+}
+
+/// The TensorCore does not fit the iCEBreaker: the build is refused in one
+/// line.
+#[test]
+fn the_tensorcore_board_build_refuses_the_icebreaker() {
+    let err = Board::IceBreaker.tensorcore_defaults().unwrap_err();
+    assert!(err.contains("does not fit") && !err.contains('\n'), "{err}");
+    let core = config::TensorCoreConfig::with(2, 2, 16, 64, 64, 16, 2).unwrap();
+    let cfg = board::TcBridgeConfig::new(core, 104, 64, 64, 64).unwrap();
+    let header = hw::Header {
+        generator: "systole-tb".into(),
+        params: Vec::new(),
+    };
+    assert!(board::build_tc_board(Board::IceBreaker, &cfg, &header).is_err());
+}

@@ -3,6 +3,7 @@
 //! ```text
 //! systole-host info   --port /dev/ttyUSB1
 //! systole-host matmul --port /dev/ttyUSB1 --a A.npy --b B.npy --out C.npy
+//! systole-host mlp    --port /dev/ttyUSB0 --model DIR --x X.npy --out LOGITS.npy
 //! ```
 
 use clap::{Parser, Subcommand};
@@ -19,7 +20,7 @@ use std::time::Instant;
 #[command(
     name = "systole-host",
     version,
-    about = "Runs matrix multiplications on a Systole board over its USB serial port",
+    about = "Runs matrix multiplications and quantized MLPs on a Systole board over its USB serial port",
     long_about = None
 )]
 struct Cli {
@@ -61,6 +62,28 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
         /// Print one line of link statistics.
+        #[arg(long)]
+        stats: bool,
+    },
+    /// Runs a quantized MLP on a TensorCore board (gen --board ulx3s --block
+    /// tensorcore): compiled for the board's core, int8 X in, int32 logits
+    /// out, bit-exact with `sim mlp`.
+    Mlp {
+        #[command(flatten)]
+        link: Link,
+        /// Folder with w{i}.npy (int8 [in_i, out_i]), b{i}.npy (int32
+        /// [out_i]) and, for every layer but the last, rq{i}.npy (int32 [3]:
+        /// multiplier, shift, zero point), as `sim mlp` reads it.
+        #[arg(long, value_name = "DIR")]
+        model: PathBuf,
+        /// Inputs: .npy int8 [N, in_1].
+        #[arg(long, value_name = "FILE")]
+        x: PathBuf,
+        /// Where to write the logits: .npy int32 [N, out_L].
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Print one JSON line: the core's counters summed over the runs,
+        /// MXU busy fraction, link traffic.
         #[arg(long)]
         stats: bool,
     },
@@ -121,6 +144,13 @@ fn main() -> ExitCode {
             out,
             stats,
         } => matmul(&link, &a, &b, &out, stats),
+        Command::Mlp {
+            link,
+            model,
+            x,
+            out,
+            stats,
+        } => mlp(&link, &model, &x, &out, stats),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -141,6 +171,27 @@ fn info(link: &Link) -> Result<(), Failure> {
     let mut client = connect(link)?;
     let status = client.status()?;
     println!("bridge: {}", status.info);
+    if status.info.core == host::CoreKind::TensorCore {
+        let t = client.tc_info()?;
+        println!(
+            "tensorcore: {}x{}, {} accumulator rows, {} unified-buffer rows, {} weight rows, {} bias rows, weight queue {}",
+            t.rows, t.cols, t.acc_rows, t.ub_rows, t.weight_rows, t.bias_rows, t.weight_queue
+        );
+        println!(
+            "bridge memories: {} program words, {} input rows, {} output rows",
+            t.program_words, t.input_rows, t.output_rows
+        );
+        let errors = status.errors();
+        println!(
+            "error flags: {}",
+            if errors.is_empty() {
+                "none".to_string()
+            } else {
+                errors.join(", ")
+            }
+        );
+        return Ok(());
+    }
     println!(
         "queued weight tiles: {} of {}",
         status.queued, status.info.max_queued
@@ -225,6 +276,69 @@ fn matmul(
         let s = client.stats();
         println!(
             "{{\"m\":{m},\"n\":{n},\"commands\":{},\"bytes_sent\":{},\"bytes_received\":{},\"seconds\":{:.3}}}",
+            s.commands,
+            s.bytes_sent,
+            s.bytes_received,
+            start.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+fn mlp(
+    link: &Link,
+    model: &std::path::Path,
+    x: &std::path::Path,
+    out: &std::path::Path,
+    stats: bool,
+) -> Result<(), Failure> {
+    // The model and X are read and checked before the port is opened.
+    let mlp = compiler::load_model(model).map_err(bad)?;
+    let xm: Matrix<i8> = matrix::read(x, "X").map_err(bad)?;
+    if xm.cols != mlp.inputs() {
+        return Err(bad(format!(
+            "X: {} is {}x{} but w1 takes {} inputs",
+            x.display(),
+            xm.rows,
+            xm.cols,
+            mlp.inputs()
+        )));
+    }
+    if xm.rows == 0 {
+        return Err(bad(format!("X: {} has no rows", x.display())));
+    }
+    let mut client = connect(link)?;
+    let start = Instant::now();
+    let run = client.run_mlp(&mlp, &xm.data, xm.rows)?;
+    matrix::write(
+        out,
+        &Matrix {
+            rows: xm.rows,
+            cols: mlp.outputs(),
+            data: run.logits,
+        },
+    )
+    .map_err(|e| Failure(1, e))?;
+    if stats {
+        let k = run.counters;
+        let cycles = k.cycles();
+        let s = client.stats();
+        println!(
+            "{{\"op\":\"mlp\",\"backend\":\"board\",\"batch\":{},\"runs\":{},\"block_rows\":{},\"cycles\":{cycles},\"mxu_busy\":{},\"mxu_busy_cycles\":{},\"stall_weights\":{},\"stall_ub\":{},\"stall_vpu\":{},\"host\":{},\"issue\":{},\"sync\":{},\"instructions\":{},\"act_rows\":{},\"act_drain\":{},\"commands\":{},\"bytes_sent\":{},\"bytes_received\":{},\"seconds\":{:.3}}}",
+            xm.rows,
+            run.runs,
+            run.block,
+            if cycles == 0 { 0.0 } else { k.mxu_busy as f64 / cycles as f64 },
+            k.mxu_busy,
+            k.stall_weights,
+            k.stall_ub,
+            k.stall_vpu,
+            k.host,
+            k.issue,
+            k.sync,
+            k.instructions,
+            k.act_rows,
+            k.act_drain,
             s.commands,
             s.bytes_sent,
             s.bytes_received,

@@ -1,10 +1,14 @@
-//! UART host bridge and board tops around the MXU.
+//! UART host bridges and board tops around the MXU and the TensorCore.
 //!
 //! A hobbyist board has a clock, an FTDI serial port and a few LEDs. This crate
 //! turns the MXU into something such a board can run: a UART receiver and
 //! transmitter ([`uart`]), a command bridge that owns an activation buffer and
 //! drives the MXU's handshakes ([`bridge`]), and pin-level tops with their
-//! constraint files for the iCEBreaker and the ULX3S ([`top`]).
+//! constraint files for the iCEBreaker and the ULX3S ([`top`]). The same
+//! board top on the ULX3S runs the TensorCore instead ([`tc_bridge`],
+//! [`build_tc_board`]): a bridge that holds its program memory and host
+//! windows, writes its weight and bias memories and runs programs to `HALT`
+//! (protocol version 2), with the core beside it.
 //!
 //! ```text
 //!  host ──UART──► uart_rx ─► bridge FSM ─┬─► activation buffer ─► MXU a_* ─┐
@@ -40,6 +44,15 @@
 //!   more multipliers to DSP blocks than the part has and, on iCE40, pack the
 //!   partial-sum chain into DSP accumulators (`ice40_dsp`) in a netlist that
 //!   does not simulate like the RTL.
+//! - **The TensorCore beside its bridge, not inside it.** The bridge resets
+//!   the core before every RUN (counters from zero, `HALT` cleared, memories
+//!   kept), and an `hw` instance takes its parent's reset, so the board top
+//!   instantiates both and gives the core `rst_q | core_rst`. The bridge
+//!   feeds the instruction port from its program memory read one word ahead
+//!   and answers the host input port from a synchronous memory read at the
+//!   row the core asks for next cycle, so the core runs exactly as its timing
+//!   contract says and its counters are the golden cycle model's. The
+//!   TensorCore does not fit the iCEBreaker (refused with one line).
 //! - **Independent host.** The `host` crate implements the protocol from
 //!   `PROTOCOL.md` without depending on this crate; the tests run the host
 //!   library against the Verilated board tops at the UART wire level.
@@ -47,14 +60,16 @@
 pub mod bridge;
 pub mod protocol;
 pub mod smoke;
+pub mod tc_bridge;
 pub mod top;
 pub mod uart;
 pub mod yosys;
 
 pub use bridge::{bridge_name, build_bridge};
+pub use tc_bridge::{build_tc_bridge, tc_bridge_name};
 pub use top::{Pin, PinDir};
 
-use config::{ConfigError, ElemType, MxuConfig};
+use config::{ConfigError, ElemType, MxuConfig, TensorCoreConfig};
 use hw::{catch_elab, emit_design, Design, EmittedFile, Header};
 
 /// Serial speed of the board tops unless another is asked for.
@@ -111,8 +126,7 @@ impl BridgeConfig {
     /// The command timeout is 2^this cycles: the smallest power of two that
     /// is at least 10,240 bit times (1,024 bytes; 89 ms at 115,200 baud).
     pub fn timeout_log2(&self) -> u32 {
-        let cycles = self.clocks_per_bit as u64 * 10 * 1024;
-        64 - (cycles - 1).leading_zeros()
+        timeout_log2_for(self.clocks_per_bit)
     }
 
     /// Clock cycles after which a half-received command is abandoned.
@@ -127,6 +141,123 @@ impl BridgeConfig {
         p.push(("clocks_per_bit".into(), self.clocks_per_bit.to_string()));
         p
     }
+}
+
+/// The command timeout of a bridge with `clocks_per_bit`: 2^this cycles,
+/// the smallest power of two that is at least 10,240 bit times.
+fn timeout_log2_for(clocks_per_bit: u32) -> u32 {
+    let cycles = clocks_per_bit as u64 * 10 * 1024;
+    64 - (cycles - 1).leading_zeros()
+}
+
+/// The TensorCore bridge's generator parameters: the core, the UART, and the
+/// memories the bridge holds for the core's host ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TcBridgeConfig {
+    core: TensorCoreConfig,
+    clocks_per_bit: u32,
+    program_words: u32,
+    input_rows: u32,
+    output_rows: u32,
+}
+
+impl TcBridgeConfig {
+    /// A validated configuration: `clocks_per_bit` in 4..=65535; the
+    /// program memory (words), the host input window (rows of R int8) and
+    /// the host output window (rows of C int32) powers of two in 2..=65536;
+    /// the core's weight and bias memories at most 65536 rows (the
+    /// protocol's 16-bit row fields).
+    pub fn new(
+        core: TensorCoreConfig,
+        clocks_per_bit: u32,
+        program_words: u32,
+        input_rows: u32,
+        output_rows: u32,
+    ) -> Result<Self, ConfigError> {
+        if !(uart::MIN_CLOCKS_PER_BIT..=u16::MAX as u32).contains(&clocks_per_bit) {
+            return Err(ConfigError(format!(
+                "UART clocks per bit must be between {} and {}, got {clocks_per_bit}",
+                uart::MIN_CLOCKS_PER_BIT,
+                u16::MAX
+            )));
+        }
+        for (what, v) in [
+            ("program words", program_words),
+            ("input window rows", input_rows),
+            ("output window rows", output_rows),
+        ] {
+            if !(2..=65536).contains(&v) || !v.is_power_of_two() {
+                return Err(ConfigError(format!(
+                    "{what} must be a power of two between 2 and 65536, got {v}"
+                )));
+            }
+        }
+        for (what, v) in [
+            ("weight rows", core.weight_rows()),
+            ("bias rows", core.bias_rows()),
+        ] {
+            if v > 65536 {
+                return Err(ConfigError(format!(
+                    "a board build addresses at most 65536 {what} (16-bit row fields), got {v}"
+                )));
+            }
+        }
+        Ok(TcBridgeConfig {
+            core,
+            clocks_per_bit,
+            program_words,
+            input_rows,
+            output_rows,
+        })
+    }
+
+    pub fn core(&self) -> TensorCoreConfig {
+        self.core
+    }
+
+    pub fn clocks_per_bit(&self) -> u32 {
+        self.clocks_per_bit
+    }
+
+    /// Words of the program memory (128-bit instructions).
+    pub fn program_words(&self) -> u32 {
+        self.program_words
+    }
+
+    /// Rows of the host input window (R int8 each).
+    pub fn input_rows(&self) -> u32 {
+        self.input_rows
+    }
+
+    /// Rows of the host output window (C int32 each).
+    pub fn output_rows(&self) -> u32 {
+        self.output_rows
+    }
+
+    /// The command timeout is 2^this cycles (as [`BridgeConfig::timeout_log2`]).
+    pub fn timeout_log2(&self) -> u32 {
+        timeout_log2_for(self.clocks_per_bit)
+    }
+
+    /// Parameters as (name, value) pairs, for file headers.
+    pub fn params(&self) -> Vec<(String, String)> {
+        let mut p = self.core.params();
+        p.push(("program_words".into(), self.program_words.to_string()));
+        p.push(("input_rows".into(), self.input_rows.to_string()));
+        p.push(("output_rows".into(), self.output_rows.to_string()));
+        p.push(("clocks_per_bit".into(), self.clocks_per_bit.to_string()));
+        p
+    }
+}
+
+/// The TensorCore a board build gets unless the user picks another, and the
+/// bridge's memories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcBoardDefaults {
+    pub core: TensorCoreConfig,
+    pub program_words: u32,
+    pub input_rows: u32,
+    pub output_rows: u32,
 }
 
 /// The board-independent defaults of one board: the array it gets unless the
@@ -186,6 +317,31 @@ impl Board {
         let d = self.defaults();
         MxuConfig::with_acc_rows(d.rows, d.cols, d.dtype, d.acc_rows)
             .expect("board defaults are valid")
+    }
+
+    /// The TensorCore board build's defaults, or why the board cannot take
+    /// one (one line). ULX3S: a 4x4 core (the FPGA report's TensorCore
+    /// preset: 5,609 LUTs, 32 DSPs, 10 block RAMs and 26.6 MHz routed on
+    /// the 85F, above the board's 25 MHz) with 1,024-row unified buffer
+    /// and weight memory, a 1,024-word program memory and 1,024-row host
+    /// windows. The iCEBreaker's UP5K has 5,280 logic cells: the bare 4x4
+    /// MXU build already uses 82% of them.
+    pub fn tensorcore_defaults(self) -> Result<TcBoardDefaults, String> {
+        match self {
+            Board::IceBreaker => Err(
+                "the TensorCore does not fit the iCEBreaker's iCE40 UP5K (a 4x4 core needs about \
+                 5,600 LUTs, the UP5K has 5,280 logic cells and the 4x4 MXU build alone uses 82%); \
+                 use --board ulx3s"
+                    .into(),
+            ),
+            Board::Ulx3s => Ok(TcBoardDefaults {
+                core: TensorCoreConfig::with(4, 4, 64, 1024, 1024, 64, 4)
+                    .expect("board defaults are valid"),
+                program_words: 1024,
+                input_rows: 1024,
+                output_rows: 1024,
+            }),
+        }
     }
 
     /// The name used on command lines.
@@ -348,16 +504,107 @@ pub fn build_board(
     })
     .map_err(|e| e.to_string())?;
     let emitted = emit_design(&design, &core, header);
+    let modules = design.hierarchy(&core).len() + 1;
+    let params = params_text(header);
+    let top_text = top::top_verilog(board, cfg, &header.generator, &params);
+    let smoke = smoke::testbench_verilog(board, cfg, &header.generator, &params);
+    let recipe = yosys::board_recipe(board, board.top_name(), cfg.mxu.rows(), cfg.mxu.cols());
+    Ok(assemble(
+        board, emitted, top_text, smoke, recipe, header, &params, modules,
+    ))
+}
+
+/// Elaborates the TensorCore and its bridge for `cfg` and writes the board
+/// top (both side by side) and constraints for `board`. Refuses a board the
+/// TensorCore does not fit (one line).
+pub fn build_tc_board(
+    board: Board,
+    cfg: &TcBridgeConfig,
+    header: &Header,
+) -> Result<BoardBuild, String> {
+    board.tensorcore_defaults()?;
+    hw::quiet_elab_errors();
+    let (design, bridge, tc) = catch_elab(|| {
+        let mut design = Design::new();
+        let bridge = build_tc_bridge(&mut design, cfg);
+        let tc = tensorcore::build(&mut design, &cfg.core());
+        (design, bridge, tc)
+    })
+    .map_err(|e| e.to_string())?;
+    // The two hierarchies side by side: their module files (the core's
+    // first), and one waiver file with both halves.
+    let core_files = emit_design(&design, &tc, header);
+    let bridge_files = emit_design(&design, &bridge, header);
+    let mut emitted: Vec<EmittedFile> = core_files
+        .iter()
+        .filter(|f| f.module.is_some())
+        .cloned()
+        .collect();
+    for f in &bridge_files {
+        if f.module.is_some() && !emitted.iter().any(|e| e.name == f.name) {
+            emitted.push(f.clone());
+        }
+    }
+    let waiver = |files: &[EmittedFile]| {
+        files
+            .iter()
+            .find(|f| f.name == hw::emit::WAIVER_FILE)
+            .expect("emit_design writes the waiver file")
+            .text
+            .clone()
+    };
+    let mut waivers = waiver(&bridge_files);
+    for line in waiver(&core_files).lines() {
+        if !line.starts_with("// Lint waivers for")
+            && !line.starts_with("// Each waiver states")
+            && line != "`verilator_config"
+        {
+            waivers.push_str(line);
+            waivers.push('\n');
+        }
+    }
+    emitted.push(EmittedFile {
+        name: hw::emit::WAIVER_FILE.to_string(),
+        module: None,
+        text: waivers,
+    });
+    let modules = design.hierarchy(&tc).len() + design.hierarchy(&bridge).len() + 1;
+    let params = params_text(header);
+    let top_text = top::tc_top_verilog(board, cfg, &header.generator, &params);
+    let smoke = smoke::tc_testbench_verilog(board, cfg, &header.generator, &params);
+    let core = cfg.core();
+    let recipe = yosys::tc_board_recipe(board, board.top_name(), core.rows(), core.cols());
+    Ok(assemble(
+        board, emitted, top_text, smoke, recipe, header, &params, modules,
+    ))
+}
+
+fn params_text(header: &Header) -> String {
     let params: Vec<String> = header
         .params
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
-    let params = if params.is_empty() {
+    if params.is_empty() {
         "(none)".to_string()
     } else {
         params.join(" ")
-    };
+    }
+}
+
+/// The files of a board build from the emitted hierarchy (module files and
+/// the waiver file), the top's text, the smoke test and the synthesis recipe.
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    board: Board,
+    emitted: Vec<EmittedFile>,
+    top_text: String,
+    smoke: String,
+    recipe: Vec<String>,
+    header: &Header,
+    params: &str,
+    modules: usize,
+) -> BoardBuild {
     let mut files: Vec<EmittedFile> = emitted
         .iter()
         .filter(|f| f.module.is_some())
@@ -366,7 +613,7 @@ pub fn build_board(
     files.push(EmittedFile {
         name: format!("{}.v", board.top_name()),
         module: Some(board.top_name().to_string()),
-        text: top::top_verilog(board, cfg, &header.generator, &params),
+        text: top_text,
     });
     let sources: Vec<String> = files.iter().map(|f| f.name.clone()).collect();
     let list: String = sources.iter().map(|f| format!("{f}\n")).collect();
@@ -384,12 +631,12 @@ pub fn build_board(
     files.push(EmittedFile {
         name: board.constraint_file().to_string(),
         module: None,
-        text: top::constraints(board, &header.generator, &params),
+        text: top::constraints(board, &header.generator, params),
     });
     files.push(EmittedFile {
         name: format!("{}.v", smoke::testbench_name(board)),
         module: None,
-        text: smoke::testbench_verilog(board, cfg, &header.generator, &params),
+        text: smoke,
     });
     let mut script_head = String::new();
     top::header(
@@ -401,9 +648,8 @@ pub fn build_board(
             board.top_name(),
             board.description()
         ),
-        &params,
+        params,
     );
-    let recipe = yosys::board_recipe(board, board.top_name(), cfg.mxu.rows(), cfg.mxu.cols());
     files.push(EmittedFile {
         name: yosys::script_name(board),
         module: None,
@@ -417,13 +663,25 @@ pub fn build_board(
     files.push(EmittedFile {
         name: format!("{}.core", board.top_name()),
         module: None,
-        text: smoke::core_file(board, &sources, &header.generator, &params),
+        text: smoke::core_file(board, &sources, &header.generator, params),
     });
-    Ok(BoardBuild {
+    BoardBuild {
         top: board.top_name().to_string(),
-        modules: design.hierarchy(&core).len() + 1,
+        modules,
         files,
-    })
+    }
+}
+
+/// The design parameters of a TensorCore board build, for file headers.
+pub fn tc_board_params(board: Board, cfg: &TcBridgeConfig, baud: u32) -> Vec<(String, String)> {
+    let mut p = vec![
+        ("board".to_string(), board.name().to_string()),
+        ("clock_hz".to_string(), board.clock_hz().to_string()),
+        ("baud".to_string(), baud.to_string()),
+        ("core".to_string(), "tensorcore".to_string()),
+    ];
+    p.extend(cfg.params());
+    p
 }
 
 /// The design parameters of a board build, for file headers.

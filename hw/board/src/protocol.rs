@@ -8,8 +8,18 @@
 pub const SYNC: u8 = 0xA5;
 /// Bytes of every command header: SYNC, opcode, three little-endian u16 fields.
 pub const HEADER_BYTES: usize = 8;
-/// Protocol version reported by STATUS.
+/// Protocol version reported by STATUS of the MXU bridge.
 pub const VERSION: u8 = 1;
+/// Protocol version reported by STATUS of the TensorCore bridge (version 2:
+/// STATUS byte 5 is the core kind, and the TensorCore commands).
+pub const VERSION_TC: u8 = 2;
+/// STATUS byte 5, the core kind, of the TensorCore bridge (0 and 1 are the
+/// int8 and bf16 MXU, as version 1's element type byte).
+pub const CORE_TENSORCORE: u8 = 2;
+/// Bytes of the TC_INFO payload.
+pub const TC_INFO_BYTES: usize = 16;
+/// Bytes of the READ_COUNTERS payload: ten u32 counters.
+pub const COUNTER_BYTES: usize = 40;
 /// The first four bytes of the STATUS payload.
 pub const MAGIC: [u8; 4] = *b"SYST";
 /// Bytes of the STATUS payload.
@@ -26,6 +36,15 @@ pub mod op {
     pub const MATMUL: u8 = 0x05;
     pub const MATMUL_ADD: u8 = 0x06;
     pub const READ_ACC: u8 = 0x07;
+    /// TensorCore bridge (version 2): its sizes.
+    pub const TC_INFO: u8 = 0x10;
+    pub const WRITE_WEIGHTS: u8 = 0x11;
+    pub const WRITE_BIAS: u8 = 0x12;
+    pub const WRITE_PROGRAM: u8 = 0x13;
+    pub const WRITE_INPUT: u8 = 0x14;
+    pub const RUN: u8 = 0x15;
+    pub const READ_OUTPUT: u8 = 0x16;
+    pub const READ_COUNTERS: u8 = 0x17;
 }
 
 /// Reply status bytes.
@@ -40,6 +59,10 @@ pub mod status {
     pub const QUEUE_FULL: u8 = 0xE3;
     /// MATMUL with no weight tile queued.
     pub const NO_WEIGHTS: u8 = 0xE4;
+    /// RUN: the core did not halt within the cycle limit (it was reset).
+    pub const RUN_TIMEOUT: u8 = 0xE5;
+    /// RUN: the core halted with its error flag set (an unknown opcode).
+    pub const CORE_ERROR: u8 = 0xE6;
 }
 
 /// Bits of the STATUS flags byte (payload byte 13).
@@ -92,6 +115,40 @@ pub fn idle_status_payload(cfg: &crate::BridgeConfig) -> [u8; STATUS_BYTES] {
     p[12] = (MAX_QUEUED_TILES as u8) << 4;
     p[13] = 0;
     p[14..16].copy_from_slice(&(cfg.clocks_per_bit() as u16).to_le_bytes());
+    p
+}
+
+/// The STATUS payload the TensorCore bridge for `cfg` sends with no flag set.
+pub fn tc_status_payload(cfg: &crate::TcBridgeConfig) -> [u8; STATUS_BYTES] {
+    let core = cfg.core();
+    let mut p = [0u8; STATUS_BYTES];
+    p[0..4].copy_from_slice(&MAGIC);
+    p[4] = VERSION_TC;
+    p[5] = CORE_TENSORCORE;
+    p[6..8].copy_from_slice(&(core.rows() as u16).to_le_bytes());
+    p[8..10].copy_from_slice(&(core.cols() as u16).to_le_bytes());
+    p[10] = core.acc_rows().trailing_zeros() as u8;
+    p[11] = core.ub_rows().trailing_zeros() as u8;
+    p[14..16].copy_from_slice(&(cfg.clocks_per_bit() as u16).to_le_bytes());
+    p
+}
+
+/// The TC_INFO payload of the TensorCore bridge for `cfg`.
+pub fn tc_info_payload(cfg: &crate::TcBridgeConfig) -> [u8; TC_INFO_BYTES] {
+    let core = cfg.core();
+    let lg = |v: u32| v.trailing_zeros() as u8;
+    let mut p = [0u8; TC_INFO_BYTES];
+    p[0..2].copy_from_slice(&(core.rows() as u16).to_le_bytes());
+    p[2..4].copy_from_slice(&(core.cols() as u16).to_le_bytes());
+    p[4] = lg(core.acc_rows());
+    p[5] = lg(core.ub_rows());
+    p[6] = lg(core.weight_rows());
+    p[7] = lg(core.bias_rows());
+    p[8] = core.weight_queue() as u8;
+    p[9] = lg(cfg.program_words());
+    p[10] = lg(cfg.input_rows());
+    p[11] = lg(cfg.output_rows());
+    p[12] = (COUNTER_BYTES / 4) as u8;
     p
 }
 

@@ -10,7 +10,7 @@
 
 use crate::protocol::{self, op, status};
 use crate::top::{Pin, PinDir};
-use crate::{Board, BridgeConfig};
+use crate::{Board, BridgeConfig, TcBridgeConfig};
 use std::fmt::Write as _;
 
 /// The smoke test's module (and file) name for `board`.
@@ -34,6 +34,22 @@ fn bytes_init(out: &mut String, name: &str, bytes: &[u8]) {
     }
 }
 
+/// The commands the TensorCore board's smoke test sends and the replies it
+/// expects: STATUS, TC_INFO, and an MXU command the TensorCore bridge refuses.
+pub fn tc_smoke_exchanges(cfg: &TcBridgeConfig) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let status_cmd = protocol::command(op::STATUS, [0; 3], &[]);
+    let status_reply = protocol::reply(&status_cmd, status::OK, &protocol::tc_status_payload(cfg));
+    let info_cmd = protocol::command(op::TC_INFO, [0; 3], &[]);
+    let info_reply = protocol::reply(&info_cmd, status::OK, &protocol::tc_info_payload(cfg));
+    let bad_cmd = protocol::command(op::MATMUL, [0, 1, 0], &[]);
+    let bad_reply = protocol::reply(&bad_cmd, status::BAD_OPCODE, &[]);
+    vec![
+        (status_cmd, status_reply),
+        (info_cmd, info_reply),
+        (bad_cmd, bad_reply),
+    ]
+}
+
 /// The smoke test of `board`'s top for the bridge `cfg`.
 pub fn testbench_verilog(
     board: Board,
@@ -41,9 +57,42 @@ pub fn testbench_verilog(
     generator: &str,
     params: &str,
 ) -> String {
+    testbench_text(
+        board,
+        cfg.clocks_per_bit(),
+        &smoke_exchanges(cfg),
+        "STATUS, a refused opcode",
+        generator,
+        params,
+    )
+}
+
+/// The smoke test of `board`'s top for the TensorCore bridge `cfg`.
+pub fn tc_testbench_verilog(
+    board: Board,
+    cfg: &TcBridgeConfig,
+    generator: &str,
+    params: &str,
+) -> String {
+    testbench_text(
+        board,
+        cfg.clocks_per_bit(),
+        &tc_smoke_exchanges(cfg),
+        "STATUS, TC_INFO, a refused opcode",
+        generator,
+        params,
+    )
+}
+
+fn testbench_text(
+    board: Board,
+    cpb: u32,
+    exchanges: &[(Vec<u8>, Vec<u8>)],
+    what: &str,
+    generator: &str,
+    params: &str,
+) -> String {
     let name = testbench_name(board);
-    let cpb = cfg.clocks_per_bit();
-    let exchanges = smoke_exchanges(cfg);
     let sent: Vec<u8> = exchanges.iter().flat_map(|(c, _)| c.clone()).collect();
     let expected: Vec<u8> = exchanges.iter().flat_map(|(_, r)| r.clone()).collect();
     // Commands go out one after another; each waits for its reply's last byte.
@@ -55,7 +104,7 @@ pub fn testbench_verilog(
         "//",
         generator,
         &format!(
-            "Module {name}: smoke test of {} over its UART pins (STATUS, a refused opcode)",
+            "Module {name}: smoke test of {} over its UART pins ({what})",
             board.top_name()
         ),
         params,

@@ -12,7 +12,7 @@
 //! itself registered.
 
 use crate::bridge::{bridge_name, ports as bp};
-use crate::{Board, BridgeConfig};
+use crate::{Board, BridgeConfig, TcBridgeConfig};
 use std::fmt::Write as _;
 
 /// Bits of the power-on reset counter: reset lasts 2^12 cycles.
@@ -160,7 +160,7 @@ fn port_decls(pins: &[Pin]) -> String {
 /// The reset logic and the bridge instance, shared by both tops. `clk` is the
 /// clock port, `btn_pressed` a Verilog expression of the synchronized button.
 fn core_text(
-    cfg: &BridgeConfig,
+    core: BoardCore,
     clk: &str,
     button: &str,
     pressed: &str,
@@ -199,15 +199,58 @@ fn core_text(
     writeln!(out).unwrap();
     writeln!(out, "  wire active;").unwrap();
     writeln!(out, "  wire error;").unwrap();
-    writeln!(out, "  {} core (", bridge_name(cfg)).unwrap();
-    let conns = [
-        ("clk_i", clk.to_string()),
-        ("rst_i", "rst_q".to_string()),
-        (bp::UART_RX, rx.to_string()),
-        (bp::UART_TX, tx.to_string()),
-        (bp::ACTIVE, "active".to_string()),
-        (bp::ERROR, "error".to_string()),
+    let mut conns = vec![
+        ("clk_i".to_string(), clk.to_string()),
+        ("rst_i".to_string(), "rst_q".to_string()),
+        (bp::UART_RX.to_string(), rx.to_string()),
+        (bp::UART_TX.to_string(), tx.to_string()),
+        (bp::ACTIVE.to_string(), "active".to_string()),
+        (bp::ERROR.to_string(), "error".to_string()),
     ];
+    let bridge = match core {
+        BoardCore::Mxu(cfg) => bridge_name(cfg),
+        BoardCore::TensorCore(cfg) => {
+            let wiring = crate::tc_bridge::core_wiring();
+            let tc = cfg.core();
+            writeln!(
+                out,
+                "  // The TensorCore beside its bridge: the bridge resets it before every run."
+            )
+            .unwrap();
+            writeln!(out, "  wire core_rst;").unwrap();
+            let widths = tensorcore_port_widths(&tc);
+            for (port, _) in &wiring {
+                let w = widths
+                    .iter()
+                    .find(|(n, _)| n == port)
+                    .map_or(1, |(_, w)| *w);
+                let range = if w == 1 {
+                    String::new()
+                } else {
+                    format!(" [{}:0]", w - 1)
+                };
+                writeln!(out, "  wire{range} tc_{};", &port[..port.len() - 2]).unwrap();
+            }
+            let mut tconns = vec![
+                ("clk_i".to_string(), clk.to_string()),
+                ("rst_i".to_string(), "rst_q | core_rst".to_string()),
+            ];
+            for (port, bport) in &wiring {
+                let wire = format!("tc_{}", &port[..port.len() - 2]);
+                tconns.push((port.clone(), wire.clone()));
+                conns.push((bport.clone(), wire));
+            }
+            conns.push((crate::tc_bridge::CORE_RESET.to_string(), "core_rst".into()));
+            writeln!(out, "  {} tc (", tensorcore::top_name(&tc)).unwrap();
+            for (i, (p, v)) in tconns.iter().enumerate() {
+                let comma = if i + 1 == tconns.len() { "" } else { "," };
+                writeln!(out, "    .{p:<10} ({v}){comma}").unwrap();
+            }
+            writeln!(out, "  );").unwrap();
+            crate::tc_bridge::tc_bridge_name(cfg)
+        }
+    };
+    writeln!(out, "  {bridge} core (").unwrap();
     for (i, (p, v)) in conns.iter().enumerate() {
         let comma = if i + 1 == conns.len() { "" } else { "," };
         writeln!(out, "    .{p:<10} ({v}){comma}").unwrap();
@@ -216,8 +259,36 @@ fn core_text(
     out
 }
 
+/// The widths of the TensorCore's ports for `tc`, by name.
+fn tensorcore_port_widths(tc: &config::TensorCoreConfig) -> Vec<(String, u32)> {
+    hw::quiet_elab_errors();
+    let mut design = hw::Design::new();
+    let top = tensorcore::build(&mut design, tc);
+    top.port_list()
+        .into_iter()
+        .map(|(n, _, ty)| (n, ty.width))
+        .collect()
+}
+
+/// The core a board top holds: the MXU behind its bridge, or the TensorCore
+/// beside its bridge.
+#[derive(Debug, Clone, Copy)]
+pub enum BoardCore<'a> {
+    Mxu(&'a BridgeConfig),
+    TensorCore(&'a TcBridgeConfig),
+}
+
 /// The Verilog of `board`'s top for the bridge `cfg`.
 pub fn top_verilog(board: Board, cfg: &BridgeConfig, generator: &str, params: &str) -> String {
+    board_top_verilog(board, BoardCore::Mxu(cfg), generator, params)
+}
+
+/// The Verilog of `board`'s top for the TensorCore bridge `cfg`.
+pub fn tc_top_verilog(board: Board, cfg: &TcBridgeConfig, generator: &str, params: &str) -> String {
+    board_top_verilog(board, BoardCore::TensorCore(cfg), generator, params)
+}
+
+fn board_top_verilog(board: Board, cfg: BoardCore, generator: &str, params: &str) -> String {
     let name = board.top_name();
     let mut out = String::new();
     header(

@@ -136,6 +136,42 @@ pub fn board_recipe(board: Board, top: &str, rows: u32, cols: u32) -> Vec<String
         .collect()
 }
 
+/// The synthesis recipe of a TensorCore board build: as [`board_recipe`],
+/// with the DSP budget counting the activation unit's C signed 32x32
+/// requantization products (4 DSP blocks each on both boards' families)
+/// before the processing elements; when they do not all fit, the first PEs
+/// keep DSPs and every other multiplier becomes logic.
+pub fn tc_board_recipe(board: Board, top: &str, rows: u32, cols: u32) -> Vec<String> {
+    let pes = u64::from(rows) * u64::from(cols);
+    let lanes = 4 * u64::from(cols);
+    let dsps = board_dsps(board);
+    let mut text = elaborate_commands(top);
+    // The MXU's accumulator and the unified buffer in block RAM.
+    text.push_str("setattr -set ram_style \"block\" m:*acc m:*ub m:*wmem m:*prog\n");
+    if pes + lanes > dsps {
+        let k = pes.min(dsps);
+        if k > 0 {
+            let _ = writeln!(
+                text,
+                "select -set dspmul {}",
+                pe_patterns(k, u64::from(cols)).join(" ")
+            );
+            let _ = writeln!(text, "select -set dspmul @dspmul t:$mul %i");
+            let _ = writeln!(text, "select -assert-min 1 @dspmul");
+            let _ = writeln!(text, "select -set softmul t:$mul @dspmul %d");
+        } else {
+            let _ = writeln!(text, "select -set softmul t:$mul");
+        }
+        let _ = writeln!(text, "alumacc @softmul");
+    }
+    text.push_str(&family_commands(board, top));
+    text.lines()
+        .flat_map(|l| l.split("; "))
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
 /// The recipe as a Yosys script (`yosys -s`): reads `sources` (file names in
 /// the build folder), runs `recipe`, writes `<top>.json` for nextpnr. `head`
 /// is the file's header comment.

@@ -15,83 +15,11 @@
 
 use crate::from_hw::model_spec;
 use crate::verilator::{Model, PortId};
-use compiler::{Layer, Mlp, Program, Requant};
+use compiler::{Mlp, Program};
 use config::TensorCoreConfig;
 use golden::tensorcore::{Memories, Stats};
-use std::path::Path;
 
-/// Reads an MLP from `dir`: for i = 1, 2, ... while `w{i}.npy` exists,
-/// `w{i}.npy` int8 \[in_i, out_i\], `b{i}.npy` int32 \[out_i\], and for every
-/// layer but the last `rq{i}.npy` int32 \[3\] = (multiplier, shift, zero
-/// point). Other files are ignored. Every error is one line naming the file.
-pub fn load_model(dir: &Path) -> Result<Mlp, String> {
-    if !dir.is_dir() {
-        return Err(format!("model folder {} does not exist", dir.display()));
-    }
-    let count = (1..)
-        .take_while(|i| dir.join(format!("w{i}.npy")).exists())
-        .count();
-    if count == 0 {
-        return Err(format!(
-            "model folder {} holds no w1.npy (the first layer's weights)",
-            dir.display()
-        ));
-    }
-    let mut layers = Vec::with_capacity(count);
-    let mut prev_out: Option<usize> = None;
-    for i in 1..=count {
-        let wpath = dir.join(format!("w{i}.npy"));
-        let w = matrix::read::<i8>(&wpath, &format!("w{i}"))?;
-        if let Some(p) = prev_out {
-            if w.rows != p {
-                return Err(format!(
-                    "w{i}: {} is {}x{} but layer {} gives {p} outputs",
-                    wpath.display(),
-                    w.rows,
-                    w.cols,
-                    i - 1
-                ));
-            }
-        }
-        let bpath = dir.join(format!("b{i}.npy"));
-        let b = matrix::read_array::<i32>(&bpath, &format!("b{i}"))?;
-        if b.shape != [w.cols as u64] {
-            return Err(format!(
-                "b{i}: {} has shape {:?}, expected [{}] (w{i} has {} columns)",
-                bpath.display(),
-                b.shape,
-                w.cols,
-                w.cols
-            ));
-        }
-        let rq = if i < count {
-            let rpath = dir.join(format!("rq{i}.npy"));
-            let rq = matrix::read_array::<i32>(&rpath, &format!("rq{i}"))?;
-            if rq.shape != [3] {
-                return Err(format!(
-                    "rq{i}: {} has shape {:?}, expected [3] (multiplier, shift, zero point)",
-                    rpath.display(),
-                    rq.shape
-                ));
-            }
-            Some(
-                Requant::from_i32s(rq.data[0], rq.data[1], rq.data[2])
-                    .map_err(|e| format!("rq{i}: {}: {e}", rpath.display()))?,
-            )
-        } else {
-            None
-        };
-        prev_out = Some(w.cols);
-        layers.push(Layer {
-            inputs: w.rows,
-            outputs: w.cols,
-            w: w.data,
-            b: b.data,
-            rq,
-        });
-    }
-    Mlp::new(layers).map_err(|e| e.to_string())
-}
+pub use compiler::load_model;
 
 /// The memories a compiled program needs, with `x` (\[batch\]\[inputs\]) in the
 /// host input window.

@@ -1,0 +1,434 @@
+//! The host library against the Verilated ULX3S TensorCore board top, at the
+//! UART wire level.
+//!
+//! The board top (power-on reset, TensorCore bridge, UARTs, the TensorCore
+//! beside it) runs under Verilator; [`WireUart`] drives the top's receive
+//! pin bit by bit and decodes its transmit pin with mid-bit sampling. The
+//! same `host::Client` that talks to a board over a serial port compiles
+//! models for the core TC_INFO reports and runs them: the logits are checked
+//! bit for bit against the golden TensorCore and numpy's reference, and the
+//! core's counters, read back over the wire, against the golden cycle model.
+//! A small core and few clocks per bit keep it fast.
+
+use board::{Board, TcBridgeConfig};
+use compiler::Mlp;
+use config::TensorCoreConfig;
+use host::protocol::{status, Opcode};
+use host::{Client, CoreKind, HostError, Transport};
+use rand::Rng;
+use sim::{Model, ModelSpec, PortId, PortSpec};
+use std::collections::VecDeque;
+use std::io;
+use std::path::Path;
+use std::time::Duration;
+use tb::seed::rng_for;
+
+/// Clocks per bit in the simulations.
+const CPB: u32 = 8;
+
+/// Reply latency allowance for the simulated link (in simulated time).
+const LATENCY: Duration = Duration::from_millis(2);
+
+const BOARD: Board = Board::Ulx3s;
+
+/// The core and bridge the tests use: 4x4, memories just large enough for
+/// the digits MLP (864 weight rows, 19 bias rows) in blocks of 10 images.
+fn small() -> TcBridgeConfig {
+    let core = TensorCoreConfig::with(4, 4, 64, 256, 1024, 32, 4).unwrap();
+    TcBridgeConfig::new(core, CPB, 1024, 256, 64).unwrap()
+}
+
+/// The Verilated top of the ULX3S with the TensorCore bridge `cfg`.
+fn board_model(cfg: &TcBridgeConfig) -> Model {
+    let header = hw::Header {
+        generator: "systole-tb".into(),
+        params: board::tc_board_params(BOARD, cfg, BOARD.clock_hz() / cfg.clocks_per_bit()),
+    };
+    let built = board::build_tc_board(BOARD, cfg, &header).unwrap_or_else(|e| panic!("{e}"));
+    let mut spec = ModelSpec::new(built.top.clone());
+    for f in &built.files {
+        if f.module.is_some() || f.name == hw::emit::WAIVER_FILE {
+            spec = spec.source(f.name.clone(), f.text.clone());
+        }
+    }
+    for p in BOARD.pins() {
+        spec.ports.push(match p.dir {
+            board::PinDir::In => PortSpec::input(p.port, p.width()),
+            board::PinDir::Out => PortSpec::output(p.port, p.width()),
+        });
+    }
+    spec.clock = Some(BOARD.clock_port().to_string());
+    Model::build(&spec, &built.top).unwrap_or_else(|e| panic!("cannot build {}: {e}", built.top))
+}
+
+/// A simulated UART wire to the board top, as a [`Transport`].
+struct WireUart {
+    model: Model,
+    rx: PortId,
+    tx: PortId,
+    cpb: u32,
+    /// Cycles since the falling edge of the frame being decoded.
+    t: Option<u32>,
+    byte: u8,
+    received: VecDeque<u8>,
+}
+
+impl WireUart {
+    fn new(cfg: &TcBridgeConfig) -> WireUart {
+        let mut model = board_model(cfg);
+        let (rx_name, tx_name) = BOARD.uart_ports();
+        let rx = model.port(rx_name).unwrap();
+        let tx = model.port(tx_name).unwrap();
+        let (button, pressed) = BOARD.button();
+        let button = model.port(button).unwrap();
+        model.poke(button, u64::from(!pressed));
+        model.poke(rx, 1);
+        let mut wire = WireUart {
+            model,
+            rx,
+            tx,
+            cpb: cfg.clocks_per_bit(),
+            t: None,
+            byte: 0,
+            received: VecDeque::new(),
+        };
+        wire.run(1 << board::top::POR_BITS);
+        wire.run(8);
+        assert_eq!(wire.model.peek(wire.tx), 1, "the transmit pin idles high");
+        wire
+    }
+
+    /// One clock cycle: the edge, then the transmit pin into the decoder.
+    fn tick(&mut self) {
+        self.model.step();
+        let line = self.model.peek(self.tx) == 1;
+        let half = self.cpb / 2;
+        match self.t {
+            None => {
+                if !line {
+                    self.t = Some(0);
+                    self.byte = 0;
+                }
+            }
+            Some(t) => {
+                let t = t + 1;
+                self.t = Some(t);
+                if t >= half && (t - half).is_multiple_of(self.cpb) {
+                    match (t - half) / self.cpb {
+                        0 if line => self.t = None,
+                        0 => {}
+                        i @ 1..=8 => self.byte |= u8::from(line) << (i - 1),
+                        _ => {
+                            assert!(line, "framing error in a reply byte");
+                            self.received.push_back(self.byte);
+                            self.t = None;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn run(&mut self, cycles: u64) {
+        for _ in 0..cycles {
+            self.tick();
+        }
+    }
+}
+
+impl Transport for WireUart {
+    fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        for &b in bytes {
+            let bits = std::iter::once(false)
+                .chain((0..8).map(|i| b >> i & 1 == 1))
+                .chain(std::iter::once(true));
+            for level in bits {
+                self.model.poke(self.rx, u64::from(level));
+                self.run(u64::from(self.cpb));
+            }
+        }
+        Ok(())
+    }
+
+    fn recv(&mut self, buf: &mut [u8], timeout: Duration) -> io::Result<usize> {
+        let mut budget = (timeout.as_secs_f64() * BOARD.clock_hz() as f64).ceil() as u64;
+        while self.received.is_empty() && budget > 0 {
+            self.tick();
+            budget -= 1;
+        }
+        let n = buf.len().min(self.received.len());
+        for slot in buf.iter_mut().take(n) {
+            *slot = self.received.pop_front().expect("counted");
+        }
+        Ok(n)
+    }
+
+    fn byte_time(&self) -> Duration {
+        Duration::from_secs_f64(10.0 * self.cpb as f64 / BOARD.clock_hz() as f64)
+    }
+
+    fn discard_input(&mut self) -> io::Result<()> {
+        self.received.clear();
+        Ok(())
+    }
+}
+
+fn connect(cfg: &TcBridgeConfig) -> Client<WireUart> {
+    Client::connect_with(WireUart::new(cfg), LATENCY).unwrap_or_else(|e| panic!("connect: {e}"))
+}
+
+fn refused<T: std::fmt::Debug>(r: Result<T, HostError>) -> u8 {
+    match r {
+        Err(HostError::Refused { status, .. }) => status,
+        other => panic!("expected an error reply, got {other:?}"),
+    }
+}
+
+/// Runs `mlp` on `x` on the board and on the golden TensorCore; the logits
+/// must agree, and with one run the counters must be the golden cycle
+/// model's.
+fn agree(client: &mut Client<WireUart>, mlp: &Mlp, x: &[i8], batch: usize, what: &str) -> Vec<i32> {
+    let cfg = small().core();
+    let run = client
+        .run_mlp(mlp, x, batch)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let (logits, stats, _) = sim::drivers::tensorcore::run_golden(&cfg, mlp, x, batch).unwrap();
+    assert_eq!(run.logits, logits, "{what}: logits differ from golden");
+    println!(
+        "{what}: {} run(s), {} cycles on the board, {} in the golden model",
+        run.runs,
+        run.counters.cycles(),
+        stats.cycles
+    );
+    if run.runs == 1 {
+        let k = run.counters;
+        assert_eq!(
+            [
+                k.cycles(),
+                k.mxu_busy,
+                k.stall_weights,
+                k.stall_ub,
+                k.stall_vpu,
+                k.host,
+                k.issue,
+                k.sync,
+                k.instructions,
+                k.act_rows,
+                k.act_drain
+            ],
+            [
+                stats.cycles,
+                stats.mxu_busy,
+                stats.stall_weights,
+                stats.stall_ub,
+                stats.stall_vpu,
+                stats.host,
+                stats.issue,
+                stats.sync,
+                stats.instructions,
+                stats.act_rows,
+                stats.act_drain
+            ],
+            "{what}: the board's counters differ from the golden cycle model"
+        );
+    }
+    run.logits
+}
+
+#[test]
+fn status_and_tc_info_describe_the_core_and_the_bridge() {
+    let cfg = small();
+    let mut client = connect(&cfg);
+    let info = client.info();
+    assert_eq!(info.core, CoreKind::TensorCore);
+    assert_eq!(info.version, host::protocol::VERSION_TC);
+    assert_eq!(
+        (info.rows, info.cols, info.acc_rows, info.act_rows),
+        (4, 4, 64, 256)
+    );
+    let t = client.tc_info().unwrap();
+    assert_eq!(t.core().unwrap(), cfg.core());
+    assert_eq!(
+        (t.program_words, t.input_rows, t.output_rows),
+        (1024, 256, 64)
+    );
+    let s = client.status().unwrap();
+    assert_eq!(s.flags, 0, "no error flag after a clean start");
+}
+
+#[test]
+fn digits_images_through_the_uart_match_golden_and_numpy() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/digits");
+    let mlp = compiler::load_model(&dir).unwrap();
+    let x: matrix::Matrix<i8> = matrix::read(&dir.join("x_test.npy"), "X").unwrap();
+    let expect: matrix::Array<i32> =
+        matrix::read_array(&dir.join("logits_numpy.npy"), "logits").unwrap();
+    let n = 10;
+    let mut client = connect(&small());
+    let logits = agree(&mut client, &mlp, &x.data[..n * x.cols], n, "digits");
+    assert_eq!(
+        logits,
+        expect.data[..n * mlp.outputs()],
+        "digits logits differ from numpy's"
+    );
+    // 20 images: more than the 256-row input window holds (16 rows each),
+    // so several runs, the last with a program of its own.
+    let m = 20;
+    let run = client.run_mlp(&mlp, &x.data[..m * x.cols], m).unwrap();
+    assert!(run.runs >= 2, "{} runs", run.runs);
+    assert_eq!(run.logits, expect.data[..m * mlp.outputs()]);
+}
+
+#[test]
+fn random_small_mlps_through_the_uart_match_golden() {
+    let mut rng = rng_for("random_small_mlps_through_the_uart_match_golden");
+    let mut client = connect(&small());
+    for round in 0..2 {
+        let layers = rng.gen_range(1..=3);
+        let mut sizes = vec![rng.gen_range(1..=12usize)];
+        for _ in 0..layers {
+            sizes.push(rng.gen_range(1..=12));
+        }
+        let mlp = Mlp::new(
+            (0..layers)
+                .map(|i| {
+                    tb::tensorcore::random_layer(&mut rng, sizes[i], sizes[i + 1], i + 1 < layers)
+                })
+                .collect(),
+        )
+        .unwrap();
+        let batch = rng.gen_range(1..=7);
+        let x: Vec<i8> = (0..batch * sizes[0]).map(|_| rng.gen()).collect();
+        agree(
+            &mut client,
+            &mlp,
+            &x,
+            batch,
+            &format!("round {round}, sizes {sizes:?}, batch {batch}"),
+        );
+    }
+}
+
+#[test]
+fn refusals_and_bad_commands_get_error_replies_and_the_link_stays_in_sync() {
+    let cfg = small();
+    let mut client = connect(&cfg);
+    // A model whose weights do not fit the 1024-row weight memory.
+    let mut rng = rng_for("refusals_and_bad_commands");
+    let big = Mlp::new(vec![tb::tensorcore::random_layer(&mut rng, 64, 80, false)]).unwrap();
+    match client.run_mlp(&big, &[0i8; 64], 1) {
+        Err(HostError::Shape(m)) => {
+            assert!(
+                m.contains("does not fit") && m.contains("weight memory"),
+                "{m}"
+            );
+            assert!(!m.contains('\n'), "{m}");
+        }
+        other => panic!("a model too big was not refused: {other:?}"),
+    }
+    // MXU commands are unknown to the TensorCore bridge.
+    assert_eq!(
+        refused(client.command(Opcode::Matmul as u8, [0, 1, 0], &[], 0)),
+        status::BAD_OPCODE
+    );
+    assert_eq!(
+        refused(client.command(0x7F, [0; 3], &[], 0)),
+        status::BAD_OPCODE
+    );
+    // Rows outside a memory, and a count of zero: refused, payload dropped.
+    assert_eq!(
+        refused(client.write_input(250, &[1i8; 4 * 8])),
+        status::BAD_RANGE
+    );
+    assert_eq!(refused(client.read_output(60, 8)), status::BAD_RANGE);
+    assert_eq!(
+        refused(client.write_bias(31, &[0i32; 8])),
+        status::BAD_RANGE
+    );
+    assert_eq!(
+        refused(client.command(Opcode::WriteWeights as u8, [0, 0, 0], &[], 0)),
+        status::BAD_RANGE
+    );
+    // RUN: no words, too many words, a zero limit.
+    assert_eq!(refused(client.run(0, 100)), status::BAD_RANGE);
+    assert_eq!(refused(client.run(1025, 100)), status::BAD_RANGE);
+    assert_eq!(refused(client.run(1, 0)), status::BAD_RANGE);
+    // A program without HALT overruns its limit; one with an unknown opcode
+    // halts with the core's error flag.
+    use config::tensorcore_isa::Instr;
+    client.write_program(0, &[Instr::Sync.encode()]).unwrap();
+    assert_eq!(refused(client.run(1, 500)), status::RUN_TIMEOUT);
+    client
+        .write_program(0, &[0xF, Instr::Halt.encode()])
+        .unwrap();
+    assert_eq!(refused(client.run(2, 500)), status::CORE_ERROR);
+    // SYNC then HALT: halts within a few cycles, and the counters say so.
+    client
+        .write_program(0, &[Instr::Sync.encode(), Instr::Halt.encode()])
+        .unwrap();
+    client.run(2, 100).unwrap();
+    let k = client.read_counters().unwrap();
+    assert_eq!((k.instructions, k.cycles()), (2, 2), "{k:?}");
+    // A limit one cycle short of the run is refused, the exact one passes:
+    // the limit counts the cycles from the first word's issue to HALT's flag.
+    assert_eq!(refused(client.run(2, 2)), status::RUN_TIMEOUT);
+    client.run(2, 3).unwrap();
+    // Still in step: a model runs after all that.
+    let status = client.status().unwrap();
+    assert_eq!(status.flags, 0, "{:?}", status.errors());
+    let mlp = Mlp::new(vec![tb::tensorcore::random_layer(&mut rng, 5, 3, false)]).unwrap();
+    let x: Vec<i8> = (0..10).map(|_| rng.gen()).collect();
+    agree(&mut client, &mlp, &x, 2, "after the refusals");
+}
+
+#[test]
+fn run_mlp_over_a_serial_port_through_a_pseudo_terminal() {
+    // The board side: the Verilated top behind the master end of a pty; the
+    // host side: `SerialTransport` on the slave end, with its real-time reply
+    // timeouts (RUN's from the cycle limit), as on a real port.
+    use serialport::{SerialPort, TTYPort};
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let cfg = small();
+    let (mut master, slave) = TTYPort::pair().expect("a pseudo-terminal");
+    let path = slave.name().expect("the pseudo-terminal's name");
+    let mut wire = WireUart::new(&cfg);
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_board = stop.clone();
+    let board = std::thread::spawn(move || {
+        master.set_timeout(Duration::from_millis(1)).unwrap();
+        let mut buf = [0u8; 256];
+        while !stop_board.load(Ordering::Relaxed) {
+            let n = match master.read(&mut buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::TimedOut => 0,
+                Err(e) => panic!("pty master: {e}"),
+            };
+            wire.send(&buf[..n]).unwrap();
+            if n == 0 {
+                wire.run(2000);
+            }
+            let out: Vec<u8> = wire.received.drain(..).collect();
+            if !out.is_empty() {
+                master.write_all(&out).unwrap();
+            }
+        }
+    });
+    let link = host::SerialTransport::open(&path, 115_200).unwrap();
+    let mut client = Client::connect(link).unwrap_or_else(|e| panic!("connect: {e}"));
+    assert_eq!(client.info().core, CoreKind::TensorCore);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/digits");
+    let mlp = compiler::load_model(&dir).unwrap();
+    let x: matrix::Matrix<i8> = matrix::read(&dir.join("x_test.npy"), "X").unwrap();
+    let expect: matrix::Array<i32> =
+        matrix::read_array(&dir.join("logits_numpy.npy"), "logits").unwrap();
+    let n = 3;
+    let run = client
+        .run_mlp(&mlp, &x.data[..n * x.cols], n)
+        .unwrap_or_else(|e| panic!("through a pty: {e}"));
+    assert_eq!(run.logits, expect.data[..n * mlp.outputs()]);
+    stop.store(true, Ordering::Relaxed);
+    board.join().unwrap();
+    drop(slave);
+}
