@@ -71,8 +71,8 @@ enum Command {
     Mlp {
         #[command(flatten)]
         link: Link,
-        /// Folder with w{i}.npy (int8 [in_i, out_i]), b{i}.npy (int32
-        /// [out_i]) and, for every layer but the last, rq{i}.npy (int32 [3]:
+        /// Folder with w{i}.npy (int8, shape in_i x out_i), b{i}.npy (int32,
+        /// out_i) and, for every layer but the last, rq{i}.npy (int32, 3:
         /// multiplier, shift, zero point), as `sim mlp` reads it.
         #[arg(long, value_name = "DIR")]
         model: PathBuf,

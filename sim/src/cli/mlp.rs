@@ -9,9 +9,9 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct MlpArgs {
-    /// Folder with w{i}.npy (int8 [in_i, out_i]), b{i}.npy (int32 [out_i]) and,
-    /// for every layer but the last, rq{i}.npy (int32 [3]: multiplier, shift,
-    /// zero point). Other files are ignored.
+    /// Folder with w{i}.npy (int8, shape in_i x out_i), b{i}.npy (int32, out_i)
+    /// and, for every layer but the last, rq{i}.npy (int32, 3: multiplier,
+    /// shift, zero point). Other files are ignored.
     #[arg(long, value_name = "DIR")]
     model: PathBuf,
     /// Inputs: .npy int8 [N, in_1].
