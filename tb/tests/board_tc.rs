@@ -381,54 +381,164 @@ fn refusals_and_bad_commands_get_error_replies_and_the_link_stays_in_sync() {
     agree(&mut client, &mlp, &x, 2, "after the refusals");
 }
 
-#[test]
-fn run_mlp_over_a_serial_port_through_a_pseudo_terminal() {
-    // The board side: the Verilated top behind the master end of a pty; the
-    // host side: `SerialTransport` on the slave end, with its real-time reply
-    // timeouts (RUN's from the cycle limit), as on a real port.
-    use serialport::{SerialPort, TTYPort};
-    use std::io::{Read, Write};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-    let cfg = small();
-    let (mut master, slave) = TTYPort::pair().expect("a pseudo-terminal");
-    let path = slave.name().expect("the pseudo-terminal's name");
-    let mut wire = WireUart::new(&cfg);
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop_board = stop.clone();
-    let board = std::thread::spawn(move || {
-        master.set_timeout(Duration::from_millis(1)).unwrap();
-        let mut buf = [0u8; 256];
-        while !stop_board.load(Ordering::Relaxed) {
-            let n = match master.read(&mut buf) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::TimedOut => 0,
-                Err(e) => panic!("pty master: {e}"),
-            };
-            wire.send(&buf[..n]).unwrap();
-            if n == 0 {
-                wire.run(2000);
+/// The Verilated board top behind the master end of a pseudo-terminal, as a
+/// board behind a USB serial adapter: bytes written to the slave end reach
+/// the top's receive pin, its transmit pin's bytes come back. Stops (and
+/// joins its thread) when dropped.
+struct PtyBoard {
+    path: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    // The slave end stays open so that the master does not see a hang-up
+    // between the host's sessions.
+    _slave: serialport::TTYPort,
+}
+
+impl PtyBoard {
+    fn start(cfg: &TcBridgeConfig) -> PtyBoard {
+        use serialport::{SerialPort, TTYPort};
+        use std::io::{Read, Write};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let (mut master, slave) = TTYPort::pair().expect("a pseudo-terminal");
+        let path = slave.name().expect("the pseudo-terminal's name");
+        let mut wire = WireUart::new(cfg);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_board = stop.clone();
+        let thread = std::thread::spawn(move || {
+            master.set_timeout(Duration::from_millis(1)).unwrap();
+            let mut buf = [0u8; 256];
+            while !stop_board.load(Ordering::Relaxed) {
+                let n = match master.read(&mut buf) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::TimedOut => 0,
+                    Err(e) => panic!("pty master: {e}"),
+                };
+                wire.send(&buf[..n]).unwrap();
+                if n == 0 {
+                    wire.run(2000);
+                }
+                let out: Vec<u8> = wire.received.drain(..).collect();
+                if !out.is_empty() {
+                    master.write_all(&out).unwrap();
+                }
             }
-            let out: Vec<u8> = wire.received.drain(..).collect();
-            if !out.is_empty() {
-                master.write_all(&out).unwrap();
+        });
+        PtyBoard {
+            path,
+            stop,
+            thread: Some(thread),
+            _slave: slave,
+        }
+    }
+}
+
+impl Drop for PtyBoard {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let result = t.join();
+            if result.is_err() && !std::thread::panicking() {
+                panic!("the board thread panicked");
             }
         }
-    });
-    let link = host::SerialTransport::open(&path, 115_200).unwrap();
-    let mut client = Client::connect(link).unwrap_or_else(|e| panic!("connect: {e}"));
-    assert_eq!(client.info().core, CoreKind::TensorCore);
+    }
+}
+
+/// The digits model, its inputs and numpy's logits.
+fn digits() -> (
+    std::path::PathBuf,
+    Mlp,
+    matrix::Matrix<i8>,
+    matrix::Array<i32>,
+) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/digits");
     let mlp = compiler::load_model(&dir).unwrap();
     let x: matrix::Matrix<i8> = matrix::read(&dir.join("x_test.npy"), "X").unwrap();
     let expect: matrix::Array<i32> =
         matrix::read_array(&dir.join("logits_numpy.npy"), "logits").unwrap();
+    (dir, mlp, x, expect)
+}
+
+#[test]
+fn run_mlp_over_a_serial_port_through_a_pseudo_terminal() {
+    // The host side: `SerialTransport` on the slave end, with its real-time
+    // reply timeouts (RUN's from the cycle limit), as on a real port.
+    let board = PtyBoard::start(&small());
+    let link = host::SerialTransport::open(&board.path, 115_200).unwrap();
+    let mut client = Client::connect(link).unwrap_or_else(|e| panic!("connect: {e}"));
+    assert_eq!(client.info().core, CoreKind::TensorCore);
+    let (_, mlp, x, expect) = digits();
     let n = 3;
     let run = client
         .run_mlp(&mlp, &x.data[..n * x.cols], n)
         .unwrap_or_else(|e| panic!("through a pty: {e}"));
     assert_eq!(run.logits, expect.data[..n * mlp.outputs()]);
-    stop.store(true, Ordering::Relaxed);
-    board.join().unwrap();
-    drop(slave);
+}
+
+/// The `systole-host` binary of this build's profile, built if it is not
+/// there (`cargo test -p tb` alone does not build other packages' binaries).
+fn systole_host() -> std::path::PathBuf {
+    let mut cmd = std::process::Command::new(env!("CARGO"));
+    cmd.args(["build", "--quiet", "-p", "host", "--bin", "systole-host"]);
+    if !cfg!(debug_assertions) {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().expect("cargo runs");
+    assert!(
+        status.success(),
+        "cargo build -p host --bin systole-host failed"
+    );
+    // This test runs from <target>/<profile>/deps/.
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().unwrap().parent().unwrap().join("systole-host");
+    assert!(bin.exists(), "no {}", bin.display());
+    bin
+}
+
+#[test]
+fn the_systole_host_binary_runs_the_digits_model_through_a_pseudo_terminal() {
+    // What a user types, end to end: `systole-host mlp` on a serial port,
+    // .npy in and out, against numpy's logits; then `info`.
+    let bin = systole_host();
+    let board = PtyBoard::start(&small());
+    let (dir, mlp, x, expect) = digits();
+    let n = 4;
+    let tmp = tempfile::tempdir().unwrap();
+    let x_path = tmp.path().join("x.npy");
+    let out = tmp.path().join("logits.npy");
+    let rows = matrix::Matrix {
+        rows: n,
+        cols: x.cols,
+        data: x.data[..n * x.cols].to_vec(),
+    };
+    matrix::write(&x_path, &rows).unwrap();
+    let run = std::process::Command::new(&bin)
+        .args(["mlp", "--port", &board.path, "--model"])
+        .arg(&dir)
+        .arg("--x")
+        .arg(&x_path)
+        .arg("--out")
+        .arg(&out)
+        .arg("--stats")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "systole-host mlp failed: {stderr}");
+    let logits: matrix::Array<i32> = matrix::read_array(&out, "logits").unwrap();
+    assert_eq!(logits.shape, vec![n as u64, mlp.outputs() as u64]);
+    assert_eq!(logits.data, expect.data[..n * mlp.outputs()]);
+    let stats: serde_json::Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("--stats is not one JSON line ({e}): {stdout}"));
+    assert!(stats["cycles"].as_u64().unwrap_or(0) > 0, "{stdout}");
+    let info = std::process::Command::new(&bin)
+        .args(["info", "--port", &board.path])
+        .output()
+        .unwrap();
+    assert!(
+        info.status.success(),
+        "{}",
+        String::from_utf8_lossy(&info.stderr)
+    );
 }
