@@ -479,9 +479,12 @@ fn run_mlp_over_a_serial_port_through_a_pseudo_terminal() {
 /// The `systole-host` binary of this build's profile, built if it is not
 /// there (`cargo test -p tb` alone does not build other packages' binaries).
 fn systole_host() -> std::path::PathBuf {
+    // This test runs from <target>/<profile folder>/deps/.
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
     let mut cmd = std::process::Command::new(env!("CARGO"));
     cmd.args(["build", "--quiet", "-p", "host", "--bin", "systole-host"]);
-    if !cfg!(debug_assertions) {
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
     let status = cmd.status().expect("cargo runs");
@@ -489,9 +492,7 @@ fn systole_host() -> std::path::PathBuf {
         status.success(),
         "cargo build -p host --bin systole-host failed"
     );
-    // This test runs from <target>/<profile>/deps/.
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join("systole-host");
+    let bin = profile_dir.join("systole-host");
     assert!(bin.exists(), "no {}", bin.display());
     bin
 }
