@@ -1,0 +1,331 @@
+//! The ICI torus: where packets go, and what an all-reduce computes.
+//!
+//! **Routing** ([`route`], [`path`]). Dimension-order routing with
+//! wraparound: a packet corrects X first, then Y, then Z, each along the
+//! shorter way round its ring (up, port 2d, when the distance up is at most
+//! half the ring; down, port 2d + 1, otherwise), and leaves by the local port
+//! at its destination. Coordinates are logical (after any re-cabling by a
+//! [`config::Wiring`]).
+//!
+//! **Virtual channels: the dateline rule.** Each ring has a dateline: the
+//! wraparound link, from the last coordinate to 0 going up and from 0 to the
+//! last going down. A packet travels on VC 0 within a dimension until it
+//! crosses that dimension's dateline, and on VC 1 from the crossing until it
+//! leaves the dimension; it enters every dimension (and the network) on
+//! VC 0. A minimal route crosses a ring's dateline at most once, since it
+//! goes at most half way round.
+//!
+//! **Why this is deadlock-free.** Channels are (link, VC) pairs; a packet
+//! holding a buffer slot of one channel waits only for a slot of the next
+//! channel on its route. Deadlock needs a cycle of such waits, a cycle of the
+//! channel dependency graph (CDG). Order the channels: by dimension first
+//! (a route uses dimensions in increasing order only, so no dependency goes
+//! from a higher dimension to a lower one), then within a dimension and
+//! direction by (VC, position along the direction measured from the
+//! dateline). Within one ring direction, a VC 0 channel depends on the next
+//! VC 0 channel further from the dateline or, at the dateline, on a VC 1
+//! channel; a VC 1 channel depends on the next VC 1 channel, and a VC 1 route
+//! never crosses the dateline again, so its position only grows. Every
+//! dependency goes up in this order, so the CDG has no cycle, and with
+//! finite buffers, a local port that always drains, and per-VC credits (a
+//! flit never enters a buffer without a free slot), every flit eventually
+//! moves. [`cdg_is_acyclic`] checks the graph itself for every torus up to
+//! 4x4x4, and with one VC only it finds the cycles the second VC removes.
+//!
+//! **All-reduce** ([`allreduce_f32`], [`allreduce_i32`]): the order of
+//! `numerics.md`, "All-reduce": S_x(y, z) = v[0,y,z] + ... + v[X-1,y,z],
+//! then S_y(z) = S_x(0,z) + ... + S_x(Y-1,z), then S = S_y(0) + ... +
+//! S_y(Z-1), each left to right with add32 from its first term; int32 sums
+//! wrap. Every chip ends with S.
+
+use crate::numerics::add32;
+use config::{Packet, TorusConfig, LOCAL_PORT};
+use std::collections::HashMap;
+
+/// How VCs are chosen: the dateline rule, or a single VC (for showing that
+/// the CDG check finds the cycles one VC leaves).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VcPolicy {
+    Dateline,
+    SingleVc,
+}
+
+/// The output port and VC of a packet for `dest`, at the router at `at`,
+/// that arrived through input port `in_port` (a torus port 0..6, or
+/// [`LOCAL_PORT`]) on VC `in_vc`. The local port is (`LOCAL_PORT`, 0).
+pub fn route(
+    cfg: &TorusConfig,
+    at: [u32; 3],
+    dest: [u32; 3],
+    in_port: usize,
+    in_vc: u32,
+) -> (usize, u32) {
+    route_with(cfg, at, dest, in_port, in_vc, VcPolicy::Dateline)
+}
+
+/// [`route`] under a VC policy.
+pub fn route_with(
+    cfg: &TorusConfig,
+    at: [u32; 3],
+    dest: [u32; 3],
+    in_port: usize,
+    in_vc: u32,
+    policy: VcPolicy,
+) -> (usize, u32) {
+    let dims = cfg.dims();
+    for d in 0..3 {
+        let k = dims[d];
+        let up_by = (dest[d] + k - at[d]) % k;
+        if up_by == 0 {
+            continue;
+        }
+        let up = 2 * up_by <= k;
+        let port = 2 * d + usize::from(!up);
+        let crossing = if up { at[d] == k - 1 } else { at[d] == 0 };
+        let same_dim = in_port != LOCAL_PORT && in_port / 2 == d;
+        let vc = match policy {
+            VcPolicy::SingleVc => 0,
+            VcPolicy::Dateline if crossing => 1,
+            VcPolicy::Dateline if same_dim => in_vc,
+            VcPolicy::Dateline => 0,
+        };
+        return (port, vc);
+    }
+    (LOCAL_PORT, 0)
+}
+
+/// The neighbour of `at` through torus port `port`.
+pub fn neighbour(cfg: &TorusConfig, at: [u32; 3], port: usize) -> [u32; 3] {
+    let d = port / 2;
+    let k = cfg.dims()[d];
+    let mut c = at;
+    c[d] = if port & 1 == 0 {
+        (at[d] + 1) % k
+    } else {
+        (at[d] + k - 1) % k
+    };
+    c
+}
+
+/// One hop of a route: leaving the router at `at` through `port` on `vc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Hop {
+    pub at: [u32; 3],
+    pub port: usize,
+    pub vc: u32,
+}
+
+/// The hops from `src` to `dest`, the last one leaving by the local port.
+pub fn path(cfg: &TorusConfig, src: [u32; 3], dest: [u32; 3]) -> Vec<Hop> {
+    path_with(cfg, src, dest, VcPolicy::Dateline)
+}
+
+/// [`path`] under a VC policy.
+pub fn path_with(cfg: &TorusConfig, src: [u32; 3], dest: [u32; 3], policy: VcPolicy) -> Vec<Hop> {
+    let mut hops = Vec::new();
+    let (mut at, mut in_port, mut in_vc) = (src, LOCAL_PORT, 0);
+    loop {
+        let (port, vc) = route_with(cfg, at, dest, in_port, in_vc, policy);
+        hops.push(Hop { at, port, vc });
+        if port == LOCAL_PORT {
+            return hops;
+        }
+        assert!(hops.len() <= 16, "a route longer than the torus allows");
+        // The neighbour receives on the opposite port of the same dimension.
+        at = neighbour(cfg, at, port);
+        in_port = port ^ 1;
+        in_vc = vc;
+    }
+}
+
+/// Whether the channel dependency graph of every route between every pair
+/// of chips has no cycle (a channel: a router's output port and a VC).
+pub fn cdg_is_acyclic(cfg: &TorusConfig, policy: VcPolicy) -> bool {
+    let n = cfg.chips();
+    let id = |h: &Hop| (cfg.chip(h.at) * 7 + h.port) * 2 + h.vc as usize;
+    let mut edges: HashMap<usize, Vec<usize>> = HashMap::new();
+    for s in 0..n {
+        for d in 0..n {
+            let p = path_with(cfg, cfg.coords(s), cfg.coords(d), policy);
+            for w in p.windows(2) {
+                edges.entry(id(&w[0])).or_default().push(id(&w[1]));
+            }
+        }
+    }
+    // Kahn's algorithm: acyclic iff every node can be removed.
+    let nodes = n * 14;
+    let mut indeg = vec![0usize; nodes];
+    for v in edges.values_mut() {
+        v.sort_unstable();
+        v.dedup();
+        for &t in v.iter() {
+            indeg[t] += 1;
+        }
+    }
+    let mut ready: Vec<usize> = (0..nodes).filter(|&k| indeg[k] == 0).collect();
+    let mut removed = 0;
+    while let Some(k) = ready.pop() {
+        removed += 1;
+        if let Some(out) = edges.get(&k) {
+            for &t in out {
+                indeg[t] -= 1;
+                if indeg[t] == 0 {
+                    ready.push(t);
+                }
+            }
+        }
+    }
+    removed == nodes
+}
+
+/// What the torus delivers: every packet sent reaches its destination's
+/// local port exactly once, unchanged, and packets from one source to one
+/// destination arrive in the order sent (they follow one path and one VC
+/// sequence through FIFOs). `sent[c]` are chip c's packets in order; the
+/// result holds, for every destination chip, each source's packets to it,
+/// in order: `result[dest][src]`.
+pub fn delivered(cfg: &TorusConfig, sent: &[Vec<Packet>]) -> Vec<Vec<Vec<Packet>>> {
+    let n = cfg.chips();
+    let mut out = vec![vec![Vec::new(); n]; n];
+    for (src, packets) in sent.iter().enumerate() {
+        for p in packets {
+            out[cfg.chip(p.dest)][src].push(*p);
+        }
+    }
+    out
+}
+
+/// The fp32 all-reduce of `v` (one vector per logical chip number, all of
+/// one length) in the contract's order: what every chip ends with.
+pub fn allreduce_f32(cfg: &TorusConfig, v: &[Vec<u32>]) -> Vec<u32> {
+    allreduce(cfg, v, add32)
+}
+
+/// The int32 all-reduce (wrapping sums).
+pub fn allreduce_i32(cfg: &TorusConfig, v: &[Vec<i32>]) -> Vec<i32> {
+    allreduce(cfg, v, i32::wrapping_add)
+}
+
+fn allreduce<T: Copy>(cfg: &TorusConfig, v: &[Vec<T>], add: fn(T, T) -> T) -> Vec<T> {
+    assert_eq!(v.len(), cfg.chips(), "one vector per chip");
+    let n = v[0].len();
+    assert!(v.iter().all(|c| c.len() == n), "vectors of one length");
+    let [xs, ys, zs] = cfg.dims();
+    let fold = |terms: &mut dyn Iterator<Item = T>| {
+        let first = terms.next().expect("a sum has a first term");
+        terms.fold(first, add)
+    };
+    (0..n)
+        .map(|i| {
+            let sx = |y: u32, z: u32| fold(&mut (0..xs).map(|x| v[cfg.chip([x, y, z])][i]));
+            let sy = |z: u32| fold(&mut (0..ys).map(|y| sx(y, z)));
+            fold(&mut (0..zs).map(sy))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vectors::{hex32, read_vectors};
+
+    fn all_dims() -> impl Iterator<Item = TorusConfig> {
+        (1..=4u32).flat_map(|x| {
+            (1..=4u32).flat_map(move |y| {
+                (1..=4u32).map(move |z| TorusConfig::with_dims([x, y, z]).unwrap())
+            })
+        })
+    }
+
+    #[test]
+    fn routes_are_minimal_dimension_ordered_and_reach_their_destination() {
+        for cfg in all_dims() {
+            let n = cfg.chips();
+            for s in 0..n {
+                for d in 0..n {
+                    let (src, dest) = (cfg.coords(s), cfg.coords(d));
+                    let p = path(&cfg, src, dest);
+                    let last = p.last().unwrap();
+                    assert_eq!((last.at, last.port), (dest, LOCAL_PORT));
+                    // Minimal: the ring distance in each dimension.
+                    let want: u32 = (0..3)
+                        .map(|k| {
+                            let r = cfg.dims()[k];
+                            let up = (dest[k] + r - src[k]) % r;
+                            up.min(r - up)
+                        })
+                        .sum();
+                    assert_eq!(p.len() as u32 - 1, want, "{cfg}: {src:?} -> {dest:?}");
+                    // Dimension order: ports never go back to a lower dimension.
+                    let dims: Vec<usize> = p[..p.len() - 1].iter().map(|h| h.port / 2).collect();
+                    assert!(dims.windows(2).all(|w| w[0] <= w[1]), "{p:?}");
+                    // Each dimension starts on VC 0 unless its first hop
+                    // crosses the dateline; VCs never go back to 0.
+                    for w in p.windows(2) {
+                        if w[0].port / 2 == w[1].port / 2 && w[1].port != LOCAL_PORT {
+                            assert!(w[1].vc >= w[0].vc, "{p:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_dateline_cdg_has_no_cycle_up_to_4x4x4_and_one_vc_has_some() {
+        for cfg in all_dims() {
+            assert!(cdg_is_acyclic(&cfg, VcPolicy::Dateline), "{cfg}");
+        }
+        // One VC: rings of 4 have cyclic dependencies (routes go two hops
+        // up); rings of 2 and 3 do not (one hop each way at most).
+        for (dims, acyclic) in [
+            ([4, 1, 1], false),
+            ([3, 3, 3], true),
+            ([2, 2, 2], true),
+            ([1, 4, 1], false),
+        ] {
+            let cfg = TorusConfig::with_dims(dims).unwrap();
+            assert_eq!(cdg_is_acyclic(&cfg, VcPolicy::SingleVc), acyclic, "{cfg}");
+        }
+    }
+
+    #[test]
+    fn the_fp32_allreduce_matches_the_reference_vectors() {
+        let rows = read_vectors("f32_allreduce.tsv", 3);
+        assert!(rows.len() >= 2000);
+        for r in rows {
+            let dims = TorusConfig::parse_dims(&r.fields[0]).unwrap();
+            let cfg = TorusConfig::with_dims(dims).unwrap();
+            let v: Vec<Vec<u32>> = r.fields[1].split(',').map(|h| vec![hex32(h)]).collect();
+            let want = hex32(&r.fields[2]);
+            assert_eq!(
+                allreduce_f32(&cfg, &v),
+                [want],
+                "f32_allreduce.tsv:{}",
+                r.line
+            );
+        }
+    }
+
+    #[test]
+    fn the_order_is_x_then_y_then_z_and_int32_wraps() {
+        // 1e8 + 1 - 1e8 in different orders gives different fp32 results.
+        let big = 0x4cbe_bc20; // 1e8
+        let one = 0x3f80_0000;
+        let neg = 0xccbe_bc20;
+        let cfg = TorusConfig::with_dims([3, 1, 1]).unwrap();
+        // ((1e8 + 1) - 1e8) = 0: the 1 is lost to rounding.
+        assert_eq!(allreduce_f32(&cfg, &[vec![big], vec![one], vec![neg]]), [0]);
+        let cfg = TorusConfig::with_dims([1, 1, 3]).unwrap();
+        // ((1 + 1e8) - 1e8) = 0 too, but (1e8 - 1e8) + 1 = 1.
+        assert_eq!(
+            allreduce_f32(&cfg, &[vec![big], vec![neg], vec![one]]),
+            [one]
+        );
+        let cfg = TorusConfig::with_dims([2, 1, 1]).unwrap();
+        assert_eq!(
+            allreduce_i32(&cfg, &[vec![i32::MAX, 5], vec![1, -7]]),
+            [i32::MIN, -2]
+        );
+    }
+}
