@@ -3,7 +3,7 @@
 //! memory belongs in block RAM).
 
 use crate::parts::{Family, Part};
-use config::{IciConfig, MxuConfig, SparseCoreConfig, VpuConfig};
+use config::{IciConfig, MxuConfig, SparseCoreConfig, TorusConfig, VpuConfig};
 use serde::{Deserialize, Serialize};
 
 /// A configured block the FPGA flows synthesise.
@@ -15,6 +15,8 @@ pub enum FlowDesign {
     Ici(IciConfig),
     /// A SparseCore: a sequencer over T tiles.
     SparseCore(SparseCoreConfig),
+    /// One ICI torus chip node: a router and six ICI link ends.
+    TorusNode(TorusConfig),
 }
 
 impl From<MxuConfig> for FlowDesign {
@@ -150,6 +152,29 @@ impl DesignInfo {
                 max_dim: c.max_dim(),
                 max_batch: c.max_batch(),
             },
+            FlowDesign::TorusNode(c) => DesignInfo {
+                top: torus::node::node_name(&c),
+                block: "torus-node".into(),
+                dtype: format!(
+                    "{}x{}x{}-v{}-d{}-b{}",
+                    c.dims()[0],
+                    c.dims()[1],
+                    c.dims()[2],
+                    c.vc_depth(),
+                    c.link().replay_depth(),
+                    c.link().rx_buffer()
+                ),
+                rows: 0,
+                cols: 0,
+                acc_rows: 0,
+                lanes: 0,
+                sublanes: 0,
+                vregs: 0,
+                vmem_words: 0,
+                tiles: 0,
+                max_dim: 0,
+                max_batch: 0,
+            },
             FlowDesign::Ici(c) => DesignInfo {
                 top: ici::pair_name(&c),
                 block: "ici".into(),
@@ -182,6 +207,8 @@ impl DesignInfo {
             format!("VPU {} {}x{}", self.dtype, self.lanes, self.sublanes)
         } else if self.block == "ici" {
             format!("ICI {}", self.dtype)
+        } else if self.block == "torus-node" {
+            format!("ICI torus node {}", self.dtype)
         } else if self.block == "sparsecore" {
             format!(
                 "SparseCore T{} D{} B{}",
@@ -213,6 +240,7 @@ impl FlowDesign {
             FlowDesign::Mxu(c) => gen::generate(c),
             FlowDesign::Vpu(c) => gen::generate_block(&vpu::Vpu, c),
             FlowDesign::Ici(c) => gen::generate_block(&ici::Ici, c),
+            FlowDesign::TorusNode(c) => gen::generate_block(&torus::TorusNode, c),
             FlowDesign::SparseCore(c) => gen::generate_block(&sparsecore::SparseCore, c),
         }
     }
@@ -232,7 +260,7 @@ impl FlowDesign {
         match self {
             FlowDesign::Mxu(c) => (u64::from(c.rows()) * u64::from(c.cols()), 1),
             FlowDesign::Vpu(c) => (u64::from(c.elems()), 4),
-            FlowDesign::Ici(_) => (0, 1),
+            FlowDesign::Ici(_) | FlowDesign::TorusNode(_) => (0, 1),
             FlowDesign::SparseCore(_) => (
                 u64::from(config::sparsecore::WORD_ELEMS),
                 match family {
@@ -261,7 +289,7 @@ impl FlowDesign {
                     .map(|e| format!("n:*g_lane_sub?{}?.g_lane_lane?{}?.*", e / lanes, e % lanes))
                     .collect()
             }
-            FlowDesign::Ici(_) => Vec::new(),
+            FlowDesign::Ici(_) | FlowDesign::TorusNode(_) => Vec::new(),
             FlowDesign::SparseCore(_) => (0..k).map(|b| format!("n:*lane{b}.*")).collect(),
         }
     }
@@ -278,7 +306,7 @@ impl FlowDesign {
         match self {
             FlowDesign::Mxu(_) => Some("m:*acc"),
             FlowDesign::Vpu(_) => Some("m:*vmem"),
-            FlowDesign::Ici(_) => None,
+            FlowDesign::Ici(_) | FlowDesign::TorusNode(_) => None,
             FlowDesign::SparseCore(_) => Some("m:*act_buf m:*psum_bank*"),
         }
     }
@@ -305,7 +333,7 @@ impl FlowDesign {
                     format!("{lanes} {} lanes", c.units()),
                 ))
             }
-            FlowDesign::Ici(_) => None,
+            FlowDesign::Ici(_) | FlowDesign::TorusNode(_) => None,
             FlowDesign::SparseCore(_) => None,
         }
     }

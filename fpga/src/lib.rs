@@ -57,7 +57,7 @@ pub mod search;
 pub mod synth;
 pub mod tools;
 
-use config::{IciConfig, MxuConfig, SparseCoreConfig, VpuConfig};
+use config::{IciConfig, MxuConfig, SparseCoreConfig, TorusConfig, VpuConfig};
 pub use design::FlowDesign;
 
 /// Accumulator rows of every FPGA preset. 256 is the depth of one iCE40 block
@@ -98,6 +98,10 @@ pub fn report_presets(
                 designs.push(FlowDesign::Ici(*c));
             } else if let Some(c) = any.downcast_ref::<SparseCoreConfig>() {
                 designs.push(FlowDesign::SparseCore(*c));
+            } else if let (Some(c), "torus-node") =
+                (any.downcast_ref::<TorusConfig>(), block.name())
+            {
+                designs.push(FlowDesign::TorusNode(*c));
             } else {
                 notes.push(format!(
                     "{} preset {}: not built (the FPGA flows do not take this block yet).",
@@ -138,6 +142,7 @@ mod tests {
                 "ici_pair_l4_link_w64_d32_b32_t64_r16_k8",
                 "sparsecore_t1_d8_b4_q4_f4",
                 "sparsecore_t4_d24_b8_q8_f8",
+                "torus_node_4x4x4_v4",
             ]
         );
         // The TensorCore's report preset is listed until the flows take it.
@@ -153,7 +158,8 @@ mod tests {
                 "mxu_int8_4x4_acc512",
                 "vpu_full_8x1_v16_m256",
                 "ici_pair_l2_link_w4_d8_b8_t32_r8_k4",
-                "sparsecore_t1_d8_b4_q4_f4"
+                "sparsecore_t1_d8_b4_q4_f4",
+                "torus_node_4x4x4_v4"
             ]
         );
         let (ici_only, _) = report_presets(false, ACC_ROWS, &["ici".into()]).unwrap();

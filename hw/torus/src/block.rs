@@ -164,7 +164,7 @@ impl Block for TorusNode {
         vec![Preset {
             name: "4x4x4-small".into(),
             config: small([4, 4, 4]),
-            fpga_report: false,
+            fpga_report: true,
         }]
     }
 

@@ -63,6 +63,58 @@
 //! stubs share the error rates; stub k's seed is `seed_i` XOR k times
 //! [`node::STUB_SEED_STEP`]). A ring of size 1 joins a chip's up port to its
 //! own down port; a ring of size 2 joins the two chips twice.
+//!
+//! Every chip of the top also has an all-reduce engine beside its router
+//! (`engine_i` gives the local port to the engines, else to the host's
+//! packet streams), so one Verilated model serves both.
+//!
+//! # All-reduce
+//!
+//! [`allreduce::engine`] streams: chip c takes its vector element by element
+//! (`v` stream) and gives every result element once (`res_valid_o`), in
+//! order. Element i flows along chains whose order is the contract's
+//! (`numerics.md`, "All-reduce"):
+//!
+//! 1. **X** (every row): chip (0, y, z) sends v[i] to (1, y, z) (tag 0);
+//!    chip x > 0 adds its v[i] to the partial it received, left operand the
+//!    partial (`add32`, or a wrapping add for int32), and sends it on; chip
+//!    (X-1, y, z) holds S_x(y, z).
+//! 2. **Y** (plane x = X - 1): (X-1, 0, z) sends S_x(0, z) up in Y (tag 1);
+//!    each next chip adds its S_x; (X-1, Y-1, z) holds S_y(z).
+//! 3. **Z** (line x = X-1, y = Y-1): the same with S_y (tag 2); the root
+//!    (X-1, Y-1, Z-1) holds S.
+//! 4. **Broadcast** (tag 3): the root's result goes up in Z round the line
+//!    (wrapping to z = 0), every chip of that line sends it up in Y round its
+//!    column, and every chip of the plane x = X-1 up in X round its row, each
+//!    chain stopping before the chip it started from: every chip receives
+//!    it exactly once and hands it to its host.
+//!
+//! One cycle does a chip's whole reduction step for an element (up to three
+//! adds, when the partials it needs are at the heads of its tag queues and
+//! its injection is free); its broadcast forwards go one per cycle, and take
+//! the injection port before the reduction. Every hop is a neighbour, so
+//! dimension-order routing sends each packet over one link.
+//!
+//! **Why it cannot deadlock.** A chip starts element i only once it has the
+//! result of element i - W (W = [`allreduce::WINDOW`]). A packet for chip c
+//! of element i exists only if c's part of element i - W is done, so each of
+//! c's four receive queues (W deep) holds at most W packets: the engine
+//! always takes what its router ejects, the network always drains (its
+//! channels are deadlock-free), and every injection eventually goes.
+//!
+//! **Rate and the link bound.** Per element, a chip of the line x = X-1,
+//! y = Y-1 injects four packets (its Z partial and three forwards) and
+//! ejects four (three partials and the result), through one local port of
+//! one packet per cycle each way; so n elements take about 4n cycles plus
+//! the chains' latency (with W = 64 covering the round trip of a 4x4x4
+//! torus). The bound that link bandwidth sets, for comparison: every chip
+//! must receive (P - 1) / P of the data it did not hold, over six links of
+//! one 32-bit element per cycle each, and send as much: 2n (P - 1) / (6P)
+//! cycles for a reduce-scatter and all-gather (336 for n = 1024 on 4x4x4),
+//! an order the contract's fixed summation order does not allow without
+//! holding every partial in its contract position. The chain schedule is
+//! the price of the fixed order and of one local port; the bench measures
+//! both numbers.
 
 pub mod allreduce;
 pub mod block;
