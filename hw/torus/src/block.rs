@@ -15,26 +15,27 @@ pub struct Torus;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TorusNode;
 
-fn params() -> Vec<Param> {
+fn params(node: bool) -> Vec<Param> {
+    let pick = |torus: &'static str, node_help: &'static str| if node { node_help } else { torus };
     let int = |min: u64, max: u64| ParamKind::Int { min, max };
     vec![
         Param {
             name: "x",
             value_name: "X",
             kind: int(1, 4),
-            help: "Chips along X",
+            help: pick("Chips along X", "Chips along X of the node's torus"),
         },
         Param {
             name: "y",
             value_name: "Y",
             kind: int(1, 4),
-            help: "Chips along Y",
+            help: pick("Chips along Y", "Chips along Y of the node's torus"),
         },
         Param {
             name: "z",
             value_name: "Z",
             kind: int(1, 4),
-            help: "Chips along Z",
+            help: pick("Chips along Z", "Chips along Z of the node's torus"),
         },
         Param {
             name: "vc_depth",
@@ -104,7 +105,7 @@ impl Block for Torus {
     }
 
     fn params(&self) -> Vec<Param> {
-        params()
+        params(false)
     }
 
     fn default_config(&self) -> TorusConfig {
@@ -153,7 +154,7 @@ impl Block for TorusNode {
     }
 
     fn params(&self) -> Vec<Param> {
-        params()
+        params(true)
     }
 
     fn default_config(&self) -> TorusConfig {
