@@ -133,7 +133,9 @@ fn check_router(cfg: &TorusConfig) {
                     }
                     let want = golden::torus::route(cfg, here, dest, in_port, in_vc);
                     let mut got = None;
-                    for _ in 0..8 {
+                    let mut after = 0;
+                    for k in 1..=8 {
+                        after = k;
                         m.eval();
                         for p in 0..6 {
                             if m.peek(tx_valid[p]) == 1 {
@@ -161,6 +163,13 @@ fn check_router(cfg: &TorusConfig) {
                         "{cfg}: at {here:?} for {dest:?} from port {} VC {in_vc}",
                         TORUS_PORTS[in_port]
                     );
+                    // The crate docs' timing, uncontended: a packet pushed
+                    // into an input buffer at t is on its torus output at
+                    // t + 2 (the buffer's fall-through, then the grant in
+                    // the cycle it is the head), and at the ejection
+                    // stream at t + 4 (the ejection buffer's fall-through).
+                    let expect = if got.0 == LOCAL_PORT { 4 } else { 2 };
+                    assert_eq!(after, expect, "{cfg}: cycles through the router for {pk:?}");
                     // Return the credit the packet took.
                     if got.0 != LOCAL_PORT {
                         let mut cr = [0, 0];

@@ -43,7 +43,10 @@
 //! the output VC has a credit; the local output: the ejection FIFO has
 //! room). A granted head leaves its buffer in the cycle of the grant and is
 //! on the output in the same cycle: a packet passes a router in one cycle
-//! plus the buffer's fall-through (2 cycles from push to head). Every
+//! plus the buffer's fall-through (2 cycles from push to head): uncontended,
+//! a packet pushed into an input buffer (or taken from `inj`) at t is on its
+//! torus output at t + 2, and on `ej` at t + 4 (the ejection buffer's own
+//! fall-through). `tb/tests/torus.rs` holds every route to these numbers. Every
 //! buffer can go to a different output in the same cycle, so the allocator
 //! is one arbiter per output and never wastes a grant.
 //!
