@@ -111,7 +111,9 @@
 //! one packet per cycle each way; so n elements take about 4n cycles plus
 //! the chains' latency (W = 64: at four cycles per element a window covers
 //! 256 cycles, about the round trip of the chains on 4x4x4; measured on
-//! 4x2x2, 3.16 cycles per element where the schedule's rate is 3).
+//! 4x2x2, 3.16 cycles per element where the schedule's rate is 3; on
+//! 2x2x4, 4.73 where it is 4: there the chains' round trip outgrows the
+//! window, so a larger window would buy the rest).
 //!
 //! The bound that link bandwidth sets, for comparison: every chip must
 //! receive (P - 1) / P of the data it did not hold, over six links of one
