@@ -28,6 +28,7 @@ pub mod mxu_plan;
 pub mod sparsecore;
 pub mod tensorcore;
 pub mod tensorcore_isa;
+pub mod torus;
 pub mod vpu;
 pub mod vpu_isa;
 
@@ -36,6 +37,7 @@ pub use tensorcore::TensorCoreConfig;
 pub use vpu::{VpuConfig, VpuUnits};
 
 pub use ici::{IciConfig, ICI_CRC_BITS, ICI_KIND_BITS};
+pub use torus::{Packet, TorusConfig, Wiring, LOCAL_PORT, TORUS_PORTS, TORUS_VCS};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

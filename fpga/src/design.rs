@@ -3,7 +3,7 @@
 //! memory belongs in block RAM).
 
 use crate::parts::{Family, Part};
-use config::{IciConfig, MxuConfig, SparseCoreConfig, TensorCoreConfig, VpuConfig};
+use config::{IciConfig, MxuConfig, SparseCoreConfig, TensorCoreConfig, TorusConfig, VpuConfig};
 use serde::{Deserialize, Serialize};
 
 /// A configured block the FPGA flows synthesise.
@@ -18,6 +18,8 @@ pub enum FlowDesign {
     /// A TensorCore: sequencer, unified buffer, weight and bias memories,
     /// int8 MXU and activation unit.
     TensorCore(TensorCoreConfig),
+    /// One ICI torus chip node: a router and six ICI link ends.
+    TorusNode(TorusConfig),
 }
 
 impl From<MxuConfig> for FlowDesign {
@@ -175,6 +177,29 @@ impl DesignInfo {
                 max_dim: 0,
                 max_batch: 0,
             },
+            FlowDesign::TorusNode(c) => DesignInfo {
+                top: torus::node::node_name(&c),
+                block: "torus-node".into(),
+                dtype: format!(
+                    "{}x{}x{}-v{}-d{}-b{}",
+                    c.dims()[0],
+                    c.dims()[1],
+                    c.dims()[2],
+                    c.vc_depth(),
+                    c.link().replay_depth(),
+                    c.link().rx_buffer()
+                ),
+                rows: 0,
+                cols: 0,
+                acc_rows: 0,
+                lanes: 0,
+                sublanes: 0,
+                vregs: 0,
+                vmem_words: 0,
+                tiles: 0,
+                max_dim: 0,
+                max_batch: 0,
+            },
             FlowDesign::Ici(c) => DesignInfo {
                 top: ici::pair_name(&c),
                 block: "ici".into(),
@@ -209,6 +234,8 @@ impl DesignInfo {
             format!("VPU {} {}x{}", self.dtype, self.lanes, self.sublanes)
         } else if self.block == "ici" {
             format!("ICI {}", self.dtype)
+        } else if self.block == "torus-node" {
+            format!("ICI torus node {}", self.dtype)
         } else if self.block == "sparsecore" {
             format!(
                 "SparseCore T{} D{} B{}",
@@ -240,6 +267,7 @@ impl FlowDesign {
             FlowDesign::Mxu(c) => gen::generate(c),
             FlowDesign::Vpu(c) => gen::generate_block(&vpu::Vpu, c),
             FlowDesign::Ici(c) => gen::generate_block(&ici::Ici, c),
+            FlowDesign::TorusNode(c) => gen::generate_block(&torus::TorusNode, c),
             FlowDesign::SparseCore(c) => gen::generate_block(&sparsecore::SparseCore, c),
             FlowDesign::TensorCore(c) => gen::generate_block(&tensorcore::TensorCore, c),
         }
@@ -264,7 +292,7 @@ impl FlowDesign {
             FlowDesign::Mxu(c) => (u64::from(c.rows()) * u64::from(c.cols()), 1),
             FlowDesign::TensorCore(c) => (u64::from(c.rows()) * u64::from(c.cols()), 1),
             FlowDesign::Vpu(c) => (u64::from(c.elems()), 4),
-            FlowDesign::Ici(_) => (0, 1),
+            FlowDesign::Ici(_) | FlowDesign::TorusNode(_) => (0, 1),
             FlowDesign::SparseCore(_) => (
                 u64::from(config::sparsecore::WORD_ELEMS),
                 match family {
@@ -294,7 +322,7 @@ impl FlowDesign {
                     .map(|e| format!("n:*g_lane_sub?{}?.g_lane_lane?{}?.*", e / lanes, e % lanes))
                     .collect()
             }
-            FlowDesign::Ici(_) => Vec::new(),
+            FlowDesign::Ici(_) | FlowDesign::TorusNode(_) => Vec::new(),
             FlowDesign::SparseCore(_) => (0..k).map(|b| format!("n:*lane{b}.*")).collect(),
         }
     }
@@ -313,7 +341,7 @@ impl FlowDesign {
             FlowDesign::Mxu(_) => Some("m:*acc"),
             FlowDesign::TensorCore(_) => Some("m:*acc m:*ub m:*wmem"),
             FlowDesign::Vpu(_) => Some("m:*vmem"),
-            FlowDesign::Ici(_) => None,
+            FlowDesign::Ici(_) | FlowDesign::TorusNode(_) => None,
             FlowDesign::SparseCore(_) => Some("m:*act_buf m:*psum_bank*"),
         }
     }
@@ -340,7 +368,7 @@ impl FlowDesign {
                     format!("{lanes} {} lanes", c.units()),
                 ))
             }
-            FlowDesign::Ici(_) => None,
+            FlowDesign::Ici(_) | FlowDesign::TorusNode(_) => None,
             FlowDesign::SparseCore(_) => None,
             FlowDesign::TensorCore(_) => None,
         }

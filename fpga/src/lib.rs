@@ -57,7 +57,7 @@ pub mod search;
 pub mod synth;
 pub mod tools;
 
-use config::{IciConfig, MxuConfig, SparseCoreConfig, TensorCoreConfig, VpuConfig};
+use config::{IciConfig, MxuConfig, SparseCoreConfig, TensorCoreConfig, TorusConfig, VpuConfig};
 pub use design::FlowDesign;
 
 /// Accumulator rows of every FPGA preset. 256 is the depth of one iCE40 block
@@ -100,6 +100,10 @@ pub fn report_presets(
                 designs.push(FlowDesign::SparseCore(*c));
             } else if let Some(c) = any.downcast_ref::<TensorCoreConfig>() {
                 designs.push(FlowDesign::TensorCore(*c));
+            } else if let (Some(c), "torus-node") =
+                (any.downcast_ref::<TorusConfig>(), block.name())
+            {
+                designs.push(FlowDesign::TorusNode(*c));
             } else {
                 notes.push(format!(
                     "{} preset {}: not built (the FPGA flows do not take this block yet).",
@@ -141,6 +145,7 @@ mod tests {
                 "sparsecore_t1_d8_b4_q4_f4",
                 "sparsecore_t4_d24_b8_q8_f8",
                 "tensorcore_4x4_acc64_ub256_w256_b16_q4",
+                "torus_node_4x4x4_v4",
             ]
         );
         // Every block's report presets are built.
@@ -154,6 +159,7 @@ mod tests {
                 "ici_pair_l2_link_w4_d8_b8_t32_r8_k4",
                 "sparsecore_t1_d8_b4_q4_f4",
                 "tensorcore_4x4_acc64_ub256_w256_b16_q4",
+                "torus_node_4x4x4_v4",
             ]
         );
         let (tc_only, _) = report_presets(false, ACC_ROWS, &["tensorcore".into()]).unwrap();

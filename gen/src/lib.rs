@@ -32,6 +32,8 @@ pub fn registry() -> Vec<&'static dyn AnyBlock> {
         &ici::Ici,
         &sparsecore::SparseCore,
         &tensorcore::TensorCore,
+        &torus::Torus,
+        &torus::TorusNode,
     ]
 }
 

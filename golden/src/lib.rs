@@ -27,6 +27,8 @@
 //!
 //! * [`ici`] gives what the ICI link delivers and its cycle model on an
 //!   error-free link ([`ici::cycle_model`]).
+//! * [`torus`] gives the ICI torus's routes, its channel dependency graph
+//!   check and the all-reduce in the contract's order.
 //!
 //! The models are written from the contract alone, independently of the RTL,
 //! so that the two implementations can catch each other's mistakes. For the
@@ -44,6 +46,7 @@ pub mod numerics;
 pub mod sparsecore;
 pub mod sparsecore_host;
 pub mod tensorcore;
+pub mod torus;
 pub mod vectors;
 pub mod vpu;
 

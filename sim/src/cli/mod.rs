@@ -6,6 +6,7 @@ mod embed;
 mod link;
 mod matmul;
 mod mlp;
+mod torus;
 mod vpu;
 
 use clap::{Parser, Subcommand};
@@ -48,6 +49,14 @@ enum Command {
     /// into a program, X (int8 [N, in_1]) through it, int32 logits [N, out_L]
     /// out. Hidden layers: h = max(requant(h @ w + b), zero point).
     Mlp(mlp::MlpArgs),
+    /// All-reduce over an ICI torus of XxYxZ chips (each 1..=4): V is
+    /// float32 or int32 [chips, n], chip c = x + X*(y + Y*z) in logical
+    /// coordinates; R (same shape and dtype) is every chip's result, summed
+    /// in numerics.md's order (X, then Y, then Z).
+    Allreduce(torus::AllReduceArgs),
+    /// Random traffic through an ICI torus's routers: throughput and latency
+    /// (mean, p99) as one JSON line.
+    Torus(torus::TorusArgs),
 }
 
 /// A failure and its exit code: 2 for bad input, 1 for a failure of the tool.
@@ -93,6 +102,8 @@ pub fn main() -> ExitCode {
         Command::Embed(args) => embed::run_embed(&args),
         Command::EmbedUpdate(args) => embed::run_update(&args),
         Command::Mlp(args) => mlp::run(&args),
+        Command::Allreduce(args) => torus::run_allreduce(&args),
+        Command::Torus(args) => torus::run_torus(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

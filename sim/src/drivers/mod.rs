@@ -11,5 +11,6 @@ pub mod ici;
 pub mod mxu;
 pub mod sparsecore;
 pub mod tensorcore;
+pub mod torus;
 pub mod vpu;
 pub mod vpu_ops;

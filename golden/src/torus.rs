@@ -1,0 +1,537 @@
+//! The ICI torus: where packets go, and what an all-reduce computes.
+//!
+//! **Routing** ([`route`], [`path`]). Dimension-order routing with
+//! wraparound: a packet corrects X first, then Y, then Z, each along the
+//! shorter way round its ring (up, port 2d, when the distance up is at most
+//! half the ring; down, port 2d + 1, otherwise), and leaves by the local port
+//! at its destination. Coordinates are logical (after any re-cabling by a
+//! [`config::Wiring`]).
+//!
+//! **Virtual channels: the dateline rule.** Each ring has a dateline: the
+//! wraparound link, from the last coordinate to 0 going up and from 0 to the
+//! last going down. A packet travels on VC 0 within a dimension until it
+//! crosses that dimension's dateline, and on VC 1 from the crossing until it
+//! leaves the dimension; it enters every dimension (and the network) on
+//! VC 0. A minimal route crosses a ring's dateline at most once, since it
+//! goes at most half way round.
+//!
+//! **Why this is deadlock-free.** Channels are (link, VC) pairs; a packet
+//! holding a buffer slot of one channel waits only for a slot of the next
+//! channel on its route. Deadlock needs a cycle of such waits, a cycle of the
+//! channel dependency graph (CDG). Order the channels: by dimension first
+//! (a route uses dimensions in increasing order only, so no dependency goes
+//! from a higher dimension to a lower one), then within a dimension and
+//! direction by (VC, position along the direction measured from the
+//! dateline). Within one ring direction, a VC 0 channel depends on the next
+//! VC 0 channel further from the dateline or, at the dateline, on a VC 1
+//! channel; a VC 1 channel depends on the next VC 1 channel, and a VC 1 route
+//! never crosses the dateline again, so its position only grows. Every
+//! dependency goes up in this order, so the CDG has no cycle, and with
+//! finite buffers, a local port that always drains, and per-VC credits (a
+//! flit never enters a buffer without a free slot), every flit eventually
+//! moves. [`cdg_is_acyclic`] checks the graph itself for every torus up to
+//! 4x4x4, and with one VC only it finds the cycles the second VC removes.
+//!
+//! **All-reduce** ([`allreduce_f32`], [`allreduce_i32`]): the order of
+//! `numerics.md`, "All-reduce": S_x(y, z) = v[0,y,z] + ... + v[X-1,y,z],
+//! then S_y(z) = S_x(0,z) + ... + S_x(Y-1,z), then S = S_y(0) + ... +
+//! S_y(Z-1), each left to right with add32 from its first term; int32 sums
+//! wrap. Every chip ends with S.
+//!
+//! **The engine's schedule** ([`allreduce_schedule`]): the messages of one
+//! element as `hw/torus`'s crate docs describe them (partial sums along the
+//! X rows, the Y column of the plane x = X-1 and the Z line, then the
+//! result broadcast back), stated here on its own and run on values by
+//! [`allreduce_by_schedule_f32`]: for every torus up to 4x4x4 it gives
+//! every chip the contract's sum, each chip gets the result once, every
+//! message is one hop, and no chip sends or receives more than four
+//! packets per element.
+
+use crate::numerics::add32;
+use config::{Packet, TorusConfig, LOCAL_PORT};
+use std::collections::HashMap;
+
+/// How VCs are chosen: the dateline rule, or a single VC (for showing that
+/// the CDG check finds the cycles one VC leaves).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VcPolicy {
+    Dateline,
+    SingleVc,
+}
+
+/// The output port and VC of a packet for `dest`, at the router at `at`,
+/// that arrived through input port `in_port` (a torus port 0..6, or
+/// [`LOCAL_PORT`]) on VC `in_vc`. The local port is (`LOCAL_PORT`, 0).
+pub fn route(
+    cfg: &TorusConfig,
+    at: [u32; 3],
+    dest: [u32; 3],
+    in_port: usize,
+    in_vc: u32,
+) -> (usize, u32) {
+    route_with(cfg, at, dest, in_port, in_vc, VcPolicy::Dateline)
+}
+
+/// [`route`] under a VC policy.
+pub fn route_with(
+    cfg: &TorusConfig,
+    at: [u32; 3],
+    dest: [u32; 3],
+    in_port: usize,
+    in_vc: u32,
+    policy: VcPolicy,
+) -> (usize, u32) {
+    let dims = cfg.dims();
+    for d in 0..3 {
+        let k = dims[d];
+        let up_by = (dest[d] + k - at[d]) % k;
+        if up_by == 0 {
+            continue;
+        }
+        let up = 2 * up_by <= k;
+        let port = 2 * d + usize::from(!up);
+        let crossing = if up { at[d] == k - 1 } else { at[d] == 0 };
+        let same_dim = in_port != LOCAL_PORT && in_port / 2 == d;
+        let vc = match policy {
+            VcPolicy::SingleVc => 0,
+            VcPolicy::Dateline if crossing => 1,
+            VcPolicy::Dateline if same_dim => in_vc,
+            VcPolicy::Dateline => 0,
+        };
+        return (port, vc);
+    }
+    (LOCAL_PORT, 0)
+}
+
+/// The neighbour of `at` through torus port `port`.
+pub fn neighbour(cfg: &TorusConfig, at: [u32; 3], port: usize) -> [u32; 3] {
+    let d = port / 2;
+    let k = cfg.dims()[d];
+    let mut c = at;
+    c[d] = if port & 1 == 0 {
+        (at[d] + 1) % k
+    } else {
+        (at[d] + k - 1) % k
+    };
+    c
+}
+
+/// One hop of a route: leaving the router at `at` through `port` on `vc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Hop {
+    pub at: [u32; 3],
+    pub port: usize,
+    pub vc: u32,
+}
+
+/// The hops from `src` to `dest`, the last one leaving by the local port.
+pub fn path(cfg: &TorusConfig, src: [u32; 3], dest: [u32; 3]) -> Vec<Hop> {
+    path_with(cfg, src, dest, VcPolicy::Dateline)
+}
+
+/// [`path`] under a VC policy.
+pub fn path_with(cfg: &TorusConfig, src: [u32; 3], dest: [u32; 3], policy: VcPolicy) -> Vec<Hop> {
+    let mut hops = Vec::new();
+    let (mut at, mut in_port, mut in_vc) = (src, LOCAL_PORT, 0);
+    loop {
+        let (port, vc) = route_with(cfg, at, dest, in_port, in_vc, policy);
+        hops.push(Hop { at, port, vc });
+        if port == LOCAL_PORT {
+            return hops;
+        }
+        assert!(hops.len() <= 16, "a route longer than the torus allows");
+        // The neighbour receives on the opposite port of the same dimension.
+        at = neighbour(cfg, at, port);
+        in_port = port ^ 1;
+        in_vc = vc;
+    }
+}
+
+/// Whether the channel dependency graph of every route between every pair
+/// of chips has no cycle (a channel: a router's output port and a VC).
+pub fn cdg_is_acyclic(cfg: &TorusConfig, policy: VcPolicy) -> bool {
+    let n = cfg.chips();
+    let id = |h: &Hop| (cfg.chip(h.at) * 7 + h.port) * 2 + h.vc as usize;
+    let mut edges: HashMap<usize, Vec<usize>> = HashMap::new();
+    for s in 0..n {
+        for d in 0..n {
+            let p = path_with(cfg, cfg.coords(s), cfg.coords(d), policy);
+            for w in p.windows(2) {
+                edges.entry(id(&w[0])).or_default().push(id(&w[1]));
+            }
+        }
+    }
+    // Kahn's algorithm: acyclic iff every node can be removed.
+    let nodes = n * 14;
+    let mut indeg = vec![0usize; nodes];
+    for v in edges.values_mut() {
+        v.sort_unstable();
+        v.dedup();
+        for &t in v.iter() {
+            indeg[t] += 1;
+        }
+    }
+    let mut ready: Vec<usize> = (0..nodes).filter(|&k| indeg[k] == 0).collect();
+    let mut removed = 0;
+    while let Some(k) = ready.pop() {
+        removed += 1;
+        if let Some(out) = edges.get(&k) {
+            for &t in out {
+                indeg[t] -= 1;
+                if indeg[t] == 0 {
+                    ready.push(t);
+                }
+            }
+        }
+    }
+    removed == nodes
+}
+
+/// What the torus delivers: every packet sent reaches its destination's
+/// local port exactly once, unchanged, and packets from one source to one
+/// destination arrive in the order sent (they follow one path and one VC
+/// sequence through FIFOs). `sent[c]` are chip c's packets in order; the
+/// result holds, for every destination chip, each source's packets to it,
+/// in order: `result[dest][src]`.
+pub fn delivered(cfg: &TorusConfig, sent: &[Vec<Packet>]) -> Vec<Vec<Vec<Packet>>> {
+    let n = cfg.chips();
+    let mut out = vec![vec![Vec::new(); n]; n];
+    for (src, packets) in sent.iter().enumerate() {
+        for p in packets {
+            out[cfg.chip(p.dest)][src].push(*p);
+        }
+    }
+    out
+}
+
+/// The fp32 all-reduce of `v` (one vector per logical chip number, all of
+/// one length) in the contract's order: what every chip ends with.
+pub fn allreduce_f32(cfg: &TorusConfig, v: &[Vec<u32>]) -> Vec<u32> {
+    allreduce(cfg, v, add32)
+}
+
+/// The int32 all-reduce (wrapping sums).
+pub fn allreduce_i32(cfg: &TorusConfig, v: &[Vec<i32>]) -> Vec<i32> {
+    allreduce(cfg, v, i32::wrapping_add)
+}
+
+fn allreduce<T: Copy>(cfg: &TorusConfig, v: &[Vec<T>], add: fn(T, T) -> T) -> Vec<T> {
+    assert_eq!(v.len(), cfg.chips(), "one vector per chip");
+    let n = v[0].len();
+    assert!(v.iter().all(|c| c.len() == n), "vectors of one length");
+    let [xs, ys, zs] = cfg.dims();
+    let fold = |terms: &mut dyn Iterator<Item = T>| {
+        let first = terms.next().expect("a sum has a first term");
+        terms.fold(first, add)
+    };
+    (0..n)
+        .map(|i| {
+            let sx = |y: u32, z: u32| fold(&mut (0..xs).map(|x| v[cfg.chip([x, y, z])][i]));
+            let sy = |z: u32| fold(&mut (0..ys).map(|y| sx(y, z)));
+            fold(&mut (0..zs).map(sy))
+        })
+        .collect()
+}
+
+/// Tags of the all-reduce schedule's packets: partial sums along X, Y and
+/// Z, and the broadcast result.
+pub const TAG_X: u8 = 0;
+pub const TAG_Y: u8 = 1;
+pub const TAG_Z: u8 = 2;
+pub const TAG_RESULT: u8 = 3;
+
+/// One packet of the all-reduce schedule (per element): logical chip
+/// numbers and the tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Message {
+    pub from: usize,
+    pub to: usize,
+    pub tag: u8,
+}
+
+/// The all-reduce schedule of `hw/torus`'s crate docs ("All-reduce"), per
+/// element, in an order in which each message's sender already has what
+/// it sends: the X chains, the Y chains on the plane x = X-1, the Z chain
+/// on the line x = X-1, y = Y-1, then the broadcast from the root
+/// (X-1, Y-1, Z-1) up in Z round that line, up in Y round each column of
+/// the plane, up in X round each row, each chain stopping before the chip
+/// it started from.
+pub fn allreduce_schedule(cfg: &TorusConfig) -> Vec<Message> {
+    let [xs, ys, zs] = cfg.dims();
+    let mut out = Vec::new();
+    let up = |c: [u32; 3], d: usize| neighbour(cfg, c, 2 * d);
+    for z in 0..zs {
+        for y in 0..ys {
+            for x in 0..xs - 1 {
+                let c = [x, y, z];
+                out.push((c, up(c, 0), TAG_X));
+            }
+        }
+        for y in 0..ys - 1 {
+            let c = [xs - 1, y, z];
+            out.push((c, up(c, 1), TAG_Y));
+        }
+    }
+    for z in 0..zs - 1 {
+        let c = [xs - 1, ys - 1, z];
+        out.push((c, up(c, 2), TAG_Z));
+    }
+    // Broadcast: breadth along Z, then Y, then X, so senders have it.
+    let root = [xs - 1, ys - 1, zs - 1];
+    let mut line = vec![root];
+    let mut c = root;
+    while zs > 1 && up(c, 2) != root {
+        out.push((c, up(c, 2), TAG_RESULT));
+        c = up(c, 2);
+        line.push(c);
+    }
+    let mut plane = Vec::new();
+    for &l in &line {
+        plane.push(l);
+        let mut c = l;
+        while ys > 1 && up(c, 1)[1] != ys - 1 {
+            out.push((c, up(c, 1), TAG_RESULT));
+            c = up(c, 1);
+            plane.push(c);
+        }
+    }
+    for &p in &plane {
+        let mut c = p;
+        while xs > 1 && up(c, 0)[0] != xs - 1 {
+            out.push((c, up(c, 0), TAG_RESULT));
+            c = up(c, 0);
+        }
+    }
+    out.into_iter()
+        .map(|(f, t, tag)| Message {
+            from: cfg.chip(f),
+            to: cfg.chip(t),
+            tag,
+        })
+        .collect()
+}
+
+/// Every chip's fp32 result when the schedule is run on values: each
+/// chip adds its term to the partial it received (the partial on the
+/// left), passes partials on, and takes the result it is sent.
+pub fn allreduce_by_schedule_f32(cfg: &TorusConfig, v: &[Vec<u32>]) -> Vec<Vec<u32>> {
+    let n = v[0].len();
+    let chips = cfg.chips();
+    let [xs, ys, zs] = cfg.dims();
+    let sched = allreduce_schedule(cfg);
+    (0..n)
+        .map(|i| {
+            // What each chip received, by tag.
+            let mut got: Vec<[Option<u32>; 4]> = vec![[None; 4]; chips];
+            let mut result: Vec<Option<u32>> = vec![None; chips];
+            let root = cfg.chip([xs - 1, ys - 1, zs - 1]);
+            // A chip's partial of a tag: the chain's value it sends on.
+            let partial = |c: usize, got: &Vec<[Option<u32>; 4]>| -> [u32; 3] {
+                let [x, y, z] = cfg.coords(c);
+                let px = match got[c][0] {
+                    Some(p) if x > 0 => add32(p, v[c][i]),
+                    _ => v[c][i],
+                };
+                let py = match got[c][1] {
+                    Some(p) if y > 0 => add32(p, px),
+                    _ => px,
+                };
+                let pz = match got[c][2] {
+                    Some(p) if z > 0 => add32(p, py),
+                    _ => py,
+                };
+                [px, py, pz]
+            };
+            for m in &sched {
+                if m.tag == TAG_RESULT && result[root].is_none() {
+                    result[root] = Some(partial(root, &got)[2]);
+                }
+                let value = if m.tag == TAG_RESULT {
+                    result[m.from].expect("a forwarder has the result")
+                } else {
+                    partial(m.from, &got)[m.tag as usize]
+                };
+                assert!(got[m.to][m.tag as usize].is_none(), "a second {m:?}");
+                got[m.to][m.tag as usize] = Some(value);
+                if m.tag == TAG_RESULT {
+                    result[m.to] = Some(value);
+                }
+            }
+            if result[root].is_none() {
+                result[root] = Some(partial(root, &got)[2]);
+            }
+            result
+                .into_iter()
+                .map(|r| r.expect("every chip gets the result"))
+                .collect()
+        })
+        .fold(
+            vec![Vec::with_capacity(n); chips],
+            |mut acc, per_chip: Vec<u32>| {
+                for (c, r) in per_chip.into_iter().enumerate() {
+                    acc[c].push(r);
+                }
+                acc
+            },
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vectors::{hex32, read_vectors};
+
+    fn all_dims() -> impl Iterator<Item = TorusConfig> {
+        (1..=4u32).flat_map(|x| {
+            (1..=4u32).flat_map(move |y| {
+                (1..=4u32).map(move |z| TorusConfig::with_dims([x, y, z]).unwrap())
+            })
+        })
+    }
+
+    #[test]
+    fn routes_are_minimal_dimension_ordered_and_reach_their_destination() {
+        for cfg in all_dims() {
+            let n = cfg.chips();
+            for s in 0..n {
+                for d in 0..n {
+                    let (src, dest) = (cfg.coords(s), cfg.coords(d));
+                    let p = path(&cfg, src, dest);
+                    let last = p.last().unwrap();
+                    assert_eq!((last.at, last.port), (dest, LOCAL_PORT));
+                    // Minimal: the ring distance in each dimension.
+                    let want: u32 = (0..3)
+                        .map(|k| {
+                            let r = cfg.dims()[k];
+                            let up = (dest[k] + r - src[k]) % r;
+                            up.min(r - up)
+                        })
+                        .sum();
+                    assert_eq!(p.len() as u32 - 1, want, "{cfg}: {src:?} -> {dest:?}");
+                    // Dimension order: ports never go back to a lower dimension.
+                    let dims: Vec<usize> = p[..p.len() - 1].iter().map(|h| h.port / 2).collect();
+                    assert!(dims.windows(2).all(|w| w[0] <= w[1]), "{p:?}");
+                    // Each dimension starts on VC 0 unless its first hop
+                    // crosses the dateline; VCs never go back to 0.
+                    for w in p.windows(2) {
+                        if w[0].port / 2 == w[1].port / 2 && w[1].port != LOCAL_PORT {
+                            assert!(w[1].vc >= w[0].vc, "{p:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_dateline_cdg_has_no_cycle_up_to_4x4x4_and_one_vc_has_some() {
+        for cfg in all_dims() {
+            assert!(cdg_is_acyclic(&cfg, VcPolicy::Dateline), "{cfg}");
+        }
+        // One VC: rings of 4 have cyclic dependencies (routes go two hops
+        // up); rings of 2 and 3 do not (one hop each way at most).
+        for (dims, acyclic) in [
+            ([4, 1, 1], false),
+            ([3, 3, 3], true),
+            ([2, 2, 2], true),
+            ([1, 4, 1], false),
+        ] {
+            let cfg = TorusConfig::with_dims(dims).unwrap();
+            assert_eq!(cdg_is_acyclic(&cfg, VcPolicy::SingleVc), acyclic, "{cfg}");
+        }
+    }
+
+    #[test]
+    fn the_fp32_allreduce_matches_the_reference_vectors() {
+        let rows = read_vectors("f32_allreduce.tsv", 3);
+        assert!(rows.len() >= 2000);
+        for r in rows {
+            let dims = TorusConfig::parse_dims(&r.fields[0]).unwrap();
+            let cfg = TorusConfig::with_dims(dims).unwrap();
+            let v: Vec<Vec<u32>> = r.fields[1].split(',').map(|h| vec![hex32(h)]).collect();
+            let want = hex32(&r.fields[2]);
+            assert_eq!(
+                allreduce_f32(&cfg, &v),
+                [want],
+                "f32_allreduce.tsv:{}",
+                r.line
+            );
+        }
+    }
+
+    #[test]
+    fn the_order_is_x_then_y_then_z_and_int32_wraps() {
+        // 1e8 + 1 - 1e8 in different orders gives different fp32 results.
+        let big = 0x4cbe_bc20; // 1e8
+        let one = 0x3f80_0000;
+        let neg = 0xccbe_bc20;
+        let cfg = TorusConfig::with_dims([3, 1, 1]).unwrap();
+        // ((1e8 + 1) - 1e8) = 0: the 1 is lost to rounding.
+        assert_eq!(allreduce_f32(&cfg, &[vec![big], vec![one], vec![neg]]), [0]);
+        let cfg = TorusConfig::with_dims([1, 1, 3]).unwrap();
+        // ((1 + 1e8) - 1e8) = 0 too, but (1e8 - 1e8) + 1 = 1.
+        assert_eq!(
+            allreduce_f32(&cfg, &[vec![big], vec![neg], vec![one]]),
+            [one]
+        );
+        let cfg = TorusConfig::with_dims([2, 1, 1]).unwrap();
+        assert_eq!(
+            allreduce_i32(&cfg, &[vec![i32::MAX, 5], vec![1, -7]]),
+            [i32::MIN, -2]
+        );
+    }
+
+    #[test]
+    fn the_engine_schedule_gives_every_chip_the_contract_sum_once_in_one_hop_messages() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for cfg in all_dims() {
+            let chips = cfg.chips();
+            let v: Vec<Vec<u32>> = (0..chips)
+                .map(|_| {
+                    (0..3)
+                        .map(|_| {
+                            let r = next();
+                            match r % 8 {
+                                0 => 0x7f80_0000 | (r >> 40) as u32 & 0x8000_0000,
+                                1 => (r >> 32) as u32 & 0x807f_ffff,
+                                _ => 0x3000_0000 + (r >> 40) as u32 % 0x2000_0000,
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            let want = allreduce_f32(&cfg, &v);
+            let got = allreduce_by_schedule_f32(&cfg, &v);
+            assert!(got.iter().all(|r| *r == want), "{cfg}");
+            let sched = allreduce_schedule(&cfg);
+            let mut inj = vec![0; chips];
+            let mut ej = vec![0; chips];
+            for m in &sched {
+                let (f, t) = (cfg.coords(m.from), cfg.coords(m.to));
+                assert!(
+                    (0..6).any(|p| neighbour(&cfg, f, p) == t && m.from != m.to),
+                    "{cfg}: {m:?} is not one hop"
+                );
+                inj[m.from] += 1;
+                ej[m.to] += 1;
+            }
+            // Per element: X, Y, Z partials to all but the chains' first
+            // chips, one result to every chip but the root.
+            let [x, y, z] = cfg.dims();
+            let partials = (x - 1) * y * z + (y - 1) * z + (z - 1);
+            assert_eq!(sched.len(), partials as usize + chips - 1, "{cfg}");
+            // The rate the crate docs state: at most four packets per
+            // element in and out of any chip (the line x = X-1, y = Y-1).
+            assert!(
+                inj.iter().chain(&ej).all(|&k| k <= 4),
+                "{cfg}: {inj:?} {ej:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! The router: six torus ports and a local port, per-VC input buffers and
+//! credits, dimension-order routing with dateline VCs. See the crate docs
+//! for the interface, the flit format and the timing.
+
+use crate::{flit_fields, packet_ty, COORD_BITS};
+use config::{TorusConfig, LOCAL_PORT, TORUS_PORTS, TORUS_VCS};
+use hw::blocks::{credit_counter, fifo, round_robin_arbiter, FifoMode};
+use hw::{cat, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
+use std::rc::Rc;
+
+/// Words of the injection and ejection FIFOs (3 or more sustain a word per
+/// cycle).
+pub const LOCAL_FIFO_DEPTH: u32 = 4;
+
+/// The router's Verilog name.
+pub fn router_name(cfg: &TorusConfig) -> String {
+    let [x, y, z] = cfg.dims();
+    format!("torus_router_{x}x{y}x{z}_v{}", cfg.vc_depth())
+}
+
+/// Builds the router for `cfg`.
+#[track_caller]
+pub fn router(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
+    let pkt = packet_ty();
+    let vc_fifo = fifo(design, pkt.ty(), cfg.vc_depth(), FifoMode::Fwft);
+    let local_fifo = fifo(design, pkt.ty(), LOCAL_FIFO_DEPTH, FifoMode::Fwft);
+    let credits = credit_counter(design, cfg.vc_depth(), cfg.vc_depth());
+    let requesters = 6 * TORUS_VCS + 1;
+    let arb = round_robin_arbiter(design, requesters);
+    let cfg = *cfg;
+    let params: Vec<(String, String)> = cfg.params();
+    let params: Vec<(&str, String)> = params
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    design.define(&router_name(&cfg), &params, |_, m| {
+        m.doc("ICI torus router: 6 torus ports + local, 2 dateline VCs with credits, dimension-order routing");
+        body(m, &cfg, &vc_fifo, &local_fifo, &credits, &arb);
+    })
+}
+
+/// The output port (0..=6) and VC a head at `at` for `dest`, arrived on
+/// input `in_port` (6: local) and `in_vc`, goes to.
+fn route(
+    m: &mut ModuleBuilder,
+    cfg: &TorusConfig,
+    at: [Expr; 3],
+    dest: [Expr; 3],
+    in_port: usize,
+    in_vc: Expr,
+) -> (Expr, Expr) {
+    let port_ty = Ty::u(3);
+    // From Z down to X, so X (the first dimension to correct) wins.
+    let mut port = m.lit(port_ty, LOCAL_PORT as u64);
+    let mut vc = m.lit(Ty::BOOL, 0);
+    for d in (0..3).rev() {
+        let k = cfg.dims()[d];
+        if k == 1 {
+            continue;
+        }
+        let w = Ty::u(3);
+        let t = dest[d].zext(3) + m.lit(w, k) - at[d].zext(3);
+        let up_by = mux(t.is_ge(m.lit(w, k)), t - m.lit(w, k), t);
+        let moving = up_by.is_ne(m.lit(w, 0));
+        let up = up_by.is_le(m.lit(w, k / 2));
+        let last = at[d].is_eq(m.lit(Ty::u(COORD_BITS), k - 1));
+        let first = at[d].is_eq(m.lit(Ty::u(COORD_BITS), 0));
+        let crossing = mux(up, last, first);
+        let here = m.lit(port_ty, 2 * d as u64);
+        let p = mux(up, here, here + 1u32);
+        let same_dim = in_port != LOCAL_PORT && in_port / 2 == d;
+        let stay = if same_dim { in_vc } else { m.lit(Ty::BOOL, 0) };
+        port = mux(moving, p, port);
+        vc = mux(moving, crossing | stay, vc);
+    }
+    (port, vc)
+}
+
+fn body(
+    m: &mut ModuleBuilder,
+    cfg: &TorusConfig,
+    vc_fifo: &Rc<ModuleDef>,
+    local_fifo: &Rc<ModuleDef>,
+    credit_def: &Rc<ModuleDef>,
+    arb_def: &Rc<ModuleDef>,
+) {
+    let pkt = packet_ty();
+    let flit = flit_fields(cfg);
+    let cb = cfg.credit_bits();
+    let vcs = TORUS_VCS as usize;
+    let coord_ty = Ty::u(COORD_BITS);
+    let at = [
+        m.input("at_x_i", coord_ty),
+        m.input("at_y_i", coord_ty),
+        m.input("at_z_i", coord_ty),
+    ];
+    for (d, axis) in ["x", "y", "z"].iter().enumerate() {
+        if cfg.dims()[d] == 1 {
+            m.waive(
+                "UNUSEDSIGNAL",
+                &format!("at_{axis}_i"),
+                "a ring of one: nothing is routed in this dimension",
+            );
+        }
+    }
+
+    // ---------------------------------------------------------- torus ports
+    // Heads of every input buffer: (valid, packet, input port, input VC).
+    let mut heads: Vec<(Expr, Expr, usize, Expr)> = Vec::new();
+    let mut pops: Vec<hw::Wire> = Vec::new();
+    let mut returned: Vec<Vec<Expr>> = Vec::new();
+    let mut alarms: Vec<Expr> = Vec::new();
+    let mut tx_ready = Vec::new();
+    for (p, name) in TORUS_PORTS[..6].iter().enumerate() {
+        let rx_valid = m.input(&format!("{name}_rx_valid_i"), Ty::BOOL);
+        let rx_data = m.input(&format!("{name}_rx_data_i"), Ty::u(64));
+        tx_ready.push(m.input(&format!("{name}_tx_ready_i"), Ty::BOOL));
+        let f = flit.unpack(rx_data.slice(0, flit.width()));
+        m.waive(
+            "UNUSEDSIGNAL",
+            &format!("{name}_rx_data_i"),
+            "the flit's padding above its fields carries nothing",
+        );
+        let is_data = rx_valid & f.get("data");
+        let mut ret = Vec::new();
+        for v in 0..vcs {
+            let inst = m.instance(&format!("{name}_vc{v}_buf"), vc_fifo);
+            let vc_match = if v == 0 { !f.get("vc") } else { f.get("vc") };
+            let push = m.wire(&format!("{name}_vc{v}_push"), is_data & vc_match);
+            m.connect(inst, "in_valid_i", push);
+            m.connect(inst, "in_data_i", f.get("packet"));
+            let in_ready = m.inst_output(inst, "in_ready_o");
+            alarms.push(push & !in_ready);
+            let valid = m.inst_output(inst, "out_valid_o");
+            let data = m.inst_output(inst, "out_data_o");
+            let pop = m.wire_decl(&format!("{name}_vc{v}_pop"), Ty::BOOL);
+            m.connect(inst, "out_ready_i", pop.value());
+            m.waive(
+                "UNUSEDSIGNAL",
+                &format!("{name}_vc{v}_buf_count_o"),
+                "credits, not the buffer's count, bound what arrives",
+            );
+            heads.push((valid, data, p, m.lit(Ty::BOOL, v as u64)));
+            pops.push(pop);
+            let r = f.get(&format!("credit{v}"));
+            ret.push(mux(rx_valid, r, r.lit(0)));
+        }
+        returned.push(ret);
+    }
+    // Local injection.
+    let inj = m.stream_input("inj", &pkt);
+    let inj_fifo = m.instance("inj_buf", local_fifo);
+    m.connect(inj_fifo, "in_valid_i", inj.stream.valid);
+    m.connect(inj_fifo, "in_data_i", inj.stream.data.bits());
+    let inj_ready = m.inst_output(inj_fifo, "in_ready_o");
+    m.drive(inj.ready, inj_ready);
+    let inj_valid = m.inst_output(inj_fifo, "out_valid_o");
+    let inj_data = m.inst_output(inj_fifo, "out_data_o");
+    let inj_pop = m.wire_decl("inj_pop", Ty::BOOL);
+    m.connect(inj_fifo, "out_ready_i", inj_pop.value());
+    m.waive(
+        "UNUSEDSIGNAL",
+        "inj_buf_count_o",
+        "the injection stream's handshake is enough",
+    );
+    heads.push((inj_valid, inj_data, LOCAL_PORT, m.lit(Ty::BOOL, 0)));
+    pops.push(inj_pop);
+
+    // Local ejection buffer.
+    let ej_fifo = m.instance("ej_buf", local_fifo);
+    let ej_space = m.inst_output(ej_fifo, "in_ready_o");
+    m.waive(
+        "UNUSEDSIGNAL",
+        "ej_buf_count_o",
+        "the ejection stream's handshake is enough",
+    );
+
+    // ------------------------------------------------------ route and VCs
+    let mut routes = Vec::new();
+    for (h, (_, data, in_port, in_vc)) in heads.iter().enumerate() {
+        let r = pkt.unpack(*data);
+        let dest = [r.get("dx"), r.get("dy"), r.get("dz")];
+        let (port, vc) = route(m, cfg, at, dest, *in_port, *in_vc);
+        let port = m.wire(&format!("h{h}_out_port"), port);
+        let vc = m.wire(&format!("h{h}_out_vc"), vc);
+        routes.push((port, vc));
+    }
+
+    // ------------------------------------------- credits of every output VC
+    let mut can_send: Vec<Vec<Expr>> = Vec::new();
+    let mut sends: Vec<Vec<hw::Wire>> = Vec::new();
+    for (p, name) in TORUS_PORTS[..6].iter().enumerate() {
+        let mut cs = Vec::new();
+        let mut ss = Vec::new();
+        for (v, ret) in returned[p].iter().enumerate() {
+            let inst = m.instance(&format!("{name}_vc{v}_credits"), credit_def);
+            let send = m.wire_decl(&format!("{name}_vc{v}_send"), Ty::BOOL);
+            m.connect(inst, "send_i", send.value());
+            m.connect(inst, "return_i", *ret);
+            cs.push(m.inst_output(inst, "can_send_o"));
+            alarms.push(m.inst_output(inst, "error_o"));
+            m.waive(
+                "UNUSEDSIGNAL",
+                &format!("{name}_vc{v}_credits_credits_o"),
+                "only whether a credit is left matters",
+            );
+            ss.push(send);
+        }
+        can_send.push(cs);
+        sends.push(ss);
+    }
+
+    // ------------------------------------------ switch allocation per output
+    let n_req = heads.len() as u32;
+    let mut granted_by: Vec<Vec<Expr>> = vec![Vec::new(); heads.len()];
+    let mut out_flits = Vec::new();
+    for o in 0..=LOCAL_PORT {
+        let oname = TORUS_PORTS[o];
+        let mut reqs = Vec::new();
+        for (h, (valid, _, _, _)) in heads.iter().enumerate() {
+            let (port, vc) = routes[h];
+            let wants = *valid & port.is_eq(m.lit(Ty::u(3), o as u64));
+            let ok = if o == LOCAL_PORT {
+                ej_space
+            } else {
+                tx_ready[o] & mux(vc, can_send[o][1], can_send[o][0])
+            };
+            reqs.push(wants & ok);
+        }
+        let req = m.wire(
+            &format!("{oname}_req"),
+            cat(&reqs.iter().rev().copied().collect::<Vec<_>>()),
+        );
+        let inst = m.instance(&format!("{oname}_arb"), arb_def);
+        m.connect(inst, "req_i", req);
+        let grant = m.inst_output(inst, "grant_o");
+        let grant = m.wire(&format!("{oname}_grant"), grant);
+        let mut sel_pkt = m.lit(pkt.ty(), 0);
+        let mut sel_vc = m.lit(Ty::BOOL, 0);
+        for (h, (_, data, _, _)) in heads.iter().enumerate() {
+            let g = grant.bit(h as u32);
+            granted_by[h].push(g);
+            sel_pkt = sel_pkt | mux(g, *data, data.lit(0));
+            sel_vc = sel_vc | (g & routes[h].1);
+        }
+        debug_assert_eq!(n_req, heads.len() as u32);
+        let any = m.wire(&format!("{oname}_granted"), grant.any());
+        out_flits.push((any, sel_pkt, sel_vc));
+    }
+    for (h, pop) in pops.iter().enumerate() {
+        let any = granted_by[h]
+            .iter()
+            .copied()
+            .reduce(|a, b| a | b)
+            .expect("seven outputs");
+        m.drive(*pop, any);
+    }
+
+    // ---------------------------------------------------- the torus outputs
+    for (p, name) in TORUS_PORTS[..6].iter().enumerate() {
+        let (any, sel_pkt, sel_vc) = out_flits[p];
+        for (v, send) in sends[p].iter().enumerate() {
+            let on_vc = if v == 0 { !sel_vc } else { sel_vc };
+            m.drive(*send, any & on_vc);
+        }
+        // Credits owed to the neighbour on this port: slots of this port's
+        // input buffers freed and not yet returned. Every flit sent carries
+        // all of them; a flit of credits alone goes when nothing else does.
+        let mut owed = Vec::new();
+        let mut pending_any = m.lit(Ty::BOOL, 0);
+        let mut regs = Vec::new();
+        for v in 0..vcs {
+            let r = m.reg_reset(&format!("{name}_vc{v}_owed"), Ty::u(cb), 0);
+            owed.push(r.q());
+            pending_any = pending_any | r.q().is_ne(0u32);
+            regs.push(r);
+        }
+        let credit_only = m.wire(
+            &format!("{name}_credit_only"),
+            !any & pending_any & tx_ready[p],
+        );
+        let valid = m.wire(&format!("{name}_tx_valid"), any | credit_only);
+        let sent = valid & tx_ready[p];
+        for (v, r) in regs.iter().enumerate() {
+            let popped = pops[p * vcs + v].value().zext(cb);
+            m.set_next(*r, mux(sent, popped, r.q() + popped));
+        }
+        let word = flit.pack(&[
+            ("data", any),
+            ("vc", sel_vc),
+            ("packet", sel_pkt),
+            ("credit0", owed[0]),
+            ("credit1", owed[1]),
+        ]);
+        m.output(&format!("{name}_tx_valid_o"), valid);
+        m.output(&format!("{name}_tx_data_o"), word.bits().zext(64));
+    }
+    // Ejection.
+    let (ej_any, ej_pkt, _) = out_flits[LOCAL_PORT];
+    m.connect(ej_fifo, "in_valid_i", ej_any);
+    m.connect(ej_fifo, "in_data_i", ej_pkt);
+    let ej_ready = m.input("ej_ready_i", Ty::BOOL);
+    m.connect(ej_fifo, "out_ready_i", ej_ready);
+    let ej_valid = m.inst_output(ej_fifo, "out_valid_o");
+    let ej_data = m.inst_output(ej_fifo, "out_data_o");
+    m.output("ej_valid_o", ej_valid);
+    m.output_record("ej", &pkt.unpack(ej_data));
+
+    // A buffer pushed while full, or a credit counter over- or underflowing:
+    // sticky, never set in a correct design.
+    let alarm_now = alarms.into_iter().reduce(|a, b| a | b).expect("alarms");
+    let alarm = m.reg_reset("alarm", Ty::BOOL, 0);
+    m.set_next(alarm, alarm.q() | alarm_now);
+    m.output("alarm_o", alarm.q());
+}

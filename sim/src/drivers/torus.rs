@@ -1,0 +1,406 @@
+//! The ICI torus driver: a Verilated torus top (`torus::node::top`). Packets:
+//! every chip's local port driven by the host: each chip offers its packets
+//! in order (a packet is offered from its creation cycle on) and takes every
+//! packet its router ejects when its `ej_ready` pattern allows. The driver
+//! records when each packet was taken and delivered, so tests hold delivery
+//! to `golden::torus::delivered` and benchmarks measure latency.
+//! All-reduce ([`TorusDriver::allreduce`]): the chips' engines own the
+//! local ports; each chip's vector is streamed in as its engine takes it,
+//! and every result element is collected.
+
+use crate::drivers::ici::Faults;
+use crate::from_hw::model_spec;
+use crate::verilator::{Model, PortId, SimError};
+use config::{Packet, TorusConfig, Wiring};
+use hw::{catch_elab, emit_design, Design, Header};
+use std::fmt;
+
+/// Why a run failed.
+#[derive(Debug)]
+pub enum TorusError {
+    Sim(SimError),
+    Elaboration(String),
+    /// Not everything was delivered within the cycle budget.
+    Stuck {
+        cycles: u64,
+        delivered: usize,
+        sent: usize,
+    },
+}
+
+impl fmt::Display for TorusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TorusError::Sim(e) => write!(f, "{e}"),
+            TorusError::Elaboration(e) => f.write_str(e),
+            TorusError::Stuck {
+                cycles,
+                delivered,
+                sent,
+            } => write!(
+                f,
+                "the torus delivered {delivered} of {sent} packets within {cycles} cycles"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TorusError {}
+
+impl From<SimError> for TorusError {
+    fn from(e: SimError) -> Self {
+        TorusError::Sim(e)
+    }
+}
+
+/// One delivery: the packet and the cycle its destination took it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delivery {
+    pub packet: Packet,
+    pub cycle: u64,
+}
+
+/// What one run gave.
+#[derive(Debug, Clone, Default)]
+pub struct TorusRun {
+    /// By logical destination chip, in the order taken.
+    pub received: Vec<Vec<Delivery>>,
+    /// By logical source chip: the cycle each packet was taken by its router.
+    pub taken: Vec<Vec<u64>>,
+    /// One past the cycle of the last delivery.
+    pub cycles: u64,
+    pub crc_errors: u64,
+    pub retransmits: u64,
+    pub link_downs: u64,
+    /// Words the stubs delivered with flipped bits.
+    pub corrupted: u64,
+    /// A router buffer overflow or credit error, or a link alarm.
+    pub alarm: bool,
+}
+
+struct Chip {
+    inj_valid: PortId,
+    inj_ready: PortId,
+    inj: [PortId; 5],
+    ej_valid: PortId,
+    ej_ready: PortId,
+    ej: [PortId; 5],
+    v_valid: PortId,
+    v_ready: PortId,
+    v_data: PortId,
+    res_valid: PortId,
+    res_data: PortId,
+}
+
+const FIELDS: [&str; 5] = ["dx", "dy", "dz", "tag", "payload"];
+
+/// A Verilated torus of one configuration and wiring.
+pub struct TorusDriver {
+    cfg: TorusConfig,
+    wiring: Wiring,
+    model: Model,
+    /// By physical chip.
+    chips: Vec<Chip>,
+    reset: PortId,
+    seed: PortId,
+    seed_load: PortId,
+    thresholds: [PortId; 3],
+    counters: [PortId; 4],
+    alarm: PortId,
+    engine: PortId,
+    fp: PortId,
+}
+
+impl TorusDriver {
+    /// Builds (or loads from the cache) the torus for `cfg` cabled by `wiring`.
+    pub fn new(cfg: &TorusConfig, wiring: &Wiring) -> Result<TorusDriver, TorusError> {
+        hw::quiet_elab_errors();
+        let (design, top) = catch_elab(|| {
+            let mut design = Design::new();
+            let top = torus::node::top(&mut design, cfg, wiring);
+            (design, top)
+        })
+        .map_err(|e| TorusError::Elaboration(e.to_string()))?;
+        let mut params = cfg.params();
+        params.push(("wiring".into(), format!("{:?}", wiring.table())));
+        let header = Header {
+            generator: format!("systole-sim {}", env!("CARGO_PKG_VERSION")),
+            params,
+        };
+        let files = emit_design(&design, &top, &header);
+        let model = Model::build(&model_spec(&files, &top), &top.name)?;
+        let p = |n: &str| model.port(n);
+        let mut chips = Vec::new();
+        for c in 0..cfg.chips() {
+            let q = |n: &str| p(&format!("c{c}_{n}"));
+            let mut inj = Vec::new();
+            let mut ej = Vec::new();
+            for f in FIELDS {
+                inj.push(q(&format!("inj_{f}_i"))?);
+                ej.push(q(&format!("ej_{f}_o"))?);
+            }
+            chips.push(Chip {
+                inj_valid: q("inj_valid_i")?,
+                inj_ready: q("inj_ready_o")?,
+                inj: inj.try_into().expect("five fields"),
+                ej_valid: q("ej_valid_o")?,
+                ej_ready: q("ej_ready_i")?,
+                ej: ej.try_into().expect("five fields"),
+                v_valid: q("v_valid_i")?,
+                v_ready: q("v_ready_o")?,
+                v_data: q("v_data_i")?,
+                res_valid: q("res_valid_o")?,
+                res_data: q("res_data_o")?,
+            });
+        }
+        Ok(TorusDriver {
+            cfg: *cfg,
+            wiring: wiring.clone(),
+            chips,
+            reset: p(hw::ir::RESET)?,
+            seed: p("seed_i")?,
+            seed_load: p("seed_load_i")?,
+            thresholds: [
+                p("flip_threshold_i")?,
+                p("drop_threshold_i")?,
+                p("dup_threshold_i")?,
+            ],
+            counters: [
+                p("crc_errors_o")?,
+                p("retransmits_o")?,
+                p("link_downs_o")?,
+                p("corrupted_o")?,
+            ],
+            alarm: p("alarm_o")?,
+            engine: p("engine_i")?,
+            fp: p("fp_i")?,
+            model,
+        })
+    }
+
+    pub fn config(&self) -> &TorusConfig {
+        &self.cfg
+    }
+
+    /// The underlying model (for benchmarks).
+    pub fn model_mut(&mut self) -> &mut Model {
+        &mut self.model
+    }
+
+    fn set_rates(&mut self, faults: &Faults) {
+        let w = f64::from(self.cfg.link().frame_bits());
+        let per_slot = faults.ber * w / f64::from(ici_serdes_stub::FLIP_SLOTS);
+        let values = [
+            ici_serdes_stub::threshold(per_slot),
+            ici_serdes_stub::threshold(faults.drop_rate),
+            ici_serdes_stub::threshold(faults.dup_rate),
+        ];
+        for (p, v) in self.thresholds.iter().zip(values) {
+            self.model.poke(*p, u64::from(v));
+        }
+    }
+
+    fn reset(&mut self, faults: &Faults) {
+        for c in &self.chips {
+            self.model.poke(c.inj_valid, 0);
+            self.model.poke(c.ej_ready, 0);
+            self.model.poke(c.v_valid, 0);
+        }
+        self.model.poke(self.engine, 0);
+        self.model.poke(self.fp, 0);
+        self.model.poke(self.seed, faults.seed);
+        self.model.poke(self.seed_load, 1);
+        self.model.poke(self.reset, 1);
+        self.set_rates(faults);
+        self.model.step();
+        self.model.poke(self.reset, 0);
+        self.model.poke(self.seed_load, 0);
+    }
+
+    /// Sends `sent[c]` from logical chip c (each with its creation cycle,
+    /// non-decreasing), in order, and takes every packet a chip's router
+    /// ejects in cycles where `ej_ready(cycle, chip)` holds. Stops when
+    /// everything was delivered, or fails after `max_cycles`.
+    pub fn run(
+        &mut self,
+        sent: &[Vec<(u64, Packet)>],
+        faults: &Faults,
+        ej_ready: &dyn Fn(u64, usize) -> bool,
+        max_cycles: u64,
+    ) -> Result<TorusRun, TorusError> {
+        let n = self.cfg.chips();
+        assert_eq!(sent.len(), n, "one packet list per chip");
+        self.reset(faults);
+        let total: usize = sent.iter().map(Vec::len).sum();
+        let mut run = TorusRun {
+            received: vec![Vec::new(); n],
+            taken: vec![Vec::new(); n],
+            ..TorusRun::default()
+        };
+        let mut next = vec![0usize; n];
+        let mut offered = vec![usize::MAX; n];
+        let mut delivered = 0usize;
+        let mut cycle = 0u64;
+        while delivered < total {
+            if cycle >= max_cycles {
+                return Err(TorusError::Stuck {
+                    cycles: cycle,
+                    delivered,
+                    sent: total,
+                });
+            }
+            for c in 0..n {
+                let chip = &self.chips[self.wiring.chip_at(c)];
+                let have = next[c] < sent[c].len() && sent[c][next[c]].0 <= cycle;
+                self.model.poke(chip.inj_valid, u64::from(have));
+                if have && offered[c] != next[c] {
+                    let p = sent[c][next[c]].1;
+                    let v = [
+                        u64::from(p.dest[0]),
+                        u64::from(p.dest[1]),
+                        u64::from(p.dest[2]),
+                        u64::from(p.tag),
+                        u64::from(p.payload),
+                    ];
+                    for (port, v) in chip.inj.iter().zip(v) {
+                        self.model.poke(*port, v);
+                    }
+                    offered[c] = next[c];
+                }
+                let ready = ej_ready(cycle, c);
+                self.model.poke(chip.ej_ready, u64::from(ready));
+                // Handshake outputs come from registers.
+                if have && self.model.peek(chip.inj_ready) == 1 {
+                    run.taken[c].push(cycle);
+                    next[c] += 1;
+                }
+                if ready && self.model.peek(chip.ej_valid) == 1 {
+                    let f: Vec<u64> = chip.ej.iter().map(|p| self.model.peek(*p)).collect();
+                    run.received[c].push(Delivery {
+                        packet: Packet {
+                            dest: [f[0] as u32, f[1] as u32, f[2] as u32],
+                            tag: f[3] as u8,
+                            payload: f[4] as u32,
+                        },
+                        cycle,
+                    });
+                    delivered += 1;
+                }
+            }
+            self.model.step();
+            cycle += 1;
+        }
+        run.cycles = cycle;
+        // Drain the lanes with no new errors so the counters settle.
+        self.set_rates(&Faults::default());
+        for c in &self.chips {
+            self.model.poke(c.inj_valid, 0);
+        }
+        self.model
+            .run_cycles_native(u64::from(self.cfg.link().latency()) + 2);
+        let v: Vec<u64> = self.counters.iter().map(|p| self.model.peek(*p)).collect();
+        run.crc_errors = v[0];
+        run.retransmits = v[1];
+        run.link_downs = v[2];
+        run.corrupted = v[3];
+        run.alarm = self.model.peek(self.alarm) != 0;
+        Ok(run)
+    }
+}
+
+/// What one all-reduce gave.
+#[derive(Debug, Clone, Default)]
+pub struct AllReduceRun {
+    /// By logical chip: every chip's result.
+    pub results: Vec<Vec<u32>>,
+    /// One past the cycle in which the last chip got its last element.
+    pub cycles: u64,
+    pub crc_errors: u64,
+    pub retransmits: u64,
+    pub link_downs: u64,
+    pub corrupted: u64,
+    pub alarm: bool,
+}
+
+impl TorusDriver {
+    /// All-reduces `values` (one vector per logical chip, all of one
+    /// length; fp32 patterns when `fp`, else int32 as u32), feeding each
+    /// chip's elements in order as its engine takes them.
+    pub fn allreduce(
+        &mut self,
+        values: &[Vec<u32>],
+        fp: bool,
+        faults: &Faults,
+        max_cycles: u64,
+    ) -> Result<AllReduceRun, TorusError> {
+        let n_chips = self.cfg.chips();
+        assert_eq!(values.len(), n_chips, "one vector per chip");
+        let n = values[0].len();
+        for c in &self.chips {
+            self.model.poke(c.v_valid, 0);
+            self.model.poke(c.inj_valid, 0);
+            self.model.poke(c.ej_ready, 0);
+        }
+        self.model.poke(self.engine, 1);
+        self.model.poke(self.fp, u64::from(fp));
+        self.model.poke(self.seed, faults.seed);
+        self.model.poke(self.seed_load, 1);
+        self.model.poke(self.reset, 1);
+        self.set_rates(faults);
+        self.model.step();
+        self.model.poke(self.reset, 0);
+        self.model.poke(self.seed_load, 0);
+        let mut run = AllReduceRun {
+            results: vec![Vec::with_capacity(n); n_chips],
+            ..AllReduceRun::default()
+        };
+        let mut next = vec![0usize; n_chips];
+        let mut done = 0usize;
+        let mut cycle = 0u64;
+        let phys: Vec<usize> = (0..n_chips).map(|c| self.wiring.chip_at(c)).collect();
+        while done < n_chips * n {
+            if cycle >= max_cycles {
+                return Err(TorusError::Stuck {
+                    cycles: cycle,
+                    delivered: done,
+                    sent: n_chips * n,
+                });
+            }
+            for c in 0..n_chips {
+                let chip = &self.chips[phys[c]];
+                let have = next[c] < n;
+                self.model.poke(chip.v_valid, u64::from(have));
+                if have {
+                    self.model.poke(chip.v_data, u64::from(values[c][next[c]]));
+                }
+            }
+            self.model.eval();
+            for c in 0..n_chips {
+                let chip = &self.chips[phys[c]];
+                if next[c] < n && self.model.peek(chip.v_ready) == 1 {
+                    next[c] += 1;
+                }
+                if self.model.peek(chip.res_valid) == 1 {
+                    run.results[c].push(self.model.peek(chip.res_data) as u32);
+                    done += 1;
+                }
+            }
+            self.model.step();
+            cycle += 1;
+        }
+        run.cycles = cycle;
+        self.set_rates(&Faults::default());
+        for c in &self.chips {
+            self.model.poke(c.v_valid, 0);
+        }
+        self.model
+            .run_cycles_native(u64::from(self.cfg.link().latency()) + 2);
+        let v: Vec<u64> = self.counters.iter().map(|p| self.model.peek(*p)).collect();
+        run.crc_errors = v[0];
+        run.retransmits = v[1];
+        run.link_downs = v[2];
+        run.corrupted = v[3];
+        run.alarm = self.model.peek(self.alarm) != 0;
+        Ok(run)
+    }
+}

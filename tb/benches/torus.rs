@@ -1,0 +1,178 @@
+//! The ICI torus benchmark, on the default configuration of each size
+//! (`config::TorusConfig::with_dims`: VC buffers of 24, links with a
+//! 32-flit window and receive buffer, 4 cycles in the stub), in RTL through
+//! `sim::drivers::torus`. Nothing here passes or fails; it prints Markdown
+//! tables on stdout (progress on stderr) and writes the load sweep as CSV
+//! for the plot.
+//!
+//! 1. `allreduce`: fp32 all-reduce of 1,024 elements per chip (results
+//!    checked against `golden::torus`), cycles against the link-bandwidth
+//!    bound 2n(P - 1)/(6P) (six links per chip, one element per link and
+//!    cycle each way: the data a chip must receive and send in a
+//!    reduce-scatter and all-gather) and against the engine's local-port
+//!    rate (about 4n, see `hw/torus`'s crate docs).
+//! 2. `load`: uniform random traffic, throughput (packets delivered per chip
+//!    per cycle) and latency (mean and p99, creation to delivery) against
+//!    the offered load (Bernoulli arrivals per chip and cycle), written to
+//!    `build/bench/torus_load.csv`; `scripts/plot_torus_load.sh` draws
+//!    `docs/torus_load.png` from it.
+//! 3. `build`: each model's cold Verilator build time and its simulation
+//!    speed (cycles per second through the driver), printed with the
+//!    tables above.
+//!
+//! The torus is 4x4x4 (64 chips) unless `SYSTOLE_TORUS_DIMS` says
+//! otherwise (e.g. `2x2x1`); the 64-chip model's cold build takes tens of
+//! minutes, so it is never in the test suite.
+//!
+//! ```sh
+//! cargo bench -p tb --bench torus                             # 4x4x4, every table
+//! SYSTOLE_TORUS_DIMS=2x2x1 cargo bench -p tb --bench torus    # a small torus
+//! cargo bench -p tb --bench torus -- load                     # one table
+//! ```
+
+use config::{Packet, TorusConfig, Wiring};
+use rand::{Rng, SeedableRng};
+use sim::drivers::ici::Faults;
+use sim::drivers::torus::TorusDriver;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+const DIMS_ENV: &str = "SYSTOLE_TORUS_DIMS";
+const TABLES: [&str; 2] = ["allreduce", "load"];
+const ELEMENTS: usize = 1024;
+const LOADS: [f64; 9] = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0];
+/// Packets each chip sends per load point.
+const PACKETS: u64 = 300;
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let want = |t: &str| args.is_empty() || args.iter().any(|a| a == t);
+    let dims = std::env::var(DIMS_ENV).unwrap_or_else(|_| "4x4x4".into());
+    let dims = TorusConfig::parse_dims(&dims).expect("SYSTOLE_TORUS_DIMS");
+    let cfg = TorusConfig::with_dims(dims).expect("a valid torus");
+    let wiring = Wiring::identity(&cfg);
+    eprintln!("building the {cfg} model...");
+    let t = Instant::now();
+    let mut d = TorusDriver::new(&cfg, &wiring).expect("the torus model");
+    let build = t.elapsed().as_secs_f64();
+    println!(
+        "## ICI torus {}x{}x{} ({} chips)\n\nModel build (Verilator, cold unless cached): {build:.1} s\n",
+        dims[0],
+        dims[1],
+        dims[2],
+        cfg.chips()
+    );
+    let mut speed = Vec::new();
+    if want(TABLES[0]) {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let values: Vec<Vec<u32>> = (0..cfg.chips())
+            .map(|_| {
+                (0..ELEMENTS)
+                    .map(|_| {
+                        rng.gen_range(0x3000_0000u32..0x5000_0000)
+                            | (rng.gen::<u32>() & 0x8000_0000)
+                    })
+                    .collect()
+            })
+            .collect();
+        let want = golden::torus::allreduce_f32(&cfg, &values);
+        let t = Instant::now();
+        let run = d
+            .allreduce(&values, true, &Faults::default(), 10_000_000)
+            .expect("the all-reduce finishes");
+        let secs = t.elapsed().as_secs_f64();
+        assert!(
+            run.results.iter().all(|r| *r == want),
+            "all-reduce mismatch"
+        );
+        let p = cfg.chips() as f64;
+        let n = ELEMENTS as f64;
+        let bound = (2.0 * n * (p - 1.0) / (6.0 * p)).ceil();
+        println!("| elements | chips | cycles | link bound | of bound | cycles per element |");
+        println!("| --- | --- | --- | --- | --- | --- |");
+        println!(
+            "| {ELEMENTS} | {} | {} | {bound} | {:.3} | {:.2} |\n",
+            cfg.chips(),
+            run.cycles,
+            bound / run.cycles as f64,
+            run.cycles as f64 / n
+        );
+        speed.push(("all-reduce", run.cycles, secs));
+    }
+    if want(TABLES[1]) {
+        let mut rows = Vec::new();
+        println!(
+            "| offered (packets/chip/cycle) | throughput | latency mean | latency p99 | cycles |"
+        );
+        println!("| --- | --- | --- | --- | --- |");
+        for &load in &LOADS {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+            let n = cfg.chips();
+            let sent: Vec<Vec<(u64, Packet)>> = (0..n)
+                .map(|src| {
+                    let mut t = 0u64;
+                    (0..PACKETS)
+                        .map(|i| {
+                            while !rng.gen_bool(load) {
+                                t += 1;
+                            }
+                            let p = Packet {
+                                dest: cfg.coords(rng.gen_range(0..n)),
+                                tag: 0,
+                                payload: (src as u32) << 20 | i as u32,
+                            };
+                            t += 1;
+                            (t - 1, p)
+                        })
+                        .collect()
+                })
+                .collect();
+            let t = Instant::now();
+            let run = d
+                .run(&sent, &Faults::default(), &|_, _| true, 10_000_000)
+                .expect("the traffic drains");
+            speed.push(("traffic", run.cycles, t.elapsed().as_secs_f64()));
+            let mut lat: Vec<u64> = run
+                .received
+                .iter()
+                .flatten()
+                .map(|r| {
+                    let s = (r.packet.payload >> 20) as usize;
+                    let k = (r.packet.payload & 0xf_ffff) as usize;
+                    r.cycle - sent[s][k].0
+                })
+                .collect();
+            lat.sort_unstable();
+            let mean = lat.iter().sum::<u64>() as f64 / lat.len() as f64;
+            let p99 = lat[(lat.len() * 99).div_ceil(100) - 1];
+            // Throughput while every chip still had packets to offer: the
+            // last creation cycle bounds the window of steady offer.
+            let thr = (PACKETS * n as u64) as f64 / run.cycles as f64 / n as f64;
+            println!("| {load} | {thr:.3} | {mean:.1} | {p99} | {} |", run.cycles);
+            eprintln!("load {load}: done");
+            rows.push((load, thr, mean, p99));
+        }
+        println!();
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../build/bench");
+        std::fs::create_dir_all(&dir).expect("build/bench");
+        let path = dir.join("torus_load.csv");
+        let mut f = std::fs::File::create(&path).expect("the CSV");
+        writeln!(f, "offered,throughput,latency_mean,latency_p99").unwrap();
+        for (l, t, m, p) in rows {
+            writeln!(f, "{l},{t},{m},{p}").unwrap();
+        }
+        eprintln!("wrote {}", path.display());
+    }
+    println!("| run | cycles | seconds | cycles/s |");
+    println!("| --- | --- | --- | --- |");
+    for (what, cycles, secs) in speed {
+        println!(
+            "| {what} | {cycles} | {secs:.2} | {:.0} |",
+            cycles as f64 / secs
+        );
+    }
+}
