@@ -3,10 +3,9 @@
 
 mod common;
 
-use common::{assert_usage_error, stats_of, write_npy};
+use common::{assert_usage_error, sim, stats_of, write_npy, Case};
 use npyz::WriterBuilder;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn read_i32(path: &Path) -> (Vec<u64>, Vec<i32>) {
     let bytes = std::fs::read(path).unwrap();
@@ -14,25 +13,6 @@ fn read_i32(path: &Path) -> (Vec<u64>, Vec<i32>) {
     let shape = npy.shape().to_vec();
     assert_eq!(npy.dtype().descr(), "'<i4'");
     (shape, npy.into_vec::<i32>().unwrap())
-}
-
-fn sim() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_sim"))
-}
-
-struct Case {
-    dir: tempfile::TempDir,
-}
-
-impl Case {
-    fn new() -> Case {
-        Case {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
 }
 
 fn operands(case: &Case, m: usize, k: usize, n: usize) -> (Vec<i8>, Vec<i8>) {

@@ -4,29 +4,10 @@
 
 mod common;
 
-use common::{assert_usage_error, stats_of, write_npy};
+use common::{assert_usage_error, sim, stats_of, write_npy, Case};
 use config::TorusConfig;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn sim() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_sim"))
-}
-
-struct Case {
-    dir: tempfile::TempDir,
-}
-
-impl Case {
-    fn new() -> Case {
-        Case {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-}
+use std::path::Path;
+use std::process::Output;
 
 fn allreduce(case: &Case, dims: &str, extra: &[&str]) -> Output {
     sim()

@@ -1,8 +1,8 @@
 //! Helpers the run CLI's end-to-end tests share.
 
 use npyz::WriterBuilder;
-use std::path::Path;
-use std::process::Output;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// Writes `data` as a C-order .npy array of `shape`, as numpy would.
 pub fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], data: &[T]) {
@@ -46,5 +46,30 @@ pub fn assert_usage_error(out: &Output, what: &str, expect_in_message: &str, out
             "{what}: an output file was left behind: {}",
             path.display()
         );
+    }
+}
+
+/// The `sim` binary under test.
+// Not every test file that shares this module runs the binary this way.
+#[allow(dead_code)]
+pub fn sim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sim"))
+}
+
+/// A temporary folder for one test's files.
+#[allow(dead_code)]
+pub struct Case {
+    dir: tempfile::TempDir,
+}
+
+#[allow(dead_code)]
+impl Case {
+    pub fn new() -> Case {
+        Case {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
     }
 }
