@@ -873,7 +873,7 @@ fn no_inline_requests_reach_the_verilator_configuration() {
     // The Verilog itself does not change.
     let leaf_text = &files.iter().find(|f| f.name == "big_leaf.v").unwrap().text;
     assert!(!leaf_text.contains("inline"), "{leaf_text}");
-    // Shared code: not inlined, and every input public (clock and reset too).
+    // Shared code: not inlined, and every input public, read-only (clock and reset too).
     let mut d = Design::new();
     let leaf = d.define("shared_leaf", &[], |_, m| {
         m.shared_code("one copy for all");
@@ -899,8 +899,8 @@ fn no_inline_requests_reach_the_verilator_configuration() {
     for line in [
         "// shared_leaf: one code for all instances: one copy for all",
         "no_inline -module \"shared_leaf\"",
-        "public -module \"shared_leaf\" -var \"clk_i\"",
-        "public -module \"shared_leaf\" -var \"a_i\"",
+        "public_flat_rd -module \"shared_leaf\" -var \"clk_i\"",
+        "public_flat_rd -module \"shared_leaf\" -var \"a_i\"",
     ] {
         assert!(vlt.lines().any(|l| l == line), "{line} missing: {vlt}");
     }

@@ -15,23 +15,11 @@ fn driver(rows: u32, cols: u32) -> MxuDriver {
     MxuDriver::new(&cfg).unwrap_or_else(|e| panic!("cannot build the {cfg} MXU: {e}"))
 }
 
-/// 3 x 86 = 258 PEs, more than `mxu::BF16_SHARED_PE_ABOVE`: the array whose
-/// PE Verilator models hold as one copy of shared code (see `hw::SimLayout`),
-/// a layout the smaller arrays do not use.
-const SHARED_PE_ARRAY: (u32, u32) = (3, 86);
-
-#[test]
-fn the_shared_pe_layout_starts_above_the_test_array_sizes() {
-    let (r, c) = SHARED_PE_ARRAY;
-    assert!(r * c > mxu::BF16_SHARED_PE_ABOVE && 8 * 8 <= mxu::BF16_SHARED_PE_ABOVE);
-}
-
 #[rstest]
 #[case(1, 1)]
 #[case(2, 3)]
 #[case(4, 4)]
 #[case(8, 8)]
-#[case(SHARED_PE_ARRAY.0, SHARED_PE_ARRAY.1)]
 fn random_matrices(#[case] rows: u32, #[case] cols: u32) {
     let mut rng = rng_for(&format!("bf16_random_matrices_{rows}x{cols}"));
     let mut d = driver(rows, cols);
@@ -55,7 +43,6 @@ fn random_matrices(#[case] rows: u32, #[case] cols: u32) {
 #[case(1, 1)]
 #[case(2, 3)]
 #[case(4, 4)]
-#[case(SHARED_PE_ARRAY.0, SHARED_PE_ARRAY.1)]
 fn adversarial_values(#[case] rows: u32, #[case] cols: u32) {
     let mut d = driver(rows, cols);
     let r = rows as usize;

@@ -166,7 +166,7 @@ pub fn build(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
     let cfg = *cfg;
     design.define(&name, &params, |design, m| {
         m.doc("weight-stationary systolic array: weight FIFO, shadow weights, accumulator");
-        let pe = pe(design, cfg.dtype(), cfg.rows() * cfg.cols());
+        let pe = pe(design, cfg.dtype());
         let acc_adder = match cfg.dtype() {
             ElemType::Int8 => None,
             ElemType::Bf16 => Some(hw::fp::fp32_add(design, 2)),
@@ -431,43 +431,11 @@ fn build_top(
     m.output(ACC_RD_VALID, rd_valid);
 }
 
-/// The processing element for `dtype`, in an array of `pes` of them (which
-/// decides how Verilator models hold the bf16 PE, see `bf16_pe_layout`).
-pub fn pe(design: &mut Design, dtype: ElemType, pes: u32) -> Rc<ModuleDef> {
+/// The processing element for `dtype`.
+pub fn pe(design: &mut Design, dtype: ElemType) -> Rc<ModuleDef> {
     match dtype {
         ElemType::Int8 => pe_int8(design),
-        ElemType::Bf16 => pe_bf16(design, bf16_pe_layout(pes)),
-    }
-}
-
-/// Arrays of more PEs than this get one copy of the bf16 PE's code for all
-/// instances ([`hw::SimLayout::Shared`]); smaller ones a class whose code
-/// Verilator specialises per instance ([`hw::SimLayout::Separate`]).
-///
-/// Measured with Verilator 5.048 through the run CLI (2048x128x64, random
-/// normal values): at 16x16 the specialised code runs 15-20 % faster (it
-/// keeps Verilator's data-flow optimizer, and inputs are read where they are
-/// made instead of being copied); at 32x32 its 1,024 copies of the datapath
-/// no longer fit the processor's caches, and the shared code runs 1.8 times
-/// as fast and builds in 46 s instead of 176 s.
-pub const BF16_SHARED_PE_ABOVE: u32 = 256;
-
-/// The bf16 PE's Verilator layout in an array of `pes` PEs, with its reason.
-fn bf16_pe_layout(pes: u32) -> hw::SimLayout {
-    if pes > BF16_SHARED_PE_ABOVE {
-        hw::SimLayout::Shared {
-            reason: format!(
-                "more than {BF16_SHARED_PE_ABOVE} instances of a large PE: one copy of its \
-                 code keeps the model's code within the caches and its build time in \
-                 proportion to the array"
-            ),
-        }
-    } else {
-        hw::SimLayout::Separate {
-            reason: "instances of a large PE: as a class of its own it compiles in a \
-                     fraction of the time of the flattened array, and runs faster"
-                .to_string(),
-        }
+        ElemType::Bf16 => pe_bf16(design),
     }
 }
 
@@ -517,21 +485,26 @@ fn pe_int8(design: &mut Design) -> Rc<ModuleDef> {
 
 /// The bf16 PE. Flattened into the array (Verilator's choice), every
 /// instance's floating-point datapath lands in a few huge C++ functions that
-/// the compiler works through slowly (bf16 16x16: 64 s with Verilator 5.048,
-/// 13 s as a class of its own), so it never is: `layout` says how it is held.
-fn pe_bf16(design: &mut Design, layout: hw::SimLayout) -> Rc<ModuleDef> {
-    let layout_name = match layout {
-        hw::SimLayout::Shared { .. } => "shared",
-        _ => "separate",
-    };
-    let params = [("dtype", "bf16".into()), ("sim_layout", layout_name.into())];
+/// the compiler works through slowly (bf16 16x16: 64 s with Verilator 5.048),
+/// so Verilator models hold it as one copy of code for all instances
+/// ([`hw::SimLayout::Shared`]).
+///
+/// Measured with Verilator 5.048 (`MxuDriver`, 1024x128x64 of random normal
+/// values, on two cores with a synthesis running on the other): against a
+/// class of its own whose code Verilator specialises per instance
+/// ([`hw::SimLayout::Separate`]), shared code runs 1.2 to 1.5 times as fast
+/// from 4x4 to 16x16 (16x16: 90-104 k against 63-78 k cycles/s); at 32x32,
+/// where 1,024 specialised copies no longer fit the processor's caches, it
+/// was 1.8 times as fast even with its inputs fully `public`, and built in
+/// 46 s instead of 176 s.
+fn pe_bf16(design: &mut Design) -> Rc<ModuleDef> {
+    let params = [("dtype", "bf16".into())];
     design.define("mxu_pe_bf16", &params, |_, m| {
         m.doc("bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, two pipeline stages");
-        match layout {
-            hw::SimLayout::Shared { reason } => m.shared_code(&reason),
-            hw::SimLayout::Separate { reason } => m.no_inline(&reason),
-            hw::SimLayout::Auto => {}
-        }
+        m.shared_code(
+            "many instances of a large PE: one copy of its code keeps the model within \
+             the caches and its build time in proportion to the array",
+        );
         let a = m.input("a_i", Ty::u(16));
         let first = m.input("first_i", Ty::BOOL);
         let psum_in = m.input("psum_i", Ty::u(32));

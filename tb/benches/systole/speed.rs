@@ -3,8 +3,8 @@
 //!
 //! **Recipes.** A model is built either as Systole builds it today (the
 //! default Verilator release, with the model hints the generator and
-//! `sim::from_hw` give: `no_inline` for the bf16 PE, Verilator's function
-//! splitting) or as it was built before them: Debian's Verilator 5.006, which
+//! `sim::from_hw` give: one shared copy of the bf16 PE's code, Verilator's
+//! function splitting) or as it was built before them: Debian's Verilator 5.006, which
 //! gets `-fno-dfg`, from the same Verilog with the hints taken out
 //! ([`Recipe::Before`]). The release is chosen per process, so "before" rows
 //! are measured in a child process started with `SYSTOLE_VERILATOR` pointing
@@ -52,7 +52,7 @@ pub fn spec(cfg: &MxuConfig, recipe: Recipe) -> ModelSpec {
 }
 
 /// Takes the model hints out of a spec: the layout requests (`no_inline`,
-/// `public`, `split_var`, with their comments) of the Verilator configuration file, and
+/// `public_flat_rd`, `split_var`, with their comments) of the Verilator configuration file, and
 /// `sim::from_hw`'s arguments.
 fn strip_hints(spec: &mut ModelSpec) {
     for (name, text) in &mut spec.sources {
@@ -63,7 +63,7 @@ fn strip_hints(spec: &mut ModelSpec) {
                     !l.starts_with("no_inline")
                         && !l.starts_with("split_var")
                         && !l.contains(": buses split into one variable per element")
-                        && !l.starts_with("public -module")
+                        && !l.starts_with("public_flat_rd -module")
                         && !l.contains(": not inlined: ")
                         && !l.contains(": one code for all instances: ")
                 })
