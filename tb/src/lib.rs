@@ -5,8 +5,9 @@
 //! `sim` (Verilator) or Icarus, against the golden models in `golden`, and the
 //! `hw` emitter against the `hw` evaluator. The library holds the shared
 //! machinery (seeds, the external tool checks, the Icarus runner, the random
-//! design generator); the tests are in `tests/`.
+//! design generator, the simulated UART to the board tops); the tests are in `tests/`.
 
+pub mod board;
 pub mod fuzz;
 pub mod icarus;
 pub mod mxu;

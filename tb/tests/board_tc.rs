@@ -14,13 +14,11 @@ use board::{Board, TcBridgeConfig};
 use compiler::Mlp;
 use config::TensorCoreConfig;
 use host::protocol::{status, Opcode};
-use host::{Client, CoreKind, HostError, Transport};
+use host::{Client, CoreKind, HostError};
 use rand::Rng;
-use sim::{Model, ModelSpec, PortId, PortSpec};
-use std::collections::VecDeque;
-use std::io;
 use std::path::Path;
 use std::time::Duration;
+use tb::board::{PtyBoard, WireUart};
 use tb::seed::rng_for;
 
 /// Clocks per bit in the simulations.
@@ -38,143 +36,19 @@ fn small() -> TcBridgeConfig {
     TcBridgeConfig::new(core, CPB, 1024, 256, 64).unwrap()
 }
 
-/// The Verilated top of the ULX3S with the TensorCore bridge `cfg`.
-fn board_model(cfg: &TcBridgeConfig) -> Model {
+/// The Verilated top of the ULX3S with the TensorCore bridge `cfg`, behind a
+/// wire.
+fn wire(cfg: &TcBridgeConfig) -> WireUart {
     let header = hw::Header {
         generator: "systole-tb".into(),
         params: board::tc_board_params(BOARD, cfg, BOARD.clock_hz() / cfg.clocks_per_bit()),
     };
     let built = board::build_tc_board(BOARD, cfg, &header).unwrap_or_else(|e| panic!("{e}"));
-    let mut spec = ModelSpec::new(built.top.clone());
-    for f in &built.files {
-        if f.module.is_some() || f.name == hw::emit::WAIVER_FILE {
-            spec = spec.source(f.name.clone(), f.text.clone());
-        }
-    }
-    for p in BOARD.pins() {
-        spec.ports.push(match p.dir {
-            board::PinDir::In => PortSpec::input(p.port, p.width()),
-            board::PinDir::Out => PortSpec::output(p.port, p.width()),
-        });
-    }
-    spec.clock = Some(BOARD.clock_port().to_string());
-    Model::build(&spec, &built.top).unwrap_or_else(|e| panic!("cannot build {}: {e}", built.top))
-}
-
-/// A simulated UART wire to the board top, as a [`Transport`].
-struct WireUart {
-    model: Model,
-    rx: PortId,
-    tx: PortId,
-    cpb: u32,
-    /// Cycles since the falling edge of the frame being decoded.
-    t: Option<u32>,
-    byte: u8,
-    received: VecDeque<u8>,
-}
-
-impl WireUart {
-    fn new(cfg: &TcBridgeConfig) -> WireUart {
-        let mut model = board_model(cfg);
-        let (rx_name, tx_name) = BOARD.uart_ports();
-        let rx = model.port(rx_name).unwrap();
-        let tx = model.port(tx_name).unwrap();
-        let (button, pressed) = BOARD.button();
-        let button = model.port(button).unwrap();
-        model.poke(button, u64::from(!pressed));
-        model.poke(rx, 1);
-        let mut wire = WireUart {
-            model,
-            rx,
-            tx,
-            cpb: cfg.clocks_per_bit(),
-            t: None,
-            byte: 0,
-            received: VecDeque::new(),
-        };
-        wire.run(1 << board::top::POR_BITS);
-        wire.run(8);
-        assert_eq!(wire.model.peek(wire.tx), 1, "the transmit pin idles high");
-        wire
-    }
-
-    /// One clock cycle: the edge, then the transmit pin into the decoder.
-    fn tick(&mut self) {
-        self.model.step();
-        let line = self.model.peek(self.tx) == 1;
-        let half = self.cpb / 2;
-        match self.t {
-            None => {
-                if !line {
-                    self.t = Some(0);
-                    self.byte = 0;
-                }
-            }
-            Some(t) => {
-                let t = t + 1;
-                self.t = Some(t);
-                if t >= half && (t - half).is_multiple_of(self.cpb) {
-                    match (t - half) / self.cpb {
-                        0 if line => self.t = None,
-                        0 => {}
-                        i @ 1..=8 => self.byte |= u8::from(line) << (i - 1),
-                        _ => {
-                            assert!(line, "framing error in a reply byte");
-                            self.received.push_back(self.byte);
-                            self.t = None;
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    fn run(&mut self, cycles: u64) {
-        for _ in 0..cycles {
-            self.tick();
-        }
-    }
-}
-
-impl Transport for WireUart {
-    fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
-        for &b in bytes {
-            let bits = std::iter::once(false)
-                .chain((0..8).map(|i| b >> i & 1 == 1))
-                .chain(std::iter::once(true));
-            for level in bits {
-                self.model.poke(self.rx, u64::from(level));
-                self.run(u64::from(self.cpb));
-            }
-        }
-        Ok(())
-    }
-
-    fn recv(&mut self, buf: &mut [u8], timeout: Duration) -> io::Result<usize> {
-        let mut budget = (timeout.as_secs_f64() * BOARD.clock_hz() as f64).ceil() as u64;
-        while self.received.is_empty() && budget > 0 {
-            self.tick();
-            budget -= 1;
-        }
-        let n = buf.len().min(self.received.len());
-        for slot in buf.iter_mut().take(n) {
-            *slot = self.received.pop_front().expect("counted");
-        }
-        Ok(n)
-    }
-
-    fn byte_time(&self) -> Duration {
-        Duration::from_secs_f64(10.0 * self.cpb as f64 / BOARD.clock_hz() as f64)
-    }
-
-    fn discard_input(&mut self) -> io::Result<()> {
-        self.received.clear();
-        Ok(())
-    }
+    WireUart::new(BOARD, tb::board::model(BOARD, &built), cfg.clocks_per_bit())
 }
 
 fn connect(cfg: &TcBridgeConfig) -> Client<WireUart> {
-    Client::connect_with(WireUart::new(cfg), LATENCY).unwrap_or_else(|e| panic!("connect: {e}"))
+    Client::connect_with(wire(cfg), LATENCY).unwrap_or_else(|e| panic!("connect: {e}"))
 }
 
 fn refused<T: std::fmt::Debug>(r: Result<T, HostError>) -> u8 {
@@ -381,70 +255,6 @@ fn refusals_and_bad_commands_get_error_replies_and_the_link_stays_in_sync() {
     agree(&mut client, &mlp, &x, 2, "after the refusals");
 }
 
-/// The Verilated board top behind the master end of a pseudo-terminal, as a
-/// board behind a USB serial adapter: bytes written to the slave end reach
-/// the top's receive pin, its transmit pin's bytes come back. Stops (and
-/// joins its thread) when dropped.
-struct PtyBoard {
-    path: String,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-    // The slave end stays open so that the master does not see a hang-up
-    // between the host's sessions.
-    _slave: serialport::TTYPort,
-}
-
-impl PtyBoard {
-    fn start(cfg: &TcBridgeConfig) -> PtyBoard {
-        use serialport::{SerialPort, TTYPort};
-        use std::io::{Read, Write};
-        use std::sync::atomic::{AtomicBool, Ordering};
-        use std::sync::Arc;
-        let (mut master, slave) = TTYPort::pair().expect("a pseudo-terminal");
-        let path = slave.name().expect("the pseudo-terminal's name");
-        let mut wire = WireUart::new(cfg);
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop_board = stop.clone();
-        let thread = std::thread::spawn(move || {
-            master.set_timeout(Duration::from_millis(1)).unwrap();
-            let mut buf = [0u8; 256];
-            while !stop_board.load(Ordering::Relaxed) {
-                let n = match master.read(&mut buf) {
-                    Ok(n) => n,
-                    Err(e) if e.kind() == io::ErrorKind::TimedOut => 0,
-                    Err(e) => panic!("pty master: {e}"),
-                };
-                wire.send(&buf[..n]).unwrap();
-                if n == 0 {
-                    wire.run(2000);
-                }
-                let out: Vec<u8> = wire.received.drain(..).collect();
-                if !out.is_empty() {
-                    master.write_all(&out).unwrap();
-                }
-            }
-        });
-        PtyBoard {
-            path,
-            stop,
-            thread: Some(thread),
-            _slave: slave,
-        }
-    }
-}
-
-impl Drop for PtyBoard {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let result = t.join();
-            if result.is_err() && !std::thread::panicking() {
-                panic!("the board thread panicked");
-            }
-        }
-    }
-}
-
 /// The digits model, its inputs and numpy's logits.
 fn digits() -> (
     std::path::PathBuf,
@@ -464,8 +274,8 @@ fn digits() -> (
 fn run_mlp_over_a_serial_port_through_a_pseudo_terminal() {
     // The host side: `SerialTransport` on the slave end, with its real-time
     // reply timeouts (RUN's from the cycle limit), as on a real port.
-    let board = PtyBoard::start(&small());
-    let link = host::SerialTransport::open(&board.path, 115_200).unwrap();
+    let board = PtyBoard::start(wire(&small()));
+    let link = host::SerialTransport::open(board.path(), 115_200).unwrap();
     let mut client = Client::connect(link).unwrap_or_else(|e| panic!("connect: {e}"));
     assert_eq!(client.info().core, CoreKind::TensorCore);
     let (_, mlp, x, expect) = digits();
@@ -502,7 +312,7 @@ fn the_systole_host_binary_runs_the_digits_model_through_a_pseudo_terminal() {
     // What a user types, end to end: `systole-host mlp` on a serial port,
     // .npy in and out, against numpy's logits; then `info`.
     let bin = systole_host();
-    let board = PtyBoard::start(&small());
+    let board = PtyBoard::start(wire(&small()));
     let (dir, mlp, x, expect) = digits();
     let n = 4;
     let tmp = tempfile::tempdir().unwrap();
@@ -515,7 +325,7 @@ fn the_systole_host_binary_runs_the_digits_model_through_a_pseudo_terminal() {
     };
     matrix::write(&x_path, &rows).unwrap();
     let run = std::process::Command::new(&bin)
-        .args(["mlp", "--port", &board.path, "--model"])
+        .args(["mlp", "--port", board.path(), "--model"])
         .arg(&dir)
         .arg("--x")
         .arg(&x_path)
@@ -534,7 +344,7 @@ fn the_systole_host_binary_runs_the_digits_model_through_a_pseudo_terminal() {
         .unwrap_or_else(|e| panic!("--stats is not one JSON line ({e}): {stdout}"));
     assert!(stats["cycles"].as_u64().unwrap_or(0) > 0, "{stdout}");
     let info = std::process::Command::new(&bin)
-        .args(["info", "--port", &board.path])
+        .args(["info", "--port", board.path()])
         .output()
         .unwrap();
     assert!(

@@ -12,10 +12,8 @@ use config::{ElemType, MxuConfig};
 use host::protocol::{flags, status};
 use host::{Client, HostError, Transport};
 use rand::Rng;
-use sim::{Model, ModelSpec, PortId, PortSpec};
-use std::collections::VecDeque;
-use std::io;
 use std::time::Duration;
+use tb::board::{PtyBoard, WireUart};
 use tb::mxu::{random_bf16, random_i8};
 use tb::seed::rng_for;
 
@@ -25,199 +23,14 @@ const CPB: u32 = 8;
 /// Reply latency allowance for the simulated link (in simulated time).
 const LATENCY: Duration = Duration::from_millis(2);
 
-/// The Verilated top of `board` with the bridge for `cfg`.
-fn board_model(board: Board, cfg: &BridgeConfig) -> Model {
+/// The Verilated top of `board` with the bridge for `cfg`, behind a wire.
+fn wire(board: Board, cfg: &BridgeConfig) -> WireUart {
     let header = hw::Header {
         generator: "systole-tb".into(),
         params: board::board_params(board, cfg, board.clock_hz() / cfg.clocks_per_bit()),
     };
     let built = board::build_board(board, cfg, &header).unwrap_or_else(|e| panic!("{e}"));
-    let mut spec = ModelSpec::new(built.top.clone());
-    for f in &built.files {
-        if f.module.is_some() || f.name == hw::emit::WAIVER_FILE {
-            spec = spec.source(f.name.clone(), f.text.clone());
-        }
-    }
-    for p in board.pins() {
-        spec.ports.push(match p.dir {
-            board::PinDir::In => PortSpec::input(p.port, p.width()),
-            board::PinDir::Out => PortSpec::output(p.port, p.width()),
-        });
-    }
-    spec.clock = Some(board.clock_port().to_string());
-    Model::build(&spec, &built.top).unwrap_or_else(|e| panic!("cannot build {}: {e}", built.top))
-}
-
-/// Decodes the transmit pin: a falling edge starts a frame, bits are sampled
-/// in their middle.
-#[derive(Default)]
-struct Decoder {
-    /// Cycles since the falling edge, while in a frame.
-    t: Option<u32>,
-    byte: u8,
-}
-
-/// A simulated UART wire to a board top, as a [`Transport`].
-struct WireUart {
-    model: Model,
-    board: Board,
-    rx: PortId,
-    tx: PortId,
-    cpb: u32,
-    /// The host's bit period, in 1/1000 clock cycles (1000 * cpb is exact).
-    period_milli: u64,
-    /// Level of the stop bits the host sends (false makes framing errors).
-    stop_level: bool,
-    decoder: Decoder,
-    received: VecDeque<u8>,
-    framing_errors: usize,
-    /// Bytes decoded so far, and the index of one to corrupt (bit 4 flipped).
-    decoded: usize,
-    corrupt_at: Option<usize>,
-    /// Time in 1/1000 cycles, for fractional bit periods.
-    t_milli: u64,
-}
-
-impl WireUart {
-    /// Builds the model, releases the button, and runs through the power-on
-    /// reset.
-    fn new(board: Board, cfg: &BridgeConfig) -> WireUart {
-        let mut model = board_model(board, cfg);
-        let (rx_name, tx_name) = board.uart_ports();
-        let rx = model.port(rx_name).unwrap();
-        let tx = model.port(tx_name).unwrap();
-        let (button, pressed) = board.button();
-        let button = model.port(button).unwrap();
-        model.poke(button, u64::from(!pressed));
-        model.poke(rx, 1);
-        let mut wire = WireUart {
-            model,
-            board,
-            rx,
-            tx,
-            cpb: cfg.clocks_per_bit(),
-            period_milli: 1000 * cfg.clocks_per_bit() as u64,
-            stop_level: true,
-            decoder: Decoder::default(),
-            received: VecDeque::new(),
-            framing_errors: 0,
-            decoded: 0,
-            corrupt_at: None,
-            t_milli: 0,
-        };
-        wire.run(1 << board::top::POR_BITS);
-        wire.run(8);
-        assert_eq!(wire.model.peek(wire.tx), 1, "the transmit pin idles high");
-        wire
-    }
-
-    fn port(&self, name: &str) -> PortId {
-        self.model.port(name).unwrap()
-    }
-
-    /// One clock cycle: the edge, then the transmit pin into the decoder.
-    fn tick(&mut self) {
-        self.model.step();
-        let line = self.model.peek(self.tx) == 1;
-        let half = self.cpb / 2;
-        match self.decoder.t {
-            None => {
-                if !line {
-                    self.decoder.t = Some(0);
-                    self.decoder.byte = 0;
-                }
-            }
-            Some(t) => {
-                let t = t + 1;
-                self.decoder.t = Some(t);
-                if t >= half && (t - half).is_multiple_of(self.cpb) {
-                    let i = (t - half) / self.cpb;
-                    match i {
-                        0 if line => self.decoder.t = None, // a glitch, not a start bit
-                        0 => {}
-                        1..=8 => self.decoder.byte |= u8::from(line) << (i - 1),
-                        _ => {
-                            if line {
-                                let mut byte = self.decoder.byte;
-                                if self.corrupt_at == Some(self.decoded) {
-                                    byte ^= 0x10;
-                                }
-                                self.decoded += 1;
-                                self.received.push_back(byte);
-                            } else {
-                                self.framing_errors += 1;
-                            }
-                            self.decoder.t = None;
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    fn run(&mut self, cycles: u64) {
-        for _ in 0..cycles {
-            self.tick();
-        }
-    }
-
-    /// Holds the receive pin at `level` for `bits` of the host's bit periods.
-    fn drive(&mut self, level: bool, bits: u64) {
-        self.model.poke(self.rx, u64::from(level));
-        let start = self.t_milli / 1000;
-        self.t_milli += bits * self.period_milli;
-        let end = self.t_milli / 1000;
-        self.run(end - start);
-    }
-
-    /// Sends one frame; `stop` is the stop bit's level.
-    fn send_byte(&mut self, byte: u8, stop: bool) {
-        self.drive(false, 1);
-        for i in 0..8 {
-            self.drive(byte >> i & 1 == 1, 1);
-        }
-        self.drive(stop, 1);
-    }
-
-    /// The decoded bytes so far, emptied.
-    fn take_received(&mut self) -> Vec<u8> {
-        self.received.drain(..).collect()
-    }
-
-    fn cycles_of(&self, d: Duration) -> u64 {
-        (d.as_secs_f64() * self.board.clock_hz() as f64).ceil() as u64
-    }
-}
-
-impl Transport for WireUart {
-    fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
-        for &b in bytes {
-            self.send_byte(b, self.stop_level);
-        }
-        Ok(())
-    }
-
-    fn recv(&mut self, buf: &mut [u8], timeout: Duration) -> io::Result<usize> {
-        let mut budget = self.cycles_of(timeout);
-        while self.received.is_empty() && budget > 0 {
-            self.tick();
-            budget -= 1;
-        }
-        let n = buf.len().min(self.received.len());
-        for slot in buf.iter_mut().take(n) {
-            *slot = self.received.pop_front().expect("counted");
-        }
-        Ok(n)
-    }
-
-    fn byte_time(&self) -> Duration {
-        Duration::from_secs_f64(10.0 * self.cpb as f64 / self.board.clock_hz() as f64)
-    }
-
-    fn discard_input(&mut self) -> io::Result<()> {
-        self.received.clear();
-        Ok(())
-    }
+    WireUart::new(board, tb::board::model(board, &built), cfg.clocks_per_bit())
 }
 
 fn bridge(rows: u32, cols: u32, dtype: ElemType, acc_rows: u32, act_rows: u32) -> BridgeConfig {
@@ -233,7 +46,7 @@ fn small_int8() -> BridgeConfig {
 }
 
 fn connect(board: Board, cfg: &BridgeConfig) -> Client<WireUart> {
-    let wire = WireUart::new(board, cfg);
+    let wire = wire(board, cfg);
     Client::connect_with(wire, LATENCY).unwrap_or_else(|e| panic!("connect: {e}"))
 }
 
@@ -468,11 +281,11 @@ fn framing_errors_and_stray_bytes_are_flagged_cleared_and_shown_on_the_led() {
     // A byte outside a command.
     client.link_mut().send(&[0x42]).unwrap();
     client.link_mut().run(20 * CPB as u64);
-    assert_eq!(client.link_mut().model.peek(led_red), 0, "red LED on");
+    assert_eq!(client.link_mut().peek(led_red), 0, "red LED on");
     let st = client.status().unwrap();
     assert_eq!(st.flags & flags::STRAY_BYTE, flags::STRAY_BYTE, "{st:?}");
     assert_eq!(
-        client.link_mut().model.peek(led_red),
+        client.link_mut().peek(led_red),
         1,
         "red LED off after STATUS"
     );
@@ -542,7 +355,7 @@ fn a_truncated_command_times_out_and_the_client_resyncs() {
 fn a_host_whose_baud_rate_is_two_percent_off_still_works() {
     let cfg = small_int8();
     for permille in [980u64, 1020] {
-        let mut wire = WireUart::new(Board::IceBreaker, &cfg);
+        let mut wire = wire(Board::IceBreaker, &cfg);
         wire.period_milli = CPB as u64 * permille;
         let mut client = Client::connect_with(wire, LATENCY).unwrap();
         check_int8(
@@ -576,39 +389,9 @@ fn a_reply_byte_corrupted_on_the_wire_is_caught_by_the_crc() {
 fn the_serial_port_transport_talks_to_the_board_through_a_pseudo_terminal() {
     // The board side: the Verilated top behind the master end of a pty; the
     // host side: `SerialTransport` on the slave end, as on a real port.
-    use serialport::{SerialPort, TTYPort};
-    use std::io::{Read, Write};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
     let cfg = small_int8();
-    let (mut master, slave) = TTYPort::pair().expect("a pseudo-terminal");
-    let path = slave.name().expect("the pseudo-terminal's name");
-    let mut wire = WireUart::new(Board::IceBreaker, &cfg);
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop_board = stop.clone();
-    let board = std::thread::spawn(move || {
-        master.set_timeout(Duration::from_millis(1)).unwrap();
-        let mut buf = [0u8; 256];
-        while !stop_board.load(Ordering::Relaxed) {
-            let n = match master.read(&mut buf) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::TimedOut => 0,
-                Err(e) => panic!("pty master: {e}"),
-            };
-            for &b in &buf[..n] {
-                wire.send_byte(b, true);
-            }
-            if n == 0 {
-                wire.run(200);
-            }
-            let out = wire.take_received();
-            if !out.is_empty() {
-                master.write_all(&out).unwrap();
-            }
-        }
-        wire.framing_errors
-    });
-    let link = host::SerialTransport::open(&path, 115_200).unwrap();
+    let board = PtyBoard::start(wire(Board::IceBreaker, &cfg));
+    let link = host::SerialTransport::open(board.path(), 115_200).unwrap();
     let mut client = Client::connect(link).unwrap_or_else(|e| panic!("connect: {e}"));
     assert_eq!((client.info().rows, client.info().cols), (4, 4));
     let mut rng = rng_for("board_uart_pty");
@@ -616,9 +399,7 @@ fn the_serial_port_transport_talks_to_the_board_through_a_pseudo_terminal() {
     let a = random_i8(&mut rng, m * k);
     let b = random_i8(&mut rng, k * n);
     check_int8(&mut client, &a, &b, (m, k, n), "through a pty");
-    stop.store(true, Ordering::Relaxed);
-    assert_eq!(board.join().unwrap(), 0, "framing errors");
-    drop(slave);
+    assert_eq!(board.stop(), 0, "framing errors");
 }
 
 #[test]
@@ -638,7 +419,7 @@ fn a_1x1_array_with_two_row_buffers_still_multiplies_anything() {
 fn connecting_while_the_bridge_is_inside_an_unfinished_command_recovers() {
     // An earlier host sent half a WRITE_ACT and went away.
     let cfg = small_int8();
-    let mut wire = WireUart::new(Board::IceBreaker, &cfg);
+    let mut wire = wire(Board::IceBreaker, &cfg);
     wire.send(&host::protocol::header(0x02, 0, 8, 0)).unwrap();
     wire.send(&[1, 2, 3]).unwrap();
     let mut client = Client::connect_with(wire, LATENCY).unwrap_or_else(|e| panic!("{e}"));

@@ -492,8 +492,9 @@ fn pe_int8(design: &mut Design) -> Rc<ModuleDef> {
 /// Measured with Verilator 5.048 (`MxuDriver`, 1024x128x64 of random normal
 /// values, on two cores with a synthesis running on the other): against a
 /// class of its own whose code Verilator specialises per instance
-/// ([`hw::SimLayout::Separate`]), shared code runs 1.2 to 1.5 times as fast
-/// from 4x4 to 16x16 (16x16: 90-104 k against 63-78 k cycles/s); at 32x32,
+/// ([`hw::SimLayout::Separate`]), shared code ran 1.1 to 1.6 times as fast
+/// at 4x4 and 8x8 and 1.3 to 1.8 times at 16x16 (111-118 k against 61-77 k
+/// cycles/s) in alternating runs; at 32x32,
 /// where 1,024 specialised copies no longer fit the processor's caches, it
 /// was 1.8 times as fast even with its inputs fully `public`, and built in
 /// 46 s instead of 176 s.
