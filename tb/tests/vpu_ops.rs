@@ -343,7 +343,8 @@ fn small(lanes: u32, sublanes: u32) -> VpuConfig {
 #[case::w8_8x1(preset("full-8x1"))]
 #[case::w16(small(8, 2))]
 #[case::w32(small(32, 1))]
-// 128 elements: simulated with shared lane classes, as the TPU's shape is.
+// 128 elements: lanes, rotators and reduction units as shared code in the
+// Verilator model, as the TPU's shape is.
 #[case::w128(small(16, 8))]
 fn reduce_sum_f32_in_the_contract_order(#[case] cfg: VpuConfig) {
     let shape = format!("{}x{}", cfg.lanes(), cfg.sublanes());

@@ -28,7 +28,8 @@ fn random_images(cfg: &VpuConfig, rng: &mut impl rand::Rng) -> (Vec<u32>, Vec<u3
 #[case::int32_4x2(preset("int32-4x2"))]
 #[case::full_2x1(preset("full-2x1"))]
 #[case::full_1x1(preset("full-1x1"))]
-// 128 elements: simulated with shared lane classes, as the TPU's shape is
+// 128 elements: lanes, rotators and reduction units as shared code in the
+// Verilator model, as the TPU's shape is
 // (the mode Verilator warns may order evaluation wrongly; this checks it).
 #[case::full_16x8(VpuConfig::with(16, 8, 8, 16, config::VpuUnits::Full).unwrap())]
 fn random_programs(#[case] cfg: VpuConfig) {

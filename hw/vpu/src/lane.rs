@@ -28,6 +28,9 @@ pub fn lane(design: &mut Design, cfg: &VpuConfig) -> Rc<ModuleDef> {
     let cfg = *cfg;
     design.define(&name, &params, |design, m| {
         m.doc("VPU lane: register file and VMEM slice, forwarding, element ALU, write-back");
+        if let Some(reason) = crate::shared_code(&cfg) {
+            m.shared_code(reason);
+        }
         let alu = alu(design, cfg.units());
         build(m, &cfg, &alu);
     })

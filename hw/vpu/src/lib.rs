@@ -259,13 +259,31 @@ pub fn build(design: &mut Design, cfg: &VpuConfig) -> Rc<ModuleDef> {
         m.doc("vector unit: load/ALU/store bundles, forwarding, cross-lane unit");
         let parts = Parts {
             lane: lane::lane(design, &cfg),
-            rot_lanes: (cfg.lanes() >= 2).then(|| xlu::rotator(design, cfg.lanes())),
-            rot_sublanes: (cfg.sublanes() >= 2).then(|| xlu::rotator(design, cfg.sublanes())),
-            reduce: (cfg.fold_levels() >= 1)
-                .then(|| xlu::reduce_unit(design, cfg.fold_levels(), cfg.units())),
+            rot_lanes: (cfg.lanes() >= 2)
+                .then(|| xlu::rotator(design, cfg.lanes(), shared_code(&cfg))),
+            rot_sublanes: (cfg.sublanes() >= 2)
+                .then(|| xlu::rotator(design, cfg.sublanes(), shared_code(&cfg))),
+            reduce: (cfg.fold_levels() >= 1).then(|| {
+                xlu::reduce_unit(design, cfg.fold_levels(), cfg.units(), shared_code(&cfg))
+            }),
         };
         build_top(m, &cfg, &parts);
     })
+}
+
+/// Vectors from this many elements on have their lanes, rotators and
+/// reduction units held by Verilator models as one copy of code for all
+/// instances ([`hw::SimLayout::Shared`]): inlined, a 128 x 8 VPU is 174 MB of
+/// C++ (hours of compiling). Smaller vectors are left to Verilator, which
+/// inlines them.
+pub const SHARED_CODE_FROM: u32 = 64;
+
+/// Why the repeated parts of `cfg`'s VPU are shared code, if they are.
+pub(crate) fn shared_code(cfg: &VpuConfig) -> Option<&'static str> {
+    (cfg.elems() >= SHARED_CODE_FROM).then_some(
+        "instantiated once per element or per pair of elements: one copy of the code keeps \
+         the model's C++ and its build time in proportion to the distinct modules",
+    )
 }
 
 /// The child modules of the top.

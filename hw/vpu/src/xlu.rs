@@ -9,12 +9,16 @@ use std::rc::Rc;
 /// A rotator of `n` 32-bit elements (n a power of two >= 2): ports `x_i`
 /// (element k at bits 32k+31..32k), `amount_i` (log2 n bits) and `y_o`, with
 /// `y[k] = x[(k + amount) mod n]`. Built as log2 n levels, level i rotating
-/// by 2^i or passing, so its cost grows as n log n.
-pub fn rotator(design: &mut Design, n: u32) -> Rc<ModuleDef> {
+/// by 2^i or passing, so its cost grows as n log n. `shared`: why Verilator
+/// models hold it as shared code, if they do (see [`crate::SHARED_CODE_FROM`]).
+pub fn rotator(design: &mut Design, n: u32, shared: Option<&str>) -> Rc<ModuleDef> {
     assert!(n.is_power_of_two() && n >= 2, "rotator of {n} elements");
     let name = format!("vpu_rotate_n{n}");
     design.define(&name, &[("elements", n.to_string())], |_, m| {
         m.doc("rotates a vector of 32-bit elements by a run-time amount");
+        if let Some(reason) = shared {
+            m.shared_code(reason);
+        }
         let levels = n.trailing_zeros();
         let x = m.input("x_i", Ty::u(32 * n));
         let amount = m.input("amount_i", Ty::u(levels));
@@ -39,13 +43,22 @@ pub fn rotator(design: &mut Design, n: u32) -> Rc<ModuleDef> {
 /// result and unit j + W/2^k's (`b<k>_i`). `y_o` is this level's result
 /// (unit 0's at the last level is the reduction), registered as `r_o` when
 /// `en_i` for the next level. The operand order of each step is the
-/// contract's: `acc[j] = f(acc[j], acc[j + len/2])`.
-pub fn reduce_unit(design: &mut Design, levels: u32, units: VpuUnits) -> Rc<ModuleDef> {
+/// contract's: `acc[j] = f(acc[j], acc[j + len/2])`. `shared` as for
+/// [`rotator`].
+pub fn reduce_unit(
+    design: &mut Design,
+    levels: u32,
+    units: VpuUnits,
+    shared: Option<&str>,
+) -> Rc<ModuleDef> {
     assert!(levels >= 1, "a fold needs at least one level");
     let name = format!("vpu_reduce_{units}_l{levels}");
     let params = [("levels", levels.to_string()), ("units", units.to_string())];
     design.define(&name, &params, |_, m| {
         m.doc("VPU reduction unit: one level of the fold in halves per cycle");
+        if let Some(reason) = shared {
+            m.shared_code(reason);
+        }
         let word = Ty::u(32);
         let op = m.input("op_i", Ty::u(3));
         let a_first = m.input("a_i", word);

@@ -44,17 +44,6 @@ impl From<SimError> for VpuError {
     }
 }
 
-/// Vectors from this many elements on are Verilated with each lane,
-/// reduction unit and rotator as a C++ class whose code all its instances
-/// share, instead of inlining every instance: inlined, a 128 x 8 VPU is 174
-/// MB of C++ (hours of compiling). Sharing needs Verilator's per-instance
-/// optimisations across module boundaries off (`-fno-gate -fno-dfg`), which
-/// costs speed, so smaller vectors are inlined.
-pub const SEPARATE_LANES_FROM: u32 = 64;
-
-/// The file that tells Verilator which modules not to inline.
-const NO_INLINE_FILE: &str = "vpu_no_inline.vlt";
-
 /// The Verilator model spec of the VPU for `cfg`, from `gen` (the simulated
 /// RTL is the RTL users get; only how Verilator lays out its C++ is chosen
 /// here).
@@ -63,23 +52,7 @@ pub fn vpu_spec(cfg: &VpuConfig) -> Result<ModelSpec, VpuError> {
     let top = generated
         .top_module
         .expect("an elaborated block has its top module's definition");
-    let mut spec = model_spec(&generated.files, &top);
-    if cfg.elems() >= SEPARATE_LANES_FROM {
-        let mut vlt = String::from("`verilator_config\n");
-        for f in &generated.files {
-            let Some(module) = &f.module else { continue };
-            if ["vpu_lane_", "vpu_reduce_", "vpu_rotate_"]
-                .iter()
-                .any(|p| module.starts_with(p))
-            {
-                vlt.push_str(&format!("no_inline -module \"{module}\"\n"));
-            }
-        }
-        spec = spec
-            .source(NO_INLINE_FILE, vlt)
-            .verilator_arg("-fno-gate")
-            .verilator_arg("-fno-dfg");
-    }
+    let spec = model_spec(&generated.files, &top);
     Ok(spec)
 }
 
