@@ -474,14 +474,27 @@ impl Engine {
         c
     }
 
-    fn plan(&self, t: u64, v: Option<u32>, inj_ready: bool, fp: bool) -> EnginePlan {
-        let last: [bool; 3] = std::array::from_fn(|d| self.at[d] == self.dims[d] - 1);
+    /// Per dimension: whether this chip is the last of its ring.
+    fn last(&self) -> [bool; 3] {
+        std::array::from_fn(|d| self.at[d] == self.dims[d] - 1)
+    }
+
+    /// Which partials (X, Y, Z) this chip adds its term to: X when x > 0;
+    /// Y on the plane x = X-1 when y > 0; Z on the line x = X-1, y = Y-1
+    /// when z > 0.
+    fn needs(&self) -> [bool; 3] {
+        let last = self.last();
         let first: [bool; 3] = std::array::from_fn(|d| self.at[d] == 0);
-        let need = [
+        [
             !first[0],
             last[0] && !first[1],
             last[0] && last[1] && !first[2],
-        ];
+        ]
+    }
+
+    fn plan(&self, t: u64, v: Option<u32>, inj_ready: bool, fp: bool) -> EnginePlan {
+        let last = self.last();
+        let need = self.needs();
         let root = last.iter().all(|&l| l);
         let heads: [Option<u32>; 4] = std::array::from_fn(|k| self.queues[k].head(t).copied());
         let inputs_ok = v.is_some()
@@ -492,11 +505,11 @@ impl Engine {
         let reduction = inputs_ok.then(|| {
             let mut acc = v.expect("a vector word");
             let mut partials = [0; 3];
-            for k in 0..3 {
+            for (k, partial) in partials.iter_mut().enumerate() {
                 if need[k] {
                     acc = add(heads[k].expect("a partial"), acc);
                 }
-                partials[k] = acc;
+                *partial = acc;
             }
             if !last[0] {
                 (self.next(0), TAG_X, partials[0])
@@ -561,18 +574,10 @@ impl Engine {
         if let Some(r) = plan.root_result {
             self.queues[usize::from(TAG_RESULT)].push(t, r);
         }
-        let last: [bool; 3] = std::array::from_fn(|d| self.at[d] == self.dims[d] - 1);
-        let first: [bool; 3] = std::array::from_fn(|d| self.at[d] == 0);
-        let need = [
-            !first[0],
-            last[0] && !first[1],
-            last[0] && last[1] && !first[2],
-        ];
         if plan.reduce {
-            for k in 0..3 {
-                if need[k] {
-                    self.queues[k].pop(t);
-                }
+            let need = self.needs();
+            for (queue, _) in self.queues.iter_mut().zip(need).filter(|(_, n)| *n) {
+                queue.pop(t);
             }
             self.inflight += 1;
         }

@@ -512,6 +512,12 @@ fn host_packets_leave_in_the_cycle_model_s_cycles() {
             TorusConfig::new([3, 3, 1], 2, link).unwrap(),
             false,
         ),
+        (
+            "2x2x2 v2",
+            TorusConfig::new([2, 2, 2], 2, link).unwrap(),
+            false,
+        ),
+        ("4x2x1", torus::block::small([4, 2, 1]), false),
     ];
     for (name, cfg, twisted) in cases {
         let wiring = if twisted {
@@ -545,12 +551,24 @@ fn host_packets_leave_in_the_cycle_model_s_cycles() {
 fn allreduce_results_come_out_in_the_cycle_model_s_cycles() {
     let seed = tb::seed::seed_for("torus_allreduce_cycles");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let link = torus::block::small_link();
     let cases: Vec<(&str, TorusConfig, bool)> = vec![
         ("1x1x1", torus::block::small([1, 1, 1]), false),
         ("2x1x1", torus::block::small([2, 1, 1]), false),
         ("3x1x1", torus::block::small([3, 1, 1]), false),
         ("2x2x1", torus::block::small([2, 2, 1]), false),
         ("2x2x1 twisted", torus::block::small([2, 2, 1]), true),
+        (
+            "3x3x1 v2",
+            TorusConfig::new([3, 3, 1], 2, link).unwrap(),
+            false,
+        ),
+        (
+            "2x2x2 v2",
+            TorusConfig::new([2, 2, 2], 2, link).unwrap(),
+            false,
+        ),
+        ("4x2x1", torus::block::small([4, 2, 1]), false),
     ];
     for (name, cfg, twisted) in cases {
         let wiring = if twisted {
