@@ -10,13 +10,13 @@
 //! logical chip. Its parts, and their rules, all reading the state at the
 //! start of cycle t:
 //!
-//! - **Buffers** ([`Fifo`]): every buffer (a VC input buffer, the injection
+//! - **Buffers**: every buffer (a VC input buffer, the injection
 //!   and ejection buffers, the engine's receive queues) is a first-word
 //!   fall-through queue. A word pushed at p is at the head from
 //!   max(p + 2, q + 1), q the cycle the word before it left; a buffer takes
 //!   a push when it held fewer words than its depth at the start of the
 //!   cycle (a pop frees its slot from the next cycle).
-//! - **Router** ([`Router`]): 13 heads, numbered in the order of the
+//! - **Router**: 13 heads, numbered in the order of the
 //!   router's requesters: torus port p's VC v is head 2p + v (ports xp,
 //!   xm, yp, ym, zp, zm), the injection buffer head 12. Each head routes by
 //!   [`crate::torus::route`] and asks for its output when it can go there:
@@ -40,7 +40,7 @@
 //!   creation cycle on; the injection buffer takes it when it has room.
 //!   The host takes the ejection buffer's head in cycles its `ej_ready`
 //!   allows.
-//! - **All-reduce engine** ([`Engine`]): see [`allreduce_cycles`].
+//! - **All-reduce engine**: see [`allreduce_cycles`].
 //!
 //! Cycle 0 is the first cycle after reset; a run's length is one past the
 //! cycle of its last delivery. `tb/tests/torus.rs` holds the RTL to every

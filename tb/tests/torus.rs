@@ -2,7 +2,9 @@
 //! for every position, destination and input (a router alone), exact
 //! delivery of random traffic on small tori (plain and re-cabled), with
 //! link errors injected, and a saturation run on rings where one VC would
-//! deadlock. Seeds are printed and taken from `SYSTOLE_SEED`.
+//! deadlock; against `golden::torus_cycle` on error-free links, the cycle
+//! every host packet is taken and ejected and every all-reduce element is
+//! taken and comes out. Seeds are printed and taken from `SYSTOLE_SEED`.
 
 use config::{Packet, TorusConfig, Wiring, LOCAL_PORT, TORUS_PORTS};
 use hw::{catch_elab, emit_design, Design, Header};
