@@ -536,7 +536,7 @@ fn host_packets_leave_in_the_cycle_model_s_cycles() {
             let salt: u64 = rng.gen();
             let ready = move |t: u64, c: usize| {
                 let h = (t ^ salt ^ (c as u64) << 40).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                stall == 1 || (h >> 32) % stall != 0
+                stall == 1 || !(h >> 32).is_multiple_of(stall)
             };
             let what = format!("{name}, {pattern}");
             let run = d
