@@ -10,23 +10,23 @@
 //! logical chip. Its parts, and their rules, all reading the state at the
 //! start of cycle t:
 //!
-//! - **Buffers**: every buffer (a VC input buffer, the injection
-//!   and ejection buffers, the engine's receive queues) is a first-word
+//! - **Buffers**: every buffer (a VC input buffer, the injection and
+//!   ejection buffers, the engine's receive queues) is a first-word
 //!   fall-through queue. A word pushed at p is at the head from
 //!   max(p + 2, q + 1), q the cycle the word before it left; a buffer takes
 //!   a push when it held fewer words than its depth at the start of the
 //!   cycle (a pop frees its slot from the next cycle).
-//! - **Router**: 13 heads, numbered in the order of the
-//!   router's requesters: torus port p's VC v is head 2p + v (ports xp,
-//!   xm, yp, ym, zp, zm), the injection buffer head 12. Each head routes by
+//! - **Router**: 13 heads, numbered in the order of the router's
+//!   requesters: torus port p's VC v is head 2p + v (ports xp, xm, yp, ym,
+//!   zp, zm), the injection buffer head 12. Each head routes by
 //!   [`crate::torus::route`] and asks for its output when it can go there:
 //!   a torus output when its link end is ready and the output VC's credit
 //!   count is above zero, the local output when the ejection buffer has
 //!   room. Each output grants the first asking head at or after its
-//!   priority (wrapping), and its priority moves to the head after the
-//!   granted one. A granted head leaves its buffer at t and is offered to
-//!   the link end at t (the link end takes it, being ready), or pushed into
-//!   the ejection buffer at t.
+//!   priority (wrapping; 0 after reset), and its priority moves to the head
+//!   after the granted one. A granted head leaves its buffer at t and is
+//!   offered to the link end at t (the link end takes it, being ready), or
+//!   pushed into the ejection buffer at t.
 //! - **Credits**: a send on VC v of port p spends a credit at t; credits
 //!   returned in a flit delivered at t count from t + 1. A pop of input
 //!   buffer (p, v) at t is owed to the neighbour on p; every flit sent on p
