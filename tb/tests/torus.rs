@@ -415,6 +415,22 @@ fn allreduce_is_bit_exact_on_every_chip_with_and_without_errors() {
     }
 }
 
+/// `cases`, and in a soak run (`SYSTOLE_SOAK` above 1) two larger tori
+/// too, a 3x3x1 with VC buffers of 2 and a 4x2x1: each is a model build of
+/// a few minutes cold, more than a plain run should spend.
+fn with_soak_tori(mut cases: Vec<(&str, TorusConfig, bool)>) -> Vec<(&str, TorusConfig, bool)> {
+    if tb::seed::soak_factor() > 1 {
+        let link = torus::block::small_link();
+        cases.push((
+            "3x3x1 v2",
+            TorusConfig::new([3, 3, 1], 2, link).unwrap(),
+            false,
+        ));
+        cases.push(("4x2x1", torus::block::small([4, 2, 1]), false));
+    }
+    cases
+}
+
 /// The RTL's run against `golden::torus_cycle::packet_cycles` on the same
 /// traffic: every packet taken and ejected in the model's cycle, and the
 /// same run length.
@@ -466,7 +482,8 @@ fn pattern_dest(cfg: &TorusConfig, pattern: &str, src: usize, rng: &mut ChaCha8R
         "transpose" if dims[0] == dims[1] => [y, x, z],
         "transpose" => cfg.coords(cfg.chips() - 1 - src),
         "neighbor" => [(x + 1) % dims[0], y, z],
-        _ => [0, 0, 0],
+        "hotspot" => [0, 0, 0],
+        other => panic!("no traffic pattern {other}"),
     }
 }
 
@@ -510,17 +527,12 @@ fn host_packets_leave_in_the_cycle_model_s_cycles() {
         ("2x2x1 twisted", torus::block::small([2, 2, 1]), true),
         ("4x1x1", torus::block::small([4, 1, 1]), false),
         (
-            "3x3x1 v2",
-            TorusConfig::new([3, 3, 1], 2, link).unwrap(),
-            false,
-        ),
-        (
             "2x2x2 v2",
             TorusConfig::new([2, 2, 2], 2, link).unwrap(),
             false,
         ),
-        ("4x2x1", torus::block::small([4, 2, 1]), false),
     ];
+    let cases = with_soak_tori(cases);
     for (name, cfg, twisted) in cases {
         let wiring = if twisted {
             Wiring::twisted(&cfg, 1)
@@ -561,17 +573,12 @@ fn allreduce_results_come_out_in_the_cycle_model_s_cycles() {
         ("2x2x1", torus::block::small([2, 2, 1]), false),
         ("2x2x1 twisted", torus::block::small([2, 2, 1]), true),
         (
-            "3x3x1 v2",
-            TorusConfig::new([3, 3, 1], 2, link).unwrap(),
-            false,
-        ),
-        (
             "2x2x2 v2",
             TorusConfig::new([2, 2, 2], 2, link).unwrap(),
             false,
         ),
-        ("4x2x1", torus::block::small([4, 2, 1]), false),
     ];
+    let cases = with_soak_tori(cases);
     for (name, cfg, twisted) in cases {
         let wiring = if twisted {
             Wiring::twisted(&cfg, 1)
