@@ -524,6 +524,7 @@ fn host_packets_leave_in_the_cycle_model_s_cycles() {
         ("1x1x1", torus::block::small([1, 1, 1]), false),
         ("2x1x1", torus::block::small([2, 1, 1]), false),
         ("3x1x1", torus::block::small([3, 1, 1]), false),
+        ("2x2x1", torus::block::small([2, 2, 1]), false),
         ("2x2x1 twisted", torus::block::small([2, 2, 1]), true),
         ("4x1x1", torus::block::small([4, 1, 1]), false),
         (
@@ -572,6 +573,7 @@ fn allreduce_results_come_out_in_the_cycle_model_s_cycles() {
         ("3x1x1", torus::block::small([3, 1, 1]), false),
         ("2x2x1", torus::block::small([2, 2, 1]), false),
         ("2x2x1 twisted", torus::block::small([2, 2, 1]), true),
+        ("4x1x1", torus::block::small([4, 1, 1]), false),
         (
             "2x2x2 v2",
             TorusConfig::new([2, 2, 2], 2, link).unwrap(),
