@@ -130,6 +130,18 @@ struct Router {
     /// Per output (6: local), the head with the highest priority.
     priority: [usize; 7],
     vc_depth: u32,
+    waits: Waits,
+}
+
+/// Why heads that wanted to move did not, counted in head-cycles: what a
+/// test reads to know that its traffic contended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Waits {
+    /// A head whose torus output's link end was ready, but whose output VC
+    /// had no credit.
+    pub credit: u64,
+    /// A head that could go but whose output granted another.
+    pub arbitration: u64,
 }
 
 /// What a router did in one cycle.
@@ -156,6 +168,7 @@ impl Router {
             owed: [[0; 2]; 6],
             priority: [0; 7],
             vc_depth: cfg.vc_depth(),
+            waits: Waits::default(),
         }
     }
 
@@ -209,6 +222,14 @@ impl Router {
             *grant = (0..HEADS)
                 .map(|i| (self.priority[o] + i) % HEADS)
                 .find(|&h| can_go(h));
+            let asking = (0..HEADS).filter(|&h| can_go(h)).count() as u64;
+            self.waits.arbitration += asking.saturating_sub(1);
+        }
+        for want in wants.iter().flatten() {
+            let (out, vc, _) = *want;
+            if out != LOCAL_PORT && tx_ready[out] && self.credits[out][vc as usize] == 0 {
+                self.waits.credit += 1;
+            }
         }
         let mut offers: [Option<LinkFlit>; 6] = [None; 6];
         for (o, offer) in offers.iter_mut().enumerate() {
@@ -370,6 +391,8 @@ pub struct PacketTiming {
     pub received: Vec<Vec<(Packet, u64)>>,
     /// One past the cycle of the last delivery.
     pub cycles: u64,
+    /// Summed over every router.
+    pub waits: Waits,
 }
 
 /// Host packet traffic on error-free links: logical chip c offers
@@ -393,6 +416,7 @@ pub fn packet_cycles(
         taken: vec![Vec::new(); n],
         received: vec![Vec::new(); n],
         cycles: 0,
+        waits: Waits::default(),
     };
     let mut next = vec![0usize; n];
     let mut delivered = 0;
@@ -422,6 +446,10 @@ pub fn packet_cycles(
         t += 1;
     }
     timing.cycles = t;
+    for r in &net.routers {
+        timing.waits.credit += r.waits.credit;
+        timing.waits.arbitration += r.waits.arbitration;
+    }
     Some(timing)
 }
 

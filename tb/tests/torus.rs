@@ -433,7 +433,7 @@ fn with_soak_tori(mut cases: Vec<(&str, TorusConfig, bool)>) -> Vec<(&str, Torus
 
 /// The RTL's run against `golden::torus_cycle::packet_cycles` on the same
 /// traffic: every packet taken and ejected in the model's cycle, and the
-/// same run length.
+/// same run length. Returns how the model's heads waited.
 fn check_packet_cycles(
     cfg: &TorusConfig,
     wiring: &Wiring,
@@ -441,7 +441,7 @@ fn check_packet_cycles(
     sent: &[Vec<(u64, Packet)>],
     ej_ready: &dyn Fn(u64, usize) -> bool,
     what: &str,
-) {
+) -> golden::torus_cycle::Waits {
     let model = golden::torus_cycle::packet_cycles(cfg, wiring, sent, ej_ready, 1_000_000)
         .unwrap_or_else(|| panic!("{what}: the model does not finish"));
     for c in 0..cfg.chips() {
@@ -461,6 +461,7 @@ fn check_packet_cycles(
         );
     }
     assert_eq!(run.cycles, model.cycles, "{what}: cycles");
+    model.waits
 }
 
 /// Fails at the first element where `got` and `want` differ, naming it.
@@ -534,6 +535,7 @@ fn host_packets_leave_in_the_cycle_model_s_cycles() {
         ),
     ];
     let cases = with_soak_tori(cases);
+    let mut lost_arbitrations = 0;
     for (name, cfg, twisted) in cases {
         let wiring = if twisted {
             Wiring::twisted(&cfg, 1)
@@ -541,6 +543,7 @@ fn host_packets_leave_in_the_cycle_model_s_cycles() {
             Wiring::identity(&cfg)
         };
         let mut d = driver(&cfg, &wiring);
+        let mut waits = golden::torus_cycle::Waits::default();
         for pattern in ["uniform", "transpose", "neighbor", "hotspot"] {
             let sent = timed_traffic(&cfg, pattern, 40, &mut rng);
             // Receivers that stall at random (one in `stall` cycles, some
@@ -556,10 +559,24 @@ fn host_packets_leave_in_the_cycle_model_s_cycles() {
                 .run(&sent, &Faults::default(), &ready, 200_000)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             check_delivery(&cfg, &sent, &run, &what);
-            check_packet_cycles(&cfg, &wiring, &run, &sent, &ready, &what);
-            println!("{what}: {} cycles as the model", run.cycles);
+            let w = check_packet_cycles(&cfg, &wiring, &run, &sent, &ready, &what);
+            println!(
+                "{what}: {} cycles as the model; head-cycles waiting for a credit {}, for an arbiter {}",
+                run.cycles, w.credit, w.arbitration
+            );
+            waits.credit += w.credit;
+            waits.arbitration += w.arbitration;
         }
+        // VC buffers of 2, below the credit round trip, make heads wait
+        // for credits.
+        if cfg.vc_depth() == 2 {
+            assert!(waits.credit > 0, "{name}: no head waited for a credit");
+        }
+        lost_arbitrations += waits.arbitration;
     }
+    // Packets met at outputs (all-to-one traffic makes them meet at the
+    // ejection port): the arbiters' order decided cycles.
+    assert!(lost_arbitrations > 0, "no arbitration was lost");
 }
 
 #[test]
