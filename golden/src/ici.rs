@@ -38,6 +38,11 @@
 //! The run ends when both clients have every flit; its length is one past
 //! the cycle of the last take. Cycle 0 is the first cycle after reset, when
 //! the lanes are empty (nothing arrives before cycle L).
+//!
+//! [`LinkPair`] is that model as a state machine stepped one cycle at a
+//! time, for clients that decide their offer in each cycle from what they
+//! see (the torus model's routers, `golden::torus_cycle`); [`cycle_model`]
+//! runs it for two clients that each send a number of flits.
 
 use config::ici::Flit;
 use config::IciConfig;
@@ -61,33 +66,179 @@ pub struct LinkTiming {
     pub cycles: u64,
 }
 
-/// A word on the lanes: maybe a flit (by its sequence number), the
+/// A word on the lanes: maybe a flit (its sequence number and content), the
 /// acknowledgement and the freed count of its sender.
-#[derive(Debug, Clone, Copy)]
-struct Word {
-    flit: Option<u64>,
+#[derive(Debug, Clone)]
+struct Word<T> {
+    flit: Option<(u64, T)>,
     ack: u64,
     freed: u64,
 }
 
-/// One node's protocol state.
-#[derive(Debug, Default)]
-struct Node {
+/// One link end's protocol state.
+#[derive(Debug)]
+struct End<T> {
     // Sender.
-    /// Sequence numbers of unacknowledged flits, oldest first, with whether
-    /// each has been sent.
-    window: VecDeque<(u64, bool)>,
+    /// Unacknowledged flits, oldest first: sequence number, whether it has
+    /// been sent, content.
+    window: VecDeque<(u64, bool, T)>,
     next_seq: u64,
     credits: i64,
     peer_freed: u64,
-    frame: Option<u64>,
-    taken: usize,
+    /// The frame register: the flit it holds (none: an idle frame).
+    frame: Option<(u64, T)>,
     // Receiver.
     expected: u64,
-    /// Flits in the receive buffer: cycle each entered.
-    buffer: VecDeque<u64>,
+    /// Flits in the receive buffer, with the cycle each entered.
+    buffer: VecDeque<(u64, T)>,
     last_take: Option<u64>,
     freed: u64,
+}
+
+/// What one cycle of a [`LinkPair`] did at each end (index 0: A, 1: B).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkStep<T> {
+    /// The end's client offer was taken.
+    pub taken: [bool; 2],
+    /// The flit the end's client took from its receive buffer.
+    pub delivered: [Option<T>; 2],
+}
+
+/// Two link ends A (0) and B (1) joined by error-free lanes of latency L,
+/// stepped one cycle at a time by the rules of the module docs: the cycle
+/// model of one link, for a client (a test, or a router of the torus model)
+/// that decides its offer in each cycle. Flits carry any content `T`.
+#[derive(Debug)]
+pub struct LinkPair<T> {
+    replay_depth: usize,
+    latency: u64,
+    ends: [End<T>; 2],
+    /// lanes[k]: words offered by end k, with their arrival cycle.
+    lanes: [VecDeque<(u64, Word<T>)>; 2],
+    cycle: u64,
+}
+
+impl<T: Clone> LinkPair<T> {
+    /// Both ends just after reset: cycle 0, lanes empty.
+    pub fn new(cfg: &IciConfig) -> LinkPair<T> {
+        let end = || End {
+            window: VecDeque::new(),
+            next_seq: 0,
+            credits: i64::from(cfg.rx_buffer()),
+            peer_freed: 0,
+            frame: None,
+            expected: 0,
+            buffer: VecDeque::new(),
+            last_take: None,
+            freed: 0,
+        };
+        LinkPair {
+            replay_depth: cfg.replay_depth() as usize,
+            latency: u64::from(cfg.latency()),
+            ends: [end(), end()],
+            lanes: [VecDeque::new(), VecDeque::new()],
+            cycle: 0,
+        }
+    }
+
+    /// The cycle the next [`LinkPair::step`] runs.
+    pub fn cycle(&self) -> u64 {
+        self.cycle
+    }
+
+    /// Whether end `k` takes a flit offered in this cycle (`tx_ready`):
+    /// fewer than D flits unacknowledged and a credit left, both as at the
+    /// start of the cycle.
+    pub fn tx_ready(&self, k: usize) -> bool {
+        let n = &self.ends[k];
+        n.window.len() < self.replay_depth && n.credits > 0
+    }
+
+    /// The flit end `k`'s client can take in this cycle (`rx_valid`), if any.
+    pub fn rx_head(&self, k: usize) -> Option<&T> {
+        let n = &self.ends[k];
+        let (entered, flit) = n.buffer.front()?;
+        let after_prev = n.last_take.is_none_or(|p| self.cycle > p);
+        (self.cycle >= entered + 2 && after_prev).then_some(flit)
+    }
+
+    /// Runs one cycle: end k's client offers `offer[k]` (taken when
+    /// [`LinkPair::tx_ready`]) and takes its receive buffer's head when
+    /// `rx_ready[k]`.
+    pub fn step(&mut self, offer: [Option<T>; 2], rx_ready: [bool; 2]) -> LinkStep<T> {
+        let t = self.cycle;
+        let mut report = LinkStep {
+            taken: [false, false],
+            delivered: [None, None],
+        };
+        // Words offered at t, from the state at the start of t.
+        let offered: Vec<Word<T>> = self
+            .ends
+            .iter()
+            .map(|n| Word {
+                flit: n.frame.clone(),
+                ack: n.expected,
+                freed: n.freed,
+            })
+            .collect();
+        for (k, (offer, word)) in offer.into_iter().zip(offered).enumerate() {
+            let arriving = match self.lanes[1 - k].front() {
+                Some(&(at, _)) if at == t => self.lanes[1 - k].pop_front().map(|(_, w)| w),
+                _ => None,
+            };
+            // Client offer, against the window and credits at the start of t.
+            let accept = offer.is_some() && self.tx_ready(k);
+            // Receive buffer: a take, from the buffer as at the start of t.
+            if rx_ready[k] && self.rx_head(k).is_some() {
+                let n = &mut self.ends[k];
+                let (_, flit) = n.buffer.pop_front().expect("a head");
+                n.last_take = Some(t);
+                report.delivered[k] = Some(flit);
+            }
+            let n = &mut self.ends[k];
+            let mut freed_next = n.freed;
+            if n.last_take == Some(t) {
+                freed_next += 1;
+            }
+            let mut expected_next = n.expected;
+            let mut credits_next = n.credits;
+            if let Some(w) = arriving {
+                while n.window.front().is_some_and(|&(s, _, _)| s < w.ack) {
+                    n.window.pop_front();
+                }
+                credits_next += (w.freed - n.peer_freed) as i64;
+                n.peer_freed = w.freed;
+                if let Some((seq, flit)) = w.flit {
+                    if seq == n.expected {
+                        n.buffer.push_back((t, flit));
+                        expected_next += 1;
+                    }
+                }
+            }
+            // Issue: the oldest unsent flit of the window as it stands.
+            let unsent = n.window.iter_mut().find(|(_, sent, _)| !*sent);
+            n.frame = match unsent {
+                Some((s, sent, flit)) => {
+                    *sent = true;
+                    Some((*s, flit.clone()))
+                }
+                None => None,
+            };
+            if accept {
+                let flit = offer.expect("an accepted offer");
+                n.window.push_back((n.next_seq, false, flit));
+                n.next_seq += 1;
+                credits_next -= 1;
+                report.taken[k] = true;
+            }
+            n.credits = credits_next;
+            n.expected = expected_next;
+            n.freed = freed_next;
+            self.lanes[k].push_back((t + self.latency, word));
+        }
+        self.cycle += 1;
+        report
+    }
 }
 
 /// Steps the contract until A's `a_count` flits are at B and B's `b_count`
@@ -100,105 +251,40 @@ pub fn cycle_model(
     rx_ready: &dyn Fn(u64) -> (bool, bool),
     max_cycles: u64,
 ) -> Option<LinkTiming> {
-    let d = cfg.replay_depth() as usize;
-    let l = u64::from(cfg.latency());
     let counts = [a_count, b_count];
-    let mut nodes = [Node::default(), Node::default()];
-    for n in &mut nodes {
-        n.credits = i64::from(cfg.rx_buffer());
-    }
-    // lanes[k]: words sent by node k, with their arrival cycle.
-    let mut lanes: [VecDeque<(u64, Word)>; 2] = [VecDeque::new(), VecDeque::new()];
+    let mut pair = LinkPair::<()>::new(cfg);
     let mut timing = LinkTiming::default();
+    let mut taken = [0usize, 0usize];
     let mut received = [0usize, 0usize];
-    let mut t = 0u64;
     while received[1] < a_count || received[0] < b_count {
+        let t = pair.cycle();
         if t >= max_cycles {
             return None;
         }
         let ready = rx_ready(t);
-        let ready = [ready.0, ready.1];
-        // Words offered at t, from the state at the start of t.
-        let offered: Vec<Word> = nodes
-            .iter()
-            .map(|n| Word {
-                flit: n.frame,
-                ack: n.expected,
-                freed: n.freed,
-            })
-            .collect();
+        // A client offers its next flit in every cycle until all are taken.
+        let offer = [0, 1].map(|k| (taken[k] < counts[k]).then_some(()));
+        let step = pair.step(offer, [ready.0, ready.1]);
         for k in 0..2 {
-            let arriving = match lanes[1 - k].front() {
-                Some(&(at, w)) if at == t => {
-                    lanes[1 - k].pop_front();
-                    Some(w)
-                }
-                _ => None,
-            };
-            let n = &mut nodes[k];
-            // Client offer, against the window and credits at the start of t.
-            let accept = n.taken < counts[k] && n.window.len() < d && n.credits > 0;
-            // Receive buffer: a take, from the buffer as at the start of t.
-            if ready[k] {
-                if let Some(&entered) = n.buffer.front() {
-                    let after_prev = n.last_take.is_none_or(|p| t > p);
-                    if t >= entered + 2 && after_prev {
-                        n.buffer.pop_front();
-                        n.last_take = Some(t);
-                        if k == 0 {
-                            timing.a_rx.push(t);
-                        } else {
-                            timing.b_rx.push(t);
-                        }
-                        received[k] += 1;
-                    }
-                }
-            }
-            let mut freed_next = n.freed;
-            if n.last_take == Some(t) {
-                freed_next += 1;
-            }
-            let mut expected_next = n.expected;
-            let mut credits_next = n.credits;
-            if let Some(w) = arriving {
-                while n.window.front().is_some_and(|&(s, _)| s < w.ack) {
-                    n.window.pop_front();
-                }
-                credits_next += (w.freed - n.peer_freed) as i64;
-                n.peer_freed = w.freed;
-                if w.flit == Some(n.expected) {
-                    n.buffer.push_back(t);
-                    expected_next += 1;
-                }
-            }
-            // Issue: the oldest unsent flit of the window as it stands.
-            let unsent = n.window.iter_mut().find(|(_, sent)| !*sent);
-            n.frame = match unsent {
-                Some((s, sent)) => {
-                    *sent = true;
-                    Some(*s)
-                }
-                None => None,
-            };
-            if accept {
-                n.window.push_back((n.next_seq, false));
-                n.next_seq += 1;
-                n.taken += 1;
-                credits_next -= 1;
+            if step.taken[k] {
+                taken[k] += 1;
                 if k == 0 {
                     timing.a_tx.push(t);
                 } else {
                     timing.b_tx.push(t);
                 }
             }
-            n.credits = credits_next;
-            n.expected = expected_next;
-            n.freed = freed_next;
-            lanes[k].push_back((t + l, offered[k]));
+            if step.delivered[k].is_some() {
+                received[k] += 1;
+                if k == 0 {
+                    timing.a_rx.push(t);
+                } else {
+                    timing.b_rx.push(t);
+                }
+            }
         }
-        t += 1;
     }
-    timing.cycles = t;
+    timing.cycles = pair.cycle();
     Some(timing)
 }
 

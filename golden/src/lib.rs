@@ -28,7 +28,8 @@
 //! * [`ici`] gives what the ICI link delivers and its cycle model on an
 //!   error-free link ([`ici::cycle_model`]).
 //! * [`torus`] gives the ICI torus's routes, its channel dependency graph
-//!   check and the all-reduce in the contract's order.
+//!   check and the all-reduce in the contract's order; [`torus_cycle`] its
+//!   cycle model on error-free links (host packets and all-reduce).
 //!
 //! The models are written from the contract alone, independently of the RTL,
 //! so that the two implementations can catch each other's mistakes. For the
@@ -47,6 +48,7 @@ pub mod sparsecore;
 pub mod sparsecore_host;
 pub mod tensorcore;
 pub mod torus;
+pub mod torus_cycle;
 pub mod vectors;
 pub mod vpu;
 

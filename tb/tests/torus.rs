@@ -2,7 +2,9 @@
 //! for every position, destination and input (a router alone), exact
 //! delivery of random traffic on small tori (plain and re-cabled), with
 //! link errors injected, and a saturation run on rings where one VC would
-//! deadlock. Seeds are printed and taken from `SYSTOLE_SEED`.
+//! deadlock; against `golden::torus_cycle` on error-free links, the cycle
+//! every host packet is taken and ejected and every all-reduce element is
+//! taken and comes out. Seeds are printed and taken from `SYSTOLE_SEED`.
 
 use config::{Packet, TorusConfig, Wiring, LOCAL_PORT, TORUS_PORTS};
 use hw::{catch_elab, emit_design, Design, Header};
@@ -409,6 +411,242 @@ fn allreduce_is_bit_exact_on_every_chip_with_and_without_errors() {
                 "{what}: {n} elements in {} cycles, {} CRC errors, {} retransmits",
                 run.cycles, run.crc_errors, run.retransmits
             );
+        }
+    }
+}
+
+/// `cases`, and in a soak run (`SYSTOLE_SOAK` above 1) two larger tori
+/// too, a 3x3x1 with VC buffers of 2 and a 4x2x1: each is a model build of
+/// a few minutes cold, more than a plain run should spend.
+fn with_soak_tori(mut cases: Vec<(&str, TorusConfig, bool)>) -> Vec<(&str, TorusConfig, bool)> {
+    if tb::seed::soak_factor() > 1 {
+        let link = torus::block::small_link();
+        cases.push((
+            "3x3x1 v2",
+            TorusConfig::new([3, 3, 1], 2, link).unwrap(),
+            false,
+        ));
+        cases.push(("4x2x1", torus::block::small([4, 2, 1]), false));
+    }
+    cases
+}
+
+/// The RTL's run against `golden::torus_cycle::packet_cycles` on the same
+/// traffic: every packet taken and ejected in the model's cycle, and the
+/// same run length. Returns how the model's heads waited.
+fn check_packet_cycles(
+    cfg: &TorusConfig,
+    wiring: &Wiring,
+    run: &TorusRun,
+    sent: &[Vec<(u64, Packet)>],
+    ej_ready: &dyn Fn(u64, usize) -> bool,
+    what: &str,
+) -> golden::torus_cycle::Waits {
+    let model = golden::torus_cycle::packet_cycles(cfg, wiring, sent, ej_ready, 1_000_000)
+        .unwrap_or_else(|| panic!("{what}: the model does not finish"));
+    for c in 0..cfg.chips() {
+        let got: Vec<(Packet, u64)> = run.received[c]
+            .iter()
+            .map(|r| (r.packet, r.cycle))
+            .collect();
+        first_difference(
+            &got,
+            &model.received[c],
+            &format!("{what}: ejected at chip {c}"),
+        );
+        first_difference(
+            &run.taken[c],
+            &model.taken[c],
+            &format!("{what}: taken at chip {c}"),
+        );
+    }
+    assert_eq!(run.cycles, model.cycles, "{what}: cycles");
+    model.waits
+}
+
+/// Fails at the first element where `got` and `want` differ, naming it.
+fn first_difference<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
+    if let Some(i) = (0..got.len().min(want.len())).find(|&i| got[i] != want[i]) {
+        panic!("{what}: element {i}: RTL {:?}, model {:?}", got[i], want[i]);
+    }
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+}
+
+/// The destination of a packet from logical chip `src` under a traffic
+/// pattern of `sim torus` (uniform, transpose, neighbor), or all to chip 0
+/// (hotspot: every chip's packets compete for one ejection port).
+fn pattern_dest(cfg: &TorusConfig, pattern: &str, src: usize, rng: &mut ChaCha8Rng) -> [u32; 3] {
+    let [x, y, z] = cfg.coords(src);
+    let dims = cfg.dims();
+    match pattern {
+        "uniform" => cfg.coords(rng.gen_range(0..cfg.chips())),
+        "transpose" if dims[0] == dims[1] => [y, x, z],
+        "transpose" => cfg.coords(cfg.chips() - 1 - src),
+        "neighbor" => [(x + 1) % dims[0], y, z],
+        "hotspot" => [0, 0, 0],
+        other => panic!("no traffic pattern {other}"),
+    }
+}
+
+/// `per_chip` packets per chip under `pattern`, created in bursts (gaps of
+/// 0 cycles, so packets queue at the injection port) and pauses.
+fn timed_traffic(
+    cfg: &TorusConfig,
+    pattern: &str,
+    per_chip: usize,
+    rng: &mut ChaCha8Rng,
+) -> Vec<Vec<(u64, Packet)>> {
+    (0..cfg.chips())
+        .map(|src| {
+            let mut t = rng.gen_range(0..20u64);
+            (0..per_chip)
+                .map(|i| {
+                    if rng.gen_bool(0.3) {
+                        t += rng.gen_range(1..30);
+                    }
+                    let p = Packet {
+                        dest: pattern_dest(cfg, pattern, src, rng),
+                        tag: rng.gen_range(0..4),
+                        payload: (src as u32) << 24 | i as u32,
+                    };
+                    (t, p)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn host_packets_leave_in_the_cycle_model_s_cycles() {
+    let seed = tb::seed::seed_for("torus_packet_cycles");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let link = torus::block::small_link();
+    let cases: Vec<(&str, TorusConfig, bool)> = vec![
+        ("1x1x1", torus::block::small([1, 1, 1]), false),
+        ("2x1x1", torus::block::small([2, 1, 1]), false),
+        ("3x1x1", torus::block::small([3, 1, 1]), false),
+        ("2x2x1", torus::block::small([2, 2, 1]), false),
+        ("2x2x1 twisted", torus::block::small([2, 2, 1]), true),
+        ("4x1x1", torus::block::small([4, 1, 1]), false),
+        (
+            "2x2x2 v2",
+            TorusConfig::new([2, 2, 2], 2, link).unwrap(),
+            false,
+        ),
+    ];
+    let cases = with_soak_tori(cases);
+    let mut lost_arbitrations = 0;
+    for (name, cfg, twisted) in cases {
+        let wiring = if twisted {
+            Wiring::twisted(&cfg, 1)
+        } else {
+            Wiring::identity(&cfg)
+        };
+        let mut d = driver(&cfg, &wiring);
+        let mut waits = golden::torus_cycle::Waits::default();
+        for pattern in ["uniform", "transpose", "neighbor", "hotspot"] {
+            let sent = timed_traffic(&cfg, pattern, 40, &mut rng);
+            // Receivers that stall at random (one in `stall` cycles, some
+            // not at all) back packets up into the routers.
+            let stall = rng.gen_range(1..5u64);
+            let salt: u64 = rng.gen();
+            let ready = move |t: u64, c: usize| {
+                let h = (t ^ salt ^ (c as u64) << 40).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                stall == 1 || !(h >> 32).is_multiple_of(stall)
+            };
+            let what = format!("{name}, {pattern}");
+            let run = d
+                .run(&sent, &Faults::default(), &ready, 200_000)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            check_delivery(&cfg, &sent, &run, &what);
+            let w = check_packet_cycles(&cfg, &wiring, &run, &sent, &ready, &what);
+            println!(
+                "{what}: {} cycles as the model; head-cycles waiting for a credit {}, for an arbiter {}",
+                run.cycles, w.credit, w.arbitration
+            );
+            waits.credit += w.credit;
+            waits.arbitration += w.arbitration;
+        }
+        // VC buffers of 2, below the credit round trip, make heads wait
+        // for credits.
+        if cfg.vc_depth() == 2 {
+            assert!(waits.credit > 0, "{name}: no head waited for a credit");
+        }
+        lost_arbitrations += waits.arbitration;
+    }
+    // Packets met at outputs (all-to-one traffic makes them meet at the
+    // ejection port): the arbiters' order decided cycles.
+    assert!(lost_arbitrations > 0, "no arbitration was lost");
+}
+
+#[test]
+fn allreduce_results_come_out_in_the_cycle_model_s_cycles() {
+    let seed = tb::seed::seed_for("torus_allreduce_cycles");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let link = torus::block::small_link();
+    let cases: Vec<(&str, TorusConfig, bool)> = vec![
+        ("1x1x1", torus::block::small([1, 1, 1]), false),
+        ("2x1x1", torus::block::small([2, 1, 1]), false),
+        ("3x1x1", torus::block::small([3, 1, 1]), false),
+        ("2x2x1", torus::block::small([2, 2, 1]), false),
+        ("2x2x1 twisted", torus::block::small([2, 2, 1]), true),
+        ("4x1x1", torus::block::small([4, 1, 1]), false),
+        (
+            "2x2x2 v2",
+            TorusConfig::new([2, 2, 2], 2, link).unwrap(),
+            false,
+        ),
+    ];
+    let cases = with_soak_tori(cases);
+    for (name, cfg, twisted) in cases {
+        let wiring = if twisted {
+            Wiring::twisted(&cfg, 1)
+        } else {
+            Wiring::identity(&cfg)
+        };
+        let mut d = driver(&cfg, &wiring);
+        for (fp, n) in [(false, 1), (true, 9), (false, 90)] {
+            let values: Vec<Vec<u32>> = (0..cfg.chips())
+                .map(|_| {
+                    (0..n)
+                        .map(|_| if fp { special_f32(&mut rng) } else { rng.gen() })
+                        .collect()
+                })
+                .collect();
+            let what = format!(
+                "{name}, {}, {n} elements",
+                if fp { "fp32" } else { "int32" }
+            );
+            let run = d
+                .allreduce(&values, fp, &Faults::default(), 200_000)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let model = golden::torus_cycle::allreduce_cycles(
+                &cfg,
+                &wiring,
+                &values,
+                fp,
+                torus::allreduce::WINDOW,
+                1_000_000,
+            )
+            .unwrap_or_else(|| panic!("{what}: the model does not finish"));
+            for c in 0..cfg.chips() {
+                first_difference(
+                    &run.taken[c],
+                    &model.taken[c],
+                    &format!("{what}: chip {c} took"),
+                );
+                first_difference(
+                    &run.result_cycles[c],
+                    &model.result_cycles[c],
+                    &format!("{what}: chip {c}'s results"),
+                );
+                assert_eq!(
+                    run.results[c], model.results[c],
+                    "{what}: chip {c}'s values"
+                );
+            }
+            assert_eq!(run.cycles, model.cycles, "{what}: cycles");
+            println!("{what}: {} cycles as the model", run.cycles);
         }
     }
 }

@@ -50,6 +50,32 @@
 //! buffer can go to a different output in the same cycle, so the allocator
 //! is one arbiter per output and never wastes a grant.
 //!
+//! The rules that decide cycles under contention, all reading the state at
+//! the start of cycle t:
+//!
+//! - **Buffers.** Every buffer (VC input, injection, ejection) is
+//!   first-word fall-through: a word pushed at p is the head from
+//!   max(p + 2, q + 1), q the cycle the word before it left. A buffer
+//!   takes a push (`inj_ready`, the ejection's room) when it held fewer
+//!   words than its depth at the start of t: a pop frees its slot from
+//!   t + 1.
+//! - **Arbiters.** The heads are numbered 2p + v for torus port p (`xp`,
+//!   `xm`, `yp`, `ym`, `zp`, `zm`) and VC v, and 12 for the injection
+//!   buffer. Each output grants the first head asking for it at or after
+//!   its priority, wrapping; after a grant to head h its priority is
+//!   h + 1 (mod 13), without a grant it stays; after reset it is 0.
+//! - **Credits.** A send on an output VC spends its credit at t; the
+//!   credits of a flit delivered at t count from t + 1. An input buffer
+//!   popped at t owes its slot to the neighbour from t + 1: the next flit
+//!   sent on that port (a packet, or credits alone when the port has no
+//!   grant and its link end is ready) carries every slot owed at the start
+//!   of its cycle.
+//!
+//! With the ICI link's timing contract (a flit taken by a link end at a is
+//! at the peer's router at a + 4 + L on an error-free link), these rules
+//! make `golden::torus_cycle`, the torus's cycle model, which the RTL
+//! matches to the cycle on error-free links (`tb/tests/torus.rs`).
+//!
 //! Credits go back on the same port in the other direction: every flit a
 //! router sends on port p carries the slots of p's input buffers freed since
 //! the last one; when it has nothing else to send and owes credits, it sends
@@ -97,6 +123,19 @@
 //! its injection is free); its broadcast forwards go one per cycle, and take
 //! the injection port before the reduction. Every hop is a neighbour, so
 //! dimension-order routing sends each packet over one link.
+//!
+//! In cycle terms (`golden::torus_cycle::allreduce_cycles` states them as a
+//! model): the engine takes every packet its router ejects into the queue
+//! of its tag (first-word fall-through, W deep) in the cycle it is ejected.
+//! A reduction is ready when the next element is offered, fewer than W
+//! elements are in flight, and the partials the chip needs are at their
+//! queues' heads; it goes (taking the element, popping the partials) when
+//! the injection buffer takes its packet in a cycle with no broadcast
+//! forward offered, or at the root at once, the result entering the root's
+//! own result queue. While a result is at its queue's head, its forwards
+//! not yet sent are offered one per cycle, Z, then Y, then X; the result
+//! comes out (`res_valid_o`) and leaves the window in the cycle its last
+//! forward is taken, or at once when it has none.
 //!
 //! **Why it cannot deadlock.** A chip starts element i only once it has the
 //! result of element i - W (W = [`allreduce::WINDOW`]). A packet for chip c

@@ -6,7 +6,9 @@
 //! to `golden::torus::delivered` and benchmarks measure latency.
 //! All-reduce ([`TorusDriver::allreduce`]): the chips' engines own the
 //! local ports; each chip's vector is streamed in as its engine takes it,
-//! and every result element is collected.
+//! and every result element is collected with its cycle. Cycle 0 is the
+//! first cycle after reset, as in `golden::torus_cycle`, whose cycles the
+//! records match on error-free runs.
 
 use crate::drivers::ici::Faults;
 use crate::from_hw::model_spec;
@@ -313,6 +315,10 @@ impl TorusDriver {
 pub struct AllReduceRun {
     /// By logical chip: every chip's result.
     pub results: Vec<Vec<u32>>,
+    /// By logical chip: the cycle each result element came out.
+    pub result_cycles: Vec<Vec<u64>>,
+    /// By logical chip: the cycle each element of its vector was taken.
+    pub taken: Vec<Vec<u64>>,
     /// One past the cycle in which the last chip got its last element.
     pub cycles: u64,
     pub crc_errors: u64,
@@ -352,6 +358,8 @@ impl TorusDriver {
         self.model.poke(self.seed_load, 0);
         let mut run = AllReduceRun {
             results: vec![Vec::with_capacity(n); n_chips],
+            result_cycles: vec![Vec::with_capacity(n); n_chips],
+            taken: vec![Vec::with_capacity(n); n_chips],
             ..AllReduceRun::default()
         };
         let mut next = vec![0usize; n_chips];
@@ -378,10 +386,12 @@ impl TorusDriver {
             for c in 0..n_chips {
                 let chip = &self.chips[phys[c]];
                 if next[c] < n && self.model.peek(chip.v_ready) == 1 {
+                    run.taken[c].push(cycle);
                     next[c] += 1;
                 }
                 if self.model.peek(chip.res_valid) == 1 {
                     run.results[c].push(self.model.peek(chip.res_data) as u32);
+                    run.result_cycles[c].push(cycle);
                     done += 1;
                 }
             }
