@@ -37,7 +37,9 @@ pub use tensorcore::TensorCoreConfig;
 pub use vpu::{VpuConfig, VpuUnits};
 
 pub use ici::{IciConfig, ICI_CRC_BITS, ICI_KIND_BITS};
-pub use torus::{Packet, TorusConfig, Wiring, LOCAL_PORT, TORUS_PORTS, TORUS_VCS};
+pub use torus::{
+    Packet, TorusConfig, Wiring, LOCAL_PORT, TORUS_LOCAL_DEPTH, TORUS_PORTS, TORUS_VCS,
+};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

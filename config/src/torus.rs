@@ -37,6 +37,10 @@ pub const LOCAL_PORT: usize = 6;
 /// Largest size of each torus dimension.
 pub const TORUS_MAX_DIM: u32 = 4;
 
+/// Words of a router's injection and ejection buffers (3 or more sustain a
+/// word per cycle), shared by the RTL and the cycle model.
+pub const TORUS_LOCAL_DEPTH: u32 = 4;
+
 /// Configuration of an X x Y x Z torus of chip nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TorusConfig {

@@ -53,7 +53,7 @@ use config::{Packet, TorusConfig, Wiring, LOCAL_PORT};
 use std::collections::VecDeque;
 
 /// Words of the router's injection and ejection buffers.
-pub const LOCAL_BUFFER_DEPTH: usize = 4;
+const LOCAL_BUFFER_DEPTH: usize = config::TORUS_LOCAL_DEPTH as usize;
 
 /// Heads a router arbitrates between: 6 torus ports x 2 VCs, and the
 /// injection buffer.

@@ -8,10 +8,6 @@ use hw::blocks::{credit_counter, fifo, round_robin_arbiter, FifoMode};
 use hw::{cat, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
-/// Words of the injection and ejection FIFOs (3 or more sustain a word per
-/// cycle).
-pub const LOCAL_FIFO_DEPTH: u32 = 4;
-
 /// The router's Verilog name.
 pub fn router_name(cfg: &TorusConfig) -> String {
     let [x, y, z] = cfg.dims();
@@ -23,7 +19,7 @@ pub fn router_name(cfg: &TorusConfig) -> String {
 pub fn router(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
     let pkt = packet_ty();
     let vc_fifo = fifo(design, pkt.ty(), cfg.vc_depth(), FifoMode::Fwft);
-    let local_fifo = fifo(design, pkt.ty(), LOCAL_FIFO_DEPTH, FifoMode::Fwft);
+    let local_fifo = fifo(design, pkt.ty(), config::TORUS_LOCAL_DEPTH, FifoMode::Fwft);
     let credits = credit_counter(design, cfg.vc_depth(), cfg.vc_depth());
     let requesters = 6 * TORUS_VCS + 1;
     let arb = round_robin_arbiter(design, requesters);
