@@ -116,16 +116,6 @@ hw::hw_enum! {
     pub enum PayloadTarget { Act, Weights, Acc, Status }
 }
 
-/// One byte of CRC-8/SMBUS (polynomial 0x07), as logic.
-fn crc8_logic(crc: Expr, byte: Expr) -> Expr {
-    let mut c = crc ^ byte;
-    for _ in 0..8 {
-        let shifted = c << 1u32;
-        c = mux(c.msb(), shifted ^ 0x07u8, shifted);
-    }
-    c
-}
-
 /// Builds the bridge (with its UARTs and the MXU) into `design`.
 #[track_caller]
 pub fn build_bridge(design: &mut Design, cfg: &BridgeConfig) -> Rc<ModuleDef> {
@@ -379,8 +369,8 @@ fn body(
     );
 
     // ---- The state table.
-    let crc_rx = crc8_logic(crc.q(), rx_byte);
-    let crc_tx = crc8_logic(crc.q(), tx_data.value());
+    let crc_rx = protocol::crc8_logic(crc.q(), rx_byte);
+    let crc_tx = protocol::crc8_logic(crc.q(), tx_data.value());
     // A payload byte received (RECV) or sent (SEND): count it; the row's
     // last byte ends the row.
     let byte_step = |m: &mut ModuleBuilder| {

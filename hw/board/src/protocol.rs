@@ -97,6 +97,17 @@ pub fn crc8(bytes: &[u8]) -> u8 {
     bytes.iter().fold(0, |c, &b| crc8_update(c, b))
 }
 
+/// [`crc8_update`] as logic: the bridges' CRC register's next value after
+/// `byte`.
+pub(crate) fn crc8_logic(crc: hw::Expr, byte: hw::Expr) -> hw::Expr {
+    let mut c = crc ^ byte;
+    for _ in 0..8 {
+        let shifted = c << 1u32;
+        c = hw::mux(c.msb(), shifted ^ 0x07u8, shifted);
+    }
+    c
+}
+
 /// The STATUS payload the bridge for `cfg` sends with nothing queued and no
 /// flag set (`PROTOCOL.md` gives the layout).
 pub fn idle_status_payload(cfg: &crate::BridgeConfig) -> [u8; STATUS_BYTES] {

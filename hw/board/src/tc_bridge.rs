@@ -136,16 +136,6 @@ hw::hw_enum! {
     pub enum TcTarget { Input, Weights, Bias, Program, Output, Status, Info, Counters }
 }
 
-/// One byte of CRC-8/SMBUS (polynomial 0x07), as logic.
-fn crc8_logic(crc: Expr, byte: Expr) -> Expr {
-    let mut c = crc ^ byte;
-    for _ in 0..8 {
-        let shifted = c << 1u32;
-        c = mux(c.msb(), shifted ^ 0x07u8, shifted);
-    }
-    c
-}
-
 /// `e` (unsigned) cut or zero-extended to `width` bits.
 fn fit(e: Expr, width: u32) -> Expr {
     if e.width() >= width {
@@ -464,8 +454,8 @@ fn body(
     );
 
     // ---- The state table.
-    let crc_rx = crc8_logic(crc.q(), rx_byte);
-    let crc_tx = crc8_logic(crc.q(), tx_data.value());
+    let crc_rx = protocol::crc8_logic(crc.q(), rx_byte);
+    let crc_tx = protocol::crc8_logic(crc.q(), tx_data.value());
     let row_last = m.wire("row_last", byte_cnt.q().is_eq(row_bytes.q() - 1));
     let last_row = m.wire("last_row", rows_left.q().is_eq(1));
     let byte_step = |m: &mut ModuleBuilder| {
