@@ -415,20 +415,38 @@ fn allreduce_is_bit_exact_on_every_chip_with_and_without_errors() {
     }
 }
 
-/// `cases`, and in a soak run (`SYSTOLE_SOAK` above 1) two larger tori
-/// too, a 3x3x1 with VC buffers of 2 and a 4x2x1: each is a model build of
-/// a few minutes cold, more than a plain run should spend.
-fn with_soak_tori(mut cases: Vec<(&str, TorusConfig, bool)>) -> Vec<(&str, TorusConfig, bool)> {
+/// The tori the cycle-model tests run, with their wirings: 1x1x1 to 4x1x1,
+/// 2x2x1 plain and twisted, and 2x2x2 with VC buffers of 2; in a soak run
+/// (`SYSTOLE_SOAK` above 1) also a 3x3x1 with VC buffers of 2 and a 4x2x1,
+/// each a model build of a few minutes cold, more than a plain run should
+/// spend.
+fn cycle_model_tori() -> Vec<(&'static str, TorusConfig, Wiring)> {
+    let link = torus::block::small_link();
+    let small = torus::block::small;
+    let with_vc_depth_2 = |dims| TorusConfig::new(dims, 2, link).unwrap();
+    let mut tori = vec![
+        ("1x1x1", small([1, 1, 1]), false),
+        ("2x1x1", small([2, 1, 1]), false),
+        ("3x1x1", small([3, 1, 1]), false),
+        ("2x2x1", small([2, 2, 1]), false),
+        ("2x2x1 twisted", small([2, 2, 1]), true),
+        ("4x1x1", small([4, 1, 1]), false),
+        ("2x2x2 v2", with_vc_depth_2([2, 2, 2]), false),
+    ];
     if tb::seed::soak_factor() > 1 {
-        let link = torus::block::small_link();
-        cases.push((
-            "3x3x1 v2",
-            TorusConfig::new([3, 3, 1], 2, link).unwrap(),
-            false,
-        ));
-        cases.push(("4x2x1", torus::block::small([4, 2, 1]), false));
+        tori.push(("3x3x1 v2", with_vc_depth_2([3, 3, 1]), false));
+        tori.push(("4x2x1", small([4, 2, 1]), false));
     }
-    cases
+    tori.into_iter()
+        .map(|(name, cfg, twisted)| {
+            let wiring = if twisted {
+                Wiring::twisted(&cfg, 1)
+            } else {
+                Wiring::identity(&cfg)
+            };
+            (name, cfg, wiring)
+        })
+        .collect()
 }
 
 /// The RTL's run against `golden::torus_cycle::packet_cycles` on the same
@@ -520,28 +538,8 @@ fn timed_traffic(
 fn host_packets_leave_in_the_cycle_model_s_cycles() {
     let seed = tb::seed::seed_for("torus_packet_cycles");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let link = torus::block::small_link();
-    let cases: Vec<(&str, TorusConfig, bool)> = vec![
-        ("1x1x1", torus::block::small([1, 1, 1]), false),
-        ("2x1x1", torus::block::small([2, 1, 1]), false),
-        ("3x1x1", torus::block::small([3, 1, 1]), false),
-        ("2x2x1", torus::block::small([2, 2, 1]), false),
-        ("2x2x1 twisted", torus::block::small([2, 2, 1]), true),
-        ("4x1x1", torus::block::small([4, 1, 1]), false),
-        (
-            "2x2x2 v2",
-            TorusConfig::new([2, 2, 2], 2, link).unwrap(),
-            false,
-        ),
-    ];
-    let cases = with_soak_tori(cases);
     let mut lost_arbitrations = 0;
-    for (name, cfg, twisted) in cases {
-        let wiring = if twisted {
-            Wiring::twisted(&cfg, 1)
-        } else {
-            Wiring::identity(&cfg)
-        };
+    for (name, cfg, wiring) in cycle_model_tori() {
         let mut d = driver(&cfg, &wiring);
         let mut waits = golden::torus_cycle::Waits::default();
         for pattern in ["uniform", "transpose", "neighbor", "hotspot"] {
@@ -583,27 +581,7 @@ fn host_packets_leave_in_the_cycle_model_s_cycles() {
 fn allreduce_results_come_out_in_the_cycle_model_s_cycles() {
     let seed = tb::seed::seed_for("torus_allreduce_cycles");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let link = torus::block::small_link();
-    let cases: Vec<(&str, TorusConfig, bool)> = vec![
-        ("1x1x1", torus::block::small([1, 1, 1]), false),
-        ("2x1x1", torus::block::small([2, 1, 1]), false),
-        ("3x1x1", torus::block::small([3, 1, 1]), false),
-        ("2x2x1", torus::block::small([2, 2, 1]), false),
-        ("2x2x1 twisted", torus::block::small([2, 2, 1]), true),
-        ("4x1x1", torus::block::small([4, 1, 1]), false),
-        (
-            "2x2x2 v2",
-            TorusConfig::new([2, 2, 2], 2, link).unwrap(),
-            false,
-        ),
-    ];
-    let cases = with_soak_tori(cases);
-    for (name, cfg, twisted) in cases {
-        let wiring = if twisted {
-            Wiring::twisted(&cfg, 1)
-        } else {
-            Wiring::identity(&cfg)
-        };
+    for (name, cfg, wiring) in cycle_model_tori() {
         let mut d = driver(&cfg, &wiring);
         for (fp, n) in [(false, 1), (true, 9), (false, 90)] {
             let values: Vec<Vec<u32>> = (0..cfg.chips())
