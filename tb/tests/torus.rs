@@ -494,15 +494,10 @@ fn first_difference<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what:
 /// pattern of `sim torus` (uniform, transpose, neighbor), or all to chip 0
 /// (hotspot: every chip's packets compete for one ejection port).
 fn pattern_dest(cfg: &TorusConfig, pattern: &str, src: usize, rng: &mut ChaCha8Rng) -> [u32; 3] {
-    let [x, y, z] = cfg.coords(src);
-    let dims = cfg.dims();
     match pattern {
-        "uniform" => cfg.coords(rng.gen_range(0..cfg.chips())),
-        "transpose" if dims[0] == dims[1] => [y, x, z],
-        "transpose" => cfg.coords(cfg.chips() - 1 - src),
-        "neighbor" => [(x + 1) % dims[0], y, z],
         "hotspot" => [0, 0, 0],
-        other => panic!("no traffic pattern {other}"),
+        _ => sim::drivers::torus::traffic_destination(cfg, pattern, src, rng)
+            .unwrap_or_else(|| panic!("no traffic pattern {pattern}")),
     }
 }
 

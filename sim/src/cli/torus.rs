@@ -11,7 +11,7 @@ use config::{Packet, TorusConfig, Wiring};
 use matrix::Array;
 use rand::{Rng, SeedableRng};
 use sim::drivers::ici::Faults;
-use sim::drivers::torus::TorusDriver;
+use sim::drivers::torus::{traffic_destination, TorusDriver};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
@@ -190,18 +190,6 @@ pub fn run_allreduce(args: &AllReduceArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The destination of packet `i` of logical chip `src` under `pattern`.
-fn destination(cfg: &TorusConfig, pattern: &str, src: usize, rng: &mut impl Rng) -> [u32; 3] {
-    let [x, y, z] = cfg.coords(src);
-    let dims = cfg.dims();
-    match pattern {
-        "uniform" => cfg.coords(rng.gen_range(0..cfg.chips())),
-        "transpose" if dims[0] == dims[1] => [y, x, z],
-        "transpose" => cfg.coords(cfg.chips() - 1 - src),
-        _ => [(x + 1) % dims[0], y, z],
-    }
-}
-
 pub fn run_torus(args: &TorusArgs) -> Result<(), Failure> {
     if !["uniform", "transpose", "neighbor"].contains(&args.traffic.as_str()) {
         return Err(bad(format!(
@@ -254,7 +242,8 @@ pub fn traffic(
                         }
                     }
                     let p = Packet {
-                        dest: destination(cfg, pattern, src, &mut rng),
+                        dest: traffic_destination(cfg, pattern, src, &mut rng)
+                            .expect("the pattern was checked"),
                         tag: 0,
                         payload: (src as u32) << 20 | i as u32,
                     };

@@ -55,6 +55,28 @@ impl From<SimError> for TorusError {
     }
 }
 
+/// The destination of a packet from logical chip `src` under a traffic
+/// pattern of `sim torus`: `uniform` (any chip, drawn from `rng`),
+/// `transpose` (x and y swapped when X = Y, else the chip at the mirrored
+/// index) or `neighbor` (one step up in X, wrapping); `None` for another
+/// name.
+pub fn traffic_destination(
+    cfg: &TorusConfig,
+    pattern: &str,
+    src: usize,
+    rng: &mut impl rand::Rng,
+) -> Option<[u32; 3]> {
+    let [x, y, z] = cfg.coords(src);
+    let dims = cfg.dims();
+    Some(match pattern {
+        "uniform" => cfg.coords(rng.gen_range(0..cfg.chips())),
+        "transpose" if dims[0] == dims[1] => [y, x, z],
+        "transpose" => cfg.coords(cfg.chips() - 1 - src),
+        "neighbor" => [(x + 1) % dims[0], y, z],
+        _ => return None,
+    })
+}
+
 /// One delivery: the packet and the cycle its destination took it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Delivery {
