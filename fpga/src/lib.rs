@@ -86,34 +86,43 @@ pub fn report_presets(
         }
         let presets = block.presets().into_iter().filter(|p| p.fpga_report);
         for preset in presets.take(if quick { 1 } else { usize::MAX }) {
-            let any = preset.config.config_any();
-            if let Some(c) = any.downcast_ref::<MxuConfig>() {
-                designs.push(FlowDesign::Mxu(
+            match flow_design(block.name(), preset.config.as_ref()) {
+                Some(FlowDesign::Mxu(c)) => designs.push(FlowDesign::Mxu(
                     MxuConfig::with_acc_rows(c.rows(), c.cols(), c.dtype(), acc_rows)
                         .map_err(|e| e.to_string())?,
-                ));
-            } else if let Some(c) = any.downcast_ref::<VpuConfig>() {
-                designs.push(FlowDesign::Vpu(*c));
-            } else if let Some(c) = any.downcast_ref::<IciConfig>() {
-                designs.push(FlowDesign::Ici(*c));
-            } else if let Some(c) = any.downcast_ref::<SparseCoreConfig>() {
-                designs.push(FlowDesign::SparseCore(*c));
-            } else if let Some(c) = any.downcast_ref::<TensorCoreConfig>() {
-                designs.push(FlowDesign::TensorCore(*c));
-            } else if let (Some(c), "torus-node") =
-                (any.downcast_ref::<TorusConfig>(), block.name())
-            {
-                designs.push(FlowDesign::TorusNode(*c));
-            } else {
-                notes.push(format!(
+                )),
+                Some(d) => designs.push(d),
+                None => notes.push(format!(
                     "{} preset {}: not built (the FPGA flows do not take this block yet).",
                     block.name(),
                     preset.name
-                ));
+                )),
             }
         }
     }
     Ok((designs, notes))
+}
+
+/// The flow design of a configured block `block` (a registry name), or
+/// `None` for a block the flows do not take. The torus block is its nodes'
+/// network, so only `torus-node` is built.
+pub fn flow_design(block: &str, configured: &dyn hw::Configured) -> Option<FlowDesign> {
+    let any = configured.config_any();
+    if let Some(c) = any.downcast_ref::<MxuConfig>() {
+        Some(FlowDesign::Mxu(*c))
+    } else if let Some(c) = any.downcast_ref::<VpuConfig>() {
+        Some(FlowDesign::Vpu(*c))
+    } else if let Some(c) = any.downcast_ref::<IciConfig>() {
+        Some(FlowDesign::Ici(*c))
+    } else if let Some(c) = any.downcast_ref::<SparseCoreConfig>() {
+        Some(FlowDesign::SparseCore(*c))
+    } else if let Some(c) = any.downcast_ref::<TensorCoreConfig>() {
+        Some(FlowDesign::TensorCore(*c))
+    } else if let (Some(c), "torus-node") = (any.downcast_ref::<TorusConfig>(), block) {
+        Some(FlowDesign::TorusNode(*c))
+    } else {
+        None
+    }
 }
 
 /// The parts of `--quick`: the smallest of each family.

@@ -1,5 +1,7 @@
 //! `fpga report`: every preset through every FPGA flow, plus the largest int8
 //! MXU, the largest VPUs and the SparseCore with the most tiles per part; writes `report.json` and `report.md`.
+//! `fpga flow`: one configuration of one block on chosen parts (what a user
+//! sizing a design for a board runs), with the report's flows and fit rules.
 
 use clap::{Args, Parser, Subcommand};
 use fpga::flow::{self, FlowEnv};
@@ -25,6 +27,36 @@ struct Cli {
 enum Cmd {
     /// Synthesise (and place and route) every preset for every part; write report.json and report.md.
     Report(ReportArgs),
+    /// Synthesise one configuration of one block (placed and routed with --pnr where the family has it) on the given parts; print its table row per part.
+    Flow(FlowArgs),
+}
+
+#[derive(Args)]
+struct FlowArgs {
+    /// The block (a `gen --block` name, e.g. vpu).
+    #[arg(long)]
+    block: String,
+    /// A saved configuration of the block (TOML, as `gen --config` reads); keys it leaves out take the defaults.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// One parameter of the configuration, e.g. `lanes=16` or `units=int32` (repeatable; overrides --config).
+    #[arg(long = "param", value_name = "KEY=VALUE")]
+    params: Vec<String>,
+    /// The parts (comma-separated names, e.g. xc7a100t,ecp5-85f).
+    #[arg(long, value_delimiter = ',', required = true)]
+    parts: Vec<String>,
+    /// Place and route too (iCE40 and ECP5; the 7-series parts have synthesis estimates only).
+    #[arg(long)]
+    pnr: bool,
+    /// Output folder (the flow's files go in <out>/<design>/<part>/).
+    #[arg(long, default_value = "build/fpga")]
+    out: PathBuf,
+    /// Kill a tool run after this many seconds.
+    #[arg(long, default_value_t = 1800)]
+    tool_timeout: u64,
+    /// Rerun the flow even if a finished run of the same inputs and tools is in the output folder.
+    #[arg(long)]
+    fresh: bool,
 }
 
 #[derive(Args)]
@@ -68,13 +100,107 @@ struct ReportArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Cmd::Report(args) => match report(&args) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(2)
-            }
+        Cmd::Report(args) => report(&args),
+        Cmd::Flow(args) => flow(&args),
+    }
+    .map_or_else(
+        |e| {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
         },
+        |()| ExitCode::SUCCESS,
+    )
+}
+
+/// The parts called `names`; the error names the known ones.
+fn parts_named(names: &[String]) -> Result<Vec<&'static Part>, String> {
+    names
+        .iter()
+        .map(|n| {
+            fpga::parts::part(n).ok_or_else(|| {
+                let all: Vec<_> = PARTS.iter().map(|p| p.name).collect();
+                format!("unknown part '{n}' (expected one of: {})", all.join(", "))
+            })
+        })
+        .collect()
+}
+
+/// Each tool's version line, by program name, for the tools `parts` need.
+fn tool_versions(parts: &[&'static Part]) -> std::collections::BTreeMap<String, String> {
+    flow::tools_for(parts)
+        .into_iter()
+        .map(|t| {
+            (
+                t.program().to_string(),
+                tools::version(t).unwrap_or_else(|| "not found".into()),
+            )
+        })
+        .collect()
+}
+
+/// `KEY=VALUE` as a TOML entry: the value as TOML (`16`, `true`), else as a string (`int32`).
+fn param_entry(text: &str) -> Result<(String, toml::Value), String> {
+    let (key, value) = text
+        .split_once('=')
+        .filter(|(k, v)| !k.trim().is_empty() && !v.trim().is_empty())
+        .ok_or_else(|| format!("--param '{text}': expected KEY=VALUE, e.g. lanes=16"))?;
+    let value = value.trim();
+    let parsed = format!("v = {value}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.to_string()));
+    Ok((key.trim().to_string(), parsed))
+}
+
+fn flow(args: &FlowArgs) -> Result<(), String> {
+    let block = gen::find_block(&args.block)?;
+    let mut table = block.default_table();
+    if let Some(path) = &args.config {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
+        let file = text.parse::<toml::Table>().map_err(|e| {
+            format!(
+                "config {}: {}",
+                path.display(),
+                config::one_line(&e.to_string())
+            )
+        })?;
+        table.extend(file);
+    }
+    for p in &args.params {
+        let (key, value) = param_entry(p)?;
+        table.insert(key, value);
+    }
+    let configured = block.configure(&table)?;
+    let design = fpga::flow_design(block.name(), configured.as_ref()).ok_or_else(|| {
+        format!(
+            "the FPGA flows do not take the {} block (its nodes are `torus-node`)",
+            block.name()
+        )
+    })?;
+    let parts = parts_named(&args.parts)?;
+    tools::ensure_installed(&flow::tools_for(&parts))?;
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
+    let mut env = FlowEnv::new(args.out.clone(), 1, Duration::from_secs(args.tool_timeout));
+    env.reuse = !args.fresh;
+    env.tool_versions = tool_versions(&parts);
+    let runner = Runner::new(env);
+    println!(
+        "fpga flow: {} {} on {}",
+        block.name(),
+        configured.describe(),
+        args.parts.join(", ")
+    );
+    let results: Vec<_> = parts
+        .iter()
+        .map(|part| runner.flow(design, part, args.pnr))
+        .collect();
+    println!("\n{}", fpga::report::flow_table(&results, true));
+    match results.iter().find_map(|r| r.error.as_ref()) {
+        Some(e) => Err(format!("a flow failed: {e}")),
+        None => Ok(()),
     }
 }
 
@@ -99,15 +225,7 @@ fn report(args: &ReportArgs) -> Result<(), String> {
     } else if part_names.is_empty() {
         PARTS.iter().collect()
     } else {
-        part_names
-            .iter()
-            .map(|n| {
-                fpga::parts::part(n).ok_or_else(|| {
-                    let all: Vec<_> = PARTS.iter().map(|p| p.name).collect();
-                    format!("unknown part '{n}' (expected one of: {})", all.join(", "))
-                })
-            })
-            .collect::<Result<_, _>>()?
+        parts_named(part_names)?
     };
     for b in blocks {
         gen::find_block(b)?;
@@ -116,13 +234,7 @@ fn report(args: &ReportArgs) -> Result<(), String> {
     let (configs, flowless) = fpga::report_presets(quick, acc_rows, blocks)?;
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     tools::ensure_installed(&flow::tools_for(&parts))?;
-    let mut versions = std::collections::BTreeMap::new();
-    for t in flow::tools_for(&parts) {
-        versions.insert(
-            t.program().to_string(),
-            tools::version(t).unwrap_or_else(|| "not found".into()),
-        );
-    }
+    let versions = tool_versions(&parts);
     let jobs = jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
         .max(1);
@@ -251,7 +363,9 @@ fn report(args: &ReportArgs) -> Result<(), String> {
 /// The command that reproduces this report (options left at their defaults omitted).
 fn command_line(a: &ReportArgs) -> String {
     let defaults = Cli::parse_from(["fpga", "report"]);
-    let Cmd::Report(d) = defaults.command;
+    let Cmd::Report(d) = defaults.command else {
+        unreachable!("parsed as a report")
+    };
     let mut c = "cargo run --release -p fpga -- report".to_string();
     if a.quick {
         c.push_str(" --quick");

@@ -1,0 +1,98 @@
+//! `fpga flow` from the command line: one configuration of one block through
+//! the synthesis flow of a part, and one clear error line (exit 2) for every
+//! kind of bad input.
+
+use std::process::{Command, Output};
+
+fn fpga(args: &[&str], out: &std::path::Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fpga"))
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .expect("the fpga binary runs")
+}
+
+#[test]
+fn a_small_mxu_synthesises_for_artix7_and_the_table_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = [
+        "flow",
+        "--block",
+        "mxu",
+        "--param",
+        "rows=2",
+        "--param",
+        "cols=1",
+        "--param",
+        "acc_rows=2",
+        "--parts",
+        "xc7a35t",
+    ];
+    let o = fpga(&args, tmp.path());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("| xc7a35t |"))
+        .unwrap_or_else(|| panic!("no table row for the part in:\n{stdout}"));
+    assert!(row.contains("yes (estimate)"), "{row}");
+    assert!(tmp
+        .path()
+        .join("mxu_int8_2x1_acc2/xc7a35t/stat.json")
+        .is_file());
+}
+
+#[test]
+fn bad_input_gets_one_error_line_and_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["--block", "nope", "--parts", "xc7a35t"],
+            "unknown block 'nope'",
+        ),
+        (
+            &["--block", "vpu", "--param", "lanes=3", "--parts", "xc7a35t"],
+            "power of two",
+        ),
+        (
+            &["--block", "vpu", "--param", "lanes", "--parts", "xc7a35t"],
+            "expected KEY=VALUE",
+        ),
+        (
+            &["--block", "vpu", "--param", "bogus=1", "--parts", "xc7a35t"],
+            "unknown field `bogus`",
+        ),
+        (&["--block", "vpu", "--parts", "xc9"], "unknown part 'xc9'"),
+        (
+            &["--block", "torus", "--parts", "xc7a35t"],
+            "do not take the torus block",
+        ),
+        (
+            &[
+                "--block",
+                "vpu",
+                "--config",
+                "/no/such.toml",
+                "--parts",
+                "xc7a35t",
+            ],
+            "cannot read config",
+        ),
+    ];
+    for (args, want) in cases {
+        let mut all = vec!["flow"];
+        all.extend_from_slice(args);
+        let o = fpga(&all, tmp.path());
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+    // Nothing was written for any of them.
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
