@@ -45,10 +45,7 @@ fn check(
     assert_eq!(got.activations.len(), want.activations.len(), "{what}");
     assert_eq!(got.invalid, want.invalid, "{what}: invalid count");
     if let HbmBehaviour::Fixed(latency) = hbm {
-        let timing = Timing {
-            hbm_latency: latency,
-            hbm_inflight: d.config().hbm_inflight(),
-        };
+        let timing = Timing::of(d.config(), latency);
         let model = forward_cycles(p, rows, dim, batch, timing);
         assert_eq!(got.cycles, model.cycles, "{what}: cycles");
         assert_eq!(got.words_read, model.words_read, "{what}: HBM words");
@@ -93,10 +90,7 @@ fn check_update(
     // Each updated row written once, whatever the HBM does.
     assert_eq!(got.rows_written, want.rows_written, "{what}: rows written");
     if let HbmBehaviour::Fixed(latency) = hbm {
-        let timing = Timing {
-            hbm_latency: latency,
-            hbm_inflight: d.config().hbm_inflight(),
-        };
+        let timing = Timing::of(d.config(), latency);
         let model = update_cycles(p, rows, dim, batch, timing);
         assert_eq!(got.words_read, model.words_read, "{what}: HBM words read");
         assert_eq!(
