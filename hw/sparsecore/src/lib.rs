@@ -65,11 +65,16 @@
 //! bank order, combined as E - lr x U by the tile's eight lanes, rotated
 //! back and written to HBM with a lane mask (so neighbouring rows sharing a
 //! word are not touched) through a write queue that holds a whole row. The
-//! next id's reads wait until the row's writes are out, so a row that shares
-//! a word with the previous one reads it updated; the tiles take turns, so
-//! the one activation-buffer read port and the write queue are never
-//! contended. Update throughput is therefore latency-bound (one row's read
-//! latency per id).
+//! lane mask alone keeps neighbouring rows sharing a word apart (each row is
+//! written once, and a read of a shared word uses only its own row's lanes);
+//! the next id's reads still wait until the row's writes are out, because
+//! that is what bounds the write queue to one row under HBM write
+//! backpressure. The tiles take turns, so the one activation-buffer read
+//! port and the write queue are never contended; running them in parallel
+//! would gain little, since the stream delivers tile t + 1's list only after
+//! tile t's (the overlap is one queue's worth of entries per tile), while
+//! each id pays one row's read latency. Update throughput is therefore
+//! latency-bound.
 //!
 //! # Interface
 //!
@@ -981,13 +986,17 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     // --------------------------------------------------------- fold unit
     let s1_fold = m.reg_reset("s1_fold", Ty::BOOL, 0);
     let s1_fold_first = m.reg("s1_fold_first", Ty::BOOL);
-    let s1_fold_tile = m.reg("s1_fold_tile", Ty::u(tb));
     let s1_fold_addr = m.reg("s1_fold_addr", Ty::u(aw));
     m.set_next(s1_fold, folding);
     m.set_next(s1_fold_first, fold_tile.q().is_eq(0));
-    m.set_next(s1_fold_tile, fold_tile.q());
     m.set_next(s1_fold_addr, ctr_word);
-    let p_word = m.wire("fold_psum", select(s1_fold_tile.q(), &psums));
+    let p_word = if tiles == 1 {
+        m.wire("fold_psum", psums[0])
+    } else {
+        let s1_fold_tile = m.reg("s1_fold_tile", Ty::u(tb));
+        m.set_next(s1_fold_tile, fold_tile.q());
+        m.wire("fold_psum", select(s1_fold_tile.q(), &psums))
+    };
     let zero32 = m.lit(Ty::u(32), 0);
     let mut folded = Vec::new();
     for b in 0..lanes {
