@@ -33,8 +33,9 @@
 //!   entry with an id or sample out of bounds is dropped and counted; a valid
 //!   entry requests the HBM words of its row (element id x D of the
 //!   row-major table onward, so a row may start and end inside a word), one
-//!   word per grant. A response is rotated so that element d lands in bank
-//!   d mod 8, and the tile adds mul32(g, E) to each covered bank in a
+//!   word per grant. A response is rotated (once, before it is routed: one
+//!   arrives per cycle) so that element d lands in bank d mod 8, and the
+//!   tile adds mul32(g, E) to each covered bank in a
 //!   read-modify-write on a write-first port (back-to-back updates of one
 //!   word see each other).
 //! - **Arbiter and tag FIFO.** One HBM read channel: each cycle the
@@ -54,18 +55,17 @@
 //! ceil(`max_dim` / 8) words.
 //!
 //! Throughput: the HBM channel, one word per cycle, is the limit; with
-//! several tiles requesting, one tile's list end (its queue running dry
-//! while the stream refills the next tile's, its last responses, its fold)
-//! overlaps with the next tiles' walks.
+//! several tiles requesting, one tile's list end (the stream moving on to
+//! the next tile's list, the tile's last responses, its fold) overlaps with
+//! the next tiles' walks.
 //!
 //! An update runs tile by tile on the same hardware, one id at a time:
 //! the id's gradient rows are combined into U (words 0 .. ceil(D/8) - 1 of
 //! the tile's scratchpad, one word per cycle, read from the activation
 //! buffer), then the id's table row is read from HBM, each word rotated into
 //! bank order, combined as E - lr x U by the tile's eight lanes, rotated
-//! back and written to HBM with a lane mask (so neighbouring rows sharing a
-//! word are not touched) through a write queue that holds a whole row. The
-//! lane mask alone keeps neighbouring rows sharing a word apart (each row is
+//! back and written to HBM with a lane mask through a write queue that holds
+//! a whole row. The lane mask alone keeps neighbouring rows sharing a word apart (each row is
 //! written once, and a read of a shared word uses only its own row's lanes);
 //! the next id's reads still wait until the row's writes are out, because
 //! that is what bounds the write queue to one row under HBM write
