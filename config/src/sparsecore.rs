@@ -1,5 +1,6 @@
 //! The SparseCore's configuration: tiles, the largest row and batch its
-//! scratchpads hold, its entry queue and how many HBM reads it keeps in flight.
+//! scratchpads hold, its tiles' entry queues and how many HBM reads it keeps
+//! in flight.
 //!
 //! The table's shape (V rows of D elements) and the batch size are run-time
 //! inputs of the block, bounded here by `max_dim` and `max_batch`: one model
@@ -17,8 +18,8 @@ pub const MAX_TILES: u32 = 16;
 pub const MAX_DIM: u32 = 1024;
 /// The largest batch the scratchpads hold, in samples.
 pub const MAX_BATCH: u32 = 4096;
-/// Entry queue depth: a power of two in this range (from 4 on, a host that
-/// pushes whenever the queue has room keeps up with the sequencer).
+/// Entry queue depth per tile: a power of two in this range (from 4 on, a
+/// host that pushes whenever the queue has room keeps up with a tile).
 pub const QUEUE_DEPTH_RANGE: std::ops::RangeInclusive<u32> = 4..=1024;
 /// HBM reads in flight: a power of two in this range (the block's request
 /// bookkeeping is a first-word fall-through FIFO, which sustains one word per
@@ -151,7 +152,8 @@ impl SparseCoreConfig {
         self.max_batch
     }
 
-    /// Entries the entry queue holds; the host stalls when it is full.
+    /// Entries each tile's entry queue holds; the host stalls when the
+    /// current tile's is full.
     pub fn queue_depth(&self) -> u32 {
         self.queue_depth
     }
@@ -195,7 +197,7 @@ impl SparseCoreConfig {
         dim.div_ceil(WORD_ELEMS)
     }
 
-    /// Words of each scratchpad buffer (partial sums, activations):
+    /// Words of each scratchpad buffer (a tile's partial sums, the activations):
     /// `max_batch` x ceil(`max_dim` / 8).
     pub fn scratchpad_words(&self) -> u32 {
         self.max_batch * Self::words_per_row(self.max_dim)

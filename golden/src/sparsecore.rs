@@ -126,6 +126,19 @@ pub struct Timing {
     pub hbm_latency: u32,
     /// Reads the block keeps outstanding at most.
     pub hbm_inflight: u32,
+    /// Entries each tile's queue holds.
+    pub queue_depth: u32,
+}
+
+impl Timing {
+    /// The block `cfg` with an HBM of fixed latency `hbm_latency`.
+    pub fn of(cfg: &config::SparseCoreConfig, hbm_latency: u32) -> Timing {
+        Timing {
+            hbm_latency,
+            hbm_inflight: cfg.hbm_inflight(),
+            queue_depth: cfg.queue_depth(),
+        }
+    }
 }
 
 /// What the cycle model predicts for one forward pass.
@@ -138,20 +151,46 @@ pub struct ForwardCycles {
     pub words_read: u64,
 }
 
+/// HBM words covering a row of `dim` elements starting at element `first`.
+fn row_words(first: u64, dim: u32) -> u64 {
+    (first + u64::from(dim) - 1) / 8 - first / 8 + 1
+}
+
+/// One tile in the forward cycle model.
+#[derive(Default)]
+struct TileWalk {
+    /// Entries in the queue with the cycle each was pushed; `None` is the
+    /// marker.
+    queue: std::collections::VecDeque<(Option<crate::sparsecore_host::Entry>, u64)>,
+    /// Words of the head entry already granted.
+    granted: u64,
+    /// The cycle the marker was taken.
+    marker: Option<u64>,
+    /// The cycle of the tile's last response.
+    last_response: Option<u64>,
+}
+
 /// The SparseCore's timing contract (`sparsecore` crate docs, "Protocol and
 /// timing contract") for a forward pass, with HBM always ready and answering
-/// every read exactly `hbm_latency` cycles after it, and a host that keeps the
-/// entry queue from running dry.
+/// every read exactly `hbm_latency` cycles after it, and a host that pushes
+/// the stream (each tile's entries, then a marker) whenever the block takes
+/// it.
 ///
-/// One sequencer walks the tiles in order. Clearing the partial sums takes
-/// S = B x ceil(D/8) cycles (cycles 1 ..= S). In a walk, every cycle takes
-/// one step: a marker ends the walk, an entry with an id outside the table
-/// is skipped, a valid entry issues the words its row covers, one per cycle,
-/// a word waiting while `hbm_inflight` reads are outstanding (a read answered
-/// in cycle r no longer counts from cycle r + 1). The fold starts 2 cycles
-/// after the marker, or 3 cycles after the tile's last response when that is
-/// later, and lasts S cycles; then the next walk starts, or after the last
-/// tile the pass ends one cycle later (the last fold write).
+/// Cycle by cycle from the start (cycle 0): the host pushes the next item of
+/// the stream into its tile's queue if that queue holds fewer than
+/// `queue_depth` items (an item leaving in a cycle frees its slot the cycle
+/// after); an item pushed in cycle c can be at the head from cycle c + 2.
+/// Clearing takes cycles 1 ..= S, S = B x ceil(D/8). From cycle S + 1 each
+/// tile looks at its head once per cycle: a marker ends its walk, an entry
+/// out of bounds is dropped, a valid entry requests its next word. Of the
+/// requesting tiles, the lowest-numbered at or above the round-robin pointer
+/// (else the lowest-numbered) gets the read, if fewer than `hbm_inflight`
+/// reads are outstanding (a read answered in cycle r no longer counts from
+/// cycle r + 1); the pointer moves past it, and the entry leaves with its
+/// last word. Tile t is finished at fin_t = max(marker + 1, last response +
+/// 2); its fold starts at f_t = max(fin_t, g_t) + 1 with g_0 = S + 1 and
+/// g_t = f_(t-1) + S, and lasts S cycles; the pass ends one cycle after the
+/// last fold's last read (its write).
 pub fn forward_cycles(
     prepared: &Prepared,
     rows: u32,
@@ -161,45 +200,93 @@ pub fn forward_cycles(
 ) -> ForwardCycles {
     let latency = u64::from(timing.hbm_latency);
     let inflight = timing.hbm_inflight as usize;
+    let depth = timing.queue_depth as usize;
     let span = u64::from(batch) * u64::from(dim.div_ceil(8));
-    let mut t = span + 1;
+    let n_tiles = prepared.tiles.len();
+    // The stream, in order: (tile, entry or marker).
+    let stream: Vec<(usize, Option<crate::sparsecore_host::Entry>)> = prepared
+        .tiles
+        .iter()
+        .enumerate()
+        .flat_map(|(t, entries)| {
+            entries
+                .iter()
+                .map(move |&e| (t, Some(e)))
+                .chain(std::iter::once((t, None)))
+        })
+        .collect();
+    let mut tiles: Vec<TileWalk> = (0..n_tiles).map(|_| TileWalk::default()).collect();
+    let mut next = 0;
     let mut outstanding: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
+    let mut pointer = 0;
     let mut words_read = 0;
-    let mut end = 0;
-    for (i, entries) in prepared.tiles.iter().enumerate() {
-        let mut last_response = None;
-        for e in entries {
-            if !id_in_table(e.id, rows) || e.sample >= batch {
-                t += 1;
-                continue;
+    let mut c = 0u64;
+    while tiles.iter().any(|t| t.marker.is_none()) {
+        // The host: one push per cycle into the current tile's queue.
+        if let Some(&(t, item)) = stream.get(next) {
+            if tiles[t].queue.len() < depth {
+                tiles[t].queue.push_back((item, c));
+                next += 1;
             }
-            let first = u64::from(e.id as u32) * u64::from(dim);
-            let words = (first + u64::from(dim) - 1) / 8 - first / 8 + 1;
-            for _ in 0..words {
-                let mut c = t;
-                // Reads answered before cycle c no longer count.
-                while outstanding.front().is_some_and(|&r| r < c) {
-                    outstanding.pop_front();
+        }
+        if c > span {
+            let mut requests = Vec::new();
+            for (i, tile) in tiles.iter_mut().enumerate() {
+                if tile.marker.is_some() {
+                    continue;
                 }
-                if outstanding.len() == inflight {
-                    c = outstanding.pop_front().expect("full") + 1;
+                let head = match tile.queue.front() {
+                    Some(&(item, pushed)) if pushed + 2 <= c => item,
+                    _ => continue,
+                };
+                match head {
+                    None => {
+                        tile.queue.pop_front();
+                        tile.marker = Some(c);
+                    }
+                    Some(e) if !id_in_table(e.id, rows) || e.sample >= batch => {
+                        tile.queue.pop_front();
+                    }
+                    Some(_) => requests.push(i),
                 }
+            }
+            while outstanding.front().is_some_and(|&r| r < c) {
+                outstanding.pop_front();
+            }
+            if outstanding.len() < inflight && !requests.is_empty() {
+                let g = requests
+                    .iter()
+                    .copied()
+                    .find(|&i| i >= pointer)
+                    .unwrap_or(requests[0]);
+                pointer = (g + 1) % n_tiles;
                 let r = c + latency;
                 outstanding.push_back(r);
-                last_response = Some(r);
                 words_read += 1;
-                t = c + 1;
+                let tile = &mut tiles[g];
+                tile.last_response = Some(r);
+                tile.granted += 1;
+                let e = tile.queue.front().expect("a requesting tile has a head").0;
+                let e = e.expect("a requesting head is an entry");
+                if tile.granted == row_words(u64::from(e.id as u32) * u64::from(dim), dim) {
+                    tile.queue.pop_front();
+                    tile.granted = 0;
+                }
             }
         }
-        let marker = t;
-        let fold = match last_response {
-            Some(r) => (marker + 2).max(r + 3),
-            None => marker + 2,
+        c += 1;
+    }
+    let mut ready = span + 1;
+    let mut end = 0;
+    for tile in &tiles {
+        let marker = tile.marker.expect("every tile took its marker");
+        let finished = match tile.last_response {
+            Some(r) => (marker + 1).max(r + 2),
+            None => marker + 1,
         };
-        t = fold + span;
-        if i + 1 == prepared.tiles.len() {
-            end = fold + span + 1;
-        }
+        let fold = finished.max(ready) + 1;
+        ready = fold + span;
+        end = fold + span + 1;
     }
     ForwardCycles {
         cycles: end,
@@ -244,13 +331,15 @@ fn issue_reads(
 }
 
 /// The SparseCore's timing contract for an update pass (`sparsecore` crate
-/// docs), with HBM always ready, a fixed `hbm_latency` and a host that keeps
-/// the entry queue from running dry.
+/// docs), with HBM always ready, a fixed `hbm_latency` and a host that
+/// pushes whenever the block takes the stream.
 ///
-/// There is no clear: the walk starts in cycle 1, but the first entry, pushed
-/// in the start's cycle, reaches the head of the queue in cycle 2, so the
-/// first step is in cycle 2. A marker takes one cycle (after
-/// the last tile's, the pass ends); an entry with an id outside the table
+/// The tiles walk one after another, each from the cycle after the previous
+/// one took its marker; a tile's entries are pushed while the tiles before
+/// it work, so its queue never runs dry. There is no clear: tile 0 walks
+/// from cycle 1, but the first entry, pushed in the start's cycle, reaches
+/// the head of its queue in cycle 2, so the first step is in cycle 2. A
+/// marker takes one cycle (after the last tile's, the pass ends); an entry with an id outside the table
 /// one cycle. An id's first entry takes one cycle, then every entry of the
 /// id ceil(D/8) cycles (its gradient row into U) and one more (looking at
 /// the next entry). Then the id's row is read, one word per cycle under the
@@ -286,10 +375,9 @@ pub fn update_cycles(
                 t += chunks + 1;
                 k += 1;
             }
-            let first = u64::from(e.id as u32) * u64::from(dim);
-            let row_words = (first + u64::from(dim) - 1) / 8 - first / 8 + 1;
-            words += row_words;
-            let (after, last) = issue_reads(t, row_words, latency, inflight, &mut outstanding);
+            let words_of_row = row_words(u64::from(e.id as u32) * u64::from(dim), dim);
+            words += words_of_row;
+            let (after, last) = issue_reads(t, words_of_row, latency, inflight, &mut outstanding);
             t = (after + 1).max(last + 5);
         }
         // The marker.

@@ -181,3 +181,60 @@ fn update_writes_each_touched_row_once_and_keeps_the_others_bit_for_bit() {
     // A -0 gradient element: U = +0 + -0 = +0, and 1 - 0.5 * 0 = 1.
     assert_eq!(u.table[5], ONE);
 }
+
+/// The benchmark's workload in the cycle model: 4,096 entries with
+/// Zipf-distributed ids (exponent 1.1) over 10,000 rows into a batch of 64,
+/// HBM latency 100, 128 reads in flight, 16-entry queues.
+fn zipf_workload(tiles: u32, dim: u32) -> (golden::sparsecore::ForwardCycles, usize) {
+    use golden::sparsecore::{forward_cycles, Timing};
+    use rand::{Rng, SeedableRng};
+    let rows = 10_000u32;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+    let mut cumulative = Vec::new();
+    let mut total = 0.0;
+    for k in 0..rows {
+        total += 1.0 / f64::from(k + 1).powf(1.1);
+        cumulative.push(total);
+    }
+    let n = 4096;
+    let ids: Vec<i32> = (0..n)
+        .map(|_| {
+            let x = rng.gen::<f64>() * total;
+            cumulative
+                .partition_point(|&c| c <= x)
+                .min(rows as usize - 1) as i32
+        })
+        .collect();
+    let samples: Vec<i32> = (0..n).map(|_| rng.gen_range(0..64)).collect();
+    let gains = vec![ONE; n];
+    let p = prepare(&ids, &samples, &gains, rows, 64, tiles).unwrap();
+    let timing = Timing {
+        hbm_latency: 100,
+        hbm_inflight: 128,
+        queue_depth: 16,
+    };
+    (forward_cycles(&p, rows, dim, 64, timing), p.entries)
+}
+
+#[test]
+fn forward_lookups_per_cycle_hold_as_tiles_grow() {
+    // The tiles share one HBM channel; one tile's drain and fold hide behind
+    // the next tiles' reads, so adding tiles costs at most a few percent.
+    for dim in [8, 21, 128] {
+        let (one, entries) = zipf_workload(1, dim);
+        for tiles in [2, 4, 8, 16] {
+            let (c, e) = zipf_workload(tiles, dim);
+            assert_eq!(e, entries);
+            assert!(
+                c.cycles as f64 <= one.cycles as f64 * 1.03,
+                "D={dim} T={tiles}: {} cycles, {} at T=1",
+                c.cycles,
+                one.cycles
+            );
+        }
+    }
+    // The floor: at least 0.8 of HBM peak for D = 128, T = 8.
+    let (c, entries) = zipf_workload(8, 128);
+    let use_ = (entries as f64 * 128.0 * 4.0) / (32.0 * c.cycles as f64);
+    assert!(use_ >= 0.8, "bandwidth use {use_:.3}");
+}

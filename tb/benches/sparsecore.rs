@@ -153,10 +153,7 @@ fn main() {
             *wall += start.elapsed();
             *cycles_total += run.cycles;
             let want = forward(Table::new(table, ROWS, dim), &p, BATCH);
-            let timing = Timing {
-                hbm_latency: LATENCY,
-                hbm_inflight: d.config().hbm_inflight(),
-            };
+            let timing = Timing::of(d.config(), LATENCY);
             let model = forward_cycles(&p, ROWS, dim, BATCH, timing);
             let same = want.activations == run.activations
                 && model.cycles == run.cycles
@@ -211,10 +208,7 @@ fn main() {
                 )
                 .unwrap_or_else(|e| panic!("update D = {dim}, T = {t}: {e}"));
             let want = update(Table::new(table, ROWS, dim), &p, &grad, BATCH, lr);
-            let timing = Timing {
-                hbm_latency: LATENCY,
-                hbm_inflight: d.config().hbm_inflight(),
-            };
+            let timing = Timing::of(d.config(), LATENCY);
             let model = update_cycles(&p, ROWS, dim, BATCH, timing);
             let same = want.table == run.table && model.cycles == run.cycles;
             let c = run.cycles as f64;

@@ -45,10 +45,7 @@ fn check(
     assert_eq!(got.activations.len(), want.activations.len(), "{what}");
     assert_eq!(got.invalid, want.invalid, "{what}: invalid count");
     if let HbmBehaviour::Fixed(latency) = hbm {
-        let timing = Timing {
-            hbm_latency: latency,
-            hbm_inflight: d.config().hbm_inflight(),
-        };
+        let timing = Timing::of(d.config(), latency);
         let model = forward_cycles(p, rows, dim, batch, timing);
         assert_eq!(got.cycles, model.cycles, "{what}: cycles");
         assert_eq!(got.words_read, model.words_read, "{what}: HBM words");
@@ -93,10 +90,7 @@ fn check_update(
     // Each updated row written once, whatever the HBM does.
     assert_eq!(got.rows_written, want.rows_written, "{what}: rows written");
     if let HbmBehaviour::Fixed(latency) = hbm {
-        let timing = Timing {
-            hbm_latency: latency,
-            hbm_inflight: d.config().hbm_inflight(),
-        };
+        let timing = Timing::of(d.config(), latency);
         let model = update_cycles(p, rows, dim, batch, timing);
         assert_eq!(got.words_read, model.words_read, "{what}: HBM words read");
         assert_eq!(
@@ -302,7 +296,7 @@ fn random_hbm_latency_and_backpressure_change_no_bit() {
 fn rows_of_1_5_8_21_and_128_elements_straddle_words() {
     let mut rng = tb::seed::rng_for("rows_straddle_words");
     let mut d = SparseCoreDriver::new(&small(2)).unwrap();
-    let mut wide = SparseCoreDriver::new(&cfg(1, 128, 2)).unwrap();
+    let mut wide = SparseCoreDriver::new(&cfg(3, 128, 2)).unwrap();
     for dim in [1, 5, 8, 21, 128] {
         let rows = 17;
         let table: Vec<u32> = (0..rows * dim).map(|_| value(&mut rng, 0.0)).collect();
@@ -316,7 +310,7 @@ fn rows_of_1_5_8_21_and_128_elements_straddle_words() {
         let (driver, tiles) = if dim <= 24 {
             (&mut d, 2)
         } else {
-            (&mut wide, 1)
+            (&mut wide, 3)
         };
         let p = prepare(&ids, &samples, &gains, rows, 2, tiles).unwrap();
         for hbm in [
@@ -576,6 +570,64 @@ fn forward_and_update_passes_alternate_on_one_block() {
             &grad,
             lr,
             HbmBehaviour::Fixed(latency),
+        );
+    }
+}
+
+#[test]
+fn sixteen_tiles_walk_in_parallel_for_every_row_length() {
+    // T = 16: every tile requests at once, the arbiter takes turns, and the
+    // folds follow in tile order; D = 1, 5, 8, 21 (rows straddling words),
+    // Zipf batches with padding, invalid ids and fp32 specials.
+    let mut rng = tb::seed::rng_for("sixteen_tiles");
+    let mut d = SparseCoreDriver::new(&small(16)).unwrap();
+    for dim in [1, 5, 8, 21] {
+        let rows = 70;
+        let table: Vec<u32> = (0..rows * dim).map(|_| value(&mut rng, 0.05)).collect();
+        let n = 120;
+        let ids: Vec<i32> = (0..n)
+            .map(|i| match i % 17 {
+                0 => i32::MAX,
+                1 => rows as i32 + 3,
+                _ => zipf(&mut rng, rows),
+            })
+            .collect();
+        let samples: Vec<i32> = (0..n).map(|_| rng.gen_range(0..8)).collect();
+        let gains: Vec<u32> = (0..n).map(|_| value(&mut rng, 0.05)).collect();
+        let p = prepare(&ids, &samples, &gains, rows, 8, 16).unwrap();
+        for hbm in [
+            HbmBehaviour::Fixed(2),
+            HbmBehaviour::Fixed(11),
+            HbmBehaviour::Random {
+                min: 2,
+                max: 30,
+                ready: 0.6,
+                seed: rng.gen(),
+            },
+        ] {
+            check(
+                &mut d,
+                &format!("T=16 D={dim} {hbm:?}"),
+                &table,
+                rows,
+                dim,
+                8,
+                &p,
+                hbm,
+            );
+        }
+        let grad: Vec<u32> = (0..8 * dim).map(|_| value(&mut rng, 0.02)).collect();
+        check_update(
+            &mut d,
+            &format!("update T=16 D={dim}"),
+            &table,
+            rows,
+            dim,
+            8,
+            &p,
+            &grad,
+            0x3DCC_CCCD,
+            HbmBehaviour::Fixed(5),
         );
     }
 }

@@ -31,7 +31,7 @@ impl Block for SparseCore {
     }
 
     fn description(&self) -> &'static str {
-        "embedding gather, combine and scatter-add over HBM: T tiles on one sequencer, 8-wide fp32 combine"
+        "embedding gather, combine and scatter-add over HBM: T parallel tiles, each with its scratchpad and 8-wide fp32 combine"
     }
 
     fn params(&self) -> Vec<Param> {
@@ -66,7 +66,7 @@ impl Block for SparseCore {
                 name: "queue_depth",
                 value_name: "Q",
                 kind: pow2(QUEUE_DEPTH_RANGE),
-                help: "Entry queue depth",
+                help: "Entry queue depth per tile",
             },
             Param {
                 name: "hbm_inflight",

@@ -20,46 +20,61 @@
 //!
 //! # Micro-architecture
 //!
-//! One sequencer serves the T tiles in turn, because one HBM channel delivers
-//! at most one 32-byte word per cycle and one 8-wide combine unit consumes
-//! exactly that: more tile datapaths would wait on the same channel. The
-//! tiles' entry lists arrive through one entry queue, tile 0's first, each
-//! ended by a marker entry. For each tile the sequencer
-//!
-//! 1. walks the tile's entries, issuing one HBM read per cycle for the words
-//!    that hold each row (a row of D elements starts at element id x D of the
-//!    row-major table, so it may start and end inside a word), with up to
-//!    `hbm_inflight` reads outstanding;
-//! 2. combines each response in the cycle after it arrives: the 8 lanes are
-//!    rotated so that element d goes to scratchpad bank d mod 8, each bank
-//!    adds mul32(g, E) to its partial sum (8 fp32 multiply-adds per cycle,
-//!    read-modify-write on a write-first port, so back-to-back updates of one
-//!    word see each other);
-//! 3. after the tile's marker and its last response, folds the partial-sum
-//!    scratchpad into the activation buffer word by word (A = add32(A, P),
-//!    with A read as +0.0 for tile 0) and clears the partial sums.
+//! - **Dispatcher.** The entries arrive as one stream, tile 0's list first,
+//!   each list ended by a marker entry. The dispatcher writes the stream into
+//!   the entry queue (`queue_depth` entries, marker included) of the tile
+//!   whose list it is in, moving to the next tile after each marker (back to
+//!   tile 0 after tile T-1's). `ent_ready_o` is that queue's room, so a full
+//!   queue stalls the stream and never overflows.
+//! - **Tiles** (T of them, `sparsecore_tile_*`), each with its own entry
+//!   queue, walker, partial-sum scratchpad (TileSPMEM: 8 banks of 32-bit
+//!   words, element d in bank d mod 8) and 8-wide fp32 combine unit (the
+//!   shared `hw` mul32 and add32 per lane). A tile walks its own queue: an
+//!   entry with an id or sample out of bounds is dropped and counted; a valid
+//!   entry requests the HBM words of its row (element id x D of the
+//!   row-major table onward, so a row may start and end inside a word), one
+//!   word per grant. A response is rotated (once, before it is routed: one
+//!   arrives per cycle) so that element d lands in bank d mod 8, and the
+//!   tile adds mul32(g, E) to each covered bank in a
+//!   read-modify-write on a write-first port (back-to-back updates of one
+//!   word see each other).
+//! - **Arbiter and tag FIFO.** One HBM read channel: each cycle the
+//!   round-robin arbiter grants one requesting tile, if fewer than
+//!   `hbm_inflight` reads are outstanding. The tag FIFO (`hbm_inflight` deep)
+//!   holds, per read, its tile, scratchpad word, offset, lanes and gain;
+//!   HBM answers in order, so its head routes each response to its tile.
+//! - **Fold unit.** Eight add32 lanes fold the tiles' partial sums into the
+//!   activation buffer strictly in tile order: tile t's fold starts once
+//!   tile t has finished (marker taken, every response combined) and tile
+//!   t-1's fold is done, while the other tiles keep walking. Tile 0's fold
+//!   reads A as +0.0, which also clears what an earlier pass left.
 //!
 //! The partial sums of sample s, element d live in bank d mod 8 at word
-//! s x ceil(D/8) + d div 8 of the scratchpad; the activation buffer has the
-//! same layout, 8 elements per word. Both hold `max_batch` x
+//! s x ceil(D/8) + d div 8 of each tile's scratchpad; the activation buffer
+//! has the same layout, 8 elements per word. Each holds `max_batch` x
 //! ceil(`max_dim` / 8) words.
 //!
-//! Throughput: one HBM word per cycle while a tile streams, so
-//! ceil((o + D) / 8) cycles per entry (o = id x D mod 8), one cycle per entry
-//! with an invalid id and per marker, plus per tile the drain of its last reads
-//! (HBM latency + 2 cycles) and the fold (B x ceil(D/8) cycles), plus one
-//! clear of B x ceil(D/8) cycles per pass.
+//! Throughput: the HBM channel, one word per cycle, is the limit; with
+//! several tiles requesting, one tile's list end (the stream moving on to
+//! the next tile's list, the tile's last responses, its fold) overlaps with
+//! the next tiles' walks.
 //!
-//! An update runs the same datapath the other way, one id at a time: the
-//! id's gradient rows are combined into U (scratchpad words 0 ..
-//! ceil(D/8) - 1, one word per cycle, read from the activation buffer), then
-//! the id's table row is read from HBM, each word rotated into bank order,
-//! combined as E - lr x U by the same eight lanes, rotated back and written
-//! to HBM with a lane mask (so neighbouring rows sharing a word are not
-//! touched) through a write queue that holds a whole row. The next id's
-//! reads wait until the row's writes are out, so a row that shares a word
-//! with the previous one reads it updated. Update throughput is therefore
-//! latency-bound (one row's read latency per id), not bandwidth-bound.
+//! An update runs tile by tile on the same hardware, one id at a time:
+//! the id's gradient rows are combined into U (words 0 .. ceil(D/8) - 1 of
+//! the tile's scratchpad, one word per cycle, read from the activation
+//! buffer), then the id's table row is read from HBM, each word rotated into
+//! bank order, combined as E - lr x U by the tile's eight lanes, rotated
+//! back and written to HBM with a lane mask through a write queue that holds
+//! a whole row. The lane mask alone keeps neighbouring rows sharing a word apart (each row is
+//! written once, and a read of a shared word uses only its own row's lanes);
+//! the next id's reads still wait until the row's writes are out, because
+//! that is what bounds the write queue to one row under HBM write
+//! backpressure. The tiles take turns, so the one activation-buffer read
+//! port and the write queue are never contended; running them in parallel
+//! would gain little, since the stream delivers tile t + 1's list only after
+//! tile t's (the overlap is one queue's worth of entries per tile), while
+//! each id pays one row's read latency. Update throughput is therefore
+//! latency-bound.
 //!
 //! # Interface
 //!
@@ -71,7 +86,7 @@
 //! | `start_i` | 1 | starts a pass; accepted when `busy_o` is low |
 //! | `rows_i`, `dim_i`, `batch_i` | 32, bits(max_dim), bits(max_batch) | V, D (1..=max_dim) and B (1..=max_batch), sampled at the start |
 //! | `busy_o` | 1 | a pass is running (high from the cycle after the start through the last activation write) |
-//! | `ent_valid_i`, `ent_ready_o` | 1, 1 | the entry stream into the entry queue (`queue_depth` entries) |
+//! | `ent_valid_i`, `ent_ready_o` | 1, 1 | the entry stream into the tiles' entry queues (`queue_depth` entries each) |
 //! | `ent_marker_i` | 1 | this entry ends the current tile's list (its other fields are ignored) |
 //! | `ent_id_i`, `ent_sample_i`, `ent_gain_i` | 32, bits(max_batch - 1), 32 | the entry: int32 id, sample, fp32 gain |
 //! | `hbm_rd_valid_o`, `hbm_rd_ready_i`, `hbm_rd_addr_o` | 1, 1, 28 + bits(max_dim) | a read of one 32-byte word (word address: element address div 8) |
@@ -90,40 +105,57 @@
 //!   `hbm_rsp_valid_i` cycle, at least 2 cycles after the request's
 //!   handshake (a read accepted in cycle c may be answered in cycle c + 2 or
 //!   later). Responses are always accepted: the block never has more reads
-//!   outstanding than it has room for.
+//!   outstanding than it has room for. While `hbm_rd_ready_i` is low the
+//!   read address may change (another tile may win the arbitration).
 //! - Entries may be pushed before or after `start_i`; a marker ends each of
-//!   the T tiles' lists, tile 0 first. The queue stalls the host when full.
-//! - Cycle 0 is the cycle `start_i` is accepted. Clear runs in cycles 1 ..
-//!   S, S = B x ceil(D/8); tile 0's walk starts in cycle S + 1.
-//! - In the walk, each cycle looks at the head of the queue: a marker is
-//!   taken in one cycle and ends the walk; an entry with an invalid id or
-//!   sample is taken in one cycle; a valid entry issues its words, one per
-//!   cycle, each once `hbm_rd_ready_i` is high and fewer than `hbm_inflight`
-//!   reads are outstanding. A read answered in cycle r stops counting as
-//!   outstanding in cycle r + 1; its combine writes in cycle r + 1.
-//! - The fold starts 2 cycles after the marker was taken, or 3 cycles after
-//!   the tile's last response if that is later; it reads one word per cycle
-//!   for S cycles (f .. f + S - 1) and writes each one cycle later. The next
-//!   tile's walk starts in cycle f + S; after tile T-1, `busy_o` is high
-//!   through cycle f + S and low from f + S + 1.
+//!   the T tiles' lists, tile 0 first. `ent_ready_o` is high in a cycle if the
+//!   current tile's queue holds fewer than `queue_depth` entries; an entry
+//!   pushed in cycle c reaches the head of its queue in cycle c + 2 or, if
+//!   the entry before it leaves later, the cycle after it leaves; a queue
+//!   has room again the cycle after an entry leaves.
+//! - Cycle 0 is the cycle `start_i` is accepted; S = B x ceil(D/8).
 //!
-//! - Update: no clear; the walk starts in cycle 1 (an entry pushed in the
-//!   start's cycle reaches the head of the queue in cycle 2). A marker takes one cycle
-//!   (after tile T-1's, `busy_o` is low from the next cycle); an invalid
-//!   entry one cycle; an id's first entry one cycle, then each of the id's
-//!   entries ceil(D/8) cycles (one gradient word each) plus one cycle that
-//!   looks at the next entry. Then the row's reads issue as in a forward
-//!   walk; each response's result is queued for writing in the cycle after
-//!   it, reaches `hbm_wr_valid_o` two cycles later, and the walk resumes one
-//!   cycle after the last read was issued or when the queue has been empty
-//!   for a cycle, whichever is later (5 cycles after the last response with
-//!   HBM writes always ready).
+//! Forward pass:
 //!
-//! So with HBM always ready, a fixed latency L and a host that keeps the
-//! queue from running dry (a host that pushes whenever `ent_ready_o` is high
-//! does), the cycles depend on the entry lists alone;
-//! `golden::sparsecore::forward_cycles` and `update_cycles` state them from
-//! this contract.
+//! - Clear: cycles 1 .. S zero every tile's partial sums. From cycle S + 1
+//!   every tile walks, one step per cycle on the entry at the head of its
+//!   queue (none if the queue is empty): a marker is taken and ends the
+//!   tile's walk; an entry with an invalid id or sample is taken and
+//!   counted; a valid entry requests its row's next word, and is taken when
+//!   its last word's read is accepted.
+//! - Arbitration, per cycle: if fewer than `hbm_inflight` reads are
+//!   outstanding and some tile requests, `hbm_rd_valid_o` is high for the
+//!   lowest-numbered requesting tile at or above the pointer p, or else the
+//!   lowest-numbered requesting tile; when the read is accepted the tile
+//!   moves to its next word and p becomes that tile + 1 (mod T). p is 0
+//!   at the start of a pass. A read answered in
+//!   cycle r stops counting as outstanding in cycle r + 1; its combine writes
+//!   in cycle r + 1.
+//! - Tile t is finished from the cycle after it took its marker, or 2 cycles
+//!   after its last response if that is later (fin_t).
+//! - The fold of tile t starts in cycle f_t = max(fin_t, g_t) + 1, where
+//!   g_0 = S + 1 and g_t = f_(t-1) + S; it reads one word per cycle
+//!   (f_t .. f_t + S - 1) and writes each one cycle later. After tile T-1's
+//!   fold, `busy_o` is high through cycle f_(T-1) + S and low from
+//!   f_(T-1) + S + 1.
+//!
+//! Update pass (tile by tile): no clear; tile 0 walks from cycle 1 (an entry
+//! pushed in the start's cycle reaches the head of its queue in cycle 2),
+//! tile t + 1 from the cycle after tile t took its marker; after tile T-1's
+//! marker `busy_o` is low from the next cycle. An invalid entry takes one
+//! cycle; an id's first entry one cycle, then each of the id's entries
+//! ceil(D/8) cycles (one gradient word each) plus one cycle that looks at
+//! the next entry. Then the row's reads issue as in a forward walk; each
+//! response's result is queued for writing in the cycle after it, reaches
+//! `hbm_wr_valid_o` two cycles later, and the walk resumes one cycle after
+//! the last read was issued or when the queue has been empty for a cycle,
+//! whichever is later (5 cycles after the last response with HBM writes
+//! always ready).
+//!
+//! So with HBM always ready, a fixed latency L and a host that pushes
+//! whenever `ent_ready_o` is high, the cycles depend on the entry lists
+//! alone; `golden::sparsecore::forward_cycles` and `update_cycles` state
+//! them from this contract.
 
 pub mod block;
 
@@ -138,18 +170,28 @@ use hw::{bits_for, cat, mux, Design, Expr, ModuleDef, RecordTy, Ty};
 use std::rc::Rc;
 
 hw::hw_enum! {
-    /// The sequencer's state.
-    pub enum SeqState {
+    /// The pass sequencer's state.
+    pub enum PassState {
         /// Waiting for `start_i`.
         Idle,
-        /// Zeroing the partial-sum scratchpad.
+        /// Forward: zeroing every tile's partial sums.
         Clear,
-        /// Walking the current tile's entries, issuing reads.
-        Walk,
-        /// Waiting for the tile's last responses to be combined.
-        Drain,
-        /// Adding the partial sums into the activation buffer.
+        /// Forward: tiles walking; the fold unit waits for its next tile.
+        FoldWait,
+        /// Forward: folding one tile's partial sums into the activation buffer.
         Fold,
+        /// Update: the tiles walk one after another.
+        Update,
+    }
+}
+
+hw::hw_enum! {
+    /// A tile's walker state.
+    pub enum TileState {
+        /// Walk done (marker taken), or waiting for the pass to start.
+        Idle,
+        /// Walking the tile's entries.
+        Walk,
         /// Update: adding one entry's gradient row into U, word by word.
         Accumulate,
         /// Update: deciding whether the next entry has the same id.
@@ -262,21 +304,30 @@ pub fn act_addr_bits(cfg: &SparseCoreConfig) -> u32 {
     bits_for(cfg.scratchpad_words() - 1)
 }
 
-/// One element of the combine unit: `x + (fold ? y : g * y)` in the
-/// contract's fp32 (add32 of x and either y or mul32(g, y)).
+/// One element of a tile's combine unit: add32(x, (neg ? -1 : 1) x
+/// mul32(g, y)), the contract's fp32.
 fn combine_lane(design: &mut Design) -> Rc<ModuleDef> {
     design.define("sparsecore_lane", &[], |_, m| {
-        m.doc("SparseCore combine lane: add32(x, fold ? y : (neg ? -1 : 1) x mul32(g, y))");
+        m.doc("SparseCore combine lane: add32(x, (neg ? -1 : 1) x mul32(g, y))");
         let x = m.input("x_i", Ty::u(32));
         let y = m.input("y_i", Ty::u(32));
         let g = m.input("g_i", Ty::u(32));
-        let fold = m.input("fold_i", Ty::BOOL);
         let neg = m.input("neg_i", Ty::BOOL);
         let product = fp32_mul_logic(m, g, y);
         // sub32(x, p) is add32(x, -p): the sign flip, as the contract defines it.
-        let signed = product ^ cat(&[neg, m.lit(Ty::u(31), 0)]);
-        let addend = m.wire("addend", mux(fold, y, signed));
+        let addend = m.wire("addend", product ^ cat(&[neg, m.lit(Ty::u(31), 0)]));
         let sum = fp32_add_logic(m, x, addend);
+        m.output("sum_o", sum);
+    })
+}
+
+/// One element of the fold unit: add32(a, p).
+fn fold_lane(design: &mut Design) -> Rc<ModuleDef> {
+    design.define("sparsecore_fold_lane", &[], |_, m| {
+        m.doc("SparseCore fold lane: add32(a, p)");
+        let a = m.input("a_i", Ty::u(32));
+        let p = m.input("p_i", Ty::u(32));
+        let sum = fp32_add_logic(m, a, p);
         m.output("sum_o", sum);
     })
 }
@@ -291,25 +342,33 @@ pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
         ("hbm_inflight", cfg.hbm_inflight().to_string()),
     ];
     let cfg = *cfg;
-    let entry = entry_ty(&cfg);
-    let meta = meta_ty(&cfg);
-    let entry_fifo = fifo(design, entry.ty(), cfg.queue_depth(), FifoMode::Fwft);
-    let meta_fifo = fifo(design, meta.ty(), cfg.hbm_inflight(), FifoMode::Fwft);
-    let write = write_ty(&cfg);
-    let write_fifo = fifo(design, write.ty(), max_row_words(&cfg), FifoMode::Fwft);
-    let lane = combine_lane(design);
+    let types = Types {
+        entry: entry_ty(&cfg),
+        tag: tag_ty(&cfg),
+        write: write_ty(&cfg),
+    };
+    let tag_fifo = fifo(design, types.tag.ty(), cfg.hbm_inflight(), FifoMode::Fwft);
+    let write_fifo = fifo(
+        design,
+        types.write.ty(),
+        max_row_words(&cfg),
+        FifoMode::Fwft,
+    );
+    let tile = tile_module(design, &cfg, &types);
+    let fold = fold_lane(design);
     design.define(&top_name(&cfg), &params, |_, m| {
-        m.doc("SparseCore: embedding gather, combine and scatter-add over HBM, T tiles on one sequencer");
-        let fifos = Fifos {
-            entry: entry_fifo,
-            meta: meta_fifo,
+        m.doc("SparseCore: embedding gather, combine and scatter-add over HBM, T parallel tiles");
+        let defs = Defs {
+            tile,
+            tag: tag_fifo,
             write: write_fifo,
+            fold,
         };
-        body(m, &cfg, &entry, &meta, &write, &fifos, &lane);
+        body(m, &cfg, &types, &defs);
     })
 }
 
-/// An entry in the queue.
+/// An entry in a tile's queue.
 fn entry_ty(cfg: &SparseCoreConfig) -> RecordTy {
     RecordTy::new(
         "sc_entry",
@@ -339,19 +398,14 @@ fn write_ty(cfg: &SparseCoreConfig) -> RecordTy {
     )
 }
 
-struct Fifos {
-    entry: Rc<ModuleDef>,
-    meta: Rc<ModuleDef>,
-    write: Rc<ModuleDef>,
-}
-
-/// What the combine needs to know about an outstanding read: the scratchpad
-/// word of its first lanes, the row's offset in the word, which lanes hold
-/// the row, and the gain.
-fn meta_ty(cfg: &SparseCoreConfig) -> RecordTy {
+/// What the combine needs to know about an outstanding read: the tile it is
+/// for, the scratchpad word of its first lanes, the row's offset in the
+/// word, which lanes hold the row, and the gain.
+fn tag_ty(cfg: &SparseCoreConfig) -> RecordTy {
     RecordTy::new(
         "sc_read",
         &[
+            ("tile", Ty::u(tile_bits(cfg))),
             ("base", Ty::u(act_addr_bits(cfg))),
             ("offset", Ty::u(3)),
             ("lanes", Ty::u(WORD_ELEMS)),
@@ -360,92 +414,142 @@ fn meta_ty(cfg: &SparseCoreConfig) -> RecordTy {
     )
 }
 
-fn body(
+/// Width of a tile number.
+fn tile_bits(cfg: &SparseCoreConfig) -> u32 {
+    bits_for(cfg.tiles() - 1)
+}
+
+struct Types {
+    entry: RecordTy,
+    tag: RecordTy,
+    write: RecordTy,
+}
+
+struct Defs {
+    tile: Rc<ModuleDef>,
+    tag: Rc<ModuleDef>,
+    write: Rc<ModuleDef>,
+    fold: Rc<ModuleDef>,
+}
+
+/// `value` resized to `width` bits (zero-extended or truncated).
+fn fit(value: Expr, width: u32) -> Expr {
+    if value.width() >= width {
+        value.trunc(width)
+    } else {
+        value.zext(width)
+    }
+}
+
+/// Lane b of the result is lane (b + amount) mod 8 of `x`, lanes of
+/// `lane_bits` bits.
+fn rotate(x: Expr, lane_bits: u32, amount: Expr) -> Expr {
+    let lanes = WORD_ELEMS;
+    let lane = |i: u32| x.slice(lane_bits * (i % lanes), lane_bits);
+    let mut out = x;
+    for o in 1..lanes {
+        // cat puts the highest lane first.
+        let parts: Vec<Expr> = (0..lanes).rev().map(|b| lane(b + o)).collect();
+        out = mux(amount.is_eq(o), cat(&parts), out);
+    }
+    out
+}
+
+/// `values[sel]`, for `sel` below `values.len()`.
+fn select(sel: Expr, values: &[Expr]) -> Expr {
+    let mut out = values[0];
+    for (i, &v) in values.iter().enumerate().skip(1) {
+        out = mux(sel.is_eq(i as u32), v, out);
+    }
+    out
+}
+
+/// The lowest set bit's index of `bits` (0 if none).
+fn lowest_set(m: &hw::ModuleBuilder, bits: Expr, width: u32) -> Expr {
+    let mut idx = m.lit(Ty::u(width), 0);
+    for t in (0..bits.width()).rev() {
+        idx = mux(bits.bit(t), m.lit(Ty::u(width), t), idx);
+    }
+    idx
+}
+
+/// The tile module's name for `cfg` (its widths depend on all but T).
+fn tile_name(cfg: &SparseCoreConfig) -> String {
+    format!(
+        "sparsecore_tile_d{}_b{}_q{}_f{}",
+        cfg.max_dim(),
+        cfg.max_batch(),
+        cfg.queue_depth(),
+        cfg.hbm_inflight(),
+    )
+}
+
+/// One tile: entry queue, walker, partial-sum scratchpad and combine unit.
+fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc<ModuleDef> {
+    let entry_fifo = fifo(design, types.entry.ty(), cfg.queue_depth(), FifoMode::Fwft);
+    let lane = combine_lane(design);
+    let cfg = *cfg;
+    let entry = types.entry.clone();
+    design.define(&tile_name(&cfg), &[], |_, m| {
+        m.doc("SparseCore tile: entry queue, walker, scratchpad (TileSPMEM), 8-wide fp32 combine");
+        tile_body(m, &cfg, &entry, &entry_fifo, &lane);
+    })
+}
+
+fn tile_body(
     m: &mut hw::ModuleBuilder,
     cfg: &SparseCoreConfig,
     entry: &RecordTy,
-    meta: &RecordTy,
-    write: &RecordTy,
-    fifos: &Fifos,
+    entry_fifo: &Rc<ModuleDef>,
     lane_def: &Rc<ModuleDef>,
 ) {
-    let entry_fifo = &fifos.entry;
-    let meta_fifo = &fifos.meta;
-    use ports::*;
     let lanes = WORD_ELEMS;
     let db = dim_bits(cfg);
     let bb = batch_bits(cfg);
     let sb = sample_bits(cfg);
-    let spb = span_bits(cfg);
     let aw = act_addr_bits(cfg);
     let words = cfg.scratchpad_words();
     let nc_bits = row_words_bits(cfg);
-    // Words a row may touch, minus one: ceil((7 + max_dim) / 8) - 1.
-    let k_bits = bits_for((7 + cfg.max_dim()).div_ceil(WORD_ELEMS) - 1);
-    let tile_bits = bits_for(cfg.tiles() - 1);
+    let k_bits = bits_for(max_row_words(cfg) - 1);
+    let hab = hbm_addr_bits(cfg);
 
-    // ---------------------------------------------------------------- ports
-    let start = m.input(START, Ty::BOOL);
-    let rows_in = m.input(ROWS, Ty::u(32));
-    let dim_in = m.input(DIM, Ty::u(db));
-    let batch_in = m.input(BATCH, Ty::u(bb));
-    let ent_valid = m.input(ENT_VALID, Ty::BOOL);
-    let ent = entry.pack(&[
-        ("marker", m.input(ENT_MARKER, Ty::BOOL)),
-        ("id", m.input(ENT_ID, Ty::u(32))),
-        ("sample", m.input(ENT_SAMPLE, Ty::u(sb))),
-        ("gain", m.input(ENT_GAIN, Ty::u(32))),
-    ]);
-    let rd_ready = m.input(HBM_RD_READY, Ty::BOOL);
-    let rsp_valid = m.input(HBM_RSP_VALID, Ty::BOOL);
-    let rsp_data = m.input(HBM_RSP_DATA, Ty::u(WORD_BITS));
-    let act_rd_en = m.input(ACT_RD_EN, Ty::BOOL);
-    let act_rd_addr = m.input(ACT_RD_ADDR, Ty::u(act_addr_bits(cfg)));
-    let mode_in = m.input(MODE, Ty::BOOL);
-    let lr_in = m.input(LR, Ty::u(32));
-    let act_wr_en = m.input(ACT_WR_EN, Ty::BOOL);
-    let act_wr_addr = m.input(ACT_WR_ADDR, Ty::u(act_addr_bits(cfg)));
-    let act_wr_data = m.input(ACT_WR_DATA, Ty::u(WORD_BITS));
-    let wr_ready = m.input(HBM_WR_READY, Ty::BOOL);
+    // ----------------------------------------------------------- inputs
+    let start = m.input("start_i", Ty::BOOL);
+    let go = m.input("go_i", Ty::BOOL);
+    let clear = m.input("clear_i", Ty::BOOL);
+    let clear_addr = m.input("clear_addr_i", Ty::u(aw));
+    let rows = m.input("rows_i", Ty::u(32));
+    let dim = m.input("dim_i", Ty::u(db));
+    let batch = m.input("batch_i", Ty::u(bb));
+    let row_words = m.input("row_words_i", Ty::u(nc_bits));
+    let updating = m.input("mode_i", Ty::BOOL);
+    let lr = m.input("lr_i", Ty::u(32));
+    let ent_valid = m.input("ent_valid_i", Ty::BOOL);
+    let ent_data = m.input("ent_data_i", entry.ty());
+    let grant = m.input("grant_i", Ty::BOOL);
+    let rsp_valid = m.input("rsp_valid_i", Ty::BOOL);
+    let rsp_data = m.input("rsp_data_i", Ty::u(WORD_BITS));
+    let rsp_en = m.input("rsp_en_i", Ty::u(lanes));
+    let rsp_base = m.input("rsp_base_i", Ty::u(aw));
+    let rsp_off = m.input("rsp_offset_i", Ty::u(3));
+    let rsp_lanes = m.input("rsp_lanes_i", Ty::u(lanes));
+    let rsp_gain = m.input("rsp_gain_i", Ty::u(32));
+    let fold = m.input("fold_i", Ty::BOOL);
+    let fold_addr = m.input("fold_addr_i", Ty::u(aw));
+    let grad = m.input("grad_i", Ty::u(WORD_BITS));
+    let writes_idle = m.input("writes_idle_i", Ty::BOOL);
 
-    // ------------------------------------------------------ pass parameters
-    let state = m.fsm("seq_state", SeqState::Idle);
-    let rows = m.reg_reset("rows_q", Ty::u(32), 0);
-    let dim = m.reg_reset("dim_q", Ty::u(db), 1);
-    let batch = m.reg_reset("batch_q", Ty::u(bb), 1);
-    let updating = m.reg_reset("mode_q", Ty::BOOL, 0);
-    let lr = m.reg_reset("lr_q", Ty::u(32), 0);
-    // Update: the id whose U is being accumulated, and whether the next
-    // gradient row is its first (U starts at +0.0).
-    let cur_id = m.reg_reset("cur_id", Ty::u(31), 0);
-    let first = m.reg_reset("first", Ty::BOOL, 0);
-    // Scratchpad words per row, ceil(D / 8), and per pass.
-    let row_words = if db > 3 {
-        let whole = dim.q().slice(3, db - 3).zext(nc_bits);
-        m.wire("row_words", whole + dim.q().slice(0, 3).any().zext(nc_bits))
-    } else {
-        m.wire("row_words", m.lit(Ty::u(1), 1))
-    };
-    let span = m.wire("span", batch.q().mul_wide(row_words));
-    let span_last = m.wire("span_last", span - 1u32);
-    let ctr = m.reg_reset("ctr", Ty::u(spb), 0);
-    let ctr_at_last = m.wire("ctr_at_last", ctr.q().is_eq(span_last));
-    let tile = m.reg_reset("tile", Ty::u(tile_bits), 0);
-    let last_tile = m.wire("last_tile", tile.q().is_eq(cfg.tiles() - 1));
-    let invalid = m.reg_reset("invalid", Ty::u(32), 0);
-    m.output(INVALID, invalid.q());
-
-    // ---------------------------------------------------------- entry queue
+    // ------------------------------------------------------- entry queue
     let queue = m.instance("entry_queue", entry_fifo);
     m.waive(
         "UNUSEDSIGNAL",
         "entry_queue_count_o",
-        "the sequencer needs the queue's head, not its fill level",
+        "the walker needs the queue's head, not its fill level",
     );
     m.connect(queue, "in_valid_i", ent_valid);
-    m.connect(queue, "in_data_i", ent.bits());
+    m.connect(queue, "in_data_i", ent_data);
     let ent_ready = m.inst_output(queue, "in_ready_o");
-    m.output(ENT_READY, ent_ready);
+    m.output("ent_ready_o", ent_ready);
     let head_valid = m.inst_output(queue, "out_valid_o");
     let head = entry.unpack(m.inst_output(queue, "out_data_o"));
     let id = head.get("id");
@@ -455,19 +559,28 @@ fn body(
     // above every V) and sample < B.
     let entry_ok = m.wire(
         "entry_ok",
-        id.is_lt(rows.q()) & sample.zext(sb.max(bb)).is_lt(batch.q().zext(sb.max(bb))),
+        id.is_lt(rows) & sample.zext(sb.max(bb)).is_lt(batch.zext(sb.max(bb))),
     );
 
+    // ------------------------------------------------------------ walker
+    let state = m.fsm("tile_state", TileState::Idle);
+    // Update: the id whose U is being accumulated, and whether the next
+    // gradient row is its first (U starts at +0.0).
+    let cur_id = m.reg_reset("cur_id", Ty::u(31), 0);
+    let first = m.reg_reset("first", Ty::BOOL, 0);
+    let acc_ctr = m.reg_reset("acc_ctr", Ty::u(nc_bits), 0);
+    let acc_last = m.wire("acc_last", acc_ctr.q().is_eq(row_words - 1u32));
+
     // The row's place in HBM: element id x D, word w0, offset o in the word,
-    // and its last word index nw - 1 = (o + D - 1) div 8.
-    // In an update the row is the current id's (the queue's head is already
-    // the next entry); in a forward pass it is the head's.
-    let row_id = m.wire("row_id", mux(updating.q(), cur_id.q(), id.slice(0, 31)));
-    let elem = m.wire("row_elem", row_id.mul_wide(dim.q()));
+    // and its last word index nw - 1 = (o + D - 1) div 8. In an update the
+    // row is the current id's (the queue's head is already the next entry);
+    // in a forward pass it is the head's.
+    let row_id = m.wire("row_id", mux(updating, cur_id.q(), id.slice(0, 31)));
+    let elem = m.wire("row_elem", row_id.mul_wide(dim));
     let w0 = m.wire("row_word0", elem.slice(3, 31 + db - 3));
     let offset = m.wire("row_offset", elem.slice(0, 3));
     let ew = db.max(3) + 1;
-    let end = m.wire("row_end", offset.zext(ew) + dim.q().zext(ew) - 1u32);
+    let end = m.wire("row_end", offset.zext(ew) + dim.zext(ew) - 1u32);
     let k = m.reg_reset("word_k", Ty::u(k_bits), 0);
     let k_last = m.wire("word_k_last", k.q().zext(ew).is_eq(end >> 3u32));
     let k_first = k.q().is_eq(0);
@@ -480,7 +593,7 @@ fn body(
     let lane_mask = m.wire("lane_mask", (full << lo) & (full >> (seven - hi)));
     let base_bits = (sb + nc_bits).max(k_bits) + 1;
     // U of an update sits at scratchpad words 0 .. ceil(D/8) - 1.
-    let base_sample = mux(updating.q(), m.lit(Ty::u(sb), 0), sample);
+    let base_sample = mux(updating, m.lit(Ty::u(sb), 0), sample);
     let base_wide = base_sample.mul_wide(row_words).zext(base_bits) + k.q().zext(base_bits);
     let base = low_bits(
         m,
@@ -491,66 +604,40 @@ fn body(
          the scratchpad has every lane masked, so its wrapped address is never written",
     );
 
-    let meta_q = m.instance("read_meta", meta_fifo);
-    let meta_ready = m.inst_output(meta_q, "in_ready_o");
-    let walking = state.is(SeqState::Walk);
-    let forward_walk = walking & !updating.q();
-    let row_reading = state.is(SeqState::Row);
-    let want_read = m.wire(
-        "want_read",
-        ((forward_walk & head_valid & !marker & entry_ok) | row_reading) & meta_ready,
+    let walking = m.wire("walking", state.is(TileState::Walk) & go);
+    let row_reading = state.is(TileState::Row);
+    let req = m.wire(
+        "req",
+        (walking & !updating & head_valid & !marker & entry_ok) | row_reading,
     );
-    m.output(HBM_RD_VALID, want_read);
-    let rd_addr = w0.zext(hbm_addr_bits(cfg)) + k.q().zext(hbm_addr_bits(cfg));
-    m.output(HBM_RD_ADDR, rd_addr);
-    let read_fire = m.wire("read_fire", want_read & rd_ready);
-    m.connect(meta_q, "in_valid_i", read_fire);
-    let pushed = meta.pack(&[
-        ("base", base),
-        ("offset", offset),
-        ("lanes", lane_mask),
-        ("gain", head.get("gain")),
-    ]);
-    m.connect(meta_q, "in_data_i", pushed.bits());
+    m.output("req_o", req);
+    m.output("req_addr_o", w0.zext(hab) + k.q().zext(hab));
+    m.output("req_base_o", base);
+    m.output("req_offset_o", offset);
+    m.output("req_lanes_o", lane_mask);
+    m.output("req_gain_o", head.get("gain"));
+    let read_fire = m.wire("read_fire", req & grant);
     let skip = m.wire("skip_entry", walking & head_valid & !marker & !entry_ok);
+    m.output("skip_o", skip);
     let take_marker = m.wire("take_marker", walking & head_valid & marker);
-    let accumulating = state.is(SeqState::Accumulate);
-    let acc_last = m.wire("acc_last", ctr.q().is_eq(row_words.zext(spb) - 1u32));
+    m.output("marker_o", take_marker);
+    let accumulating = state.is(TileState::Accumulate);
     let pop = m.wire(
         "entry_pop",
-        take_marker | skip | (read_fire & k_last & !updating.q()) | (accumulating & acc_last),
+        take_marker | skip | (read_fire & k_last & !updating) | (accumulating & acc_last),
     );
     m.connect(queue, "out_ready_i", pop);
 
-    // ------------------------------------------------- response, stage 0
-    m.connect(meta_q, "out_ready_i", rsp_valid);
-    let outstanding = m.inst_output(meta_q, "count_o");
-    let rmeta = meta.unpack(m.inst_output(meta_q, "out_data_o"));
-    let r_off = rmeta.get("offset");
-    // Rotate the word so that lane (b + o) mod 8 lands in bank b.
-    let r_lanes = rmeta.get("lanes");
-    // Lane b of the result is lane (b + amount) mod 8 of x.
-    let rotate = |x: Expr, lane_bits: u32, amount: Expr| {
-        let lane = |i: u32| x.slice(lane_bits * (i % lanes), lane_bits);
-        let mut out = x;
-        for o in 1..lanes {
-            // cat puts the highest lane first.
-            let parts: Vec<Expr> = (0..lanes).rev().map(|b| lane(b + o)).collect();
-            out = mux(amount.is_eq(o), cat(&parts), out);
-        }
-        out
-    };
-    let rotated = rotate(rsp_data, 32, r_off);
-    let rotated = m.wire("rsp_rotated", rotated);
-    let bank_en = rotate(r_lanes, 1, r_off);
-    let bank_en = m.wire("rsp_bank_en", bank_en);
-    let folding = state.is(SeqState::Fold);
-    let r_base = rmeta.get("base");
+    // This tile's reads in flight: granted, not yet answered.
+    let ob = bits_for(cfg.hbm_inflight());
+    let outstanding = m.reg_reset("outstanding", Ty::u(ob), 0);
+    m.set_next(
+        outstanding,
+        outstanding.q() + read_fire.zext(ob) - rsp_valid.zext(ob),
+    );
 
     // --------------------------------------------------- stage 1 registers
     let s1_valid = m.reg_reset("s1_valid", Ty::BOOL, 0);
-    let s1_fold = m.reg_reset("s1_fold", Ty::BOOL, 0);
-    let s1_first_tile = m.reg("s1_first_tile", Ty::BOOL);
     let s1_en = m.reg("s1_en", Ty::u(lanes));
     let s1_data = m.reg("s1_data", Ty::u(WORD_BITS));
     let s1_gain = m.reg("s1_gain", Ty::u(32));
@@ -558,25 +645,18 @@ fn body(
     let s1_first = m.reg("s1_first", Ty::BOOL);
     let s1_off = m.reg("s1_off", Ty::u(3));
     let s1_lanes = m.reg("s1_lanes", Ty::u(lanes));
-    // A response with no read outstanding is outside the protocol; ignored.
-    let meta_valid = m.inst_output(meta_q, "out_valid_o");
-    m.set_next(s1_valid, rsp_valid & meta_valid);
-    m.set_next(s1_fold, folding);
-    m.set_next(s1_first_tile, tile.q().is_eq(0));
-    m.set_next(s1_en, bank_en);
-    m.set_next(s1_data, rotated);
-    m.set_next(
-        s1_gain,
-        mux(accumulating, head.get("gain"), rmeta.get("gain")),
-    );
+    m.set_next(s1_valid, rsp_valid);
+    m.set_next(s1_en, rsp_en);
+    m.set_next(s1_data, rsp_data);
+    m.set_next(s1_gain, mux(accumulating, head.get("gain"), rsp_gain));
     m.set_next(s1_acc, accumulating);
     m.set_next(s1_first, first.q());
-    m.set_next(s1_off, r_off);
-    m.set_next(s1_lanes, r_lanes);
-    let s1_upd = m.wire("s1_update", s1_valid.q() & updating.q());
-    // Update: the gradient word of the head's sample, chunk ctr.
-    let acc_addr_wide = sample.mul_wide(row_words).zext(spb.max(sb + nc_bits) + 1)
-        + ctr.q().zext(spb.max(sb + nc_bits) + 1);
+    m.set_next(s1_off, rsp_off);
+    m.set_next(s1_lanes, rsp_lanes);
+    let s1_upd = m.wire("s1_update", s1_valid.q() & updating);
+    // Update: the gradient word of the head's sample, chunk acc_ctr.
+    let acc_bits = (sb + nc_bits).max(nc_bits) + 1;
+    let acc_addr_wide = sample.mul_wide(row_words).zext(acc_bits) + acc_ctr.q().zext(acc_bits);
     let acc_addr = low_bits(
         m,
         "acc_addr",
@@ -584,21 +664,14 @@ fn body(
         aw,
         "s x ceil(D/8) + j is below max_batch x ceil(max_dim/8)",
     );
+    m.output("acc_o", accumulating);
+    m.output("acc_addr_o", acc_addr);
+    let acc_word = fit(acc_ctr.q(), aw);
 
-    // ------------------------------------------- scratchpads and combine
-    let clearing = state.is(SeqState::Clear);
-    let acts = m.memory_depth("act_buf", Ty::u(WORD_BITS), u64::from(words));
-    let act_rd = m.mem_read(
-        acts,
-        Some(folding | accumulating | act_rd_en),
-        mux(
-            folding,
-            ctr.q().trunc(aw),
-            mux(accumulating, acc_addr, act_rd_addr),
-        ),
-    );
+    // ------------------------------------------- scratchpad and combine
     let zero32 = m.lit(Ty::u(32), 0);
     let mut sums = Vec::new();
+    let mut psums = Vec::new();
     for b in 0..lanes {
         // Bank b holds element d with d mod 8 = b; its lane came from word
         // lane b + o, which belongs to the previous scratchpad word when
@@ -606,97 +679,57 @@ fn body(
         let wraps = if b == 0 {
             m.lit(Ty::BOOL, 0)
         } else {
-            r_off.is_ge(8 - b)
+            rsp_off.is_ge(8 - b)
         };
-        let addr = r_base - wraps.zext(aw);
-        let addr = m.wire(&format!("bank{b}_addr"), addr);
+        let addr = m.wire(&format!("bank{b}_addr"), rsp_base - wraps.zext(aw));
         let s1_addr = m.reg(&format!("s1_bank{b}_addr"), Ty::u(aw));
-        m.set_next(
-            s1_addr,
-            mux(folding | accumulating, ctr.q().trunc(aw), addr),
-        );
+        m.set_next(s1_addr, mux(accumulating, acc_word, addr));
         let bank = m.memory_depth(&format!("psum_bank{b}"), Ty::u(32), u64::from(words));
         let lane = m.instance(&format!("lane{b}"), lane_def);
         let sum = m.inst_output(lane, "sum_o");
-        let write_en =
-            clearing | s1_fold.q() | s1_acc.q() | (s1_valid.q() & !updating.q() & s1_en.q().bit(b));
-        let write_addr = mux(clearing, ctr.q().trunc(aw), s1_addr.q());
-        let write_data = mux(clearing | s1_fold.q(), zero32, sum);
+        let write_en = clear | s1_acc.q() | (s1_valid.q() & !updating & s1_en.q().bit(b));
+        let write_addr = mux(clear, clear_addr, s1_addr.q());
+        let write_data = mux(clear, zero32, sum);
         m.mem_write(bank, write_en, write_addr, write_data);
         let p = m.mem_read_write_first(
             bank,
             None,
-            mux(folding | accumulating, ctr.q().trunc(aw), addr),
+            mux(fold, fold_addr, mux(accumulating, acc_word, addr)),
         );
-        let a_lane = act_rd.slice(32 * b, 32);
-        let a_in = mux(s1_first_tile.q(), zero32, a_lane);
         let e = s1_data.q().slice(32 * b, 32);
-        // fold: A + P; accumulate: U + g x G (U read as +0 for an id's
-        // first row); update: E - lr x U; forward: P + g x E.
-        let x = mux(
-            s1_fold.q(),
-            a_in,
-            mux(s1_acc.q(), mux(s1_first.q(), zero32, p), mux(s1_upd, e, p)),
-        );
-        let y = mux(s1_fold.q(), p, mux(s1_acc.q(), a_lane, mux(s1_upd, p, e)));
+        let g_lane = grad.slice(32 * b, 32);
+        // accumulate: U + g x G (U read as +0 for an id's first row);
+        // update: E - lr x U; forward: P + g x E.
+        let x = mux(s1_acc.q(), mux(s1_first.q(), zero32, p), mux(s1_upd, e, p));
+        let y = mux(s1_acc.q(), g_lane, mux(s1_upd, p, e));
         m.connect(lane, "x_i", x);
         m.connect(lane, "y_i", y);
-        m.connect(lane, "g_i", mux(s1_upd, lr.q(), s1_gain.q()));
-        m.connect(lane, "fold_i", s1_fold.q());
+        m.connect(lane, "g_i", mux(s1_upd, lr, s1_gain.q()));
         m.connect(lane, "neg_i", s1_upd);
         sums.push(sum);
+        psums.push(p);
     }
     sums.reverse();
+    psums.reverse();
     let sums = m.wire("lane_sums", cat(&sums));
-    let fold_addr = m.reg("s1_fold_addr", Ty::u(aw));
-    m.set_next(fold_addr, ctr.q().trunc(aw));
-    // One write port: the fold's, or the host's (gradients) while idle.
-    let idle = state.is(SeqState::Idle);
-    let host_write = act_wr_en & idle & !s1_fold.q();
-    m.mem_write(
-        acts,
-        s1_fold.q() | host_write,
-        mux(s1_fold.q(), fold_addr.q(), act_wr_addr),
-        mux(s1_fold.q(), sums, act_wr_data),
-    );
-    m.output(ACT_RD_DATA, act_rd);
+    m.output("psum_o", cat(&psums));
 
-    // --------------------------------------------- update: HBM writes
+    // ------------------------------------------------- update: HBM writes
     // Back from bank order to the word's lanes: lane l takes bank
     // (l - o) mod 8.
     let back = m.lit(Ty::u(3), 0) - s1_off.q();
-    let out_word = rotate(sums, 32, back);
     let kw = m.reg_reset("write_k", Ty::u(k_bits), 0);
-    let wr_addr = w0.zext(hbm_addr_bits(cfg)) + kw.q().zext(hbm_addr_bits(cfg));
-    let wq = m.instance("write_queue", &fifos.write);
-    m.connect(wq, "in_valid_i", s1_upd);
-    let wrec = write.pack(&[
-        ("addr", wr_addr),
-        ("data", out_word),
-        ("mask", s1_lanes.q()),
-    ]);
-    m.connect(wq, "in_data_i", wrec.bits());
-    m.waive(
-        "UNUSEDSIGNAL",
-        "write_queue_in_ready_o",
-        "the queue holds a whole row and a row's reads wait for the previous row's writes",
-    );
-    let wr_valid = m.inst_output(wq, "out_valid_o");
-    let wout = write.unpack(m.inst_output(wq, "out_data_o"));
-    m.connect(wq, "out_ready_i", wr_ready);
-    m.output(HBM_WR_VALID, wr_valid);
-    m.output(HBM_WR_ADDR, wout.get("addr"));
-    m.output(HBM_WR_DATA, wout.get("data"));
-    m.output(HBM_WR_MASK, wout.get("mask"));
-    let writes_pending = m.inst_output(wq, "count_o");
+    m.output("wr_valid_o", s1_upd);
+    m.output("wr_addr_o", w0.zext(hab) + kw.q().zext(hab));
+    m.output("wr_data_o", rotate(sums, 32, back));
+    m.output("wr_mask_o", s1_lanes.q());
 
-    // ------------------------------------------------------------ sequencer
-    m.output(BUSY, !idle | s1_fold.q());
-    let drained = m.wire("drained", outstanding.is_eq(0) & !s1_valid.q());
-    let row_done = m.wire("row_done", drained & writes_pending.is_eq(0));
+    let drained = m.wire("drained", outstanding.q().is_eq(0) & !s1_valid.q());
+    m.output("finished_o", state.is(TileState::Idle) & drained);
+    let row_done = m.wire("row_done", drained & writes_idle);
     let take_entry = m.wire(
         "take_entry",
-        walking & updating.q() & head_valid & !marker & entry_ok,
+        walking & updating & head_valid & !marker & entry_ok,
     );
     let same_id = m.wire(
         "same_id",
@@ -706,7 +739,7 @@ fn body(
     // all out when its reads start.
     let row_start = m.wire(
         "row_start",
-        state.is(SeqState::Next) & !same_id & head_valid,
+        state.is(TileState::Next) & !same_id & head_valid,
     );
     m.set_next(
         kw,
@@ -717,87 +750,387 @@ fn body(
         ),
     );
     m.fsm_states(state, |t| {
-        t.state(SeqState::Idle, |m| {
+        t.state(TileState::Idle, |m| {
+            m.if_(start, |m| {
+                m.assign(k, 0);
+                state.goto(m, TileState::Walk);
+            });
+        })
+        .state(TileState::Walk, |m| {
+            m.if_(read_fire, |m| {
+                m.assign(k, mux(k_last, m.lit(Ty::u(k_bits), 0), k.q() + 1u32));
+            });
+            m.if_(take_marker, |m| state.goto(m, TileState::Idle));
+            m.if_(take_entry, |m| {
+                m.assign(cur_id, id.slice(0, 31));
+                m.assign(first, 1);
+                m.assign(acc_ctr, 0);
+                state.goto(m, TileState::Accumulate);
+            });
+        })
+        .state(TileState::Accumulate, |m| {
+            m.assign(acc_ctr, acc_ctr.q() + 1u32);
+            m.if_(acc_last, |m| {
+                m.assign(acc_ctr, 0);
+                m.assign(first, 0);
+                state.goto(m, TileState::Next);
+            });
+        })
+        .state(TileState::Next, |m| {
+            m.if_(same_id, |m| state.goto(m, TileState::Accumulate))
+                .elif(head_valid, |m| {
+                    m.assign(k, 0);
+                    state.goto(m, TileState::Row);
+                });
+        })
+        .state(TileState::Row, |m| {
+            m.if_(read_fire, |m| {
+                m.if_(k_last, |m| {
+                    m.assign(k, 0);
+                    state.goto(m, TileState::RowWait);
+                })
+                .else_(|m| m.assign(k, k.q() + 1u32));
+            });
+        })
+        .state(TileState::RowWait, |m| {
+            m.if_(row_done, |m| state.goto(m, TileState::Walk));
+        });
+    });
+}
+
+fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: &Defs) {
+    use ports::*;
+    let lanes = WORD_ELEMS;
+    let tiles = cfg.tiles();
+    let db = dim_bits(cfg);
+    let bb = batch_bits(cfg);
+    let sb = sample_bits(cfg);
+    let spb = span_bits(cfg);
+    let aw = act_addr_bits(cfg);
+    let words = cfg.scratchpad_words();
+    let nc_bits = row_words_bits(cfg);
+    let tb = tile_bits(cfg);
+
+    // ---------------------------------------------------------------- ports
+    let start = m.input(START, Ty::BOOL);
+    let rows_in = m.input(ROWS, Ty::u(32));
+    let dim_in = m.input(DIM, Ty::u(db));
+    let batch_in = m.input(BATCH, Ty::u(bb));
+    let ent_valid = m.input(ENT_VALID, Ty::BOOL);
+    let ent_marker = m.input(ENT_MARKER, Ty::BOOL);
+    let ent = types.entry.pack(&[
+        ("marker", ent_marker),
+        ("id", m.input(ENT_ID, Ty::u(32))),
+        ("sample", m.input(ENT_SAMPLE, Ty::u(sb))),
+        ("gain", m.input(ENT_GAIN, Ty::u(32))),
+    ]);
+    let rd_ready = m.input(HBM_RD_READY, Ty::BOOL);
+    let rsp_valid = m.input(HBM_RSP_VALID, Ty::BOOL);
+    let rsp_data = m.input(HBM_RSP_DATA, Ty::u(WORD_BITS));
+    let act_rd_en = m.input(ACT_RD_EN, Ty::BOOL);
+    let act_rd_addr = m.input(ACT_RD_ADDR, Ty::u(aw));
+    let mode_in = m.input(MODE, Ty::BOOL);
+    let lr_in = m.input(LR, Ty::u(32));
+    let act_wr_en = m.input(ACT_WR_EN, Ty::BOOL);
+    let act_wr_addr = m.input(ACT_WR_ADDR, Ty::u(aw));
+    let act_wr_data = m.input(ACT_WR_DATA, Ty::u(WORD_BITS));
+    let wr_ready = m.input(HBM_WR_READY, Ty::BOOL);
+
+    // ------------------------------------------------------ pass parameters
+    let state = m.fsm("pass_state", PassState::Idle);
+    let rows = m.reg_reset("rows_q", Ty::u(32), 0);
+    let dim = m.reg_reset("dim_q", Ty::u(db), 1);
+    let batch = m.reg_reset("batch_q", Ty::u(bb), 1);
+    let updating = m.reg_reset("mode_q", Ty::BOOL, 0);
+    let lr = m.reg_reset("lr_q", Ty::u(32), 0);
+    // Scratchpad words per row, ceil(D / 8), and per pass.
+    let row_words = if db > 3 {
+        let whole = dim.q().slice(3, db - 3).zext(nc_bits);
+        m.wire("row_words", whole + dim.q().slice(0, 3).any().zext(nc_bits))
+    } else {
+        m.wire("row_words", m.lit(Ty::u(1), 1))
+    };
+    let span = m.wire("span", batch.q().mul_wide(row_words));
+    let span_last = m.wire("span_last", span - 1u32);
+    let ctr = m.reg_reset("ctr", Ty::u(spb), 0);
+    let ctr_at_last = m.wire("ctr_at_last", ctr.q().is_eq(span_last));
+    let ctr_word = fit(ctr.q(), aw);
+    let idle = state.is(PassState::Idle);
+    let start_fire = m.wire("start_fire", start & idle);
+    // The tile being folded (forward) or walking (update).
+    let fold_tile = m.reg_reset("fold_tile", Ty::u(tb), 0);
+    let update_tile = m.reg_reset("update_tile", Ty::u(tb), 0);
+    let last_fold = m.wire("last_fold", fold_tile.q().is_eq(tiles - 1));
+    let last_update = m.wire("last_update", update_tile.q().is_eq(tiles - 1));
+    let clearing = state.is(PassState::Clear);
+    let folding = state.is(PassState::Fold);
+    let forward_run = m.wire("forward_run", state.is(PassState::FoldWait) | folding);
+    let update_run = state.is(PassState::Update);
+
+    // ------------------------------------------------------------- tiles
+    let insts: Vec<_> = (0..tiles)
+        .map(|t| m.instance(&format!("tile{t}"), &defs.tile))
+        .collect();
+    let out = |m: &mut hw::ModuleBuilder, port: &str| -> Vec<Expr> {
+        insts.iter().map(|&i| m.inst_output(i, port)).collect()
+    };
+    let any = |v: &[Expr]| v.iter().copied().reduce(|a, b| a | b).expect("a tile");
+    let reqs = out(m, "req_o");
+    let finished = out(m, "finished_o");
+    let markers = out(m, "marker_o");
+    let skips = out(m, "skip_o");
+    let accs = out(m, "acc_o");
+    let acc_addrs = out(m, "acc_addr_o");
+    let psums = out(m, "psum_o");
+    let wr_valids = out(m, "wr_valid_o");
+    let wr_addrs = out(m, "wr_addr_o");
+    let wr_datas = out(m, "wr_data_o");
+    let wr_masks = out(m, "wr_mask_o");
+    let req_addrs = out(m, "req_addr_o");
+    let req_bases = out(m, "req_base_o");
+    let req_offsets = out(m, "req_offset_o");
+    let req_lanes = out(m, "req_lanes_o");
+    let req_gains = out(m, "req_gain_o");
+    let readies = out(m, "ent_ready_o");
+
+    // -------------------------------------------------------- dispatcher
+    // The tile whose list the stream is in; a marker moves it on.
+    let disp = m.reg_reset("dispatch_tile", Ty::u(tb), 0);
+    let ent_ready = m.wire("ent_ready", select(disp.q(), &readies));
+    m.output(ENT_READY, ent_ready);
+    let ent_push = m.wire("ent_push", ent_valid & ent_ready);
+    let disp_last = disp.q().is_eq(tiles - 1);
+    m.set_next(
+        disp,
+        mux(
+            ent_push & ent_marker,
+            mux(disp_last, m.lit(Ty::u(tb), 0), disp.q() + 1u32),
+            disp.q(),
+        ),
+    );
+
+    // ----------------------------------------------------------- arbiter
+    let tag_q = m.instance("read_tags", &defs.tag);
+    m.waive(
+        "UNUSEDSIGNAL",
+        "read_tags_count_o",
+        "room for another read is the tag FIFO's in_ready_o",
+    );
+    let tag_room = m.inst_output(tag_q, "in_ready_o");
+    let mut req_bits = reqs.clone();
+    req_bits.reverse();
+    let req_vec = m.wire("req_vec", cat(&req_bits));
+    // Round robin: the lowest requesting tile at or above the pointer, else
+    // the lowest requesting tile.
+    let pointer = m.reg_reset("rr_pointer", Ty::u(tb), 0);
+    let all = m.lit(Ty::u(tiles), (1u64 << tiles) - 1);
+    let upper = m.wire("req_upper", req_vec & (all << pointer.q()));
+    let pick = mux(
+        upper.any(),
+        lowest_set(m, upper, tb),
+        lowest_set(m, req_vec, tb),
+    );
+    let chosen = m.wire("grant_tile", pick);
+    let rd_valid = m.wire("rd_valid", req_vec.any() & tag_room);
+    m.output(HBM_RD_VALID, rd_valid);
+    m.output(HBM_RD_ADDR, select(chosen, &req_addrs));
+    let fire = m.wire("read_fire", rd_valid & rd_ready);
+    let chosen_last = chosen.is_eq(tiles - 1);
+    m.set_next(
+        pointer,
+        mux(
+            start_fire,
+            m.lit(Ty::u(tb), 0),
+            mux(
+                fire,
+                mux(chosen_last, m.lit(Ty::u(tb), 0), chosen + 1u32),
+                pointer.q(),
+            ),
+        ),
+    );
+    m.connect(tag_q, "in_valid_i", fire);
+    let tag = types.tag.pack(&[
+        ("tile", chosen),
+        ("base", select(chosen, &req_bases)),
+        ("offset", select(chosen, &req_offsets)),
+        ("lanes", select(chosen, &req_lanes)),
+        ("gain", select(chosen, &req_gains)),
+    ]);
+    m.connect(tag_q, "in_data_i", tag.bits());
+
+    // ----------------------------------------------------------- responses
+    m.connect(tag_q, "out_ready_i", rsp_valid);
+    let tag_valid = m.inst_output(tag_q, "out_valid_o");
+    let rtag = types.tag.unpack(m.inst_output(tag_q, "out_data_o"));
+    let r_off = rtag.get("offset");
+    // Rotate the word so that lane (b + o) mod 8 lands in bank b.
+    let rotated = m.wire("rsp_rotated", rotate(rsp_data, 32, r_off));
+    let bank_en = m.wire("rsp_bank_en", rotate(rtag.get("lanes"), 1, r_off));
+    // A response with no read outstanding is outside the protocol; ignored.
+    let rsp_ok = m.wire("rsp_ok", rsp_valid & tag_valid);
+
+    // ------------------------------------------------- activation buffer
+    let acts = m.memory_depth("act_buf", Ty::u(WORD_BITS), u64::from(words));
+    let acc_any = m.wire("acc_any", any(&accs));
+    let act_rd = m.mem_read(
+        acts,
+        Some(folding | acc_any | act_rd_en),
+        mux(
+            folding,
+            ctr_word,
+            mux(acc_any, select(update_tile.q(), &acc_addrs), act_rd_addr),
+        ),
+    );
+    m.output(ACT_RD_DATA, act_rd);
+
+    // --------------------------------------------------------- fold unit
+    let s1_fold = m.reg_reset("s1_fold", Ty::BOOL, 0);
+    let s1_fold_first = m.reg("s1_fold_first", Ty::BOOL);
+    let s1_fold_addr = m.reg("s1_fold_addr", Ty::u(aw));
+    m.set_next(s1_fold, folding);
+    m.set_next(s1_fold_first, fold_tile.q().is_eq(0));
+    m.set_next(s1_fold_addr, ctr_word);
+    let p_word = if tiles == 1 {
+        m.wire("fold_psum", psums[0])
+    } else {
+        let s1_fold_tile = m.reg("s1_fold_tile", Ty::u(tb));
+        m.set_next(s1_fold_tile, fold_tile.q());
+        m.wire("fold_psum", select(s1_fold_tile.q(), &psums))
+    };
+    let zero32 = m.lit(Ty::u(32), 0);
+    let mut folded = Vec::new();
+    for b in 0..lanes {
+        let lane = m.instance(&format!("fold{b}"), &defs.fold);
+        // A = +0.0 plus P_0, then add32 with P_1, ...
+        let a = mux(s1_fold_first.q(), zero32, act_rd.slice(32 * b, 32));
+        m.connect(lane, "a_i", a);
+        m.connect(lane, "p_i", p_word.slice(32 * b, 32));
+        folded.push(m.inst_output(lane, "sum_o"));
+    }
+    folded.reverse();
+    let folded = m.wire("fold_sums", cat(&folded));
+    // One write port: the fold's, or the host's (gradients) while idle.
+    let host_write = act_wr_en & idle & !s1_fold.q();
+    m.mem_write(
+        acts,
+        s1_fold.q() | host_write,
+        mux(s1_fold.q(), s1_fold_addr.q(), act_wr_addr),
+        mux(s1_fold.q(), folded, act_wr_data),
+    );
+
+    // --------------------------------------------- update: HBM writes
+    let wq = m.instance("write_queue", &defs.write);
+    let wrec = types.write.pack(&[
+        ("addr", select(update_tile.q(), &wr_addrs)),
+        ("data", select(update_tile.q(), &wr_datas)),
+        ("mask", select(update_tile.q(), &wr_masks)),
+    ]);
+    m.connect(wq, "in_valid_i", any(&wr_valids));
+    m.connect(wq, "in_data_i", wrec.bits());
+    m.waive(
+        "UNUSEDSIGNAL",
+        "write_queue_in_ready_o",
+        "the queue holds a whole row and a row's reads wait for the previous row's writes",
+    );
+    let wr_valid = m.inst_output(wq, "out_valid_o");
+    let wout = types.write.unpack(m.inst_output(wq, "out_data_o"));
+    m.connect(wq, "out_ready_i", wr_ready);
+    m.output(HBM_WR_VALID, wr_valid);
+    m.output(HBM_WR_ADDR, wout.get("addr"));
+    m.output(HBM_WR_DATA, wout.get("data"));
+    m.output(HBM_WR_MASK, wout.get("mask"));
+    let writes_pending = m.inst_output(wq, "count_o");
+    let writes_idle = m.wire("writes_idle", writes_pending.is_eq(0));
+
+    // ------------------------------------------------- tile connections
+    for (t, &inst) in insts.iter().enumerate() {
+        let t32 = t as u32;
+        let mine = |sel: Expr| sel.is_eq(t32);
+        m.connect(inst, "start_i", start_fire);
+        let go = forward_run | (update_run & mine(update_tile.q()));
+        m.connect(inst, "go_i", go);
+        m.connect(inst, "clear_i", clearing);
+        m.connect(inst, "clear_addr_i", ctr_word);
+        m.connect(inst, "rows_i", rows.q());
+        m.connect(inst, "dim_i", dim.q());
+        m.connect(inst, "batch_i", batch.q());
+        m.connect(inst, "row_words_i", row_words);
+        m.connect(inst, "mode_i", updating.q());
+        m.connect(inst, "lr_i", lr.q());
+        m.connect(inst, "ent_valid_i", ent_valid & mine(disp.q()));
+        m.connect(inst, "ent_data_i", ent.bits());
+        m.connect(inst, "grant_i", fire & mine(chosen));
+        m.connect(inst, "rsp_valid_i", rsp_ok & mine(rtag.get("tile")));
+        m.connect(inst, "rsp_data_i", rotated);
+        m.connect(inst, "rsp_en_i", bank_en);
+        m.connect(inst, "rsp_base_i", rtag.get("base"));
+        m.connect(inst, "rsp_offset_i", r_off);
+        m.connect(inst, "rsp_lanes_i", rtag.get("lanes"));
+        m.connect(inst, "rsp_gain_i", rtag.get("gain"));
+        m.connect(inst, "fold_i", folding & mine(fold_tile.q()));
+        m.connect(inst, "fold_addr_i", ctr_word);
+        m.connect(inst, "grad_i", act_rd);
+        m.connect(inst, "writes_idle_i", writes_idle);
+    }
+
+    // ----------------------------------------------------- error counter
+    let invalid = m.reg_reset("invalid", Ty::u(32), 0);
+    let skipped = skips
+        .iter()
+        .fold(m.lit(Ty::u(32), 0), |acc, &s| acc + s.zext(32));
+    m.set_next(
+        invalid,
+        mux(start_fire, m.lit(Ty::u(32), 0), invalid.q() + skipped),
+    );
+    m.output(INVALID, invalid.q());
+
+    // ------------------------------------------------------------ sequencer
+    m.output(BUSY, !idle | s1_fold.q());
+    let fold_ready = m.wire("fold_ready", select(fold_tile.q(), &finished));
+    let update_marker = m.wire("update_marker", select(update_tile.q(), &markers));
+    m.fsm_states(state, |t| {
+        t.state(PassState::Idle, |m| {
             m.if_(start, |m| {
                 m.assign(rows, rows_in);
                 m.assign(dim, dim_in);
                 m.assign(batch, batch_in);
                 m.assign(ctr, 0);
-                m.assign(tile, 0);
-                m.assign(invalid, 0);
+                m.assign(fold_tile, 0);
+                m.assign(update_tile, 0);
                 m.assign(updating, mode_in);
                 m.assign(lr, lr_in);
-                m.assign(k, 0);
-                m.if_(mode_in, |m| state.goto(m, SeqState::Walk))
-                    .else_(|m| state.goto(m, SeqState::Clear));
+                m.if_(mode_in, |m| state.goto(m, PassState::Update))
+                    .else_(|m| state.goto(m, PassState::Clear));
             });
         })
-        .state(SeqState::Clear, |m| {
+        .state(PassState::Clear, |m| {
             m.assign(ctr, ctr.q() + 1u32);
             m.if_(ctr_at_last, |m| {
                 m.assign(ctr, 0);
-                state.goto(m, SeqState::Walk);
+                state.goto(m, PassState::FoldWait);
             });
         })
-        .state(SeqState::Walk, |m| {
-            m.if_(skip, |m| m.assign(invalid, invalid.q() + 1u32));
-            m.if_(read_fire, |m| {
-                m.assign(k, mux(k_last, m.lit(Ty::u(k_bits), 0), k.q() + 1u32));
-            });
-            m.if_(take_marker, |m| {
-                m.if_(!updating.q(), |m| state.goto(m, SeqState::Drain))
-                    .elif(last_tile, |m| state.goto(m, SeqState::Idle))
-                    .else_(|m| m.assign(tile, tile.q() + 1u32));
-            });
-            m.if_(take_entry, |m| {
-                m.assign(cur_id, id.slice(0, 31));
-                m.assign(first, 1);
+        .state(PassState::FoldWait, |m| {
+            m.if_(fold_ready, |m| {
                 m.assign(ctr, 0);
-                state.goto(m, SeqState::Accumulate);
+                state.goto(m, PassState::Fold);
             });
         })
-        .state(SeqState::Accumulate, |m| {
-            m.assign(ctr, ctr.q() + 1u32);
-            m.if_(acc_last, |m| {
-                m.assign(ctr, 0);
-                m.assign(first, 0);
-                state.goto(m, SeqState::Next);
-            });
-        })
-        .state(SeqState::Next, |m| {
-            m.if_(same_id, |m| state.goto(m, SeqState::Accumulate))
-                .elif(head_valid, |m| {
-                    m.assign(k, 0);
-                    state.goto(m, SeqState::Row);
-                });
-        })
-        .state(SeqState::Row, |m| {
-            m.if_(read_fire, |m| {
-                m.if_(k_last, |m| {
-                    m.assign(k, 0);
-                    state.goto(m, SeqState::RowWait);
-                })
-                .else_(|m| m.assign(k, k.q() + 1u32));
-            });
-        })
-        .state(SeqState::RowWait, |m| {
-            m.if_(row_done, |m| state.goto(m, SeqState::Walk));
-        })
-        .state(SeqState::Drain, |m| {
-            m.if_(drained, |m| {
-                m.assign(ctr, 0);
-                state.goto(m, SeqState::Fold);
-            });
-        })
-        .state(SeqState::Fold, |m| {
+        .state(PassState::Fold, |m| {
             m.assign(ctr, ctr.q() + 1u32);
             m.if_(ctr_at_last, |m| {
                 m.assign(ctr, 0);
-                m.if_(last_tile, |m| state.goto(m, SeqState::Idle))
+                m.if_(last_fold, |m| state.goto(m, PassState::Idle))
                     .else_(|m| {
-                        m.assign(tile, tile.q() + 1u32);
-                        state.goto(m, SeqState::Walk);
+                        m.assign(fold_tile, fold_tile.q() + 1u32);
+                        state.goto(m, PassState::FoldWait);
                     });
+            });
+        })
+        .state(PassState::Update, |m| {
+            m.if_(update_marker, |m| {
+                m.if_(last_update, |m| state.goto(m, PassState::Idle))
+                    .else_(|m| m.assign(update_tile, update_tile.q() + 1u32));
             });
         });
     });

@@ -206,10 +206,7 @@ pub fn run_embed(args: &EmbedArgs) -> Result<(), Failure> {
     let table = Table::new(&inp.table, inp.rows, inp.dim);
     let (acts, invalid, cycles, words) = if a.golden {
         let f = forward(table, &inp.prepared, args.batch);
-        let timing = Timing {
-            hbm_latency: cfg.hbm_latency(),
-            hbm_inflight: cfg.hbm_inflight(),
-        };
+        let timing = Timing::of(&cfg, cfg.hbm_latency());
         let c = forward_cycles(&inp.prepared, inp.rows, inp.dim, args.batch, timing);
         (f.activations, f.invalid, c.cycles, c.words_read)
     } else {
@@ -299,10 +296,7 @@ pub fn run_update(args: &EmbedUpdateArgs) -> Result<(), Failure> {
         )));
     }
     let cfg = rtl_config(a.tiles, inp.dim, batch)?;
-    let timing = Timing {
-        hbm_latency: cfg.hbm_latency(),
-        hbm_inflight: cfg.hbm_inflight(),
-    };
+    let timing = Timing::of(&cfg, cfg.hbm_latency());
     let (table_out, invalid, cycles, read, written, rows_written) = if a.golden {
         let u = update(
             Table::new(&inp.table, inp.rows, inp.dim),
