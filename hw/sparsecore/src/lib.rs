@@ -105,8 +105,9 @@
 //!   `hbm_rsp_valid_i` cycle, at least 2 cycles after the request's
 //!   handshake (a read accepted in cycle c may be answered in cycle c + 2 or
 //!   later). Responses are always accepted: the block never has more reads
-//!   outstanding than it has room for. While `hbm_rd_ready_i` is low the
-//!   read address may change (another tile may win the arbitration).
+//!   outstanding than it has room for. A read offered while
+//!   `hbm_rd_ready_i` is low stays offered, with the same address, until it
+//!   is accepted.
 //! - Entries may be pushed before or after `start_i`; a marker ends each of
 //!   the T tiles' lists, tile 0 first. `ent_ready_o` is high in a cycle if the
 //!   current tile's queue holds fewer than `queue_depth` entries; an entry
@@ -126,7 +127,8 @@
 //! - Arbitration, per cycle: if fewer than `hbm_inflight` reads are
 //!   outstanding and some tile requests, `hbm_rd_valid_o` is high for the
 //!   lowest-numbered requesting tile at or above the pointer p, or else the
-//!   lowest-numbered requesting tile; when the read is accepted the tile
+//!   lowest-numbered requesting tile (a read offered and not accepted in
+//!   the cycle before keeps its tile); when the read is accepted the tile
 //!   moves to its next word and p becomes that tile + 1 (mod T). p is 0
 //!   at the start of a pass. A read answered in
 //!   cycle r stops counting as outstanding in cycle r + 1; its combine writes
@@ -930,11 +932,19 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         lowest_set(m, upper, tb),
         lowest_set(m, req_vec, tb),
     );
-    let chosen = m.wire("grant_tile", pick);
+    // A read offered and not accepted stays offered, unchanged, until it is
+    // (valid/ready: the address must not change under a stalled request).
+    // The tile keeps requesting that word until its read is accepted, and
+    // the tag FIFO only gains room meanwhile, so the valid stays high too.
+    let held = m.reg_reset("rd_held", Ty::BOOL, 0);
+    let held_tile = m.reg("rd_held_tile", Ty::u(tb));
+    let chosen = m.wire("grant_tile", mux(held.q(), held_tile.q(), pick));
     let rd_valid = m.wire("rd_valid", req_vec.any() & tag_room);
     m.output(HBM_RD_VALID, rd_valid);
     m.output(HBM_RD_ADDR, select(chosen, &req_addrs));
     let fire = m.wire("read_fire", rd_valid & rd_ready);
+    m.set_next(held, rd_valid & !rd_ready);
+    m.set_next(held_tile, chosen);
     let chosen_last = chosen.is_eq(tiles - 1);
     m.set_next(
         pointer,

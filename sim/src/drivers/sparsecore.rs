@@ -454,6 +454,8 @@ impl SparseCoreDriver {
         let limit = (words_bound + 4) * (max_latency + 4)
             + (u64::from(self.cfg.tiles()) + 1) * (span + max_latency + 8)
             + 64;
+        let mut stalled_read: Option<u64> = None;
+        let mut stalled_write: Option<(u64, Vec<u32>, u64)> = None;
         loop {
             self.model.poke(p.start, (cycle == 0) as u64);
             match stream.get(next) {
@@ -490,6 +492,37 @@ impl SparseCoreDriver {
             }
             if next < stream.len() && self.model.peek(p.ent_ready) == 1 {
                 next += 1;
+            }
+            // Valid/ready: a request offered and not taken must stay offered,
+            // unchanged, until it is taken.
+            let read_offer = (self.model.peek(p.rd_valid) == 1).then(|| self.model.peek(p.rd_addr));
+            let write_offer = (self.model.peek(p.wr_valid) == 1).then(|| {
+                (
+                    self.model.peek(p.wr_addr),
+                    self.model.peek_wide(p.wr_data),
+                    self.model.peek(p.wr_mask),
+                )
+            });
+            if let Some(held) = stalled_read.take() {
+                if read_offer != Some(held) {
+                    return Err(SparseCoreError::Protocol(format!(
+                        "cycle {cycle}: the HBM read of word {held} was withdrawn or changed before it was accepted"
+                    )));
+                }
+            }
+            if let Some(held) = stalled_write.take() {
+                if write_offer.as_ref() != Some(&held) {
+                    return Err(SparseCoreError::Protocol(format!(
+                        "cycle {cycle}: the HBM write of word {} was withdrawn or changed before it was accepted",
+                        held.0
+                    )));
+                }
+            }
+            if !ready {
+                stalled_read = read_offer;
+            }
+            if !write_ready {
+                stalled_write = write_offer;
             }
             if ready && self.model.peek(p.rd_valid) == 1 {
                 mem.accept(cycle, self.model.peek(p.rd_addr));
