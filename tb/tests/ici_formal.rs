@@ -5,40 +5,48 @@
 //! handshakes and every scripted error of both stubs. The properties: in
 //! order, exactly once; no receive-buffer overflow; credits conserved.
 //!
-//! Proven, unbounded (every reachable state, not a depth): A -> B carrying
-//! data, B -> A carrying the acknowledgements, credits, NAKs and Train
-//! frames, both lanes with any drops, duplicates and flips in every cycle,
-//! so every replay, NAK, timeout, link-down and retraining, in any order
-//! and any number of times. The engine is ABC's `pdr` (IC3), which returns
-//! an inductive invariant it has checked (about 3,400 clauses over 240 of
-//! the model's 295 latches, about a minute). The model narrows two things
-//! without losing behaviours (the props file argues both): flips touch one
-//! bit (every flip of up to three bits is rejected by the CRC, which the
-//! last test here checks on the RTL's check, and the receiver uses nothing
-//! of a rejected word but the fact), and the client sends marked flits
-//! instead of numbered ones (the link is data independent). The planted bug
-//! (the receivers' CRC check removed from the generated Verilog) must fail
-//! that proof, so it can fail.
+//! Proven, unbounded (every reachable state, not a depth; the engine is
+//! ABC's `pdr` (IC3), which returns an inductive invariant it has checked):
+//!
+//! - one direction: A -> B carrying data, B -> A carrying the
+//!   acknowledgements, credits, NAKs and Train frames, both lanes with any
+//!   drops, duplicates and flips in every cycle, so every replay, NAK,
+//!   timeout, link-down and retraining, in any order and any number of
+//!   times (an invariant of about 3,400 clauses over 240 of 295 latches,
+//!   about a minute). The planted bug (the receivers' CRC check removed
+//!   from the generated Verilog) must fail this proof, so it can fail.
+//! - both directions carrying data (the properties of A -> B; the pair is
+//!   symmetric), given a lemma about the CRC: each receiver's CRC check is
+//!   replaced by "the stub did not flip this word" (about 3,000 clauses over
+//!   182 latches, about a minute). The lemma, that the RTL's check computes
+//!   exactly that whenever a word arrives, is checked to a bounded depth
+//!   only (below): `pdr` and z3's k-induction both stall on the XORs of the
+//!   CRC. So the two-way result is unbounded only relative to that lemma.
+//!
+//! Both proofs narrow two things without losing behaviours (the props file
+//! argues both): flips touch one bit (every flip of up to three bits is
+//! rejected by the CRC, which the last test here checks on the RTL's check,
+//! and the receiver uses nothing of a rejected word but the fact), and the
+//! clients send marked flits instead of numbered ones (the link is data
+//! independent).
 //!
 //! Bounded (ABC's bmc3 through SymbiYosys, every trace from reset to a
 //! depth):
 //!
 //! - both directions carrying numbered flits, any drops, duplicates and
-//!   flip masks of up to three bits, to [`TWO_WAY_DEPTH`] cycles: replays
-//!   after a NAK, duplicates dropped. The two-way model is not proven:
-//!   `pdr` did not converge on it within minutes (it stalls after about 14
-//!   frames).
-//! - two runs show the proven model is not vacuous, by having the solver
-//!   refute claims, within [`REACH_DEPTH`] cycles, that no flit is delivered
-//!   after a timeout, a link-down and retraining, and that B never takes a
-//!   fifth flit after both marked ones (every 2-bit counter wrapped).
+//!   flip masks of up to three bits, to [`TWO_WAY_DEPTH`] cycles: the
+//!   properties and the CRC lemma;
+//! - three runs show the proofs' models are not vacuous, by having the
+//!   solver refute claims, within [`REACH_DEPTH`] cycles, that no flit is
+//!   delivered after a timeout, a link-down and retraining (one-way), and
+//!   that B never takes a fifth flit after both marked ones (every 2-bit
+//!   counter wrapped; one-way and two-way).
 //!
-//! The proof's model is the one SymbiYosys would build for an `abc` engine,
-//! written by YoWASP's Yosys; ABC is the `yosys-abc` of the system's Yosys
-//! package, run directly because SymbiYosys's `abc pdr` passes it an option
-//! it lacks. z3 through smtbmc needed minutes per cycle from depth 10. The
-//! tools come from `scripts/install-tools.sh`; without them the tests fail
-//! and say so.
+//! The proofs' models are the ones SymbiYosys would build for an `abc`
+//! engine, written by YoWASP's Yosys; ABC is the `yosys-abc` of the
+//! system's Yosys package, run directly because SymbiYosys's `abc pdr`
+//! passes it an option it lacks. The tools come from
+//! `scripts/install-tools.sh`; without them the tests fail and say so.
 
 use config::IciConfig;
 use hw::{emit_design, Design, Dir, EmittedFile, Header, ModuleDef};
@@ -50,7 +58,7 @@ use std::process::Command;
 /// cycles at latency 1), and its replay reaches the receiver by 12. (Deeper
 /// costs minutes per cycle with two free directions and three-bit flips.)
 const TWO_WAY_DEPTH: u32 = 14;
-/// Cycles from reset of the runs that show the one-way proof's model is not
+/// Cycles from reset of the runs that show the proofs' models are not
 /// vacuous: the solver finds a replay timeout, a link-down, retraining and
 /// a delivery after it (16 cycles at the shortest), and a fifth flit
 /// delivered after both marked ones, after every 2-bit sequence and credit
@@ -151,6 +159,39 @@ struct Model {
     sources: Vec<String>,
     defines: Vec<String>,
     chparam: String,
+    /// The Yosys commands that elaborate and flatten the model, with the
+    /// connections the props file's ICI_CUT_CRC and ICI_CRC_LEMMA ask for.
+    elaborate: String,
+}
+
+/// Yosys commands that flatten the props module and the pair and make the
+/// connections the defines ask for (names of the flattened pair's wires).
+fn elaborate(defines: &[String]) -> String {
+    let has = |d: &str| defines.iter().any(|x| x == d);
+    let mut connect = String::new();
+    if has("ICI_CUT_CRC") {
+        // Each receiver's CRC check is replaced by "not flipped".
+        for (link, cut) in [("link_b", "b_crc_cut"), ("link_a", "a_crc_cut")] {
+            connect += &format!(
+                "connect -unset dut.{link}.rx_crc_ok\nconnect -set dut.{link}.rx_crc_ok {cut}\n"
+            );
+        }
+    }
+    if has("ICI_CRC_LEMMA") {
+        for (wire, signal) in [
+            ("ab_line_valid", "dut.stub_ab.line_valid_1_q"),
+            ("ba_line_valid", "dut.stub_ba.line_valid_1_q"),
+            ("b_crc_ok", "dut.link_b.rx_crc_ok"),
+            ("a_crc_ok", "dut.link_a.rx_crc_ok"),
+        ] {
+            connect += &format!("connect -set {wire} {signal}\n");
+        }
+    }
+    if connect.is_empty() {
+        "prep -flatten -top ici_link_props\n".to_string()
+    } else {
+        format!("hierarchy -top ici_link_props\nproc\nflatten\n{connect}prep -top ici_link_props\n")
+    }
 }
 
 fn model(check: &Check) -> Model {
@@ -188,6 +229,7 @@ fn model(check: &Check) -> Model {
     Model {
         dir,
         sources,
+        elaborate: elaborate(&check.defines),
         defines,
         chparam,
     }
@@ -219,13 +261,14 @@ fn run_bmc(check: &Check, t: &Tools, m: &Model, depth: u32) -> Verdict {
          [script]\nread_verilog {sources}\n\
          read_verilog -formal {defines} ici_link_props.sv\n\
          {chparam}\n\
-         prep -flatten -top ici_link_props\n\
+         {elaborate}\
          # Folds the stubs' random injection away (its thresholds are 0).\n\
          opt -full\n\n\
          [files]\n{props}\n{files}\n",
         sources = m.sources.join(" "),
         defines = m.defines.join(" "),
         chparam = m.chparam,
+        elaborate = m.elaborate,
         props = props.display(),
         files = m
             .sources
@@ -293,7 +336,7 @@ fn run_pdr(check: &Check, t: &Tools, m: &Model) -> Verdict {
         "read_verilog {sources}\n\
          read_verilog -formal {defines} {props}\n\
          {chparam}\n\
-         prep -flatten -top ici_link_props\n\
+         {elaborate}\
          opt -full\n\
          scc -select; simplemap; select -clear\n\
          memory_nordff\n\
@@ -328,6 +371,7 @@ fn run_pdr(check: &Check, t: &Tools, m: &Model) -> Verdict {
             .join("hw/ici/formal/ici_link_props.sv")
             .display(),
         chparam = m.chparam,
+        elaborate = m.elaborate,
     );
     std::fs::write(m.dir.path().join("model.ys"), ys).expect("write the Yosys script");
     let out = Command::new(&t.yosys)
@@ -415,12 +459,25 @@ fn proven_one_direction_through_any_errors() {
     });
 }
 
+/// Both directions, with each receiver's CRC check replaced by "the stub
+/// did not flip this word" (the lemma the next check tests, to a depth),
+/// and the properties of A -> B asserted (the pair is symmetric).
+#[test]
+fn proven_both_directions_given_the_crc_lemma() {
+    assert_holds(&Check {
+        name: "prove_two_way_cut",
+        engine: Engine::Pdr,
+        defines: proof_defines(&["ICI_A_TO_B", "ICI_CUT_CRC"]),
+        mutate: None,
+    });
+}
+
 #[test]
 fn both_directions_under_any_errors_of_up_to_three_bits() {
     assert_holds(&Check {
         name: "two_way",
         engine: Engine::Bmc(TWO_WAY_DEPTH),
-        defines: vec![],
+        defines: vec!["ICI_CRC_LEMMA".into()],
         mutate: None,
     });
 }
@@ -442,6 +499,17 @@ fn the_one_way_proof_reaches_the_wrap_of_every_counter() {
         name: "wrap",
         engine: Engine::Bmc(REACH_DEPTH),
         defines: proof_defines(&["ICI_ONE_WAY", "ICI_REACH_WRAP"]),
+        mutate: None,
+    });
+    eprintln!("{s}");
+}
+
+#[test]
+fn the_two_way_proof_reaches_the_wrap_of_every_counter() {
+    let s = assert_refuted(&Check {
+        name: "wrap_two_way",
+        engine: Engine::Bmc(REACH_DEPTH),
+        defines: proof_defines(&["ICI_A_TO_B", "ICI_CUT_CRC", "ICI_REACH_WRAP"]),
         mutate: None,
     });
     eprintln!("{s}");
