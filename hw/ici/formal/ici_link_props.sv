@@ -2,17 +2,17 @@
 // serdes stubs that `gen --block ici` emits (instantiated here as
 // `ICI_PAIR, defined by the runner). The generated Verilog is not edited:
 // this wrapper drives the pair's ports and observes its outputs, so the
-// proof is about the RTL users get.
+// results are about the RTL users get.
 //
 // The solver's free inputs: both clients' valid and ready in every cycle,
 // and the stubs' scripted errors in every cycle, both directions: any drops,
 // any duplicates, and any flip mask of at most three bits per word (below
 // the Hamming distance of the frame CRC, so within what the CRC promises to
-// detect; the random injection is switched off). Each client sends flits
-// numbered 0, 1, 2, ... (mod 256) in its payload.
+// detect; the random injection is switched off). By default each client
+// sends flits numbered 0, 1, 2, ... (mod 256) in its payload.
 //
-// Two narrowings the runner (tb/tests/ici_formal.rs) may define, to reach
-// deeper within the same solver time:
+// Narrowings the runner (tb/tests/ici_formal.rs) may define, each of which
+// loses no behaviour of the link for these properties:
 //   ICI_FLIP_BIT=n  flips only ever touch bit n of a word. Every flip mask
 //                   of the full model yields a word the CRC rejects, and the
 //                   receiver uses nothing of a rejected word but the fact,
@@ -21,16 +21,49 @@
 //                   carries ACKs, credits, NAKs and Train frames (all still
 //                   under errors). The link ends are the same module, so
 //                   this loses no logic, only the interleaving of the two.
+//   ICI_WOLPER      marked flits instead of numbered ones (data
+//                   independence, after Wolper): each client sends payload 0
+//                   except for at most two flits the solver marks, the first
+//                   with payload 1 and the second with 2. The link never
+//                   looks at a payload (it stores, moves and CRCs it, and
+//                   whether the CRC check rejects a word with a flip mask of
+//                   up to three bits does not depend on the word: the check
+//                   is affine, see the runner's CRC test), so any loss,
+//                   duplication, reordering or alteration of some flit in
+//                   some run shows up, in a run with the same choices, as
+//                   one of a marked flit: a marked flit delivered twice, the
+//                   second before the first, one never sent, or one not 0,
+//                   1 or 2. Only marks are tracked (2 bits per direction),
+//                   not 8-bit flit numbers, which is what lets an unbounded
+//                   proof close.
+//   ICI_A_TO_B      only the properties of direction A -> B are asserted,
+//                   and B's payloads are 0 (B's data matters to none of
+//                   them, see above). The pair is symmetric (same link
+//                   module, same stub, errors free on both lanes, the
+//                   seeds unused), so the same holds for B -> A.
+//   ICI_CUT_CRC     the runner disconnects each receiver's rx_crc_ok (its
+//                   CRC check) and drives it with "the stub did not flip
+//                   this word". Exact if the lemma ICI_CRC_LEMMA holds; the
+//                   lemma is only checked to a bounded depth, so a proof on
+//                   this model is unbounded relative to it.
+//   ICI_CRC_LEMMA   also asserts that lemma (the runner connects the wires
+//                   it reads to the stubs' and receivers' signals).
 //
-// Properties, at both ends, in every cycle after reset:
-//   in_order   a delivered flit carries the number of flits delivered before
-//              it (mod 256): nothing lost, duplicated or reordered;
+// Properties, at both ends (A -> B only with ICI_A_TO_B), in every cycle
+// after reset:
+//   in_order   numbered flits: a delivered flit carries the number of flits
+//              delivered before it (mod 256): nothing lost, duplicated or
+//              reordered. Marked flits (ICI_WOLPER): a delivered payload is
+//              0, or the next mark in order (1, then 2), already sent;
 //   no_overflow the receive buffer never refuses an in-order flit, and holds
 //              at most B flits;
 //   credits    credits held by the sender + flits accepted but not yet in
 //              the peer's buffer + flits in that buffer + freed slots not yet
 //              seen by the sender == B (credits are conserved), and the
 //              credit counter never over- or underflows.
+// They are safety properties, so they are checked both by bounded model
+// checking (every trace up to a depth) and, with ABC's pdr, for every
+// reachable state (see the runner for which model is proven how).
 `default_nettype none
 
 module ici_link_props #(
@@ -50,7 +83,10 @@ module ici_link_props #(
     input wire ab_dup,
     input wire [WORD-1:0] ba_flip,
     input wire ba_drop,
-    input wire ba_dup
+    input wire ba_dup,
+    // Only read with ICI_WOLPER: whether the flit a client offers is marked.
+    input wire a_mark,
+    input wire b_mark
 );
   reg init = 1'b1;
   always @(posedge clk_i) init <= 1'b0;
@@ -77,7 +113,6 @@ module ici_link_props #(
 `endif
   end
 
-  reg [7:0] a_sent = 8'd0, b_sent = 8'd0, a_got = 8'd0, b_got = 8'd0;
   wire a_tx_ready, b_tx_ready, a_rx_valid, b_rx_valid;
   wire [7:0] a_rx_data, b_rx_data;
   wire [SEQ-1:0] a_next, b_next, a_expected, b_expected;
@@ -87,6 +122,51 @@ module ici_link_props #(
   wire a_link_up;
   wire [31:0] a_timeouts;
 
+  // Whether the word in each stub's line (the receiver's next des_word)
+  // was flipped on its way in: any flip mask is nonzero.
+  reg ab_flipped = 1'b0, ba_flipped = 1'b0;
+  always @(posedge clk_i) begin
+    ab_flipped <= |ab_flip;
+    ba_flipped <= |ba_flip;
+  end
+`ifdef ICI_CUT_CRC
+  // What the runner connects to each receiver's rx_crc_ok in place of its
+  // CRC check (ICI_CUT_CRC): not flipped. The lemma (ICI_CRC_LEMMA) checks,
+  // to a bounded depth, that the check computes exactly that whenever a
+  // word arrives.
+  (* keep *) wire b_crc_cut = !ab_flipped;
+  (* keep *) wire a_crc_cut = !ba_flipped;
+`endif
+  reg [7:0] a_sent = 8'd0, b_sent = 8'd0, a_got = 8'd0, b_got = 8'd0;
+  // The payloads the clients send.
+  wire [7:0] a_data, b_data;
+`ifdef ICI_WOLPER
+  // Marked flits A sent (a_marks) and B received from A (b_seen), and the
+  // same the other way: 0..2.
+  reg [1:0] a_marks = 2'd0, b_marks = 2'd0, a_seen = 2'd0, b_seen = 2'd0;
+  assign a_data = (a_mark && a_marks != 2'd2) ? {6'd0, a_marks + 2'd1} : 8'd0;
+`ifdef ICI_A_TO_B
+  assign b_data = 8'd0;
+`else
+  assign b_data = (b_mark && b_marks != 2'd2) ? {6'd0, b_marks + 2'd1} : 8'd0;
+`endif
+  always @(posedge clk_i) begin
+    if (init) begin
+      a_marks <= 2'd0;
+      b_marks <= 2'd0;
+      a_seen <= 2'd0;
+      b_seen <= 2'd0;
+    end else begin
+      if (a_tx_valid && a_tx_ready && a_data != 8'd0) a_marks <= a_marks + 2'd1;
+      if (b_tx_valid && b_tx_ready && b_data != 8'd0) b_marks <= b_marks + 2'd1;
+      if (b_rx_valid && b_rx_ready && b_rx_data != 8'd0) b_seen <= b_seen + 2'd1;
+      if (a_rx_valid && a_rx_ready && a_rx_data != 8'd0) a_seen <= a_seen + 2'd1;
+    end
+  end
+`else
+  assign a_data = a_sent;
+  assign b_data = b_sent;
+`endif
   `ICI_PAIR dut (
       .clk_i(clk_i),
       .rst_i(init),
@@ -96,8 +176,8 @@ module ici_link_props #(
       .drop_threshold_i(24'd0),
       .dup_threshold_i(24'd0),
       .a_tx_valid_i(a_tx_valid),
-      .a_tx_data_i(a_sent),
-      .a_tx_last_i(a_sent[0]),
+      .a_tx_data_i(a_data),
+      .a_tx_last_i(a_data[0]),
       .a_tx_len_i(1'b0),
       .a_tx_ready_o(a_tx_ready),
       .a_rx_ready_i(a_rx_ready),
@@ -106,8 +186,8 @@ module ici_link_props #(
       .a_rx_last_o(),
       .a_rx_len_o(),
       .b_tx_valid_i(b_tx_valid),
-      .b_tx_data_i(b_sent),
-      .b_tx_last_i(b_sent[0]),
+      .b_tx_data_i(b_data),
+      .b_tx_last_i(b_data[0]),
       .b_tx_len_i(1'b0),
       .b_tx_ready_o(b_tx_ready),
       .b_rx_ready_i(b_rx_ready),
@@ -192,18 +272,46 @@ module ici_link_props #(
     end
   endfunction
 
+`ifdef ICI_CRC_LEMMA
+  // The lemma that makes ICI_CUT_CRC exact: whenever a word arrives, the
+  // receiver's CRC check (rx_crc_ok) passes it exactly when the stub did
+  // not flip it. The runner connects these wires to the stubs' line valid
+  // registers and the receivers' rx_crc_ok. (It holds because every word a
+  // link end sends is sealed, the stub's copy for duplicates is one of them,
+  // and the CRC rejects every mask of one to three bits.)
+  (* keep *) wire ab_line_valid, ba_line_valid, a_crc_ok, b_crc_ok;
+  always @* begin
+    if (!init) begin
+      assert (!ab_line_valid || b_crc_ok == !ab_flipped);
+      assert (!ba_line_valid || a_crc_ok == !ba_flipped);
+    end
+  end
+`endif
   always @* begin
     if (!init) begin
       // in_order
+`ifdef ICI_WOLPER
+      if (b_rx_valid && b_rx_data != 8'd0)
+        assert (b_rx_data == {6'd0, b_seen + 2'd1} && b_seen < a_marks);
+`ifndef ICI_A_TO_B
+      if (a_rx_valid && a_rx_data != 8'd0)
+        assert (a_rx_data == {6'd0, a_seen + 2'd1} && a_seen < b_marks);
+`endif
+`elsif ICI_NO_ORDER
+`else
       if (b_rx_valid) assert (b_rx_data == b_got);
       if (a_rx_valid) assert (a_rx_data == a_got);
+`endif
       // no_overflow
-      assert (!a_overflow && !b_overflow);
-      assert (a_count <= BUFFER && b_count <= BUFFER);
+      assert (!b_overflow && b_count <= BUFFER);
       // credits
       assert (credit_sum(a_credits, a_next, b_expected, b_count, b_freed, a_remote_freed) == BUFFER);
+      assert (!a_credit_error);
+`ifndef ICI_A_TO_B
+      assert (!a_overflow && a_count <= BUFFER);
       assert (credit_sum(b_credits, b_next, a_expected, a_count, a_freed, b_remote_freed) == BUFFER);
-      assert (!a_credit_error && !b_credit_error);
+      assert (!b_credit_error);
+`endif
     end
   end
 
@@ -220,7 +328,12 @@ module ici_link_props #(
   // Likewise: B takes a fifth flit, so A's sequence numbers, B's expected
   // one and B's freed-credit count (all 2 bits in the formal configuration)
   // have wrapped around.
+`ifdef ICI_WOLPER
+  // With marked flits: after both marked ones.
+  always @* if (!init) assert (!(b_rx_valid && b_rx_ready && b_got == 8'd4 && b_seen == 2'd2));
+`else
   always @* if (!init) assert (!(b_rx_valid && b_rx_ready && b_got == 8'd4));
+`endif
 `endif
 endmodule
 
