@@ -367,12 +367,17 @@ fn run_pdr(check: &Check, t: &Tools, m: &Model) -> Verdict {
          write_aiger -I -B -zinit -no-startoffset model.aig\n",
         sources = m.sources.join(" "),
         defines = m.defines.join(" "),
-        props = workspace()
-            .join("hw/ici/formal/ici_link_props.sv")
-            .display(),
+        props = "ici_link_props.sv",
         chparam = m.chparam,
         elaborate = m.elaborate,
     );
+    // A copy beside the model: YoWASP's Yosys runs in a WebAssembly sandbox
+    // that sees the folder it runs in, not every path of the machine.
+    std::fs::copy(
+        workspace().join("hw/ici/formal/ici_link_props.sv"),
+        m.dir.path().join("ici_link_props.sv"),
+    )
+    .expect("copy the props file");
     std::fs::write(m.dir.path().join("model.ys"), ys).expect("write the Yosys script");
     let out = Command::new(&t.yosys)
         .current_dir(m.dir.path())
