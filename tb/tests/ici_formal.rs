@@ -16,12 +16,21 @@
 //!   about a minute). The planted bug (the receivers' CRC check removed
 //!   from the generated Verilog) must fail this proof, so it can fail.
 //! - both directions carrying data (the properties of A -> B; the pair is
-//!   symmetric), given a lemma about the CRC: each receiver's CRC check is
-//!   replaced by "the stub did not flip this word" (about 3,000 clauses over
-//!   182 latches, about a minute). The lemma, that the RTL's check computes
-//!   exactly that whenever a word arrives, is checked to a bounded depth
-//!   only (below): `pdr` and z3's k-induction both stall on the XORs of the
-//!   CRC. So the two-way result is unbounded only relative to that lemma.
+//!   symmetric), with each receiver's CRC check replaced by "the stub did
+//!   not flip this word" (about 3,000 clauses over 182 latches, about a
+//!   minute), which a lemma shows exact in every reachable state of the
+//!   real pair. The lemma is proven in two parts on the generated modules
+//!   (`hw/ici/formal/ici_crc_lemma.sv`): every word a link end sends is
+//!   sealed, in any state (`pdr`, at once), and a serdes stub fed sealed
+//!   words, dropping, duplicating and flipping up to three bits of them,
+//!   delivers each to a receiver whose own check passes it exactly when no
+//!   bit was flipped (z3 k-induction through SymbiYosys, depth 2, a few
+//!   seconds; inductive once it also asserts that the stub's word for
+//!   duplicates is sealed). In the pair each stub's input is a link end's
+//!   output, so the first part meets the second's assumption. Both parts
+//!   must fail on a planted bug (a wrong seal; a check that ignores one CRC
+//!   bit), so they can fail. Whole, the two-way pair is proven unbounded:
+//!   the uncut model stalls `pdr` near frame 14, the cut one does not.
 //!
 //! Both proofs narrow two things without losing behaviours (the props file
 //! argues both): flips touch one bit (every flip of up to three bits is
@@ -35,7 +44,8 @@
 //!
 //! - both directions carrying numbered flits, any drops, duplicates and
 //!   flip masks of up to three bits, to [`TWO_WAY_DEPTH`] cycles: the
-//!   properties and the CRC lemma;
+//!   properties and the CRC lemma, uncut and unnarrowed (a cross-check of
+//!   the proofs' narrowings);
 //! - three runs show the proofs' models are not vacuous, by having the
 //!   solver refute claims, within [`REACH_DEPTH`] cycles, that no flit is
 //!   delivered after a timeout, a link-down and retraining (one-way), and
@@ -143,6 +153,9 @@ enum Engine {
     /// state, no bound. A pass is an inductive invariant ABC has found and
     /// checked.
     Pdr,
+    /// smtbmc (z3) k-induction through SymbiYosys, to this depth: a pass
+    /// holds in every reachable state.
+    KInduction(u32),
 }
 
 struct Check<'a> {
@@ -151,11 +164,26 @@ struct Check<'a> {
     defines: Vec<String>,
     /// Applied to each generated file's text before the run.
     mutate: Option<&'a Mutation>,
+    /// A part of the CRC lemma (`ici_crc_lemma.sv`) instead of the pair's
+    /// properties.
+    lemma: Option<LemmaPart>,
+}
+
+/// The two parts of the CRC lemma (see `hw/ici/formal/ici_crc_lemma.sv`).
+#[derive(Debug, Clone, Copy)]
+enum LemmaPart {
+    /// Every word a link end sends is sealed.
+    Tx,
+    /// A stub fed sealed words delivers each to a receiver whose check
+    /// passes it exactly when no bit was flipped.
+    Line,
 }
 
 /// The generated pair and the props file's parameters for it.
 struct Model {
     dir: tempfile::TempDir,
+    /// The properties' file name in `hw/ici/formal`.
+    props: &'static str,
     sources: Vec<String>,
     defines: Vec<String>,
     chparam: String,
@@ -228,6 +256,7 @@ fn model(check: &Check) -> Model {
     );
     Model {
         dir,
+        props: "ici_link_props.sv",
         sources,
         elaborate: elaborate(&check.defines),
         defines,
@@ -235,15 +264,105 @@ fn model(check: &Check) -> Model {
     }
 }
 
+/// The name of the CRC check the lemma's runs generate.
+const LEMMA_CHECK: &str = "ici_formal_crc_check";
+
+/// The lemma's model: the generated link end and serdes stub (the FORMAL
+/// pair's), a CRC check generated from the link's own frame CRC code, and
+/// the part of `ici_crc_lemma.sv` to prove.
+fn lemma_model(check: &Check, part: LemmaPart) -> Model {
+    let cfg = IciConfig::FORMAL;
+    let mut design = Design::new();
+    let top = ici::pair(&mut design, &cfg);
+    let mut files: Vec<EmittedFile> = emit_design(&design, &top, &Header::default());
+    let bits = cfg.frame_bits();
+    let mut checker = Design::new();
+    let crc_check = checker.define(LEMMA_CHECK, &[], |_, m| {
+        let word = m.input("word_i", hw::Ty::u(bits));
+        let crc = ici::frame::frame_crc(ici::frame::covered(word, &cfg), &cfg);
+        m.output(
+            "ok_o",
+            crc.is_eq(word.slice(bits - cfg.crc_bits(), cfg.crc_bits())),
+        );
+    });
+    files.extend(emit_design(&checker, &crc_check, &Header::default()));
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("systole-formal-{}-", check.name))
+        .tempdir()
+        .expect("temp dir");
+    let mut sources = Vec::new();
+    let module_named = |prefix: &str| -> String {
+        files
+            .iter()
+            .filter_map(|f| f.module.clone())
+            .find(|m| m.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no generated module {prefix}*"))
+    };
+    let (link, stub) = (module_named("ici_link_"), module_named("ici_serdes_stub_"));
+    for f in files.iter().filter(|f| f.module.is_some()) {
+        let text = match check.mutate {
+            Some(m) => m(&f.name, &f.text),
+            None => f.text.clone(),
+        };
+        std::fs::write(dir.path().join(&f.name), text).expect("write Verilog");
+        sources.push(f.name.clone());
+    }
+    let top_name = match part {
+        LemmaPart::Tx => "ici_crc_lemma_tx",
+        LemmaPart::Line => "ici_crc_lemma_line",
+    };
+    let elaborate = match part {
+        LemmaPart::Tx => format!("prep -flatten -top {top_name}\n"),
+        // The wires the props read inside the stub and the receiver
+        // (-nounset: they also feed the props' own instances).
+        LemmaPart::Line => format!(
+            "hierarchy -top {top_name}\nproc\nflatten\n\
+             connect -nounset -set last_word stub.last_word_q\n\
+             connect -nounset -set have_last stub.have_last_q\n\
+             connect -nounset -set rx_crc_ok rx.rx_crc_ok\n\
+             prep -top {top_name}\n"
+        ),
+    };
+    Model {
+        dir,
+        props: "ici_crc_lemma.sv",
+        sources,
+        defines: vec![
+            format!("-DICI_LINK={link}"),
+            format!("-DICI_STUB={stub}"),
+            format!("-DICI_CHECK={LEMMA_CHECK}"),
+        ],
+        chparam: format!("chparam -set WORD {bits} {top_name}"),
+        elaborate,
+    }
+}
+
 fn run(check: &Check) -> Verdict {
     let t = tools();
-    let m = model(check);
+    let m = match check.lemma {
+        None => model(check),
+        Some(part) => lemma_model(check, part),
+    };
     let verdict = match check.engine {
-        Engine::Bmc(depth) => run_bmc(check, &t, &m, depth),
+        Engine::Bmc(depth) => run_sby(
+            check,
+            &t,
+            &m,
+            &format!("mode bmc\ndepth {depth}"),
+            "abc bmc3",
+        ),
+        Engine::KInduction(depth) => run_sby(
+            check,
+            &t,
+            &m,
+            &format!("mode prove\ndepth {depth}"),
+            "smtbmc z3",
+        ),
         Engine::Pdr => run_pdr(check, &t, &m),
     };
     let engine = match check.engine {
         Engine::Bmc(depth) => format!("bmc3, depth {depth}"),
+        Engine::KInduction(depth) => format!("k-induction, depth {depth}, unbounded"),
         Engine::Pdr => "pdr, unbounded".to_string(),
     };
     match &verdict {
@@ -253,13 +372,14 @@ fn run(check: &Check) -> Verdict {
     verdict
 }
 
-fn run_bmc(check: &Check, t: &Tools, m: &Model, depth: u32) -> Verdict {
-    let props = workspace().join("hw/ici/formal/ici_link_props.sv");
+/// A SymbiYosys run: `mode` its options (mode and depth), `engine` its engine.
+fn run_sby(check: &Check, t: &Tools, m: &Model, mode: &str, engine: &str) -> Verdict {
+    let props = workspace().join("hw/ici/formal").join(m.props);
     let sby = format!(
-        "[options]\nmode bmc\ndepth {depth}\ntimeout {TIMEOUT_SECONDS}\n\n\
-         [engines]\nabc bmc3\n\n\
+        "[options]\n{mode}\ntimeout {TIMEOUT_SECONDS}\n\n\
+         [engines]\n{engine}\n\n\
          [script]\nread_verilog {sources}\n\
-         read_verilog -formal {defines} ici_link_props.sv\n\
+         read_verilog -formal {defines} {props_name}\n\
          {chparam}\n\
          {elaborate}\
          # Folds the stubs' random injection away (its thresholds are 0).\n\
@@ -269,6 +389,7 @@ fn run_bmc(check: &Check, t: &Tools, m: &Model, depth: u32) -> Verdict {
         defines = m.defines.join(" "),
         chparam = m.chparam,
         elaborate = m.elaborate,
+        props_name = m.props,
         props = props.display(),
         files = m
             .sources
@@ -367,15 +488,15 @@ fn run_pdr(check: &Check, t: &Tools, m: &Model) -> Verdict {
          write_aiger -I -B -zinit -no-startoffset model.aig\n",
         sources = m.sources.join(" "),
         defines = m.defines.join(" "),
-        props = "ici_link_props.sv",
+        props = m.props,
         chparam = m.chparam,
         elaborate = m.elaborate,
     );
     // A copy beside the model: YoWASP's Yosys runs in a WebAssembly sandbox
     // that sees the folder it runs in, not every path of the machine.
     std::fs::copy(
-        workspace().join("hw/ici/formal/ici_link_props.sv"),
-        m.dir.path().join("ici_link_props.sv"),
+        workspace().join("hw/ici/formal").join(m.props),
+        m.dir.path().join(m.props),
     )
     .expect("copy the props file");
     std::fs::write(m.dir.path().join("model.ys"), ys).expect("write the Yosys script");
@@ -461,6 +582,7 @@ fn proven_one_direction_through_any_errors() {
         engine: Engine::Pdr,
         defines: proof_defines(&["ICI_ONE_WAY"]),
         mutate: None,
+        lemma: None,
     });
 }
 
@@ -474,6 +596,82 @@ fn proven_both_directions_given_the_crc_lemma() {
         engine: Engine::Pdr,
         defines: proof_defines(&["ICI_A_TO_B", "ICI_CUT_CRC"]),
         mutate: None,
+        lemma: None,
+    });
+}
+
+/// The lemma the previous proof rests on, first part: every word a link
+/// end sends is sealed, in any state (the second part assumes it).
+#[test]
+fn proven_every_sent_word_is_sealed() {
+    assert_holds(&Check {
+        name: "lemma_tx",
+        engine: Engine::Pdr,
+        defines: Vec::new(),
+        mutate: None,
+        lemma: Some(LemmaPart::Tx),
+    });
+}
+
+/// The lemma, second part: through a stub that drops, duplicates and flips
+/// up to three bits of sealed words, the receiver's own CRC check passes a
+/// word exactly when none of its bits was flipped. With the first part,
+/// the two-way proof's cut is exact in every reachable state.
+#[test]
+fn proven_the_receiver_check_passes_exactly_the_unflipped_words() {
+    assert_holds(&Check {
+        name: "lemma_line",
+        engine: Engine::KInduction(2),
+        defines: Vec::new(),
+        mutate: None,
+        lemma: Some(LemmaPart::Line),
+    });
+}
+
+/// The lemma's parts can fail: a sender that seals with a wrong CRC bit
+/// breaks the first, and a receiver that checks one CRC bit less (so one
+/// flip in that bit passes) breaks the second.
+#[test]
+fn the_lemma_fails_on_a_wrong_seal_and_a_weakened_check() {
+    let wrong_seal = |name: &str, text: &str| -> String {
+        if !name.starts_with("ici_link_") {
+            return text.to_string();
+        }
+        let start = text.find("assign ser_word_o = {").expect("the seal");
+        let at = start + "assign ser_word_o = {".len();
+        format!("{}~{}", &text[..at], &text[at..])
+    };
+    let s = assert_refuted(&Check {
+        name: "lemma_tx_wrong_seal",
+        engine: Engine::Pdr,
+        defines: Vec::new(),
+        mutate: Some(&wrong_seal),
+        lemma: Some(LemmaPart::Tx),
+    });
+    assert!(s.contains("was asserted in frame"), "{s}");
+    let weak_check = |name: &str, text: &str| -> String {
+        if !name.starts_with("ici_link_") {
+            return text.to_string();
+        }
+        let start = text.find("assign rx_crc_ok = ").expect("the CRC check");
+        let end = start + text[start..].find(';').expect("end of the assignment");
+        // Compare the CRC's bits but the top one.
+        let check = &text[start..end];
+        let eq = check.rfind(" == ").expect("the comparison");
+        let lhs = check["assign rx_crc_ok = ".len()..eq].trim_start_matches('(');
+        let rhs = check[eq + 4..].trim_end_matches(')');
+        format!(
+            "{}assign rx_crc_ok = ((({lhs}) ^ ({rhs})) & 8'h7f) == 8'h00{}",
+            &text[..start],
+            &text[end..]
+        )
+    };
+    assert_refuted(&Check {
+        name: "lemma_line_weak_check",
+        engine: Engine::Bmc(4),
+        defines: Vec::new(),
+        mutate: Some(&weak_check),
+        lemma: Some(LemmaPart::Line),
     });
 }
 
@@ -484,6 +682,7 @@ fn both_directions_under_any_errors_of_up_to_three_bits() {
         engine: Engine::Bmc(TWO_WAY_DEPTH),
         defines: vec!["ICI_CRC_LEMMA".into()],
         mutate: None,
+        lemma: None,
     });
 }
 
@@ -494,6 +693,7 @@ fn the_one_way_proof_reaches_a_link_down_and_retraining() {
         engine: Engine::Bmc(REACH_DEPTH),
         defines: proof_defines(&["ICI_ONE_WAY", "ICI_REACH"]),
         mutate: None,
+        lemma: None,
     });
     eprintln!("{s}");
 }
@@ -505,6 +705,7 @@ fn the_one_way_proof_reaches_the_wrap_of_every_counter() {
         engine: Engine::Bmc(REACH_DEPTH),
         defines: proof_defines(&["ICI_ONE_WAY", "ICI_REACH_WRAP"]),
         mutate: None,
+        lemma: None,
     });
     eprintln!("{s}");
 }
@@ -516,6 +717,7 @@ fn the_two_way_proof_reaches_the_wrap_of_every_counter() {
         engine: Engine::Bmc(REACH_DEPTH),
         defines: proof_defines(&["ICI_A_TO_B", "ICI_CUT_CRC", "ICI_REACH_WRAP"]),
         mutate: None,
+        lemma: None,
     });
     eprintln!("{s}");
 }
@@ -535,6 +737,7 @@ fn a_receiver_without_its_crc_check_fails_the_proof() {
         engine: Engine::Pdr,
         defines: proof_defines(&["ICI_ONE_WAY"]),
         mutate: Some(&mutate),
+        lemma: None,
     });
     assert!(s.contains("was asserted in frame"), "{s}");
 }

@@ -43,9 +43,11 @@
 //                   seeds unused), so the same holds for B -> A.
 //   ICI_CUT_CRC     the runner disconnects each receiver's rx_crc_ok (its
 //                   CRC check) and drives it with "the stub did not flip
-//                   this word". Exact if the lemma ICI_CRC_LEMMA holds; the
-//                   lemma is only checked to a bounded depth, so a proof on
-//                   this model is unbounded relative to it.
+//                   this word". Exact because the lemma ICI_CRC_LEMMA
+//                   holds in every reachable state: ici_crc_lemma.sv proves
+//                   it in two parts (every sent word is sealed; a stub fed
+//                   sealed words delivers each to a check that passes it
+//                   exactly when unflipped).
 //   ICI_CRC_LEMMA   also asserts that lemma (the runner connects the wires
 //                   it reads to the stubs' and receivers' signals).
 //
@@ -131,8 +133,8 @@ module ici_link_props #(
   end
 `ifdef ICI_CUT_CRC
   // What the runner connects to each receiver's rx_crc_ok in place of its
-  // CRC check (ICI_CUT_CRC): not flipped. The lemma (ICI_CRC_LEMMA) checks,
-  // to a bounded depth, that the check computes exactly that whenever a
+  // CRC check (ICI_CUT_CRC): not flipped. The lemma (ICI_CRC_LEMMA, proven
+  // in ici_crc_lemma.sv) says the check computes exactly that whenever a
   // word arrives.
   (* keep *) wire b_crc_cut = !ab_flipped;
   (* keep *) wire a_crc_cut = !ba_flipped;
