@@ -192,6 +192,43 @@ struct Model {
     elaborate: String,
 }
 
+/// A generated file's text with the link end's CRC check (the right-hand
+/// side of `assign rx_crc_ok = ...;`) replaced by `rewrite` of it; other
+/// files as they are. The planted bugs are made with it.
+fn with_crc_check(name: &str, text: &str, rewrite: impl Fn(&str) -> String) -> String {
+    if !name.starts_with("ici_link_") {
+        return text.to_string();
+    }
+    const ASSIGN: &str = "assign rx_crc_ok = ";
+    let start = text.find(ASSIGN).expect("the CRC check") + ASSIGN.len();
+    let end = start + text[start..].find(';').expect("end of the assignment");
+    format!(
+        "{}{}{}",
+        &text[..start],
+        rewrite(&text[start..end]),
+        &text[end..]
+    )
+}
+
+/// A temp folder holding the Verilog sources among `files`, each rewritten by
+/// the check's mutation; their names.
+fn write_sources(check: &Check, files: &[EmittedFile]) -> (tempfile::TempDir, Vec<String>) {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("systole-formal-{}-", check.name))
+        .tempdir()
+        .expect("temp dir");
+    let mut sources = Vec::new();
+    for f in files.iter().filter(|f| f.module.is_some()) {
+        let text = match check.mutate {
+            Some(m) => m(&f.name, &f.text),
+            None => f.text.clone(),
+        };
+        std::fs::write(dir.path().join(&f.name), text).expect("write Verilog");
+        sources.push(f.name.clone());
+    }
+    (dir, sources)
+}
+
 /// Yosys commands that flatten the props module and the pair and make the
 /// connections the defines ask for (names of the flattened pair's wires).
 fn elaborate(defines: &[String]) -> String {
@@ -227,19 +264,7 @@ fn model(check: &Check) -> Model {
     let mut design = Design::new();
     let top = ici::pair(&mut design, &cfg);
     let files: Vec<EmittedFile> = emit_design(&design, &top, &Header::default());
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("systole-formal-{}-", check.name))
-        .tempdir()
-        .expect("temp dir");
-    let mut sources = Vec::new();
-    for f in files.iter().filter(|f| f.module.is_some()) {
-        let text = match check.mutate {
-            Some(m) => m(&f.name, &f.text),
-            None => f.text.clone(),
-        };
-        std::fs::write(dir.path().join(&f.name), text).expect("write Verilog");
-        sources.push(f.name.clone());
-    }
+    let (dir, sources) = write_sources(check, &files);
     assert_eq!(
         port_width(&top, "a_tx_credits_o"),
         port_width(&top, "a_rx_count_o")
@@ -286,11 +311,6 @@ fn lemma_model(check: &Check, part: LemmaPart) -> Model {
         );
     });
     files.extend(emit_design(&checker, &crc_check, &Header::default()));
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("systole-formal-{}-", check.name))
-        .tempdir()
-        .expect("temp dir");
-    let mut sources = Vec::new();
     let module_named = |prefix: &str| -> String {
         files
             .iter()
@@ -299,14 +319,7 @@ fn lemma_model(check: &Check, part: LemmaPart) -> Model {
             .unwrap_or_else(|| panic!("no generated module {prefix}*"))
     };
     let (link, stub) = (module_named("ici_link_"), module_named("ici_serdes_stub_"));
-    for f in files.iter().filter(|f| f.module.is_some()) {
-        let text = match check.mutate {
-            Some(m) => m(&f.name, &f.text),
-            None => f.text.clone(),
-        };
-        std::fs::write(dir.path().join(&f.name), text).expect("write Verilog");
-        sources.push(f.name.clone());
-    }
+    let (dir, sources) = write_sources(check, &files);
     let top_name = match part {
         LemmaPart::Tx => "ici_crc_lemma_tx",
         LemmaPart::Line => "ici_crc_lemma_line",
@@ -649,22 +662,14 @@ fn the_lemma_fails_on_a_wrong_seal_and_a_weakened_check() {
         lemma: Some(LemmaPart::Tx),
     });
     assert!(s.contains("was asserted in frame"), "{s}");
+    // Compare the CRC's bits but the top one.
     let weak_check = |name: &str, text: &str| -> String {
-        if !name.starts_with("ici_link_") {
-            return text.to_string();
-        }
-        let start = text.find("assign rx_crc_ok = ").expect("the CRC check");
-        let end = start + text[start..].find(';').expect("end of the assignment");
-        // Compare the CRC's bits but the top one.
-        let check = &text[start..end];
-        let eq = check.rfind(" == ").expect("the comparison");
-        let lhs = check["assign rx_crc_ok = ".len()..eq].trim_start_matches('(');
-        let rhs = check[eq + 4..].trim_end_matches(')');
-        format!(
-            "{}assign rx_crc_ok = ((({lhs}) ^ ({rhs})) & 8'h7f) == 8'h00{}",
-            &text[..start],
-            &text[end..]
-        )
+        with_crc_check(name, text, |check| {
+            let eq = check.rfind(" == ").expect("the comparison");
+            let lhs = check[..eq].trim_start_matches('(');
+            let rhs = check[eq + 4..].trim_end_matches(')');
+            format!("((({lhs}) ^ ({rhs})) & 8'h7f) == 8'h00")
+        })
     };
     assert_refuted(&Check {
         name: "lemma_line_weak_check",
@@ -724,14 +729,8 @@ fn the_two_way_proof_reaches_the_wrap_of_every_counter() {
 
 #[test]
 fn a_receiver_without_its_crc_check_fails_the_proof() {
-    let mutate = |name: &str, text: &str| -> String {
-        if !name.starts_with("ici_link_") {
-            return text.to_string();
-        }
-        let start = text.find("assign rx_crc_ok = ").expect("the CRC check");
-        let end = start + text[start..].find(';').expect("end of the assignment");
-        format!("{}assign rx_crc_ok = 1'b1{}", &text[..start], &text[end..])
-    };
+    let mutate =
+        |name: &str, text: &str| -> String { with_crc_check(name, text, |_| "1'b1".into()) };
     let s = assert_refuted(&Check {
         name: "no_crc",
         engine: Engine::Pdr,
