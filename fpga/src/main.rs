@@ -157,16 +157,7 @@ fn flow(args: &FlowArgs) -> Result<(), String> {
     let block = gen::find_block(&args.block)?;
     let mut table = block.default_table();
     if let Some(path) = &args.config {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
-        let file = text.parse::<toml::Table>().map_err(|e| {
-            format!(
-                "config {}: {}",
-                path.display(),
-                config::one_line(&e.to_string())
-            )
-        })?;
-        table.extend(file);
+        table.extend(gen::read_config(path)?);
     }
     for p in &args.params {
         let (key, value) = param_entry(p)?;

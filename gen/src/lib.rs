@@ -55,6 +55,20 @@ pub fn find_block(name: &str) -> Result<&'static dyn AnyBlock, String> {
     }
 }
 
+/// Reads a `--config` file as a TOML table (not yet validated: the block's
+/// `configure` does that).
+pub fn read_config(path: &Path) -> Result<toml::Table, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
+    text.parse::<toml::Table>().map_err(|e| {
+        format!(
+            "config {}: {}",
+            path.display(),
+            config::one_line(&e.to_string())
+        )
+    })
+}
+
 /// Generator name and version, written into every file header.
 pub fn generator_id() -> String {
     format!("systole-gen {}", env!("CARGO_PKG_VERSION"))

@@ -18,7 +18,7 @@ use board::Board;
 use clap::{Arg, ArgMatches, CommandFactory as _, FromArgMatches as _, Parser};
 use hw::{AnyBlock, Param, ParamKind};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -238,19 +238,6 @@ fn block_list() -> String {
     out
 }
 
-/// Reads a `--config` file as a TOML table (not yet validated).
-fn read_config(path: &Path) -> Result<toml::Table, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
-    text.parse::<toml::Table>().map_err(|e| {
-        format!(
-            "config {}: {}",
-            path.display(),
-            config::one_line(&e.to_string())
-        )
-    })
-}
-
 fn run(args: &Args, block: &dyn AnyBlock, matches: &ArgMatches) -> Result<(), String> {
     let tc_board = block.name() == hw::Block::name(&tensorcore::TensorCore);
     match args.board {
@@ -294,7 +281,7 @@ fn run(args: &Args, block: &dyn AnyBlock, matches: &ArgMatches) -> Result<(), St
         None => block.default_table(),
     };
     if let Some(path) = &args.config {
-        table.extend(read_config(path)?);
+        table.extend(gen::read_config(path)?);
         // The file on its own must be valid, whatever the flags change.
         block
             .configure(&table)
