@@ -1,7 +1,8 @@
 //! Yosys synthesis scripts for each family and what is read back from them.
 //!
 //! Every script is built from the recipes in [`board::yosys`], which the board
-//! builds use too: elaborate, fail on any latch, flatten, leave multipliers for
+//! builds use too: elaborate, fail on any latch, flatten, lower variable
+//! shifts early ([`LOWER_VARIABLE_SHIFTS`]), leave multipliers for
 //! the DSP blocks only up to the part's count (the rest become LUT logic), and
 //! on iCE40 skip `ice40_dsp`, whose netlist of the MXU does not simulate like
 //! the RTL (`tests/gate_level.rs`).
@@ -38,6 +39,17 @@ pub fn min_luts_per_lut_multiplier(family: Family) -> u64 {
     }
 }
 
+/// Lowers every variable shift (`$shl`, `$shr`, `$sshl`, `$sshr`, `$shift`,
+/// `$shiftx`) to its log-depth multiplexer stages before the family's
+/// synthesis, which would do the same later. Done early because Yosys's
+/// SAT-based `share` pass tries to prove every pair of shifters that feed a
+/// multiplexer mutually exclusive, and the fp32 units' alignment and
+/// normalisation shifters (one set per lane or per tile) made it run for hours
+/// (SparseCore T1: over 25 minutes; with this, 79 s). Nothing of an int8 MXU
+/// changes: its only shifts are by constants.
+pub const LOWER_VARIABLE_SHIFTS: &str =
+    "techmap -map +/techmap.v t:$shl t:$shr t:$sshl t:$sshr t:$shift t:$shiftx\nopt_expr; opt_clean\n";
+
 /// The Yosys script for `sources` (file names relative to the run folder) with
 /// top module `top`, for `part`, for `design` (its multipliers decide the
 /// DSP budget split, its memories what goes to block RAM). Writes `stat.json`
@@ -45,6 +57,7 @@ pub fn min_luts_per_lut_multiplier(family: Family) -> u64 {
 pub fn script(sources: &[String], top: &str, part: &Part, design: &FlowDesign) -> String {
     let mut s = yosys::read_command(sources);
     s.push_str(&yosys::elaborate_commands(top));
+    s.push_str(LOWER_VARIABLE_SHIFTS);
     if let Some(memories) = design.block_ram_memories() {
         let _ = writeln!(s, "setattr -set ram_style \"block\" {memories}");
     }
@@ -278,5 +291,8 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("m:*vmem"), "{s}");
+        // Shifts are lowered after flattening and before the family's synthesis.
+        let lower = s.find("techmap -map +/techmap.v t:$shl").expect("shifts lowered");
+        assert!(s.find("flatten").unwrap() < lower && lower < s.find("synth_xilinx").unwrap());
     }
 }
