@@ -292,7 +292,9 @@ mod tests {
         );
         assert!(s.contains("m:*vmem"), "{s}");
         // Shifts are lowered after flattening and before the family's synthesis.
-        let lower = s.find("techmap -map +/techmap.v t:$shl").expect("shifts lowered");
+        let lower = s
+            .find("techmap -map +/techmap.v t:$shl")
+            .expect("shifts lowered");
         assert!(s.find("flatten").unwrap() < lower && lower < s.find("synth_xilinx").unwrap());
     }
 }
