@@ -5,7 +5,10 @@
 //! multiplier serves `mul_i32` (the low 32 bits of the product),
 //! `requant_i8` (SRDHM's 64-bit product) and `mul_f32` (the 48-bit product of
 //! the zero-extended significands); one fp32 adder serves `add_f32` and
-//! `sub_f32` (b with its sign flipped).
+//! `sub_f32` (b with its sign flipped); one 33-bit arithmetic right shifter
+//! serves `shl_i32`, `shr_i32` and `sra_i32` (a left shift is the right shift
+//! of the bit-reversed operand, reversed), so a lane has one barrel shifter
+//! for them, not three, without relying on a synthesis tool to merge them.
 
 use config::vpu_isa::Op;
 use config::VpuUnits;
@@ -60,6 +63,11 @@ fn build(
     let product = m.wire("product", mul_a.mul_wide(mul_b));
 
     let shift = b.slice(0, 5);
+    let left = is(Op::ShlI32);
+    let fill = is(Op::SraI32) & a.msb();
+    let shifter_in = cat(&[fill, mux(left, reversed(a), a)]).as_signed();
+    let shifted = m.wire("shifted", (shifter_in >> shift).trunc(32).as_unsigned());
+    let shifts = m.wire("shifts", mux(left, reversed(shifted), shifted));
     let min_i = mux(sa.is_lt(sb), a, b);
     let max_i = mux(sa.is_lt(sb), b, a);
     let zero = m.lit(Ty::u(32), 0);
@@ -77,9 +85,9 @@ fn build(
         (Op::OrI32, a | b),
         (Op::XorI32, a ^ b),
         (Op::NotI32, !a),
-        (Op::ShlI32, a << shift),
-        (Op::ShrI32, a >> shift),
-        (Op::SraI32, (sa >> shift).as_unsigned()),
+        (Op::ShlI32, shifts),
+        (Op::ShrI32, shifts),
+        (Op::SraI32, shifts),
         (Op::ReluI32, mux(a.msb(), zero, a)),
         (Op::EqI32, flag(a.is_eq(b))),
         (Op::NeI32, flag(a.is_ne(b))),
@@ -133,4 +141,10 @@ fn build(
     }
     sw.default(|m| m.assign(result, 0u32));
     result.value()
+}
+
+/// `x` with its bits in the opposite order (bit 0 becomes the MSB): wiring.
+fn reversed(x: Expr) -> Expr {
+    let bits: Vec<Expr> = (0..x.width()).map(|i| x.bit(i)).collect();
+    cat(&bits)
 }
