@@ -156,13 +156,15 @@ fn netlist_vs_rtl(dir: &Path, sources: &[String], top: &str, synth: &str) -> (u6
     (w[1].parse().unwrap(), w[3].parse().unwrap())
 }
 
-#[test]
-fn the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle() {
+/// Writes `cfg`'s MXU, synthesises it with the report's iCE40 UP5K recipe and
+/// simulates the netlist against the RTL; returns the run folder, the
+/// sources, the top, the seed and (mismatches, compared).
+fn recipe_vs_rtl(
+    test: &str,
+    cfg: MxuConfig,
+) -> (tempfile::TempDir, Vec<String>, String, u32, (u64, u64)) {
     // Icarus' $random takes a 32-bit seed.
-    let seed = tb::seed::seed_for("the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle")
-        as u32
-        & 0x7fff_ffff;
-    let cfg = MxuConfig::with_acc_rows(2, 2, ElemType::Int8, 16).unwrap();
+    let seed = tb::seed::seed_for(test) as u32 & 0x7fff_ffff;
     let generated = gen::generate(&cfg).unwrap();
     let dir = tb::tools::write_temp(&generated.files);
     let sources: Vec<String> = generated
@@ -184,7 +186,17 @@ fn the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle() {
         .collect::<Vec<_>>()
         .join("\n");
     assert!(recipe.contains("synth_ice40 -dsp") && !recipe.contains("ice40_dsp"));
-    let (bad, compared) = netlist_vs_rtl(dir.path(), &sources, &generated.top, &recipe);
+    let result = netlist_vs_rtl(dir.path(), &sources, &generated.top, &recipe);
+    (dir, sources, generated.top, seed, result)
+}
+
+#[test]
+fn the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle() {
+    let cfg = MxuConfig::with_acc_rows(2, 2, ElemType::Int8, 16).unwrap();
+    let (dir, sources, top, seed, (bad, compared)) = recipe_vs_rtl(
+        "the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle",
+        cfg,
+    );
     assert!(
         compared > u64::from(CYCLES) * 10,
         "compared only {compared} bits"
@@ -196,11 +208,30 @@ fn the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle() {
     let stock = format!(
         "read_verilog {}\nsynth_ice40 -dsp -top {}",
         sources.join(" "),
-        generated.top
+        top
     );
-    let (stock_bad, stock_compared) = netlist_vs_rtl(dir.path(), &sources, &generated.top, &stock);
+    let (stock_bad, stock_compared) = netlist_vs_rtl(dir.path(), &sources, &top, &stock);
     println!(
         "stock synth_ice40 -dsp: {stock_bad} of {stock_compared} compared bits differ \
          (the recipe: 0 of {compared})"
+    );
+}
+
+/// The bf16 MXU's fp32 adders shift by data-dependent amounts: the recipe
+/// lowers those shifts before synthesis, and the netlist must still be the RTL.
+#[test]
+fn the_ice40_recipe_netlist_of_a_bf16_mxu_with_lowered_shifts_matches_the_rtl() {
+    let cfg = MxuConfig::with_acc_rows(1, 2, ElemType::Bf16, 16).unwrap();
+    let (_dir, _, _, seed, (bad, compared)) = recipe_vs_rtl(
+        "the_ice40_recipe_netlist_of_a_bf16_mxu_with_lowered_shifts_matches_the_rtl",
+        cfg,
+    );
+    assert!(
+        compared > u64::from(CYCLES) * 10,
+        "compared only {compared} bits"
+    );
+    assert_eq!(
+        bad, 0,
+        "the recipe's netlist differs from the RTL (seed {seed}; replay with SYSTOLE_SEED={seed})"
     );
 }
