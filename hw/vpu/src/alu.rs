@@ -66,7 +66,13 @@ fn build(
     let left = is(Op::ShlI32);
     let fill = is(Op::SraI32) & a.msb();
     let shifter_in = cat(&[fill, mux(left, reversed(a), a)]).as_signed();
-    let shifted = m.wire("shifted", (shifter_in >> shift).trunc(32).as_unsigned());
+    let shifter_out = m.wire("shifter_out", shifter_in >> shift);
+    m.waive(
+        "UNUSEDSIGNAL",
+        "shifter_out",
+        "bit 32 only carries the fill bit; the result is the low 32 bits",
+    );
+    let shifted = shifter_out.trunc(32).as_unsigned();
     let shifts = m.wire("shifts", mux(left, reversed(shifted), shifted));
     let min_i = mux(sa.is_lt(sb), a, b);
     let max_i = mux(sa.is_lt(sb), b, a);
