@@ -156,13 +156,19 @@ fn netlist_vs_rtl(dir: &Path, sources: &[String], top: &str, synth: &str) -> (u6
     (w[1].parse().unwrap(), w[3].parse().unwrap())
 }
 
-/// Writes `cfg`'s MXU, synthesises it with the report's iCE40 UP5K recipe and
-/// simulates the netlist against the RTL; returns the run folder, the
-/// sources, the top, the seed and (mismatches, compared).
-fn recipe_vs_rtl(
-    test: &str,
-    cfg: MxuConfig,
-) -> (tempfile::TempDir, Vec<String>, String, u32, (u64, u64)) {
+/// A netlist of the recipe that matched its RTL: the run folder (kept for
+/// further syntheses), the sources, the top, and the bits compared.
+struct RecipeRun {
+    dir: tempfile::TempDir,
+    sources: Vec<String>,
+    top: String,
+    compared: u64,
+}
+
+/// Writes `cfg`'s MXU, synthesises it with the report's iCE40 UP5K recipe,
+/// simulates the netlist against the RTL and asserts that they agree on
+/// every compared bit (the seed of `test` printed for a replay).
+fn recipe_matches_rtl(test: &str, cfg: MxuConfig) -> RecipeRun {
     // Icarus' $random takes a 32-bit seed.
     let seed = tb::seed::seed_for(test) as u32 & 0x7fff_ffff;
     let generated = gen::generate(&cfg).unwrap();
@@ -186,17 +192,7 @@ fn recipe_vs_rtl(
         .collect::<Vec<_>>()
         .join("\n");
     assert!(recipe.contains("synth_ice40 -dsp") && !recipe.contains("ice40_dsp"));
-    let result = netlist_vs_rtl(dir.path(), &sources, &generated.top, &recipe);
-    (dir, sources, generated.top, seed, result)
-}
-
-#[test]
-fn the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle() {
-    let cfg = MxuConfig::with_acc_rows(2, 2, ElemType::Int8, 16).unwrap();
-    let (dir, sources, top, seed, (bad, compared)) = recipe_vs_rtl(
-        "the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle",
-        cfg,
-    );
+    let (bad, compared) = netlist_vs_rtl(dir.path(), &sources, &generated.top, &recipe);
     assert!(
         compared > u64::from(CYCLES) * 10,
         "compared only {compared} bits"
@@ -204,6 +200,26 @@ fn the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle() {
     assert_eq!(
         bad, 0,
         "the recipe's netlist differs from the RTL (seed {seed}; replay with SYSTOLE_SEED={seed})"
+    );
+    RecipeRun {
+        dir,
+        sources,
+        top: generated.top,
+        compared,
+    }
+}
+
+#[test]
+fn the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle() {
+    let cfg = MxuConfig::with_acc_rows(2, 2, ElemType::Int8, 16).unwrap();
+    let RecipeRun {
+        dir,
+        sources,
+        top,
+        compared,
+    } = recipe_matches_rtl(
+        "the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle",
+        cfg,
     );
     let stock = format!(
         "read_verilog {}\nsynth_ice40 -dsp -top {}",
@@ -222,16 +238,8 @@ fn the_ice40_recipe_netlist_matches_the_rtl_cycle_for_cycle() {
 #[test]
 fn the_ice40_recipe_netlist_of_a_bf16_mxu_with_lowered_shifts_matches_the_rtl() {
     let cfg = MxuConfig::with_acc_rows(1, 2, ElemType::Bf16, 16).unwrap();
-    let (_dir, _, _, seed, (bad, compared)) = recipe_vs_rtl(
+    recipe_matches_rtl(
         "the_ice40_recipe_netlist_of_a_bf16_mxu_with_lowered_shifts_matches_the_rtl",
         cfg,
-    );
-    assert!(
-        compared > u64::from(CYCLES) * 10,
-        "compared only {compared} bits"
-    );
-    assert_eq!(
-        bad, 0,
-        "the recipe's netlist differs from the RTL (seed {seed}; replay with SYSTOLE_SEED={seed})"
     );
 }
