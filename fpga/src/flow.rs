@@ -1,4 +1,4 @@
-//! One flow: one configured block ([`FlowDesign`]) on one part, from Verilog
+//! One flow: one configured block ([`FlowDesign`], any registered block) on one part, from Verilog
 //! to a result.
 //!
 //! Steps (each a tool run in the flow's own folder, its log kept there):
@@ -237,7 +237,9 @@ struct SynthDone {
     seconds: f64,
 }
 
-type SynthKey = (String, Family, u64);
+/// (top module, family, DSP budget commands): parts of one family that give
+/// the same multipliers DSP blocks share one netlist.
+type SynthKey = (String, Family, String);
 type SynthCell = Arc<Mutex<Option<Result<SynthDone, String>>>>;
 
 /// Syntheses by key; a second flow with the same key waits for the first.
@@ -273,8 +275,8 @@ pub fn tools_for(parts: &[&Part]) -> Vec<Tool> {
 
 /// The design's files as `gen` emits them, plus the harness as the last
 /// Verilog source (top [`harness::TOP`]), and the harness flip-flop count.
-pub fn harnessed_files(design: impl Into<FlowDesign>) -> Result<(Vec<EmittedFile>, u64), String> {
-    let mut generated = design.into().generate()?;
+pub fn harnessed_files(design: &FlowDesign) -> Result<(Vec<EmittedFile>, u64), String> {
+    let mut generated = design.generate()?;
     let top = generated
         .top_module
         .as_ref()
@@ -291,10 +293,7 @@ pub fn harnessed_files(design: impl Into<FlowDesign>) -> Result<(Vec<EmittedFile
 
 /// Writes the design's Verilog and the harness into `dir`; returns the source
 /// file names (children first, harness last) and the harness flip-flop count.
-pub fn write_sources(
-    design: impl Into<FlowDesign>,
-    dir: &Path,
-) -> Result<(Vec<String>, u64), String> {
+pub fn write_sources(design: &FlowDesign, dir: &Path) -> Result<(Vec<String>, u64), String> {
     let (files, harness_ffs) = harnessed_files(design)?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut sources = Vec::new();
@@ -308,13 +307,7 @@ pub fn write_sources(
 
 /// Runs the flow of `design` on `part`; place and route only if `pnr` (and
 /// the part has it).
-pub fn run_flow(
-    env: &FlowEnv,
-    design: impl Into<FlowDesign>,
-    part: &Part,
-    pnr: bool,
-) -> FlowResult {
-    let design = design.into();
+pub fn run_flow(env: &FlowEnv, design: &FlowDesign, part: &Part, pnr: bool) -> FlowResult {
     let info = design.info();
     let rel = format!("{}/{}", info.top, part.name);
     let dir = env.out.join(&rel);
@@ -340,7 +333,7 @@ pub fn run_flow(
         }
     };
     result.harness_ffs = harness_ffs;
-    let script = synth::script(&sources, harness::TOP, part, &design);
+    let script = synth::script(&sources, harness::TOP, part, design);
     let key = flow_key(env, &dir, &sources, &script, part);
     if env.reuse {
         if let Some(r) = recorded(&dir, &key, part, pnr) {
@@ -356,7 +349,7 @@ pub fn run_flow(
     ] {
         let _ = std::fs::remove_file(dir.join(stale));
     }
-    match flow_steps(env, &design, part, pnr, &dir, &sources, &mut result) {
+    match flow_steps(env, design, part, pnr, &dir, &sources, &mut result) {
         Ok(()) => {
             let rec = FlowRecord {
                 key,
@@ -395,7 +388,7 @@ fn flow_steps(
     let key = (
         result.design.top.clone(),
         part.family,
-        design.dsp_multipliers(part),
+        design.dsp_plan(part).commands(),
     );
     let cell = env
         .synth_cache
@@ -686,11 +679,12 @@ mod tests {
     #[test]
     fn a_record_answers_only_its_own_key_and_question() {
         let dir = tempfile::tempdir().unwrap();
-        let cfg = config::MxuConfig::with_acc_rows(2, 2, config::ElemType::Int8, 16).unwrap();
+        let mxu = gen::find_block("mxu").unwrap();
+        let design = FlowDesign::of(mxu, &"rows = 2\ncols = 2".parse().unwrap()).unwrap();
         let part = crate::parts::part("ice40-up5k").unwrap();
         let mut result = FlowResult {
             part: part.name.into(),
-            design: DesignInfo::of(cfg),
+            design: design.info(),
             harness_ffs: 1,
             synth: None,
             synth_seconds: None,

@@ -4,9 +4,15 @@
 //! `cargo run --release -p fpga -- report` takes the presets the block
 //! registry marks for the report ([`report_presets`]), elaborates each with `gen`,
 //! runs it through the flow of every part and writes `report.json` and
-//! `report.md` (see [`report::Report`]). Then, for each part, it searches for
-//! the largest square int8 MXU, the largest VPUs and the SparseCore with the
-//! most tiles that fit ([`search`]).
+//! `report.md` (see [`report::Report`]). Then, for each part, it runs every
+//! block's searches for the largest design that fits ([`search`], on the
+//! block's [`hw::FpgaSearch`]es: the largest square int8 MXU, the largest
+//! VPUs, the SparseCore with the most tiles).
+//!
+//! The flows know no block by name: what they need (multipliers and their
+//! widths, memories for block RAM, a size bound, the searches, the presets
+//! the report builds) is what each block states through [`hw::Block`], so a
+//! new block is covered by registering it.
 //!
 //! # The flows
 //!
@@ -57,26 +63,18 @@ pub mod search;
 pub mod synth;
 pub mod tools;
 
-use config::{IciConfig, MxuConfig, SparseCoreConfig, TensorCoreConfig, TorusConfig, VpuConfig};
 pub use design::FlowDesign;
-
-/// Accumulator rows of every FPGA preset. 256 is the depth of one iCE40 block
-/// RAM (256 x 16), so a shallower accumulator saves nothing there, and ECP5
-/// (512 x 36) and 7-series (512 x 36) RAMs hold it at the same count; the
-/// block RAM count is set by the accumulator's width, 32 * C bits, read
-/// through two ports (two copies).
-pub const ACC_ROWS: u32 = 256;
 
 /// The designs of the report, from the block registry (`gen::registry`):
 /// every preset marked for the FPGA report of the blocks named in `blocks`
 /// (every block when empty), or with `quick` the first such preset of each
-/// block, each MXU with `acc_rows` accumulator rows. A preset of a block the
-/// flows do not take is returned as a note for the report instead, so a new
-/// block shows up there until the flows learn it.
+/// block, each with `params` (by block name) set over it. A block the flows
+/// do not build is returned as a note for the report instead, with the
+/// block's reason.
 pub fn report_presets(
     quick: bool,
-    acc_rows: u32,
     blocks: &[String],
+    params: &BlockParams,
 ) -> Result<(Vec<FlowDesign>, Vec<String>), String> {
     let mut designs = Vec::new();
     let mut notes = Vec::new();
@@ -86,14 +84,15 @@ pub fn report_presets(
         }
         let presets = block.presets().into_iter().filter(|p| p.fpga_report);
         for preset in presets.take(if quick { 1 } else { usize::MAX }) {
-            match flow_design(block.name(), preset.config.as_ref()) {
-                Some(FlowDesign::Mxu(c)) => designs.push(FlowDesign::Mxu(
-                    MxuConfig::with_acc_rows(c.rows(), c.cols(), c.dtype(), acc_rows)
-                        .map_err(|e| e.to_string())?,
-                )),
-                Some(d) => designs.push(d),
-                None => notes.push(format!(
-                    "{} preset {}: not built (the FPGA flows do not take this block yet).",
+            let mut table = preset.config.to_table();
+            table.extend(params.of(block.name()));
+            let configured = block
+                .configure(&table)
+                .map_err(|e| format!("{} preset {}: {e}", block.name(), preset.name))?;
+            match FlowDesign::new(configured) {
+                Ok(d) => designs.push(d),
+                Err(why) => notes.push(format!(
+                    "{} preset {}: not built ({why}).",
                     block.name(),
                     preset.name
                 )),
@@ -103,26 +102,64 @@ pub fn report_presets(
     Ok((designs, notes))
 }
 
-/// The flow design of a configured block `block` (a registry name), or
-/// `None` for a block the flows do not take. The torus block is its nodes'
-/// network, so only `torus-node` is built.
-pub fn flow_design(block: &str, configured: &dyn hw::Configured) -> Option<FlowDesign> {
-    let any = configured.config_any();
-    if let Some(c) = any.downcast_ref::<MxuConfig>() {
-        Some(FlowDesign::Mxu(*c))
-    } else if let Some(c) = any.downcast_ref::<VpuConfig>() {
-        Some(FlowDesign::Vpu(*c))
-    } else if let Some(c) = any.downcast_ref::<IciConfig>() {
-        Some(FlowDesign::Ici(*c))
-    } else if let Some(c) = any.downcast_ref::<SparseCoreConfig>() {
-        Some(FlowDesign::SparseCore(*c))
-    } else if let Some(c) = any.downcast_ref::<TensorCoreConfig>() {
-        Some(FlowDesign::TensorCore(*c))
-    } else if let (Some(c), "torus-node") = (any.downcast_ref::<TorusConfig>(), block) {
-        Some(FlowDesign::TorusNode(*c))
-    } else {
-        None
+/// `--param BLOCK.KEY=VALUE` settings: configuration keys set over every
+/// preset and search of one block.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BlockParams {
+    by_block: std::collections::BTreeMap<String, toml::Table>,
+}
+
+impl BlockParams {
+    /// Reads `BLOCK.KEY=VALUE` settings; the block must be registered.
+    pub fn parse(settings: &[String]) -> Result<BlockParams, String> {
+        let mut out = BlockParams::default();
+        for text in settings {
+            let (name, entry) = text.split_once('.').ok_or_else(|| {
+                format!("--param '{text}': expected BLOCK.KEY=VALUE, e.g. mxu.acc_rows=512")
+            })?;
+            let block = gen::find_block(name)?;
+            let (key, value) = param_entry(entry)?;
+            out.by_block
+                .entry(block.name().to_string())
+                .or_default()
+                .insert(key, value);
+        }
+        Ok(out)
     }
+
+    /// The keys set for `block` (none if it has no settings).
+    pub fn of(&self, block: &str) -> toml::Table {
+        self.by_block.get(block).cloned().unwrap_or_default()
+    }
+
+    /// The settings as given, for the report (`mxu.acc_rows=512`).
+    pub fn describe(&self) -> Vec<String> {
+        self.by_block
+            .iter()
+            .flat_map(|(b, t)| {
+                t.iter().map(move |(k, v)| match v {
+                    toml::Value::String(text) => format!("{b}.{k}={text}"),
+                    other => format!("{b}.{k}={other}"),
+                })
+            })
+            .collect()
+    }
+}
+
+/// `KEY=VALUE` as a TOML entry: the value as TOML (`16`, `true`), else as a
+/// string (`int32`).
+pub fn param_entry(text: &str) -> Result<(String, toml::Value), String> {
+    let (key, value) = text
+        .split_once('=')
+        .filter(|(k, v)| !k.trim().is_empty() && !v.trim().is_empty())
+        .ok_or_else(|| format!("--param '{text}': expected KEY=VALUE, e.g. lanes=16"))?;
+    let value = value.trim();
+    let parsed = format!("v = {value}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.to_string()));
+    Ok((key.trim().to_string(), parsed))
 }
 
 /// The parts of `--quick`: the smallest of each family.
@@ -136,9 +173,15 @@ mod tests {
         designs.iter().map(|d| d.info().top).collect()
     }
 
+    fn params(settings: &[&str]) -> BlockParams {
+        let settings: Vec<String> = settings.iter().map(|s| s.to_string()).collect();
+        BlockParams::parse(&settings).unwrap()
+    }
+
     #[test]
     fn the_report_covers_the_registry_fpga_presets() {
-        let (full, notes) = report_presets(false, ACC_ROWS, &[]).unwrap();
+        let none = BlockParams::default();
+        let (full, notes) = report_presets(false, &[], &none).unwrap();
         assert_eq!(
             shapes(&full),
             [
@@ -159,7 +202,7 @@ mod tests {
         );
         // Every block's report presets are built.
         assert!(notes.is_empty(), "{notes:?}");
-        let (quick, _) = report_presets(true, 512, &[]).unwrap();
+        let (quick, _) = report_presets(true, &[], &params(&["mxu.acc_rows=512"])).unwrap();
         assert_eq!(
             shapes(&quick),
             [
@@ -171,14 +214,23 @@ mod tests {
                 "torus_node_4x4x4_v4",
             ]
         );
-        let (tc_only, _) = report_presets(false, ACC_ROWS, &["tensorcore".into()]).unwrap();
-        assert_eq!(tc_only.len(), 1);
-        let (ici_only, _) = report_presets(false, ACC_ROWS, &["ici".into()]).unwrap();
-        assert_eq!(ici_only.len(), 2);
-        let (vpu_only, _) = report_presets(false, ACC_ROWS, &["vpu".into()]).unwrap();
-        assert_eq!(vpu_only.len(), 3);
-        let (sc_only, _) = report_presets(false, ACC_ROWS, &["sparsecore".into()]).unwrap();
-        assert_eq!(sc_only.len(), 2);
-        assert!(report_presets(false, 100, &[]).is_err());
+        for (block, n) in [("tensorcore", 1), ("ici", 2), ("vpu", 3), ("sparsecore", 2)] {
+            let (only, _) = report_presets(false, &[block.into()], &none).unwrap();
+            assert_eq!(only.len(), n, "{block}");
+        }
+        let bad = params(&["mxu.acc_rows=100"]);
+        assert!(report_presets(false, &[], &bad).is_err());
+    }
+
+    #[test]
+    fn block_params_name_a_block_and_a_key() {
+        let p = params(&["mxu.acc_rows=512", "vpu.units=int32"]);
+        assert_eq!(p.of("mxu"), "acc_rows = 512".parse().unwrap());
+        assert_eq!(p.of("vpu"), "units = \"int32\"".parse().unwrap());
+        assert!(p.of("ici").is_empty());
+        assert_eq!(p.describe(), ["mxu.acc_rows=512", "vpu.units=int32"]);
+        for bad in ["acc_rows=512", "nope.x=1", "mxu.acc_rows"] {
+            assert!(BlockParams::parse(&[bad.to_string()]).is_err(), "{bad}");
+        }
     }
 }

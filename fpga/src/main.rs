@@ -1,5 +1,5 @@
-//! `fpga report`: every preset through every FPGA flow, plus the largest int8
-//! MXU, the largest VPUs and the SparseCore with the most tiles per part; writes `report.json` and `report.md`.
+//! `fpga report`: every preset through every FPGA flow, plus every block's
+//! "largest that fits" searches per part; writes `report.json` and `report.md`.
 //! `fpga flow`: one configuration of one block on chosen parts (what a user
 //! sizing a design for a board runs), with the report's flows and fit rules.
 
@@ -74,7 +74,7 @@ struct ReportArgs {
     /// Only these parts (comma-separated names, e.g. ice40-up5k,xc7a35t).
     #[arg(long, value_delimiter = ',')]
     parts: Vec<String>,
-    /// Skip the searches for the largest int8 MXU, VPUs and SparseCore per part.
+    /// Skip the searches for the largest design of each block per part.
     #[arg(long)]
     no_search: bool,
     /// Only these blocks' presets and searches (comma-separated registry
@@ -88,9 +88,10 @@ struct ReportArgs {
     /// run; the report then gives the largest size confirmed so far.
     #[arg(long, default_value_t = 4800)]
     search_deadline: u64,
-    /// Accumulator rows of every MXU (a power of two).
-    #[arg(long, default_value_t = fpga::ACC_ROWS)]
-    acc_rows: u32,
+    /// A configuration key set over every preset and search of one block,
+    /// e.g. `mxu.acc_rows=512` (repeatable).
+    #[arg(long = "param", value_name = "BLOCK.KEY=VALUE")]
+    params: Vec<String>,
     /// Rerun every flow, even those whose inputs and tools are unchanged
     /// since a finished run in the same output folder.
     #[arg(long)]
@@ -138,21 +139,6 @@ fn tool_versions(parts: &[&'static Part]) -> std::collections::BTreeMap<String, 
         .collect()
 }
 
-/// `KEY=VALUE` as a TOML entry: the value as TOML (`16`, `true`), else as a string (`int32`).
-fn param_entry(text: &str) -> Result<(String, toml::Value), String> {
-    let (key, value) = text
-        .split_once('=')
-        .filter(|(k, v)| !k.trim().is_empty() && !v.trim().is_empty())
-        .ok_or_else(|| format!("--param '{text}': expected KEY=VALUE, e.g. lanes=16"))?;
-    let value = value.trim();
-    let parsed = format!("v = {value}")
-        .parse::<toml::Table>()
-        .ok()
-        .and_then(|mut t| t.remove("v"))
-        .unwrap_or_else(|| toml::Value::String(value.to_string()));
-    Ok((key.trim().to_string(), parsed))
-}
-
 fn flow(args: &FlowArgs) -> Result<(), String> {
     let block = gen::find_block(&args.block)?;
     let mut table = block.default_table();
@@ -160,16 +146,11 @@ fn flow(args: &FlowArgs) -> Result<(), String> {
         table.extend(gen::read_config(path)?);
     }
     for p in &args.params {
-        let (key, value) = param_entry(p)?;
+        let (key, value) = fpga::param_entry(p)?;
         table.insert(key, value);
     }
-    let configured = block.configure(&table)?;
-    let design = fpga::flow_design(block.name(), configured.as_ref()).ok_or_else(|| {
-        format!(
-            "the FPGA flows do not take the {} block (its nodes are `torus-node`)",
-            block.name()
-        )
-    })?;
+    let design = fpga::FlowDesign::of(block, &table)
+        .map_err(|e| format!("the FPGA flows do not build {}: {e}", block.name()))?;
     let parts = parts_named(&args.parts)?;
     tools::ensure_installed(&flow::tools_for(&parts))?;
     std::fs::create_dir_all(&args.out)
@@ -181,12 +162,12 @@ fn flow(args: &FlowArgs) -> Result<(), String> {
     println!(
         "fpga flow: {} {} on {}",
         block.name(),
-        configured.describe(),
+        design.configured().describe(),
         args.parts.join(", ")
     );
     let results: Vec<_> = parts
         .iter()
-        .map(|part| runner.flow(design, part, args.pnr))
+        .map(|part| runner.flow(&design, part, args.pnr))
         .collect();
     println!("\n{}", fpga::report::flow_table(&results, true));
     match results.iter().find_map(|r| r.error.as_ref()) {
@@ -196,143 +177,55 @@ fn flow(args: &FlowArgs) -> Result<(), String> {
 }
 
 fn report(args: &ReportArgs) -> Result<(), String> {
-    let ReportArgs {
-        quick,
-        ref out,
-        jobs,
-        parts: ref part_names,
-        no_search,
-        ref blocks,
-        tool_timeout,
-        search_deadline,
-        acc_rows,
-        fresh,
-    } = *args;
-    let parts: Vec<&'static Part> = if part_names.is_empty() && quick {
-        fpga::QUICK_PARTS
-            .iter()
-            .map(|n| fpga::parts::part(n).expect("quick parts exist"))
-            .collect()
-    } else if part_names.is_empty() {
-        PARTS.iter().collect()
-    } else {
-        parts_named(part_names)?
-    };
-    for b in blocks {
+    let parts = report_parts(args)?;
+    for b in &args.blocks {
         gen::find_block(b)?;
     }
-    let wants = |block: &str| blocks.is_empty() || blocks.iter().any(|b| b == block);
-    let (configs, flowless) = fpga::report_presets(quick, acc_rows, blocks)?;
+    let params = fpga::BlockParams::parse(&args.params)?;
+    let (designs, not_built) = fpga::report_presets(args.quick, &args.blocks, &params)?;
+    let out = &args.out;
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     tools::ensure_installed(&flow::tools_for(&parts))?;
     let versions = tool_versions(&parts);
-    let jobs = jobs
+    let jobs = args
+        .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
         .max(1);
     println!(
         "fpga report: {} designs x {} parts, {jobs} tools at a time, output in {}",
-        configs.len(),
+        designs.len(),
         parts.len(),
         out.display()
     );
-    let mut env = FlowEnv::new(out.clone(), jobs, Duration::from_secs(tool_timeout));
-    env.reuse = !fresh;
+    let mut env = FlowEnv::new(out.clone(), jobs, Duration::from_secs(args.tool_timeout));
+    env.reuse = !args.fresh;
     env.tool_versions = versions.clone();
     let mut runner = Runner::new(env);
-    runner.search_deadline = search_deadline as f64;
-    // Presets: one work list, `jobs` workers.
-    let work: Vec<(usize, fpga::FlowDesign, &'static Part)> = configs
-        .iter()
-        .flat_map(|c| parts.iter().map(move |p| (*c, *p)))
-        .enumerate()
-        .map(|(i, (c, p))| (i, c, p))
-        .collect();
-    let queue = std::sync::Mutex::new(work.clone());
-    let results = std::sync::Mutex::new(Vec::new());
-    // Twice as many workers as tool slots: a flow waiting for a synthesis
-    // another part of its family is running holds a worker but no slot.
-    std::thread::scope(|s| {
-        for _ in 0..2 * jobs {
-            s.spawn(|| loop {
-                let item = queue.lock().unwrap().pop();
-                let Some((i, cfg, part)) = item else { break };
-                let r = runner.flow(cfg, part, true);
-                results.lock().unwrap().push((i, r));
-            });
-        }
-    });
-    let mut presets_done = results.into_inner().unwrap();
-    presets_done.sort_by_key(|(i, _)| *i);
-    let presets_done: Vec<_> = presets_done.into_iter().map(|(_, r)| r).collect();
+    runner.search_deadline = args.search_deadline as f64;
     let mut report = Report {
         command: command_line(args),
-        quick,
+        quick: args.quick,
         seconds: 0.0,
         tools: versions,
-        acc_rows,
+        params: params.describe(),
         parts: parts.iter().map(|p| **p).collect(),
-        presets: presets_done,
-        not_built: flowless,
+        presets: run_presets(&runner, &designs, &parts, jobs),
+        not_built,
         largest: Vec::new(),
-        largest_vpu: Vec::new(),
-        largest_sparsecore: Vec::new(),
     };
     report.seconds = runner.elapsed();
     report.write(out)?;
-    if !quick && !no_search && wants("mxu") {
-        println!(
-            "[{:7.1}s] searching for the largest int8 MXU per part",
-            runner.elapsed()
-        );
-        report.largest = each_in_parallel(parts.iter().copied(), |part| {
-            let l = fpga::search::largest(&runner, part, acc_rows);
-            let size = l.size.map_or_else(|| "none".into(), |n| format!("{n}x{n}"));
-            println!(
-                "[{:7.1}s] {}: largest int8 MXU {size}",
-                runner.elapsed(),
-                part.name
-            );
-            l
-        });
-        report.seconds = runner.elapsed();
-        report.write(out)?;
-    }
-    if !quick && !no_search && wants("vpu") {
-        println!(
-            "[{:7.1}s] searching for the largest VPUs per part",
-            runner.elapsed()
-        );
-        let searches = parts
-            .iter()
-            .flat_map(|p| config::VpuUnits::ALL.map(|u| (*p, u)));
-        report.largest_vpu = each_in_parallel(searches, |(part, units)| {
-            let l = fpga::search::largest_vpu(&runner, part, units);
-            let size = l.lanes.map_or_else(|| "none".into(), |n| format!("{n}x1"));
-            println!(
-                "[{:7.1}s] {}: largest {units} VPU {size}",
-                runner.elapsed(),
-                part.name
-            );
-            l
-        });
-        report.seconds = runner.elapsed();
-        report.write(out)?;
-    }
-    if !quick && !no_search && wants("sparsecore") {
-        println!(
-            "[{:7.1}s] searching for the SparseCore with the most tiles per part",
-            runner.elapsed()
-        );
-        report.largest_sparsecore = each_in_parallel(parts.iter().copied(), |part| {
-            let l = fpga::search::largest_sparsecore(&runner, part);
-            let tiles = l.tiles.map_or_else(|| "none".into(), |t| t.to_string());
-            println!(
-                "[{:7.1}s] {}: largest SparseCore T={tiles}",
-                runner.elapsed(),
-                part.name
-            );
-            l
-        });
+    if !args.quick && !args.no_search {
+        for block in gen::registry() {
+            if !args.blocks.is_empty() && !args.blocks.iter().any(|b| b == block.name()) {
+                continue;
+            }
+            report
+                .largest
+                .extend(run_searches(&runner, block, &parts, &params));
+            report.seconds = runner.elapsed();
+            report.write(out)?;
+        }
     }
     report.seconds = runner.elapsed();
     report.write(out)?;
@@ -349,6 +242,87 @@ fn report(args: &ReportArgs) -> Result<(), String> {
         }
     );
     Ok(())
+}
+
+/// The parts a report covers: `--parts`, else the quick subset's or all.
+fn report_parts(args: &ReportArgs) -> Result<Vec<&'static Part>, String> {
+    if !args.parts.is_empty() {
+        parts_named(&args.parts)
+    } else if args.quick {
+        Ok(fpga::QUICK_PARTS
+            .iter()
+            .map(|n| fpga::parts::part(n).expect("quick parts exist"))
+            .collect())
+    } else {
+        Ok(PARTS.iter().collect())
+    }
+}
+
+/// Every design on every part, `jobs` tools at a time, results in order.
+fn run_presets(
+    runner: &Runner,
+    designs: &[fpga::FlowDesign],
+    parts: &[&'static Part],
+    jobs: usize,
+) -> Vec<fpga::flow::FlowResult> {
+    let work: Vec<(usize, &fpga::FlowDesign, &'static Part)> = designs
+        .iter()
+        .flat_map(|d| parts.iter().map(move |p| (d, *p)))
+        .enumerate()
+        .map(|(i, (d, p))| (i, d, p))
+        .collect();
+    let queue = std::sync::Mutex::new(work);
+    let results = std::sync::Mutex::new(Vec::new());
+    // Twice as many workers as tool slots: a flow waiting for a synthesis
+    // another part of its family is running holds a worker but no slot.
+    std::thread::scope(|s| {
+        for _ in 0..2 * jobs {
+            s.spawn(|| loop {
+                let item = queue.lock().unwrap().pop();
+                let Some((i, design, part)) = item else { break };
+                let r = runner.flow(design, part, true);
+                results.lock().unwrap().push((i, r));
+            });
+        }
+    });
+    let mut done = results.into_inner().unwrap();
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Every search of `block` on every part, in parallel (the runner bounds the
+/// tools running at once).
+fn run_searches(
+    runner: &Runner,
+    block: &'static dyn hw::AnyBlock,
+    parts: &[&'static Part],
+    params: &fpga::BlockParams,
+) -> Vec<fpga::search::SearchResult> {
+    let searches = block.fpga_searches();
+    if searches.is_empty() {
+        return Vec::new();
+    }
+    println!(
+        "[{:7.1}s] searching for the largest {} per part",
+        runner.elapsed(),
+        block.name()
+    );
+    let overrides = params.of(block.name());
+    let items = parts
+        .iter()
+        .flat_map(|p| searches.iter().map(move |s| (*p, s)));
+    each_in_parallel(items, |(part, search)| {
+        let l = fpga::search::largest(runner, part, block, search, &overrides);
+        println!(
+            "[{:7.1}s] {}: largest {} {} {}",
+            runner.elapsed(),
+            part.name,
+            block.name(),
+            search.name,
+            l.size_label.as_deref().unwrap_or("none")
+        );
+        l
+    })
 }
 
 /// The command that reproduces this report (options left at their defaults omitted).
@@ -379,8 +353,8 @@ fn command_line(a: &ReportArgs) -> String {
     if a.search_deadline != d.search_deadline {
         c.push_str(&format!(" --search-deadline {}", a.search_deadline));
     }
-    if a.acc_rows != d.acc_rows {
-        c.push_str(&format!(" --acc-rows {}", a.acc_rows));
+    for p in &a.params {
+        c.push_str(&format!(" --param {p}"));
     }
     c
 }

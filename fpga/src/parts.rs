@@ -42,6 +42,29 @@ impl Family {
             Family::Xc7 => "DSP48E1",
         }
     }
+
+    /// The operand widths of one DSP block's multiplier, and whether it
+    /// multiplies signed numbers only (then an unsigned operand needs a bit
+    /// more): SB_MAC16 16x16 and MULT18X18D 18x18, either signedness;
+    /// DSP48E1 25x18, signed.
+    pub fn dsp_operand_bits(self) -> (u32, u32, bool) {
+        match self {
+            Family::Ice40 => (16, 16, false),
+            Family::Ecp5 => (18, 18, false),
+            Family::Xc7 => (25, 18, true),
+        }
+    }
+
+    /// The LUTs of this family that a bound of `lut4s` 4-input LUTs amounts
+    /// to: the same on iCE40 and ECP5; four fifths as many 6-input LUTs on
+    /// 7-series (measured: an int8 PE with a LUT multiplier ~175 and ~300
+    /// LUT4s against ~220 LUT6s).
+    pub fn luts_of_lut4s(self, lut4s: u64) -> u64 {
+        match self {
+            Family::Ice40 | Family::Ecp5 => lut4s,
+            Family::Xc7 => lut4s * 4 / 5,
+        }
+    }
 }
 
 impl fmt::Display for Family {

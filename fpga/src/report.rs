@@ -3,73 +3,11 @@
 
 use crate::flow::{fmt_bram, FlowResult};
 use crate::parts::{Part, PARTS};
+use crate::search::SearchResult;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
-
-/// The largest square int8 MXU found for one part.
-#[derive(Debug, Clone, Serialize)]
-pub struct Largest {
-    pub part: String,
-    /// R = C of the largest array that fits; `None` if not even 1x1 does or
-    /// the search failed.
-    pub size: Option<u32>,
-    /// R = C of the largest array that fits by synthesis estimate (place and
-    /// route may still refuse it).
-    pub estimate_size: Option<u32>,
-    /// Its flow (placed and routed where the family allows).
-    pub result: Option<FlowResult>,
-    /// Why the next size up does not fit.
-    pub next_size_up: Option<String>,
-    /// Whether a non-square array would fit more MACs, and why.
-    pub non_square: String,
-    /// The sizes tried, in order, with their outcome ("12: fits (synthesis)").
-    pub trail: Vec<String>,
-    pub error: Option<String>,
-    pub seconds: f64,
-}
-
-/// The largest VPU of one kind of units found for one part.
-#[derive(Debug, Clone, Serialize)]
-pub struct LargestVpu {
-    pub part: String,
-    /// `full` or `int32`.
-    pub units: String,
-    /// Lanes of the largest lanes x 1 VPU that fits (placed and routed where
-    /// the family has it); `None` if not even one lane fits.
-    pub lanes: Option<u32>,
-    /// Lanes of the largest one that fits by synthesis estimate.
-    pub estimate_lanes: Option<u32>,
-    pub result: Option<FlowResult>,
-    /// Why the next size up does not fit.
-    pub next_size_up: Option<String>,
-    pub trail: Vec<String>,
-    pub error: Option<String>,
-    pub seconds: f64,
-}
-
-/// The SparseCore with the most tiles found for one part.
-#[derive(Debug, Clone, Serialize)]
-pub struct LargestSparseCore {
-    pub part: String,
-    /// The shape searched at (longest row, largest batch, queue, reads in flight).
-    pub max_dim: u32,
-    pub max_batch: u32,
-    pub queue_depth: u32,
-    pub hbm_inflight: u32,
-    /// T of the largest one that fits (placed and routed where the family
-    /// has it); `None` if not even one tile fits.
-    pub tiles: Option<u32>,
-    /// T of the largest one that fits by synthesis estimate.
-    pub estimate_tiles: Option<u32>,
-    pub result: Option<FlowResult>,
-    /// Why the next size up does not fit.
-    pub next_size_up: Option<String>,
-    pub trail: Vec<String>,
-    pub error: Option<String>,
-    pub seconds: f64,
-}
 
 /// Everything one `fpga report` run found.
 #[derive(Debug, Clone, Serialize)]
@@ -79,13 +17,14 @@ pub struct Report {
     pub seconds: f64,
     /// Tool name -> version line.
     pub tools: BTreeMap<String, String>,
-    pub acc_rows: u32,
+    /// The `--param BLOCK.KEY=VALUE` settings every preset and search of
+    /// the block was built with.
+    pub params: Vec<String>,
     pub parts: Vec<Part>,
     pub presets: Vec<FlowResult>,
     pub not_built: Vec<String>,
-    pub largest: Vec<Largest>,
-    pub largest_vpu: Vec<LargestVpu>,
-    pub largest_sparsecore: Vec<LargestSparseCore>,
+    /// Every search of every block, on every part.
+    pub largest: Vec<SearchResult>,
 }
 
 impl Report {
@@ -99,15 +38,32 @@ impl Report {
 
     /// The Markdown form.
     pub fn markdown(&self) -> String {
+        let mut s = self.intro();
+        let _ = writeln!(s, "## Presets\n");
+        s.push_str(&flow_table(&self.presets, true));
+        for nb in &self.not_built {
+            let _ = writeln!(s, "\n{nb}");
+        }
+        s.push_str(&largest_markdown(&self.largest));
+        s.push_str(&parts_table(&self.parts));
+        s
+    }
+
+    /// The title, the command, the tools and how to read the tables.
+    fn intro(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "# FPGA resource and Fmax report\n");
+        let params = if self.params.is_empty() {
+            String::new()
+        } else {
+            format!(" Settings: {}.", self.params.join(", "))
+        };
         let _ = writeln!(
             s,
-            "`{}`{}: {:.0} s. Accumulator depth of every MXU: {} rows.\n",
+            "`{}`{}: {:.0} s.{params}\n",
             self.command,
             if self.quick { " (quick subset)" } else { "" },
             self.seconds,
-            self.acc_rows
         );
         let _ = writeln!(s, "Tools:");
         for (tool, v) in &self.tools {
@@ -116,199 +72,119 @@ impl Report {
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "Counts are of the synthesised netlist, harness included (one flip-flop per MXU \
-             port bit, see `fpga/src/harness.rs`; its FF count is in the notes). Fmax is \
-             nextpnr's for `clk_i` after timing-driven place and route at the target \
+            "Counts are of the synthesised netlist, harness included (one flip-flop per \
+             port bit of the block, see `fpga/src/harness.rs`; its FF count is in the notes). \
+             Fmax is nextpnr's for `clk_i` after timing-driven place and route at the target \
              frequency; \"fits\" is by place and route for iCE40 and ECP5 and by synthesis \
              estimate (every resource <= 100 %) for Xilinx 7-series, which has no open place \
              and route here. Multipliers go to DSP blocks up to the part's DSP count, the \
-             rest to LUTs; the MXU's accumulator, the VPU's VMEM and the SparseCore's \
-             activation buffer and partial-sum banks go to block RAM.\n"
+             rest to LUTs; the memories each block names (the MXU's accumulator, the VPU's \
+             VMEM, ...) go to block RAM.\n"
         );
-        let _ = writeln!(s, "## Presets\n");
-        s.push_str(&flow_table(&self.presets, true));
-        for nb in &self.not_built {
-            let _ = writeln!(s, "\n{nb}");
-        }
-        if !self.largest.is_empty() {
-            let _ = writeln!(s, "\n## Largest int8 MXU per part\n");
-            let _ = writeln!(
-                s,
-                "Square R = C arrays; bracketed by synthesis estimates, the winner confirmed \
-                 by place and route where the family has it (\"largest R x C\" is the \
-                 confirmed one).\n"
-            );
-            let _ = writeln!(
-                s,
-                "| part | largest R x C | MACs | LUT % | FF % | DSP % | BRAM % | Fmax (MHz) | \
-                 by synthesis estimate | next size up | non-square |"
-            );
-            let _ = writeln!(
-                s,
-                "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-            );
-            for l in &self.largest {
-                let (size, macs) = match l.size {
-                    Some(n) => (format!("{n}x{n}"), format!("{}", n * n)),
-                    None => ("-".into(), "-".into()),
-                };
-                let (u, fmax, next) = search_cells(l.result.as_ref(), &l.error, &l.next_size_up);
-                let estimate = l
-                    .estimate_size
-                    .map_or_else(|| "-".into(), |n| format!("{n}x{n}"));
-                let _ = writeln!(
-                    s,
-                    "| {} | {size} | {macs} | {} | {fmax} | {estimate} | {} | {} |",
-                    l.part,
-                    u,
-                    cell(&next),
-                    cell(&l.non_square)
-                );
-            }
-            let _ = writeln!(s, "\nSizes tried:\n");
-            for l in &self.largest {
-                let _ = writeln!(
-                    s,
-                    "- {} ({:.0} s): {}",
-                    l.part,
-                    l.seconds,
-                    l.trail.join("; ")
-                );
-            }
-        }
-        if !self.largest_vpu.is_empty() {
-            let _ = writeln!(s, "\n## Largest VPU per part\n");
-            let _ = writeln!(
-                s,
-                "lanes x 1 VPUs with 16 registers and 256 VMEM words, lanes a power of two; \
-                 full: int32 and fp32 units, int32: without the floating-point units. \
-                 Bracketed by synthesis estimates, the winner confirmed by place and route \
-                 where the family has it.\n"
-            );
-            let _ = writeln!(
-                s,
-                "| part | units | largest | LUT % | FF % | DSP % | BRAM % | Fmax (MHz) | \
-                 by synthesis estimate | next size up |"
-            );
-            let _ = writeln!(
-                s,
-                "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-            );
-            for l in &self.largest_vpu {
-                let size = l.lanes.map_or_else(|| "-".into(), |n| format!("{n}x1"));
-                let (u, fmax, next) = search_cells(l.result.as_ref(), &l.error, &l.next_size_up);
-                let estimate = l
-                    .estimate_lanes
-                    .map_or_else(|| "-".into(), |n| format!("{n}x1"));
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {size} | {} | {fmax} | {estimate} | {} |",
-                    l.part,
-                    l.units,
-                    u,
-                    cell(&next)
-                );
-            }
-            let _ = writeln!(s, "\nSizes tried:\n");
-            for l in &self.largest_vpu {
-                let _ = writeln!(
-                    s,
-                    "- {} {} ({:.0} s): {}",
-                    l.part,
-                    l.units,
-                    l.seconds,
-                    l.trail.join("; ")
-                );
-            }
-        }
-        if !self.largest_sparsecore.is_empty() {
-            s.push_str(&self.sparsecore_markdown());
-        }
-        let _ = writeln!(s, "\n## Parts\n");
-        let _ = writeln!(
-            s,
-            "| part | device | package | boards | LUTs | FFs | DSPs | BRAMs | flow | target MHz |"
-        );
-        let _ = writeln!(
-            s,
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-        );
-        for p in &self.parts {
-            let flow = if p.has_pnr() {
-                "synthesis, place and route"
-            } else {
-                "synthesis estimate"
-            };
-            let target = if p.has_pnr() {
-                format!("{}", p.target_mhz)
-            } else {
-                "-".into()
-            };
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {} | {} {} | {} {} | {flow} | {target} |",
-                p.name,
-                p.device,
-                p.package,
-                p.boards,
-                p.capacity.luts,
-                p.capacity.ffs,
-                p.capacity.dsps,
-                p.family.dsp_unit(),
-                fmt_bram(p.capacity.brams),
-                p.family.bram_unit()
-            );
-        }
         s
     }
 }
 
-impl Report {
-    fn sparsecore_markdown(&self) -> String {
-        let mut s = String::new();
-        let _ = writeln!(s, "\n## Largest SparseCore per part\n");
-        if let Some(l) = self.largest_sparsecore.first() {
-            let _ = writeln!(
-                s,
-                "T a power of two up to 16; rows up to {} elements, batches up to {}, \
-                 entry queue {} deep, {} HBM reads in flight. Bracketed by synthesis \
-                 estimates, the winner confirmed by place and route where the family has \
-                 it.\n",
-                l.max_dim, l.max_batch, l.queue_depth, l.hbm_inflight
-            );
+/// The "largest per part" section: one table for every search, one row per
+/// (block, search, part), then the sizes each search tried.
+fn largest_markdown(largest: &[SearchResult]) -> String {
+    let mut s = String::new();
+    if largest.is_empty() {
+        return s;
+    }
+    let _ = writeln!(s, "\n## Largest per part\n");
+    let _ = writeln!(
+        s,
+        "Each block's searches: bracketed by synthesis estimates, the winner confirmed by \
+         place and route where the family has it (\"largest\" is the confirmed one).\n"
+    );
+    let mut searches: Vec<(&str, &str, &str)> = Vec::new();
+    for l in largest {
+        let key = (l.block.as_str(), l.search.as_str(), l.description.as_str());
+        if !searches.contains(&key) {
+            searches.push(key);
         }
+    }
+    for (block, search, description) in &searches {
+        let _ = writeln!(s, "- {block} {search}: {description}");
+    }
+    let _ = writeln!(
+        s,
+        "\n| block | search | part | largest | LUT % | FF % | DSP % | BRAM % | Fmax (MHz) | \
+         by synthesis estimate | next size up |"
+    );
+    let _ = writeln!(
+        s,
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    );
+    for l in largest {
+        let (u, fmax, next) = search_cells(l.result.as_ref(), &l.error, &l.next_size_up);
+        let dash = || "-".to_string();
         let _ = writeln!(
             s,
-            "| part | largest T | LUT % | FF % | DSP % | BRAM % | Fmax (MHz) | \
-             by synthesis estimate | next size up |"
+            "| {} | {} | {} | {} | {u} | {fmax} | {} | {} |",
+            l.block,
+            l.search,
+            l.part,
+            l.size_label.clone().unwrap_or_else(dash),
+            l.estimate_label.clone().unwrap_or_else(dash),
+            cell(&next)
         );
-        let _ = writeln!(s, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-        for l in &self.largest_sparsecore {
-            let size = l.tiles.map_or_else(|| "-".into(), |t| t.to_string());
-            let (u, fmax, next) = search_cells(l.result.as_ref(), &l.error, &l.next_size_up);
-            let estimate = l
-                .estimate_tiles
-                .map_or_else(|| "-".into(), |t| t.to_string());
-            let _ = writeln!(
-                s,
-                "| {} | {size} | {} | {fmax} | {estimate} | {} |",
-                l.part,
-                u,
-                cell(&next)
-            );
-        }
-        let _ = writeln!(s, "\nSizes tried:\n");
-        for l in &self.largest_sparsecore {
-            let _ = writeln!(
-                s,
-                "- {} ({:.0} s): {}",
-                l.part,
-                l.seconds,
-                l.trail.join("; ")
-            );
-        }
-        s
     }
+    let _ = writeln!(s, "\nSizes tried:\n");
+    for l in largest {
+        let _ = writeln!(
+            s,
+            "- {} {} on {} ({:.0} s): {}",
+            l.block,
+            l.search,
+            l.part,
+            l.seconds,
+            l.trail.join("; ")
+        );
+    }
+    s
+}
+
+/// The table of the parts the report covers.
+fn parts_table(parts: &[Part]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\n## Parts\n");
+    let _ = writeln!(
+        s,
+        "| part | device | package | boards | LUTs | FFs | DSPs | BRAMs | flow | target MHz |"
+    );
+    let _ = writeln!(
+        s,
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    );
+    for p in parts {
+        let flow = if p.has_pnr() {
+            "synthesis, place and route"
+        } else {
+            "synthesis estimate"
+        };
+        let target = if p.has_pnr() {
+            format!("{}", p.target_mhz)
+        } else {
+            "-".into()
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} {} | {} {} | {flow} | {target} |",
+            p.name,
+            p.device,
+            p.package,
+            p.boards,
+            p.capacity.luts,
+            p.capacity.ffs,
+            p.capacity.dsps,
+            p.family.dsp_unit(),
+            fmt_bram(p.capacity.brams),
+            p.family.bram_unit()
+        );
+    }
+    s
 }
 
 fn cell(text: &str) -> String {
@@ -366,7 +242,7 @@ pub fn flow_table(results: &[FlowResult], with_design: bool) -> String {
     );
     for r in results {
         let design = if with_design {
-            format!("{} | ", r.design.label())
+            format!("{} | ", r.design.label)
         } else {
             String::new()
         };

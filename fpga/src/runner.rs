@@ -34,13 +34,7 @@ impl Runner {
 
     /// The flow of `design` on `part` (place and route if `pnr` and
     /// available), run now or recalled; prints one progress line when run.
-    pub fn flow(
-        &self,
-        design: impl Into<FlowDesign>,
-        part: &'static Part,
-        pnr: bool,
-    ) -> FlowResult {
-        let design = design.into();
+    pub fn flow(&self, design: &FlowDesign, part: &'static Part, pnr: bool) -> FlowResult {
         let info = design.info();
         let key = (info.top.clone(), part.name);
         if let Some(r) = self.done.lock().unwrap().get(&key) {
@@ -49,7 +43,7 @@ impl Runner {
                 return r.clone();
             }
         }
-        let what = format!("{} {}", part.name, info.label());
+        let what = format!("{} {}", part.name, info.label);
         println!(
             "[{:7.1}s] {what}: start{}",
             self.elapsed(),
@@ -66,47 +60,14 @@ impl Runner {
     }
 
     /// The result of `design` on `part` if a flow of this run has it.
-    pub fn known(&self, design: impl Into<FlowDesign>, part: &Part) -> Option<FlowResult> {
-        let key = (design.into().info().top, part.name);
+    pub fn known(&self, design: &FlowDesign, part: &Part) -> Option<FlowResult> {
+        let key = (design.configured().top_name(), part.name);
         self.done.lock().unwrap().get(&key).cloned()
     }
 
     /// Whether the search has used up its time.
     pub fn past_search_deadline(&self) -> bool {
         self.elapsed() > self.search_deadline
-    }
-
-    /// The results so far of square int8 arrays with `acc_rows` on `part`.
-    fn square_int8_results(&self, part: &Part, acc_rows: u32) -> Vec<FlowResult> {
-        self.done
-            .lock()
-            .unwrap()
-            .values()
-            .filter(|r| r.part == part.name && r.design.is_square_int8_mxu(acc_rows))
-            .cloned()
-            .collect()
-    }
-
-    /// Square int8 sizes already run (without a tool failure) on `part` with `acc_rows`.
-    pub fn known_square_sizes(&self, part: &Part, acc_rows: u32) -> Vec<u32> {
-        let mut v: Vec<u32> = self
-            .square_int8_results(part, acc_rows)
-            .iter()
-            .filter(|r| r.error.is_none())
-            .map(|r| r.design.rows)
-            .collect();
-        v.sort_unstable();
-        v
-    }
-
-    /// The largest square int8 array already found to fit `part`: placed and
-    /// routed if `routed`, else by any basis.
-    pub fn largest_square(&self, part: &Part, acc_rows: u32, routed: bool) -> Option<u32> {
-        self.square_int8_results(part, acc_rows)
-            .iter()
-            .filter(|r| r.fits == Some(true) && (!routed || r.pnr.is_some()))
-            .map(|r| r.design.rows)
-            .max()
     }
 }
 

@@ -1,532 +1,307 @@
-//! The searches for the largest designs that fit a part: the largest square
-//! int8 MXU, the largest VPU (full, or int32 only), and the SparseCore with
-//! the most tiles.
+//! The searches for the largest design that fits a part: one algorithm for
+//! every block's [`hw::FpgaSearch`] (the largest square int8 MXU, the
+//! largest VPUs, the SparseCore with the most tiles, ...).
 //!
-//! Synthesis is the cheap test: the search starts from the presets' results,
-//! grows the size by half until an array no longer fits (at most
-//! [`MAX_SIZE`]), and bisects between the last fit and the first miss. Where
-//! the family has place and route, the winner is then placed and routed; if it
-//! does not route, the search bisects again below it with place and route as
-//! the test. Every size tried is recorded.
+//! Synthesis is the cheap test: the search starts from what this run already
+//! knows (the presets' results), grows the size by half (for sizes that are
+//! powers of two: doubles it) until a size no longer fits or the search's
+//! largest size fits, and bisects between the last fit and the first miss.
+//! Where the family has place and route, the winner is then placed and
+//! routed; if it does not route, the search bisects again below it with place
+//! and route as the test. Every size tried is recorded.
 
 use crate::design::FlowDesign;
 use crate::flow::FlowResult;
 use crate::parts::Part;
-use crate::report::{Largest, LargestSparseCore, LargestVpu};
 use crate::runner::Runner;
-use config::sparsecore::MAX_TILES;
-use config::{ElemType, MxuConfig, SparseCoreConfig, VpuConfig, VpuUnits};
+use hw::{AnyBlock, FpgaSearch};
+use serde::Serialize;
 use std::time::Instant;
 
-/// The largest R = C the search tries.
-pub const MAX_SIZE: u32 = 64;
+/// What one search found on one part.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    /// The block's registry name and the search's name within it.
+    pub block: String,
+    pub search: String,
+    /// What was searched, one sentence.
+    pub description: String,
+    pub part: String,
+    /// The largest size that fits (placed and routed where the family has
+    /// it); `None` if not even the smallest does or the search failed first.
+    pub size: Option<u32>,
+    /// The largest size that fits by synthesis estimate.
+    pub estimate: Option<u32>,
+    /// `size` and `estimate` as the report writes them (`8x8`, `T=4`).
+    pub size_label: Option<String>,
+    pub estimate_label: Option<String>,
+    /// The winner's flow.
+    pub result: Option<FlowResult>,
+    /// Why the next size up does not fit, or why it was not tried.
+    pub next_size_up: Option<String>,
+    /// The sizes tried, in order, with their outcome ("12x12: fits (synthesis
+    /// estimate)").
+    pub trail: Vec<String>,
+    /// Why the search stopped early (a tool failure, its time limit); what it
+    /// found until then stands.
+    pub error: Option<String>,
+    pub seconds: f64,
+}
 
-/// Finds the largest square int8 MXU with `acc_rows` accumulator rows on `part`.
-pub fn largest(runner: &Runner, part: &'static Part, acc_rows: u32) -> Largest {
+/// Runs `search` of `block` on `part`; `overrides` are set over the search's
+/// base configuration (the report's `--param BLOCK.KEY=VALUE`).
+pub fn largest(
+    runner: &Runner,
+    part: &'static Part,
+    block: &dyn AnyBlock,
+    search: &FpgaSearch,
+    overrides: &toml::Table,
+) -> SearchResult {
     let start = Instant::now();
-    let mut out = Largest {
+    let mut s = Search {
+        runner,
+        part,
+        block,
+        spec: search,
+        overrides,
+        sizes: search.sizes.all(),
+        trail: Vec::new(),
+    };
+    let mut out = SearchResult {
+        block: block.name().to_string(),
+        search: search.name.to_string(),
+        description: search.description.to_string(),
         part: part.name.to_string(),
         size: None,
-        estimate_size: None,
+        estimate: None,
+        size_label: None,
+        estimate_label: None,
         result: None,
         next_size_up: None,
-        non_square: String::new(),
         trail: Vec::new(),
         error: None,
         seconds: 0.0,
     };
-    if let Err(e) = search(runner, part, acc_rows, &mut out) {
-        // Keep what was confirmed before the failure (or the time limit):
-        // the largest size placed and routed (synthesised, without P&R).
-        out.size = runner.largest_square(part, acc_rows, part.has_pnr());
-        out.result = out
-            .size
-            .and_then(|n| cfg(n, n, acc_rows).ok())
-            .map(|c| runner.flow(c, part, part.has_pnr()));
-        if out.estimate_size.is_none() {
-            out.estimate_size = runner.largest_square(part, acc_rows, false);
+    if let Err(e) = s.run(&mut out) {
+        // Keep what was confirmed before the failure (or the time limit).
+        let routed = part.has_pnr();
+        if let Some((n, r)) = s.best_known(routed) {
+            out.size = Some(n);
+            out.result = Some(r);
+        }
+        if out.estimate.is_none() {
+            out.estimate = s.best_known(false).map(|(n, _)| n);
         }
         out.error = Some(e);
     }
+    out.size_label = out.size.map(|n| search.label(n));
+    out.estimate_label = out.estimate.map(|n| search.label(n));
+    out.trail = s.trail;
     out.seconds = start.elapsed().as_secs_f64();
     out
 }
 
-fn cfg(rows: u32, cols: u32, acc_rows: u32) -> Result<MxuConfig, String> {
-    MxuConfig::with_acc_rows(rows, cols, ElemType::Int8, acc_rows).map_err(|e| e.to_string())
-}
-
-/// Runs (or recalls) the flow of an n x n array; `Err` if a tool failed.
-fn probe(
-    runner: &Runner,
+/// One search in progress. Sizes are handled by their index in `sizes`.
+struct Search<'a> {
+    runner: &'a Runner,
     part: &'static Part,
-    n: u32,
-    acc_rows: u32,
-    pnr: bool,
-    trail: &mut Vec<String>,
-) -> Result<FlowResult, String> {
-    if runner.past_search_deadline() {
-        return Err(format!(
-            "search time limit reached before trying {n}x{n}{}",
-            if pnr { " with place and route" } else { "" }
-        ));
+    block: &'a dyn AnyBlock,
+    spec: &'a FpgaSearch,
+    overrides: &'a toml::Table,
+    sizes: Vec<u32>,
+    trail: Vec<String>,
+}
+
+impl Search<'_> {
+    fn design(&self, n: u32) -> Result<FlowDesign, String> {
+        let mut table = self.spec.table(n);
+        table.extend(self.overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+        FlowDesign::of(self.block, &table).map_err(|e| format!("{}: {e}", self.spec.label(n)))
     }
-    let r = runner.flow(cfg(n, n, acc_rows)?, part, pnr);
-    let basis = r.fit_basis.clone().unwrap_or_default();
-    match (&r.error, r.fits) {
-        (Some(e), _) => {
-            trail.push(format!("{n}x{n}: error"));
-            Err(format!("{n}x{n}: {e}"))
-        }
-        (None, Some(true)) => {
-            trail.push(format!("{n}x{n}: fits ({basis})"));
-            Ok(r)
-        }
-        _ => {
-            trail.push(format!(
-                "{n}x{n}: no ({basis}: {})",
-                r.why_not.clone().unwrap_or_default()
+
+    /// The result this run already has for size index `i`, if any.
+    fn known(&self, i: usize) -> Option<FlowResult> {
+        let d = self.design(self.sizes[i]).ok()?;
+        self.runner.known(&d, self.part)
+    }
+
+    /// The largest size already known to fit (placed and routed if `routed`).
+    fn best_known(&self, routed: bool) -> Option<(u32, FlowResult)> {
+        (0..self.sizes.len()).rev().find_map(|i| {
+            let r = self.known(i)?;
+            let ok = r.fits == Some(true) && (!routed || r.pnr.is_some());
+            ok.then(|| (self.sizes[i], r))
+        })
+    }
+
+    /// Runs (or recalls) the flow of size index `i`; `Err` if a tool failed
+    /// or the search's time is up.
+    fn probe(&mut self, i: usize, pnr: bool) -> Result<FlowResult, String> {
+        let name = self.spec.label(self.sizes[i]);
+        let with_pnr = if pnr { " with place and route" } else { "" };
+        if self.runner.past_search_deadline() {
+            return Err(format!(
+                "search time limit reached before trying {name}{with_pnr}"
             ));
-            Ok(r)
         }
-    }
-}
-
-/// What is known about one question ("does n x n fit?"): the largest size
-/// that fits and the smallest that does not, with the results that say so.
-#[derive(Default)]
-struct Bracket {
-    /// Largest size known to fit (0: none).
-    lo: u32,
-    lo_result: Option<FlowResult>,
-    /// Smallest size known not to fit.
-    hi: Option<u32>,
-    hi_result: Option<FlowResult>,
-}
-
-impl Bracket {
-    fn add(&mut self, n: u32, r: FlowResult) {
-        if r.fits == Some(true) {
-            if n >= self.lo {
-                self.lo = n;
-                self.lo_result = Some(r);
+        let r = self
+            .runner
+            .flow(&self.design(self.sizes[i])?, self.part, pnr);
+        let basis = r.fit_basis.clone().unwrap_or_default();
+        match (&r.error, r.fits) {
+            (Some(e), _) => {
+                self.trail.push(format!("{name}: error"));
+                Err(format!("{name}: {e}"))
             }
-        } else if self.hi.is_none_or(|h| n < h) {
-            self.hi = Some(n);
-            self.hi_result = Some(r);
+            (None, Some(true)) => {
+                self.trail.push(format!("{name}: fits ({basis})"));
+                Ok(r)
+            }
+            _ => {
+                let why = r.why_not.clone().unwrap_or_default();
+                self.trail.push(format!("{name}: no ({basis}: {why})"));
+                Ok(r)
+            }
         }
     }
 
-    /// Halves the gap between `lo` and `hi` with `probe` until they are adjacent.
-    fn bisect(
-        &mut self,
-        mut probe: impl FnMut(u32) -> Result<FlowResult, String>,
-    ) -> Result<(), String> {
-        while let Some(h) = self.hi {
-            if h - self.lo <= 1 {
-                break;
+    /// The index of the next size to grow to from index `i`: by half (a
+    /// power of two doubles), at least one step.
+    fn grow(&self, i: usize) -> usize {
+        let n = self.sizes[i];
+        let want = n + n.div_ceil(2);
+        self.sizes
+            .iter()
+            .position(|&m| m >= want)
+            .unwrap_or(self.sizes.len() - 1)
+            .max(i + 1)
+    }
+
+    fn run(&mut self, out: &mut SearchResult) -> Result<(), String> {
+        let last = self.sizes.len() - 1;
+        let mut by_synth = Bracket::default();
+        for i in 0..self.sizes.len() {
+            if let Some(r) = self.known(i).filter(|r| r.error.is_none()) {
+                by_synth.add(i, r);
             }
-            let mid = (self.lo + h) / 2;
-            self.add(mid, probe(mid)?);
+        }
+        if by_synth.lo.is_none() && by_synth.hi.is_none() {
+            let start = self.sizes.iter().position(|&n| n >= self.spec.start);
+            let i = start.unwrap_or(0);
+            let r = self.probe(i, false)?;
+            by_synth.add(i, r);
+        }
+        while by_synth.hi.is_none() && by_synth.lo.is_some_and(|lo| lo < last) {
+            let i = self.grow(by_synth.lo.unwrap_or(0));
+            let r = self.probe(i, false)?;
+            by_synth.add(i, r);
+        }
+        by_synth.bisect(|i| self.probe(i, false))?;
+        out.estimate = by_synth.lo.map(|i| self.sizes[i]);
+        // The answer is placed and routed where the family has it; why the
+        // next size does not fit comes from place and route, else from
+        // synthesis.
+        let (answer, synth_next) = match by_synth.lo {
+            Some(i) if self.part.has_pnr() => {
+                let routed_before = (0..=i).rev().find(|&j| {
+                    self.known(j)
+                        .is_some_and(|r| r.fits == Some(true) && r.pnr.is_some())
+                });
+                let mut routed = Bracket {
+                    lo: routed_before,
+                    hi: Some(i + 1),
+                    ..Bracket::default()
+                };
+                let r = self.probe(i, true)?;
+                routed.add(i, r);
+                routed.bisect(|j| self.probe(j, true))?;
+                if let (Some(j), None) = (routed.lo, &routed.lo_result) {
+                    // Routed before the search (a preset): recalled, not rerun.
+                    routed.lo_result = Some(self.probe(j, true)?);
+                }
+                (routed, by_synth.hi_result)
+            }
+            _ => (by_synth, None),
+        };
+        out.size = answer.lo.map(|i| self.sizes[i]);
+        out.result = answer.lo_result;
+        let next = answer.hi_result.or(synth_next);
+        out.next_size_up = next.map(|r| {
+            let n = self
+                .spec
+                .size_params
+                .first()
+                .and_then(|p| r.design.int(p))
+                .map_or_else(|| r.design.label.clone(), |n| self.spec.label(n));
+            let why = r.why_not.unwrap_or_else(|| "does not fit".into());
+            format!("{n}: {why}")
+        });
+        if answer.lo == Some(last) {
+            out.next_size_up = Some(format!(
+                "not tried ({} is the largest size searched)",
+                self.spec.label(self.sizes[last])
+            ));
         }
         Ok(())
     }
 }
 
-/// Brackets the largest fitting size by synthesis estimates (the presets'
-/// sizes first, then growing by half, then bisecting); where the family has
-/// place and route, confirms it with place and route, bisecting below on
-/// failure.
-fn search(
-    runner: &Runner,
-    part: &'static Part,
-    acc_rows: u32,
-    out: &mut Largest,
-) -> Result<(), String> {
-    let trail = &mut out.trail;
-    let mut by_synth = Bracket::default();
-    for n in runner.known_square_sizes(part, acc_rows) {
-        by_synth.add(n, probe(runner, part, n, acc_rows, false, trail)?);
-    }
-    if by_synth.lo == 0 && by_synth.hi.is_none() {
-        by_synth.add(4, probe(runner, part, 4, acc_rows, false, trail)?);
-    }
-    while by_synth.hi.is_none() && by_synth.lo < MAX_SIZE {
-        let n = (by_synth.lo + by_synth.lo.div_ceil(2)).min(MAX_SIZE);
-        by_synth.add(n, probe(runner, part, n, acc_rows, false, trail)?);
-    }
-    by_synth.bisect(|n| probe(runner, part, n, acc_rows, false, trail))?;
-    out.estimate_size = (by_synth.lo > 0).then_some(by_synth.lo);
-    // The answer is placed and routed where the family has it; why the next
-    // size does not fit comes from place and route, else from synthesis.
-    let (answer, synth_next) = if by_synth.lo > 0 && part.has_pnr() {
-        let trail = &mut out.trail;
-        let mut routed = Bracket {
-            lo: runner.largest_square(part, acc_rows, true).unwrap_or(0),
-            hi: Some(by_synth.lo + 1),
-            ..Bracket::default()
-        };
-        let n = by_synth.lo;
-        routed.add(n, probe(runner, part, n, acc_rows, true, trail)?);
-        routed.bisect(|n| probe(runner, part, n, acc_rows, true, trail))?;
-        if routed.lo_result.is_none() && routed.lo > 0 {
-            // Routed before the search (a preset): recalled, not rerun.
-            let n = routed.lo;
-            routed.lo_result = Some(probe(runner, part, n, acc_rows, true, trail)?);
-        }
-        (routed, by_synth.hi_result)
-    } else {
-        (by_synth, None)
-    };
-    let lo = answer.lo;
-    let next = answer.hi_result.or(synth_next);
-    out.size = (lo > 0).then_some(lo);
-    out.result = answer.lo_result;
-    out.next_size_up = next.as_ref().map(|r| {
-        format!(
-            "{}x{}: {}",
-            r.design.rows,
-            r.design.cols,
-            r.why_not.clone().unwrap_or_else(|| "does not fit".into())
-        )
-    });
-    if lo >= MAX_SIZE {
-        out.next_size_up = Some(format!("not tried (search stops at {MAX_SIZE}x{MAX_SIZE})"));
-    }
-    out.non_square = non_square(runner, part, acc_rows, lo, next.as_ref(), &mut out.trail);
-    Ok(())
+/// What is known about one question ("does size i fit?"): the largest size
+/// index that fits and the smallest that does not, with the results that
+/// say so.
+#[derive(Default)]
+struct Bracket {
+    lo: Option<usize>,
+    lo_result: Option<FlowResult>,
+    hi: Option<usize>,
+    hi_result: Option<FlowResult>,
 }
 
-/// Whether a non-square array would do better, from what limits the next size
-/// up; if block RAM limits it (the accumulator is as wide as C), a 2N x N
-/// array is tried by synthesis.
-fn non_square(
-    runner: &Runner,
-    part: &'static Part,
-    acc_rows: u32,
-    n: u32,
-    next: Option<&FlowResult>,
-    trail: &mut Vec<String>,
-) -> String {
-    let why = next.and_then(|r| r.why_not.clone()).unwrap_or_default();
-    if n == 0 {
-        return "-".into();
-    }
-    if why.contains("BRAMs") {
-        let tall = cfg(2 * n, n, acc_rows).map(|c| runner.flow(c, part, false));
-        let verdict = match tall {
-            Ok(r) if r.fits == Some(true) => {
-                let pct = r.utilization.map(|u| u.max()).unwrap_or((0.0, ""));
-                format!(
-                    "{}x{n} ({} MACs) fits by synthesis ({:.0}% {})",
-                    2 * n,
-                    2 * n * n,
-                    pct.0,
-                    pct.1
-                )
-            }
-            Ok(r) => format!(
-                "{}x{n} does not fit either ({})",
-                2 * n,
-                r.why_not.or(r.error).unwrap_or_default()
-            ),
-            Err(e) => e,
-        };
-        trail.push(format!("{}x{n}: {verdict}", 2 * n));
-        format!(
-            "yes: block RAM limits C (the accumulator is 32*C bits wide, read twice), \
-             R is nearly free; {verdict}"
-        )
-    } else if why.is_empty() {
-        "-".into()
-    } else {
-        "little: cost grows with R*C (LUT multipliers past the DSP budget), so R x C with the \
-         same product costs about the same"
-            .into()
-    }
-}
-
-/// The VPU shapes the search tries: one sublane, lanes a power of two up
-/// to this, the FPGA presets' 16 registers and 256 VMEM words.
-pub const MAX_VPU_LANES: u32 = 64;
-/// Registers of every VPU the search tries.
-pub const VPU_VREGS: u32 = 16;
-/// VMEM words of every VPU the search tries (one block RAM deep).
-pub const VPU_VMEM_WORDS: u32 = 256;
-
-fn vpu_cfg(lanes: u32, units: VpuUnits) -> Result<VpuConfig, String> {
-    VpuConfig::with(lanes, 1, VPU_VREGS, VPU_VMEM_WORDS, units).map_err(|e| e.to_string())
-}
-
-/// Finds the largest VPU with `units` on `part`: lanes x 1 for lanes a power
-/// of two, doubling by synthesis estimate from the largest size known to fit
-/// (a preset's result), else from one lane, until one does not fit or a
-/// known result says it does not (synthesis grows with the size, so the
-/// search climbs rather than descends); then, where the family has place and
-/// route, the winner is confirmed by it (halving while it does not route).
-pub fn largest_vpu(runner: &Runner, part: &'static Part, units: VpuUnits) -> LargestVpu {
-    let start = Instant::now();
-    let mut out = LargestVpu {
-        part: part.name.to_string(),
-        units: units.to_string(),
-        lanes: None,
-        estimate_lanes: None,
-        result: None,
-        next_size_up: None,
-        trail: Vec::new(),
-        error: None,
-        seconds: 0.0,
-    };
-    if let Err(e) = search_vpu(runner, part, units, &mut out) {
-        out.error = Some(e);
-    }
-    out.seconds = start.elapsed().as_secs_f64();
-    out
-}
-
-/// Runs (or recalls) the flow of `design` (called `name` in the trail);
-/// `Err` if a tool failed.
-fn probe_design(
-    runner: &Runner,
-    part: &'static Part,
-    design: FlowDesign,
-    name: &str,
-    pnr: bool,
-    trail: &mut Vec<String>,
-) -> Result<FlowResult, String> {
-    if runner.past_search_deadline() {
-        return Err(format!(
-            "search time limit reached before trying {name}{}",
-            if pnr { " with place and route" } else { "" }
-        ));
-    }
-    let r = runner.flow(design, part, pnr);
-    let basis = r.fit_basis.clone().unwrap_or_default();
-    match (&r.error, r.fits) {
-        (Some(e), _) => {
-            trail.push(format!("{name}: error"));
-            Err(format!("{name}: {e}"))
-        }
-        (None, Some(true)) => {
-            trail.push(format!("{name}: fits ({basis})"));
-            Ok(r)
-        }
-        _ => {
-            trail.push(format!(
-                "{name}: no ({basis}: {})",
-                r.why_not.clone().unwrap_or_default()
-            ));
-            Ok(r)
-        }
-    }
-}
-
-/// What a doubling search found: the largest size that fits (placed and
-/// routed where the family has it), the largest by synthesis estimate, and
-/// the size that did not fit with why.
-struct Climb {
-    fit: Option<(u32, FlowResult)>,
-    estimate: Option<u32>,
-    miss: Option<(u32, FlowResult)>,
-    /// Why the climb stopped before a size failed (the search's time limit,
-    /// a tool error): what it found until then still stands.
-    stopped: Option<String>,
-}
-
-/// The largest power of two n <= `max` whose `design(n)` fits `part`:
-/// doubling by synthesis estimate from the largest size known to fit (a
-/// preset's result), else from 1, until one does not fit or a known result
-/// says it does not (synthesis grows with the size, so the search climbs
-/// rather than descends); then, where the family has place and route, the
-/// winner is confirmed by it (halving while it does not route).
-fn climb(
-    runner: &Runner,
-    part: &'static Part,
-    max: u32,
-    design: &dyn Fn(u32) -> Result<FlowDesign, String>,
-    name: &dyn Fn(u32) -> String,
-    trail: &mut Vec<String>,
-) -> Result<Climb, String> {
-    let known = |n: u32| design(n).ok().and_then(|d| runner.known(d, part));
-    let probe = |n: u32, pnr: bool, trail: &mut Vec<String>| {
-        probe_design(runner, part, design(n)?, &name(n), pnr, trail)
-    };
-    let sizes: Vec<u32> = (0..=max.trailing_zeros()).map(|k| 1 << k).collect();
-    let known_fit = sizes
-        .iter()
-        .copied()
-        .filter(|&n| known(n).is_some_and(|r| r.fits == Some(true)))
-        .max();
-    let known_miss = sizes
-        .iter()
-        .copied()
-        .filter(|&n| known(n).is_some_and(|r| r.fits == Some(false)))
-        .min();
-    let mut fit: Option<(u32, FlowResult)> = known_fit.and_then(|n| Some((n, known(n)?)));
-    let mut miss: Option<(u32, FlowResult)> = None;
-    let mut stopped = None;
-    let mut n = known_fit.map_or(1, |n| 2 * n);
-    while n <= max {
-        if let Some(m) = known_miss.filter(|&m| m <= n) {
-            trail.push(format!("{}: no (a preset's result)", name(m)));
-            miss = known(m).map(|r| (m, r));
-            break;
-        }
-        let r = match probe(n, false, trail) {
-            Ok(r) => r,
-            Err(e) => {
-                stopped = Some(e);
-                break;
-            }
-        };
+impl Bracket {
+    fn add(&mut self, i: usize, r: FlowResult) {
         if r.fits == Some(true) {
-            fit = Some((n, r));
-            n *= 2;
-        } else {
-            miss = Some((n, r));
-            break;
+            if self.lo.is_none_or(|lo| i >= lo) {
+                self.lo = Some(i);
+                self.lo_result = Some(r);
+            }
+        } else if self.hi.is_none_or(|h| i < h) {
+            self.hi = Some(i);
+            self.hi_result = Some(r);
         }
     }
-    let estimate = fit.as_ref().map(|(n, _)| *n);
-    // Confirmed by place and route where the family has it.
-    if part.has_pnr() {
-        while let Some((n, _)) = fit.take() {
-            let r = match probe(n, true, trail) {
-                Ok(r) => r,
-                Err(e) => {
-                    // Not confirmed: the estimate stands, the fit does not.
-                    stopped = Some(e);
-                    break;
-                }
-            };
-            if r.fits == Some(true) {
-                fit = Some((n, r));
+
+    /// Halves the gap between `lo` (or below the smallest size) and `hi`
+    /// with `probe` until they are adjacent.
+    fn bisect(
+        &mut self,
+        mut probe: impl FnMut(usize) -> Result<FlowResult, String>,
+    ) -> Result<(), String> {
+        while let Some(h) = self.hi {
+            // Index -1 stands for "nothing fits", below the smallest size.
+            let lo = self.lo.map_or(-1, |l| l as i64);
+            if h as i64 - lo <= 1 {
                 break;
             }
-            miss = Some((n, r));
-            if n > 1 {
-                let below = probe(n / 2, false, trail)?;
-                if below.fits == Some(true) {
-                    fit = Some((n / 2, below));
-                }
-            }
+            let mid = ((lo + h as i64) / 2) as usize;
+            let r = probe(mid)?;
+            self.add(mid, r);
         }
+        Ok(())
     }
-    Ok(Climb {
-        fit,
-        estimate,
-        miss,
-        stopped,
-    })
-}
-
-fn search_vpu(
-    runner: &Runner,
-    part: &'static Part,
-    units: VpuUnits,
-    out: &mut LargestVpu,
-) -> Result<(), String> {
-    let c = climb(
-        runner,
-        part,
-        MAX_VPU_LANES,
-        &|n| vpu_cfg(n, units).map(FlowDesign::from),
-        &|n| format!("{n}x1"),
-        &mut out.trail,
-    )?;
-    out.estimate_lanes = c.estimate;
-    out.lanes = c.fit.as_ref().map(|(n, _)| *n);
-    out.result = c.fit.map(|(_, r)| r);
-    out.next_size_up = c.miss.map(|(n, r)| {
-        format!(
-            "{n}x1: {}",
-            r.why_not.unwrap_or_else(|| "does not fit".into())
-        )
-    });
-    if let Some(why) = c.stopped {
-        out.next_size_up = Some(format!("search stopped: {why}"));
-    }
-    if out.lanes == Some(MAX_VPU_LANES) {
-        out.next_size_up = Some(format!("not tried (search stops at {MAX_VPU_LANES}x1)"));
-    }
-    Ok(())
-}
-
-/// The SparseCore shape of the tiles search: the `t4-d24` report preset's
-/// rows of up to 24 elements (three HBM words, so rows that start and end
-/// inside a word), batches up to 8, an 8-entry queue and 8 reads in flight.
-/// The scratchpads (8 x 3 words) fit one block RAM deep on every part; T is
-/// the parameter searched.
-pub const SC_SHAPE: (u32, u32, u32, u32) = (24, 8, 8, 8);
-
-fn sparsecore_cfg(tiles: u32) -> Result<SparseCoreConfig, String> {
-    let (d, b, q, f) = SC_SHAPE;
-    let latency = SparseCoreConfig::DEFAULT.hbm_latency();
-    SparseCoreConfig::with(tiles, d, b, q, f, latency).map_err(|e| e.to_string())
-}
-
-/// Finds the SparseCore with the most tiles on `part`: T a power of two up
-/// to [`MAX_TILES`], the shape [`SC_SHAPE`], searched as the VPU's lanes.
-pub fn largest_sparsecore(runner: &Runner, part: &'static Part) -> LargestSparseCore {
-    let start = Instant::now();
-    let (max_dim, max_batch, queue_depth, hbm_inflight) = SC_SHAPE;
-    let mut out = LargestSparseCore {
-        part: part.name.to_string(),
-        max_dim,
-        max_batch,
-        queue_depth,
-        hbm_inflight,
-        tiles: None,
-        estimate_tiles: None,
-        result: None,
-        next_size_up: None,
-        trail: Vec::new(),
-        error: None,
-        seconds: 0.0,
-    };
-    let found = climb(
-        runner,
-        part,
-        MAX_TILES,
-        &|t| sparsecore_cfg(t).map(FlowDesign::from),
-        &|t| format!("T={t}"),
-        &mut out.trail,
-    );
-    match found {
-        Ok(c) => {
-            out.estimate_tiles = c.estimate;
-            out.tiles = c.fit.as_ref().map(|(t, _)| *t);
-            out.result = c.fit.map(|(_, r)| r);
-            out.next_size_up = c.miss.map(|(t, r)| {
-                format!(
-                    "T={t}: {}",
-                    r.why_not.unwrap_or_else(|| "does not fit".into())
-                )
-            });
-            if let Some(why) = c.stopped {
-                out.next_size_up = Some(format!("search stopped: {why}"));
-            }
-            if out.tiles == Some(MAX_TILES) {
-                out.next_size_up = Some(format!(
-                    "none: {MAX_TILES} is the most tiles the block takes"
-                ));
-            }
-        }
-        Err(e) => out.error = Some(e),
-    }
-    out.seconds = start.elapsed().as_secs_f64();
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::DesignInfo;
+    use crate::flow::FlowEnv;
 
-    fn result(n: u32, fits: bool) -> FlowResult {
+    fn result(i: usize, fits: bool) -> FlowResult {
+        let mxu = gen::find_block("mxu").unwrap();
+        let n = i + 1;
+        let table = format!("rows = {n}\ncols = {n}").parse().unwrap();
         FlowResult {
             part: "p".into(),
-            design: DesignInfo::of(cfg(n, n, 16).unwrap()),
+            design: FlowDesign::of(mxu, &table).unwrap().info(),
             harness_ffs: 0,
             synth: None,
             synth_seconds: None,
@@ -543,12 +318,12 @@ mod tests {
     #[test]
     fn a_bracket_keeps_the_largest_fit_and_the_smallest_miss() {
         let mut b = Bracket::default();
-        for (n, fits) in [(8, true), (16, false), (4, true), (24, false), (12, false)] {
-            b.add(n, result(n, fits));
+        for (i, fits) in [(8, true), (16, false), (4, true), (24, false), (12, false)] {
+            b.add(i, result(i, fits));
         }
-        assert_eq!((b.lo, b.hi), (8, Some(12)));
-        assert_eq!(b.lo_result.unwrap().design.rows, 8);
-        assert_eq!(b.hi_result.unwrap().design.rows, 12);
+        assert_eq!((b.lo, b.hi), (Some(8), Some(12)));
+        assert_eq!(b.lo_result.unwrap().design.int("rows"), Some(9));
+        assert_eq!(b.hi_result.unwrap().design.int("rows"), Some(13));
     }
 
     #[test]
@@ -557,49 +332,87 @@ mod tests {
         b.add(4, result(4, true));
         b.add(24, result(24, false));
         let mut probed = Vec::new();
-        b.bisect(|n| {
-            probed.push(n);
-            Ok(result(n, n <= 13))
+        b.bisect(|i| {
+            probed.push(i);
+            Ok(result(i, i <= 13))
         })
         .unwrap();
-        assert_eq!((b.lo, b.hi), (13, Some(14)));
+        assert_eq!((b.lo, b.hi), (Some(13), Some(14)));
         assert_eq!(probed, vec![14, 9, 11, 12, 13]);
         let mut b = Bracket::default();
         b.add(4, result(4, true));
         b.add(24, result(24, false));
-        let e = b.bisect(|n| Err(format!("{n}: tool failed"))).unwrap_err();
+        let e = b.bisect(|i| Err(format!("{i}: tool failed"))).unwrap_err();
         assert_eq!(e, "14: tool failed");
-        assert_eq!((b.lo, b.hi), (4, Some(24)));
+        assert_eq!((b.lo, b.hi), (Some(4), Some(24)));
+        // Nothing fits at the first size tried: bisection goes below it.
+        let mut b = Bracket::default();
+        b.add(3, result(3, false));
+        let mut probed = Vec::new();
+        b.bisect(|i| {
+            probed.push(i);
+            Ok(result(i, i == 0))
+        })
+        .unwrap();
+        assert_eq!((b.lo, b.hi, probed), (Some(0), Some(1), vec![1, 0]));
+    }
+
+    #[test]
+    fn growth_is_by_half_or_to_the_next_power_of_two() {
+        let dir = tempfile::tempdir().unwrap();
+        let runner = Runner::new(FlowEnv::new(
+            dir.path().to_path_buf(),
+            1,
+            std::time::Duration::from_secs(1),
+        ));
+        let part = crate::parts::part("xc7a35t").unwrap();
+        let (mxu, vpu) = (
+            gen::find_block("mxu").unwrap(),
+            gen::find_block("vpu").unwrap(),
+        );
+        let square = &mxu.fpga_searches()[0];
+        let lanes = &vpu.fpga_searches()[0];
+        let empty = toml::Table::new();
+        let search = |block, spec: &'static FpgaSearch| Search {
+            runner: &runner,
+            part,
+            block,
+            spec,
+            overrides: &empty,
+            sizes: spec.sizes.all(),
+            trail: Vec::new(),
+        };
+        let square: &'static FpgaSearch = Box::leak(Box::new(square.clone()));
+        let lanes: &'static FpgaSearch = Box::leak(Box::new(lanes.clone()));
+        let s = search(mxu, square);
+        // Index i is size i + 1: 4 -> 6 -> 9 -> 14.
+        assert_eq!([s.grow(3), s.grow(5), s.grow(8)], [5, 8, 13]);
+        let s = search(vpu, lanes);
+        // Powers of two: 1 -> 2 -> 4.
+        assert_eq!([s.grow(0), s.grow(1)], [1, 2]);
     }
 
     #[test]
     fn a_search_stopped_by_its_time_limit_keeps_what_it_found() {
-        // A limit already passed: the first probe is refused. The climb ends
-        // with its reason instead of failing the whole search (it used to
-        // report no VPU at all after finding one, when the limit cut it).
+        // A limit already passed: the first probe is refused, and the search
+        // ends with its reason instead of failing the whole report.
         let dir = tempfile::tempdir().unwrap();
-        let mut runner = Runner::new(crate::flow::FlowEnv::new(
+        let mut runner = Runner::new(FlowEnv::new(
             dir.path().to_path_buf(),
             1,
             std::time::Duration::from_secs(1),
         ));
         runner.search_deadline = -1.0;
         let part = crate::parts::part("xc7a35t").unwrap();
-        let mut trail = Vec::new();
-        let c = climb(
-            &runner,
-            part,
-            MAX_VPU_LANES,
-            &|n| vpu_cfg(n, VpuUnits::Int32).map(FlowDesign::from),
-            &|n| format!("{n}x1"),
-            &mut trail,
-        )
-        .unwrap();
-        assert!(c.fit.is_none() && c.miss.is_none());
+        let vpu = gen::find_block("vpu").unwrap();
+        let spec = &vpu.fpga_searches()[1];
+        let r = largest(&runner, part, vpu, spec, &toml::Table::new());
+        assert!(r.size.is_none() && r.next_size_up.is_none());
         assert!(
-            c.stopped.as_deref().unwrap().contains("time limit"),
+            r.error.as_deref().unwrap().contains("time limit"),
             "{:?}",
-            c.stopped
+            r.error
         );
+        assert_eq!((r.block.as_str(), r.search.as_str()), ("vpu", "int32"));
     }
 }

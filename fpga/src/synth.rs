@@ -28,17 +28,6 @@ pub struct SynthStats {
     pub cells: BTreeMap<String, u64>,
 }
 
-/// A safe lower bound on the LUTs one int8 processing element with a LUT
-/// multiplier needs (an 8x8 multiplier and a 32-bit adder): about half of
-/// what Yosys produces (measured: iCE40 ~175, ECP5 ~300 LUT4s, 7-series ~220
-/// LUT6s). Flows whose LUT multipliers alone exceed the part are not run.
-pub fn min_luts_per_lut_multiplier(family: Family) -> u64 {
-    match family {
-        Family::Ice40 | Family::Ecp5 => 100,
-        Family::Xc7 => 80,
-    }
-}
-
 /// Lowers every variable shift (`$shl`, `$shr`, `$sshl`, `$sshr`, `$shift`,
 /// `$shiftx`) to its log-depth multiplexer stages before the family's
 /// synthesis, which would do the same later. Done early because Yosys's
@@ -52,16 +41,17 @@ pub const LOWER_VARIABLE_SHIFTS: &str =
 
 /// The Yosys script for `sources` (file names relative to the run folder) with
 /// top module `top`, for `part`, for `design` (its multipliers decide the
-/// DSP budget split, its memories what goes to block RAM). Writes `stat.json`
-/// and, for place and route, `synth.json`.
+/// DSP budget split ([`crate::design::DspPlan`]), its memories what goes to
+/// block RAM). Writes `stat.json` and, for place and route, `synth.json`.
 pub fn script(sources: &[String], top: &str, part: &Part, design: &FlowDesign) -> String {
     let mut s = yosys::read_command(sources);
     s.push_str(&yosys::elaborate_commands(top));
     s.push_str(LOWER_VARIABLE_SHIFTS);
-    if let Some(memories) = design.block_ram_memories() {
-        let _ = writeln!(s, "setattr -set ram_style \"block\" {memories}");
+    let memories = &design.facts().block_ram;
+    if !memories.is_empty() {
+        let _ = writeln!(s, "setattr -set ram_style \"block\" {}", memories.join(" "));
     }
-    s.push_str(&dsp_budget_commands(design, part));
+    s.push_str(&design.dsp_plan(part).commands());
     match part.family {
         Family::Ice40 if part.capacity.dsps > 0 => s.push_str(&yosys::ice40_dsp_commands(top)),
         Family::Ice40 => {
@@ -78,57 +68,6 @@ pub fn script(sources: &[String], top: &str, part: &Part, design: &FlowDesign) -
     if part.has_pnr() {
         let _ = writeln!(s, "write_json synth.json");
     }
-    s
-}
-
-/// Yosys commands, for a flattened design, that leave the multipliers of the
-/// first [`FlowDesign::dsp_multipliers`] owners for DSP blocks and turn the
-/// others into `$macc` cells (LUT logic); empty when every multiplier has its
-/// DSP blocks. For an MXU these are the board builds' commands.
-pub fn dsp_budget_commands(design: &FlowDesign, part: &Part) -> String {
-    let (count, _) = design.multipliers(part.family);
-    let k = design.dsp_multipliers(part);
-    if let FlowDesign::Mxu(c) = design {
-        return yosys::dsp_budget_commands(count, k, u64::from(c.cols()));
-    }
-    if let FlowDesign::TensorCore(c) = design {
-        // Everything in DSPs when the PEs and the activation lanes fit;
-        // otherwise the first PEs get them and every other multiplier (the
-        // lanes' included) becomes logic.
-        let lanes = crate::design::tensorcore_lane_dsps(c, part.family);
-        if count + lanes <= part.capacity.dsps {
-            return String::new();
-        }
-        let mut s = String::new();
-        if k > 0 {
-            let pats = yosys::pe_patterns(k, u64::from(c.cols()));
-            let _ = writeln!(s, "select -set dspmul {}", pats.join(" "));
-            let _ = writeln!(s, "select -set dspmul @dspmul t:$mul %i");
-            let _ = writeln!(s, "select -assert-min 1 @dspmul");
-            let _ = writeln!(s, "select -set softmul t:$mul @dspmul %d");
-        } else {
-            let _ = writeln!(s, "select -set softmul t:$mul");
-        }
-        let _ = writeln!(s, "alumacc @softmul");
-        return s;
-    }
-    let mut s = String::new();
-    if k == count {
-        return s;
-    }
-    if k > 0 {
-        let _ = writeln!(
-            s,
-            "select -set dspmul {}",
-            design.multiplier_patterns(k).join(" ")
-        );
-        let _ = writeln!(s, "select -set dspmul @dspmul t:$mul %i");
-        let _ = writeln!(s, "select -assert-min 1 @dspmul");
-        let _ = writeln!(s, "select -set softmul t:$mul @dspmul %d");
-    } else {
-        let _ = writeln!(s, "select -set softmul t:$mul");
-    }
-    let _ = writeln!(s, "alumacc @softmul");
     s
 }
 
@@ -222,8 +161,8 @@ pub fn read_stats(part: &Part, stat_json: &str, design: &FlowDesign) -> Result<S
     let cells = parse_stat_json(stat_json)?;
     check_netlist(&cells)?;
     let resources = resources(part.family, &cells);
-    let (count, _) = design.multipliers(part.family);
-    let want = design.dsp_multipliers(part);
+    let count = design.facts().multiplier_count();
+    let want = design.dsp_plan(part).total();
     if resources.dsps < want {
         return Err(format!(
             "only {} {} blocks for {want} multipliers given DSP blocks",
@@ -279,12 +218,14 @@ mod tests {
         bad.insert("LDCE".into(), 1);
         assert!(check_netlist(&bad).unwrap_err().contains("latch"));
         let p = part("xc7a35t").unwrap();
-        let mxu =
-            |r, c| FlowDesign::Mxu(config::MxuConfig::new(r, c, config::ElemType::Int8).unwrap());
+        let design = |block: &str, table: &str| {
+            FlowDesign::of(gen::find_block(block).unwrap(), &table.parse().unwrap()).unwrap()
+        };
+        let mxu = |r: u32, c: u32| design("mxu", &format!("rows = {r}\ncols = {c}"));
         assert!(script(&["a.v".into()], "t", p, &mxu(10, 10)).contains("alumacc @softmul"));
         assert!(!script(&["a.v".into()], "t", p, &mxu(9, 10)).contains("alumacc"));
         // 90 DSPs hold 22 lanes' 32x32 multipliers; the 32nd lane's is logic.
-        let vpu = FlowDesign::Vpu(config::VpuConfig::new(32, 1).unwrap());
+        let vpu = design("vpu", "lanes = 32\nsublanes = 1");
         let s = script(&["a.v".into()], "t", p, &vpu);
         assert!(
             s.contains("g_lane_lane?21?") && !s.contains("g_lane_lane?22?"),

@@ -7,16 +7,21 @@
 use config::{ElemType, MxuConfig};
 use fpga::flow::{self, FlowEnv, FlowResult};
 use fpga::parts::part;
+use fpga::FlowDesign;
 use std::time::Duration;
 
 fn env(dir: &std::path::Path) -> FlowEnv {
     FlowEnv::new(dir.to_path_buf(), 2, Duration::from_secs(300))
 }
 
+fn mxu(cfg: MxuConfig) -> FlowDesign {
+    FlowDesign::typed(&mxu::Mxu, cfg).unwrap()
+}
+
 fn synth(rows: u32, cols: u32, dtype: ElemType, part_name: &str) -> FlowResult {
     let tmp = tempfile::tempdir().unwrap();
-    let cfg = MxuConfig::with_acc_rows(rows, cols, dtype, fpga::ACC_ROWS).unwrap();
-    let r = flow::run_flow(&env(tmp.path()), cfg, part(part_name).unwrap(), false);
+    let cfg = MxuConfig::new(rows, cols, dtype).unwrap();
+    let r = flow::run_flow(&env(tmp.path()), &mxu(cfg), part(part_name).unwrap(), false);
     assert!(r.error.is_none(), "{part_name} {cfg}: {}", r.error.unwrap());
     assert_eq!(r.fits, Some(true), "{part_name} {cfg}: {:?}", r.why_not);
     r
@@ -45,8 +50,8 @@ fn int8_4x4_on_up5k_uses_all_8_dsps_and_block_ram() {
 fn int8_4x4_on_artix7_maps_multipliers_to_dsp48_and_acc_to_bram() {
     let tmp = tempfile::tempdir().unwrap();
     let env = env(tmp.path());
-    let cfg = MxuConfig::with_acc_rows(4, 4, ElemType::Int8, fpga::ACC_ROWS).unwrap();
-    let r = flow::run_flow(&env, cfg, part("xc7a35t").unwrap(), false);
+    let cfg = mxu(MxuConfig::new(4, 4, ElemType::Int8).unwrap());
+    let r = flow::run_flow(&env, &cfg, part("xc7a35t").unwrap(), false);
     assert!(r.error.is_none(), "{:?}", r.error);
     assert_eq!(r.fits, Some(true));
     let st = r.synth.clone().unwrap();
@@ -56,7 +61,7 @@ fn int8_4x4_on_artix7_maps_multipliers_to_dsp48_and_acc_to_bram() {
     assert!(st.cells.contains_key("FDRE"));
     assert_eq!(r.fit_basis.as_deref(), Some("synthesis estimate"));
     // The 100T maps the same 16 multipliers to DSPs: the netlist is reused.
-    let big = flow::run_flow(&env, cfg, part("xc7a100t").unwrap(), false);
+    let big = flow::run_flow(&env, &cfg, part("xc7a100t").unwrap(), false);
     assert_eq!(big.synth.unwrap().resources, st.resources);
     assert_eq!(big.synth_seconds, r.synth_seconds);
     assert!(tmp.path().join(&big.dir).join("stat.json").exists());
@@ -83,7 +88,7 @@ fn a_latch_fails_the_flow() {
         &["latchy.v".into()],
         "latchy",
         part("xc7a35t").unwrap(),
-        &MxuConfig::new(1, 1, ElemType::Int8).unwrap().into(),
+        &mxu(MxuConfig::new(1, 1, ElemType::Int8).unwrap()),
     )
     .unwrap_err();
     assert!(e.starts_with("latch inferred"), "{e}");
@@ -93,7 +98,7 @@ fn a_latch_fails_the_flow() {
 #[test]
 fn harness_and_mxu_pass_verilator_lint_and_icarus() {
     let cfg = MxuConfig::with_acc_rows(2, 3, ElemType::Int8, 16).unwrap();
-    let (files, _) = flow::harnessed_files(cfg).unwrap();
+    let (files, _) = flow::harnessed_files(&mxu(cfg)).unwrap();
     tb::tools::verilator_lint(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
     tb::tools::iverilog_compile(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
 }
@@ -101,7 +106,8 @@ fn harness_and_mxu_pass_verilator_lint_and_icarus() {
 #[test]
 fn harness_and_sparsecore_pass_verilator_lint_and_icarus() {
     let cfg = config::SparseCoreConfig::with(2, 8, 4, 4, 4, 100).unwrap();
-    let (files, harness_ffs) = flow::harnessed_files(cfg).unwrap();
+    let design = FlowDesign::typed(&sparsecore::SparseCore, cfg).unwrap();
+    let (files, harness_ffs) = flow::harnessed_files(&design).unwrap();
     // Every port bit but the clock and reset passes through the harness.
     assert!(harness_ffs > 256, "{harness_ffs}");
     tb::tools::verilator_lint(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
@@ -111,7 +117,8 @@ fn harness_and_sparsecore_pass_verilator_lint_and_icarus() {
 #[test]
 fn harness_and_tensorcore_pass_verilator_lint_and_icarus() {
     let cfg = config::TensorCoreConfig::with(2, 2, 16, 64, 64, 16, 2).unwrap();
-    let (files, harness_ffs) = flow::harnessed_files(cfg).unwrap();
+    let design = FlowDesign::typed(&tensorcore::TensorCore, cfg).unwrap();
+    let (files, harness_ffs) = flow::harnessed_files(&design).unwrap();
     // The instruction word alone is 128 port bits.
     assert!(harness_ffs > 128, "{harness_ffs}");
     tb::tools::verilator_lint(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));

@@ -186,7 +186,8 @@ fn recipe_matches_rtl(test: &str, cfg: MxuConfig) -> RecipeRun {
     )
     .unwrap();
     let up5k = part("ice40-up5k").unwrap();
-    let recipe = fpga::synth::script(&sources, &generated.top, up5k, &cfg.into())
+    let design = fpga::FlowDesign::typed(&mxu::Mxu, cfg).unwrap();
+    let recipe = fpga::synth::script(&sources, &generated.top, up5k, &design)
         .lines()
         .filter(|l| !l.starts_with("tee ") && !l.starts_with("write_json"))
         .collect::<Vec<_>>()

@@ -1,11 +1,16 @@
 //! Blocks: what the tools need to know about a hardware generator.
 //!
-//! A block (the MXU, and the VPU, SparseCore, ICI link and TensorCore to come)
-//! is a generator with a configuration type. The tools that must cover every
-//! block (`gen` emits it, the lint / Icarus / Yosys checks and the FPGA report
-//! run over its presets) see it through this module only, so adding a block
-//! means implementing [`Block`] and adding one line to a registry, not
-//! threading a new configuration type through each tool.
+//! A block (the MXU, the VPU, the SparseCore, the ICI link, the torus, the
+//! TensorCore, the stream CRC) is a generator with a configuration type. The
+//! tools that must cover every block (`gen` emits it, the lint / Icarus /
+//! Yosys checks and the FPGA flows run over its presets, the registry check
+//! looks for its golden model, driver and tests) see it through this module
+//! only, so adding a block means implementing [`Block`] and adding one line
+//! to a registry, not threading a new configuration type through each tool.
+//! What the FPGA flows need to know (multipliers and their widths, memories
+//! for block RAM, the "largest per part" searches) and where the block's
+//! other halves live are part of the trait ([`FpgaFacts`], [`FpgaSearch`],
+//! [`Companions`]): the block is the one extension point.
 //!
 //! Two forms:
 //! - [`Block`], typed: the block's configuration type is an associated type,
@@ -22,6 +27,10 @@
 //! exists is a legal one), so the TOML path is also the validation path:
 //! [`AnyBlock::configure`] fills the keys a table leaves out from the block's
 //! default and refuses unknown keys and illegal values with one line.
+
+mod facts;
+
+pub use facts::{Companions, FpgaFacts, FpgaSearch, Has, Multipliers, Owners, SearchSizes};
 
 use crate::design::Design;
 use crate::ir::ModuleDef;
@@ -97,7 +106,14 @@ pub trait Block {
     /// The configuration, defined in the `config` crate (the golden model and
     /// the simulator driver take it too). Deserialising it must validate it
     /// and refuse unknown keys; its `Display` is one line.
-    type Config: Clone + fmt::Debug + fmt::Display + Serialize + DeserializeOwned + 'static;
+    type Config: Clone
+        + fmt::Debug
+        + fmt::Display
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static;
 
     /// The name on command lines (`gen --block NAME`): lowercase, no spaces.
     fn name(&self) -> &'static str;
@@ -124,6 +140,21 @@ pub trait Block {
     /// [`crate::catch_elab`] turns into an error).
     fn elaborate(&self, design: &mut Design, cfg: &Self::Config) -> Rc<ModuleDef>;
 
+    /// What the FPGA flows need to know to build `cfg` (its multipliers,
+    /// the memories that belong in block RAM, a bound on its size), or why
+    /// the flows do not build this block (one sentence).
+    fn fpga(&self, cfg: &Self::Config) -> Result<FpgaFacts, String>;
+
+    /// The "largest that fits" searches the FPGA report runs for every part;
+    /// none by default.
+    fn fpga_searches(&self) -> Vec<FpgaSearch> {
+        Vec::new()
+    }
+
+    /// Where the block's golden model, driver and tests live, or why it has
+    /// none of one (checked by `tb/tests/registry.rs`).
+    fn companions(&self) -> Companions;
+
     /// `cfg` in one line for people, e.g. in `gen`'s report. Defaults to the
     /// block's name and the configuration's `Display`.
     fn describe(&self, cfg: &Self::Config) -> String {
@@ -142,8 +173,9 @@ pub trait Block {
     }
 }
 
-/// A block with one validated configuration, its type erased.
-pub trait Configured {
+/// A block with one validated configuration, its type erased. `Send` and
+/// `Sync`, so tools can share one among threads (the FPGA report does).
+pub trait Configured: Send + Sync {
     /// The block's name ([`Block::name`]).
     fn block_name(&self) -> &'static str;
     /// [`Block::describe`].
@@ -154,6 +186,8 @@ pub trait Configured {
     fn top_name(&self) -> String;
     /// [`Block::elaborate`].
     fn elaborate(&self, design: &mut Design) -> Rc<ModuleDef>;
+    /// [`Block::fpga`].
+    fn fpga(&self) -> Result<FpgaFacts, String>;
     /// The configuration's TOML form, every key present.
     fn to_table(&self) -> toml::Table;
     /// The typed configuration, for code that knows the block (downcast it).
@@ -162,7 +196,8 @@ pub trait Configured {
 
 /// The object-safe form of [`Block`]: what a registry of blocks with
 /// different configuration types holds. Implemented for every `Block`.
-pub trait AnyBlock {
+/// `Send` and `Sync`, so tools can share the registry among threads.
+pub trait AnyBlock: Send + Sync {
     /// [`Block::name`].
     fn name(&self) -> &'static str;
     /// [`Block::description`].
@@ -176,11 +211,28 @@ pub trait AnyBlock {
     fn configure(&self, table: &toml::Table) -> Result<Box<dyn Configured>, String>;
     /// [`Block::presets`], each configuration erased.
     fn presets(&self) -> Vec<Preset<Box<dyn Configured>>>;
+    /// [`Block::fpga_searches`].
+    fn fpga_searches(&self) -> Vec<FpgaSearch>;
+    /// [`Block::companions`].
+    fn companions(&self) -> Companions;
 
     /// The default value of `param` as text (`8`, `int8`), if it has one.
     fn default_text(&self, param: &Param) -> Option<String> {
         self.default_table().get(param.name).map(value_text)
     }
+}
+
+/// `block` with `config`, its type erased: what [`AnyBlock::configure`]
+/// gives for the configuration's table, for code that holds the typed
+/// configuration.
+pub fn configured<B: Block + Clone + Send + Sync + 'static>(
+    block: &B,
+    config: B::Config,
+) -> Box<dyn Configured> {
+    Box::new(WithConfig {
+        block: block.clone(),
+        config,
+    })
 }
 
 /// A block and one configuration of it: what [`AnyBlock::configure`] returns.
@@ -189,7 +241,7 @@ struct WithConfig<B: Block> {
     config: B::Config,
 }
 
-impl<B: Block> Configured for WithConfig<B> {
+impl<B: Block + Send + Sync> Configured for WithConfig<B> {
     fn block_name(&self) -> &'static str {
         self.block.name()
     }
@@ -205,6 +257,9 @@ impl<B: Block> Configured for WithConfig<B> {
     fn elaborate(&self, design: &mut Design) -> Rc<ModuleDef> {
         self.block.elaborate(design, &self.config)
     }
+    fn fpga(&self) -> Result<FpgaFacts, String> {
+        self.block.fpga(&self.config)
+    }
     fn to_table(&self) -> toml::Table {
         to_table(&self.config)
     }
@@ -215,7 +270,7 @@ impl<B: Block> Configured for WithConfig<B> {
 
 // Blocks are plain values (usually unit structs); `Clone` lets each erased
 // configuration carry its own copy of the block.
-impl<B: Block + Clone + 'static> AnyBlock for B {
+impl<B: Block + Clone + Send + Sync + 'static> AnyBlock for B {
     fn name(&self) -> &'static str {
         Block::name(self)
     }
@@ -251,6 +306,12 @@ impl<B: Block + Clone + 'static> AnyBlock for B {
                 }) as Box<dyn Configured>,
             })
             .collect()
+    }
+    fn fpga_searches(&self) -> Vec<FpgaSearch> {
+        Block::fpga_searches(self)
+    }
+    fn companions(&self) -> Companions {
+        Block::companions(self)
     }
 }
 
@@ -361,6 +422,16 @@ mod tests {
         }
         fn top_name(&self, cfg: &ChainConfig) -> String {
             format!("chain_w{}_d{}", cfg.width, cfg.depth)
+        }
+        fn fpga(&self, _: &ChainConfig) -> Result<FpgaFacts, String> {
+            Err("a toy".into())
+        }
+        fn companions(&self) -> Companions {
+            Companions {
+                golden: Has::No { reason: "a toy" },
+                driver: Has::No { reason: "a toy" },
+                tests: Has::No { reason: "a toy" },
+            }
         }
         fn elaborate(&self, design: &mut Design, cfg: &ChainConfig) -> Rc<ModuleDef> {
             let cfg = cfg.clone();

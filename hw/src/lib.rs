@@ -38,7 +38,10 @@ pub mod ir;
 mod names;
 mod ty;
 
-pub use block::{AnyBlock, Block, Configured, Param, ParamKind, Preset};
+pub use block::{
+    configured, AnyBlock, Block, Companions, Configured, FpgaFacts, FpgaSearch, Has, Multipliers,
+    Owners, Param, ParamKind, Preset, SearchSizes,
+};
 pub use blocks::{delay, delay_taps};
 pub use builder::{
     cat, enum_const_name, enum_operand, mux, mux_bitwise, Assignable, Bus, CaseLabel, Comb, Expr,
@@ -51,4 +54,7 @@ pub use error::{catch_elab, quiet_elab_errors, ElabError, ELAB_ERROR_PREFIX};
 pub use eval::Evaluator;
 pub use ir::{Dir, ModuleDef, SimLayout};
 pub use names::identifier_problem;
+/// The TOML crate the block trait's tables come from, for block crates that
+/// write them (an [`FpgaSearch`]'s base configuration).
+pub use toml;
 pub use ty::{bits_for, Ty, MAX_WIDTH};

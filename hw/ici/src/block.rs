@@ -3,7 +3,7 @@
 
 use crate::pair::{pair, pair_name};
 use config::IciConfig;
-use hw::{Block, Design, ModuleDef, Param, ParamKind, Preset};
+use hw::{Block, Companions, Design, FpgaFacts, Has, ModuleDef, Param, ParamKind, Preset};
 use std::rc::Rc;
 
 /// The ICI link layer over its serdes stub.
@@ -111,6 +111,21 @@ impl Block for Ici {
 
     fn elaborate(&self, design: &mut Design, cfg: &IciConfig) -> Rc<ModuleDef> {
         pair(design, cfg)
+    }
+
+    /// Nothing to budget: the only products are the stubs' scalings of a
+    /// random draw to a bit position (16 bits by a constant), and the buffers
+    /// are a few flits deep and hundreds of bits wide, so Yosys chooses.
+    fn fpga(&self, _: &IciConfig) -> Result<FpgaFacts, String> {
+        Ok(FpgaFacts::default())
+    }
+
+    fn companions(&self) -> Companions {
+        Companions {
+            golden: Has::Yes("ici"),
+            driver: Has::Yes(()),
+            tests: Has::Yes(&["ici_link.rs"]),
+        }
     }
 
     fn describe(&self, cfg: &IciConfig) -> String {

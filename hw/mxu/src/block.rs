@@ -3,8 +3,17 @@
 
 use crate::{build, top_name};
 use config::{ElemType, MxuConfig, ACC_ROWS_RANGE, MAX_ARRAY_DIM};
-use hw::{Block, Design, ModuleDef, Param, ParamKind, Preset};
+use hw::{
+    Block, Companions, Design, FpgaFacts, FpgaSearch, Has, ModuleDef, Multipliers, Owners, Param,
+    ParamKind, Preset, SearchSizes,
+};
 use std::rc::Rc;
+
+/// Yosys pattern of every cell of one row of processing elements (`{row}`),
+/// in a flattened design; the board builds' DSP budget uses it too.
+pub const PE_ROW_PATTERN: &str = "n:*g_pe_row?{row}?.*";
+/// Yosys pattern of every cell of processing element (`{row}`, `{col}`).
+pub const PE_PATTERN: &str = "n:*g_pe_row?{row}?.g_pe_col?{col}?.*";
 
 /// The weight-stationary matrix unit.
 #[derive(Debug, Clone, Copy, Default)]
@@ -96,6 +105,54 @@ impl Block for Mxu {
 
     fn elaborate(&self, design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
         build(design, cfg)
+    }
+
+    /// One multiplier per processing element (8x8: int8 operands, or bf16
+    /// significands with their hidden bit), row-major; the accumulator in
+    /// block RAM (32 * C bits wide, read twice).
+    fn fpga(&self, cfg: &MxuConfig) -> Result<FpgaFacts, String> {
+        Ok(FpgaFacts {
+            multipliers: vec![Multipliers {
+                what: "processing elements",
+                count: u64::from(cfg.rows()) * u64::from(cfg.cols()),
+                widths: (8, 8),
+                signed: cfg.dtype() == ElemType::Int8,
+                owners: Some(Owners {
+                    cols: u64::from(cfg.cols()),
+                    row: Some(PE_ROW_PATTERN),
+                    element: PE_PATTERN,
+                }),
+                // An 8x8 multiplier and a 32-bit adder: about half of what
+                // Yosys builds (iCE40 ~175, ECP5 ~300 LUT4s).
+                min_lut4s_in_logic: 100,
+            }],
+            block_ram: vec!["m:*acc"],
+            ..FpgaFacts::default()
+        })
+    }
+
+    /// The largest square int8 array with the default accumulator depth.
+    fn fpga_searches(&self) -> Vec<FpgaSearch> {
+        vec![FpgaSearch {
+            name: "int8",
+            description: "Square int8 arrays R = C (every integer size up to 64).",
+            base: hw::toml::Table::from_iter([(
+                "dtype".to_string(),
+                hw::toml::Value::from("int8"),
+            )]),
+            size_params: vec!["rows", "cols"],
+            sizes: SearchSizes::Integers { max: 64 },
+            start: 4,
+            size_label: "{n}x{n}",
+        }]
+    }
+
+    fn companions(&self) -> Companions {
+        Companions {
+            golden: Has::Yes("mxu"),
+            driver: Has::Yes(()),
+            tests: Has::Yes(&["mxu_int8.rs", "mxu_bf16.rs"]),
+        }
     }
 
     fn describe(&self, cfg: &MxuConfig) -> String {

@@ -68,7 +68,7 @@ use hw::{bits_for, cat, delay, delay_taps, mux, Design, Expr, ModuleBuilder, Mod
 use std::rc::Rc;
 
 mod block;
-pub use block::Mxu;
+pub use block::{Mxu, PE_PATTERN, PE_ROW_PATTERN};
 
 /// Port names of the MXU top module.
 pub mod ports {

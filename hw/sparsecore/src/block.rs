@@ -6,7 +6,10 @@ use config::sparsecore::{
     HBM_INFLIGHT_RANGE, HBM_LATENCY_RANGE, MAX_BATCH, MAX_DIM, MAX_TILES, QUEUE_DEPTH_RANGE,
 };
 use config::SparseCoreConfig;
-use hw::{Block, Design, ModuleDef, Param, ParamKind, Preset};
+use hw::{
+    Block, Companions, Design, FpgaFacts, FpgaSearch, Has, ModuleDef, Multipliers, Owners, Param,
+    ParamKind, Preset, SearchSizes,
+};
 use std::rc::Rc;
 
 /// The SparseCore.
@@ -109,6 +112,62 @@ impl Block for SparseCore {
 
     fn elaborate(&self, design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
         build(design, cfg)
+    }
+
+    /// Eight combine lanes per tile, each with an fp32 multiplier (a 24x24
+    /// significand product), tile by tile; the activation buffer and the
+    /// tiles' partial-sum banks in block RAM (scratchpad SRAM on a chip). The
+    /// queues are left to Yosys, which builds the small ones from LUT RAM or
+    /// flip-flops.
+    fn fpga(&self, cfg: &SparseCoreConfig) -> Result<FpgaFacts, String> {
+        let lanes = u64::from(config::sparsecore::WORD_ELEMS);
+        Ok(FpgaFacts {
+            multipliers: vec![Multipliers {
+                what: "combine lanes",
+                count: u64::from(cfg.tiles()) * lanes,
+                widths: (24, 24),
+                signed: false,
+                owners: Some(Owners {
+                    cols: lanes,
+                    row: Some("n:*tile{row}.*"),
+                    element: "n:*tile{row}.lane{col}.*",
+                }),
+                min_lut4s_in_logic: 0,
+            }],
+            block_ram: vec!["m:*act_buf", "m:*psum_bank*"],
+            ..FpgaFacts::default()
+        })
+    }
+
+    /// The SparseCore with the most tiles, at the `t4-d24` report preset's
+    /// shape: rows of up to 24 elements (three HBM words, so rows that start
+    /// and end inside a word), batches up to 8, an 8-entry queue and 8 reads
+    /// in flight; the scratchpads (8 x 3 words) fit one block RAM deep on
+    /// every part.
+    fn fpga_searches(&self) -> Vec<FpgaSearch> {
+        vec![FpgaSearch {
+            name: "tiles",
+            description: "T a power of two up to 16; rows up to 24 elements, batches up to 8, \
+                          entry queue 8 deep, 8 HBM reads in flight.",
+            base: hw::toml::Table::from_iter([
+                ("max_dim".to_string(), hw::toml::Value::from(24)),
+                ("max_batch".to_string(), hw::toml::Value::from(8)),
+                ("queue_depth".to_string(), hw::toml::Value::from(8)),
+                ("hbm_inflight".to_string(), hw::toml::Value::from(8)),
+            ]),
+            size_params: vec!["tiles"],
+            sizes: SearchSizes::PowersOfTwo { max: MAX_TILES },
+            start: 1,
+            size_label: "T={n}",
+        }]
+    }
+
+    fn companions(&self) -> Companions {
+        Companions {
+            golden: Has::Yes("sparsecore"),
+            driver: Has::Yes(()),
+            tests: Has::Yes(&["sparsecore.rs"]),
+        }
     }
 
     fn describe(&self, cfg: &SparseCoreConfig) -> String {

@@ -4,7 +4,10 @@
 use crate::{build, top_name};
 use config::tensorcore::{MAX_TC_ACC_ROWS, MAX_TC_BIAS_ROWS, MAX_TC_MEM_ROWS};
 use config::{TensorCoreConfig, MAX_ARRAY_DIM};
-use hw::{Block, Design, ModuleDef, Param, ParamKind, Preset};
+use hw::{
+    Block, Companions, Design, FpgaFacts, Has, ModuleDef, Multipliers, Owners, Param, ParamKind,
+    Preset,
+};
 use std::rc::Rc;
 
 /// The TensorCore.
@@ -108,6 +111,48 @@ impl Block for TensorCore {
 
     fn elaborate(&self, design: &mut Design, cfg: &TensorCoreConfig) -> Rc<ModuleDef> {
         build(design, cfg)
+    }
+
+    /// The MXU's processing elements first, one 8x8 multiplier each; then
+    /// the activation unit's C signed 32x32 requantization products, which
+    /// the flows cannot select one by one (they sit in the top), so they
+    /// take DSP blocks only when everything fits. The accumulator, the
+    /// unified buffer and the weight memory in block RAM.
+    fn fpga(&self, cfg: &TensorCoreConfig) -> Result<FpgaFacts, String> {
+        Ok(FpgaFacts {
+            multipliers: vec![
+                Multipliers {
+                    what: "processing elements",
+                    count: u64::from(cfg.rows()) * u64::from(cfg.cols()),
+                    widths: (8, 8),
+                    signed: true,
+                    owners: Some(Owners {
+                        cols: u64::from(cfg.cols()),
+                        row: Some(mxu::PE_ROW_PATTERN),
+                        element: mxu::PE_PATTERN,
+                    }),
+                    min_lut4s_in_logic: 0,
+                },
+                Multipliers {
+                    what: "requantization products",
+                    count: u64::from(cfg.cols()),
+                    widths: (32, 32),
+                    signed: true,
+                    owners: None,
+                    min_lut4s_in_logic: 0,
+                },
+            ],
+            block_ram: vec!["m:*acc", "m:*ub", "m:*wmem"],
+            ..FpgaFacts::default()
+        })
+    }
+
+    fn companions(&self) -> Companions {
+        Companions {
+            golden: Has::Yes("tensorcore"),
+            driver: Has::Yes(()),
+            tests: Has::Yes(&["tensorcore_rtl.rs", "tensorcore_golden.rs"]),
+        }
     }
 
     fn describe(&self, cfg: &TensorCoreConfig) -> String {

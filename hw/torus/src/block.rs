@@ -4,7 +4,7 @@
 
 use crate::node::{node, node_name, top, top_name};
 use config::{TorusConfig, Wiring};
-use hw::{Block, Design, ModuleDef, Param, ParamKind, Preset};
+use hw::{Block, Companions, Design, FpgaFacts, Has, ModuleDef, Param, ParamKind, Preset};
 use std::rc::Rc;
 
 /// The whole torus: chip nodes joined by serdes stubs.
@@ -137,6 +137,21 @@ impl Block for Torus {
         top(design, cfg, &Wiring::identity(cfg))
     }
 
+    fn fpga(&self, _: &TorusConfig) -> Result<FpgaFacts, String> {
+        Err(
+            "the torus is a network of chips: the FPGA flows build one chip node (torus-node)"
+                .into(),
+        )
+    }
+
+    fn companions(&self) -> Companions {
+        Companions {
+            golden: Has::Yes("torus"),
+            driver: Has::Yes(()),
+            tests: Has::Yes(&["torus.rs"]),
+        }
+    }
+
     fn describe(&self, cfg: &TorusConfig) -> String {
         format!("ICI {cfg}")
     }
@@ -175,6 +190,22 @@ impl Block for TorusNode {
 
     fn elaborate(&self, design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
         node(design, cfg)
+    }
+
+    /// No multipliers; the router's buffers are a few flits deep and
+    /// hundreds of bits wide, so Yosys chooses where they go.
+    fn fpga(&self, _: &TorusConfig) -> Result<FpgaFacts, String> {
+        Ok(FpgaFacts::default())
+    }
+
+    fn companions(&self) -> Companions {
+        Companions {
+            golden: Has::Yes("torus"),
+            driver: Has::No {
+                reason: "a node is simulated inside the torus, by the torus driver",
+            },
+            tests: Has::Yes(&["torus.rs"]),
+        }
     }
 
     fn describe(&self, cfg: &TorusConfig) -> String {

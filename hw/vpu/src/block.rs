@@ -4,7 +4,10 @@
 use crate::{build, top_name};
 use config::vpu::{MAX_LANES, MAX_SUBLANES, VMEM_WORDS_RANGE, VREGS_RANGE};
 use config::{VpuConfig, VpuUnits};
-use hw::{Block, Design, ModuleDef, Param, ParamKind, Preset};
+use hw::{
+    Block, Companions, Design, FpgaFacts, FpgaSearch, Has, ModuleDef, Multipliers, Owners, Param,
+    ParamKind, Preset, SearchSizes,
+};
 use std::rc::Rc;
 
 /// The vector processing unit.
@@ -102,6 +105,73 @@ impl Block for Vpu {
 
     fn elaborate(&self, design: &mut Design, cfg: &VpuConfig) -> Rc<ModuleDef> {
         build(design, cfg)
+    }
+
+    /// One signed 32x32 multiplier per lane (shared by mul_i32, requant_i8
+    /// and mul_f32), element order; VMEM in block RAM (the register file,
+    /// four read and two write ports, fits no block RAM: logic).
+    fn fpga(&self, cfg: &VpuConfig) -> Result<FpgaFacts, String> {
+        let lanes = u64::from(cfg.elems());
+        // A safe lower bound on one lane (its register file slice of 16 x 32
+        // bits with four read ports, the integer ALU and requantization; with
+        // full units the fp32 adder, product rounding, conversions and half a
+        // reduction unit): under half of what Yosys builds (an int32 lane
+        // about 3,300 LUT6s on 7-series).
+        let per_lane = match cfg.units() {
+            VpuUnits::Int32 => 1_000,
+            VpuUnits::Full => 2_500,
+        };
+        Ok(FpgaFacts {
+            multipliers: vec![Multipliers {
+                what: "lane multipliers",
+                count: lanes,
+                widths: (32, 32),
+                signed: true,
+                owners: Some(Owners {
+                    cols: u64::from(cfg.lanes()),
+                    row: None,
+                    element: "n:*g_lane_sub?{row}?.g_lane_lane?{col}?.*",
+                }),
+                min_lut4s_in_logic: 0,
+            }],
+            block_ram: vec!["m:*vmem"],
+            min_lut4s: lanes * per_lane,
+            min_lut4s_what: format!("{lanes} {} lanes", cfg.units()),
+        })
+    }
+
+    /// The largest lanes x 1 VPU of each kind of units, with the FPGA
+    /// presets' 16 registers and 256 VMEM words (one block RAM deep).
+    fn fpga_searches(&self) -> Vec<FpgaSearch> {
+        VpuUnits::ALL
+            .iter()
+            .map(|&units| FpgaSearch {
+                name: units.name(),
+                description: if units.has_fp32() {
+                    "lanes x 1 VPUs with int32 and fp32 units, 16 registers, 256 VMEM words."
+                } else {
+                    "lanes x 1 VPUs with int32 units only, 16 registers, 256 VMEM words."
+                },
+                base: hw::toml::Table::from_iter([
+                    ("sublanes".to_string(), hw::toml::Value::from(1)),
+                    ("vregs".to_string(), hw::toml::Value::from(16)),
+                    ("vmem_words".to_string(), hw::toml::Value::from(256)),
+                    ("units".to_string(), hw::toml::Value::from(units.name())),
+                ]),
+                size_params: vec!["lanes"],
+                sizes: SearchSizes::PowersOfTwo { max: 64 },
+                start: 1,
+                size_label: "{n}x1",
+            })
+            .collect()
+    }
+
+    fn companions(&self) -> Companions {
+        Companions {
+            golden: Has::Yes("vpu"),
+            driver: Has::Yes(()),
+            tests: Has::Yes(&["vpu_ops.rs", "vpu_programs.rs"]),
+        }
     }
 
     fn describe(&self, cfg: &VpuConfig) -> String {
