@@ -151,8 +151,8 @@ fn a_wrong_expected_value_is_reported_as_a_mismatch() {
         .unwrap_err();
     assert!(
         matches!(
-            err,
-            sim::drivers::mxu::DriverError::Mismatch { row: 1, col: 1, .. }
+            &err,
+            sim::drivers::DriverError::Mismatch { what, .. } if what == "C[1][1]"
         ),
         "{err}"
     );

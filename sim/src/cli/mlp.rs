@@ -73,8 +73,8 @@ pub fn run(args: &MlpArgs) -> Result<(), Failure> {
     let (logits, stats, program) = if args.golden {
         run_golden(&cfg, &mlp, &x.data, x.rows).map_err(broken)?
     } else {
-        let mut driver = TensorCoreDriver::new(&cfg).map_err(broken)?;
-        run_rtl(&mut driver, &mlp, &x.data, x.rows).map_err(broken)?
+        let mut driver = TensorCoreDriver::new(&cfg).map_err(|e| broken(e.to_string()))?;
+        run_rtl(&mut driver, &mlp, &x.data, x.rows).map_err(|e| broken(e.to_string()))?
     };
     matrix::write(
         &args.out,

@@ -8,13 +8,12 @@
 //! Error injection: the stubs' random rates and seed ([`Faults`]), and
 //! scripted errors per cycle ([`Script`]).
 
-use crate::from_hw::model_spec;
-use crate::verilator::{Model, PortId, SimError};
+use super::{block_model, Driver, DriverError, PortTable};
+use crate::verilator::{Model, PortId};
 use config::ici::Flit;
 use config::IciConfig;
 use ici::link::ports as lp;
 use ici_serdes_stub::ports as sp;
-use std::fmt;
 
 /// Random error rates and the seed of the stubs (both directions).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -85,40 +84,6 @@ pub struct LinkRun {
     pub alarms: Vec<String>,
 }
 
-/// Why a run failed.
-#[derive(Debug)]
-pub enum LinkError {
-    Sim(SimError),
-    Elaboration(String),
-    /// Not everything was delivered within the cycle budget.
-    Stuck {
-        cycles: u64,
-        at_b: usize,
-        at_a: usize,
-    },
-}
-
-impl fmt::Display for LinkError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LinkError::Sim(e) => write!(f, "{e}"),
-            LinkError::Elaboration(e) => f.write_str(e),
-            LinkError::Stuck { cycles, at_b, at_a } => write!(
-                f,
-                "the link did not deliver everything within {cycles} cycles ({at_b} flits at B, {at_a} at A)"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for LinkError {}
-
-impl From<SimError> for LinkError {
-    fn from(e: SimError) -> Self {
-        LinkError::Sim(e)
-    }
-}
-
 /// The ports of one node's client side.
 struct Client {
     tx_valid: PortId,
@@ -142,6 +107,13 @@ struct Direction {
     counters: [PortId; 4],
 }
 
+impl Driver for IciDriver {
+    type Block = ici::Ici;
+    fn open(cfg: &IciConfig) -> Result<Self, DriverError> {
+        IciDriver::new(cfg)
+    }
+}
+
 /// A Verilated ICI link pair of one configuration.
 pub struct IciDriver {
     cfg: IciConfig,
@@ -158,44 +130,33 @@ pub struct IciDriver {
 
 impl IciDriver {
     /// Builds (or loads from the cache) the pair for `cfg`.
-    pub fn new(cfg: &IciConfig) -> Result<IciDriver, LinkError> {
-        let generated = gen::generate_block(&ici::Ici, cfg).map_err(LinkError::Elaboration)?;
-        let top = generated.top_module.expect("a block has its top module");
-        let model = Model::build(&model_spec(&generated.files, &top), &top.name)?;
-        let p = |n: &str| model.port(n);
-        let client = |node: &str| -> Result<Client, SimError> {
-            let q = |n: &str| p(&format!("{node}_{n}"));
-            let mut counters = Vec::new();
-            for c in lp::COUNTERS {
-                counters.push(q(c)?);
-            }
+    pub fn new(cfg: &IciConfig) -> Result<IciDriver, DriverError> {
+        let model = block_model(&ici::Ici, cfg)?;
+        let ports = PortTable::new(&model);
+        let client = |node: &str| -> Result<Client, DriverError> {
+            let q = PortTable::prefixed(&model, &format!("{node}_"));
             Ok(Client {
-                tx_valid: q("tx_valid_i")?,
-                tx_ready: q("tx_ready_o")?,
-                tx_data: q("tx_data_i")?,
-                tx_last: q("tx_last_i")?,
-                tx_len: q("tx_len_i")?,
-                rx_valid: q("rx_valid_o")?,
-                rx_ready: q("rx_ready_i")?,
-                rx_data: q("rx_data_o")?,
-                rx_last: q("rx_last_o")?,
-                rx_len: q("rx_len_o")?,
-                counters: counters.try_into().expect("eight counters"),
-                alarms: [q(lp::RX_OVERFLOW)?, q(lp::CREDIT_ERROR)?],
+                tx_valid: q.get("tx_valid_i")?,
+                tx_ready: q.get("tx_ready_o")?,
+                tx_data: q.get("tx_data_i")?,
+                tx_last: q.get("tx_last_i")?,
+                tx_len: q.get("tx_len_i")?,
+                rx_valid: q.get("rx_valid_o")?,
+                rx_ready: q.get("rx_ready_i")?,
+                rx_data: q.get("rx_data_o")?,
+                rx_last: q.get("rx_last_o")?,
+                rx_len: q.get("rx_len_o")?,
+                counters: q.array(lp::COUNTERS)?,
+                alarms: q.array([lp::RX_OVERFLOW, lp::CREDIT_ERROR])?,
             })
         };
-        let direction = |dir: &str| -> Result<Direction, SimError> {
-            let q = |n: &str| p(&format!("{dir}_{n}"));
+        let direction = |dir: &str| -> Result<Direction, DriverError> {
+            let q = PortTable::prefixed(&model, &format!("{dir}_"));
             Ok(Direction {
-                flip: q("force_flip_i")?,
-                drop: q("force_drop_i")?,
-                dup: q("force_dup_i")?,
-                counters: [
-                    q(sp::WORDS)?,
-                    q(sp::DROPPED)?,
-                    q(sp::DUPLICATED)?,
-                    q(sp::CORRUPTED)?,
-                ],
+                flip: q.get("force_flip_i")?,
+                drop: q.get("force_drop_i")?,
+                dup: q.get("force_dup_i")?,
+                counters: q.array([sp::WORDS, sp::DROPPED, sp::DUPLICATED, sp::CORRUPTED])?,
             })
         };
         let d = IciDriver {
@@ -204,14 +165,10 @@ impl IciDriver {
             b: client("b")?,
             ab: direction("ab")?,
             ba: direction("ba")?,
-            reset: p(hw::ir::RESET)?,
-            seed: p("seed_i")?,
-            seed_load: p("seed_load_i")?,
-            thresholds: [
-                p("flip_threshold_i")?,
-                p("drop_threshold_i")?,
-                p("dup_threshold_i")?,
-            ],
+            reset: ports.get(hw::ir::RESET)?,
+            seed: ports.get("seed_i")?,
+            seed_load: ports.get("seed_load_i")?,
+            thresholds: ports.array(["flip_threshold_i", "drop_threshold_i", "dup_threshold_i"])?,
             model,
         };
         Ok(d)
@@ -276,7 +233,7 @@ impl IciDriver {
         rx_ready: &dyn Fn(u64) -> (bool, bool),
         mut script: Option<Script<'_>>,
         max_cycles: u64,
-    ) -> Result<LinkRun, LinkError> {
+    ) -> Result<LinkRun, DriverError> {
         self.reset(faults);
         let w = self.cfg.flit_bytes() as usize;
         let words = w.div_ceil(4);
@@ -289,10 +246,13 @@ impl IciDriver {
         let mut cycle = 0u64;
         while run.at_b.len() < a_flits.len() || run.at_a.len() < b_flits.len() {
             if cycle >= max_cycles {
-                return Err(LinkError::Stuck {
+                return Err(DriverError::Stuck {
                     cycles: cycle,
-                    at_b: run.at_b.len(),
-                    at_a: run.at_a.len(),
+                    detail: format!(
+                        "the link delivered {} flits at B, {} at A",
+                        run.at_b.len(),
+                        run.at_a.len()
+                    ),
                 });
             }
             if let Some(s) = script.as_mut() {

@@ -16,11 +16,11 @@
 //! cycle through its last accumulator write; read-out not counted), so the
 //! tests can hold it to the golden cycle model exactly.
 
+use super::{block_files, Driver, DriverError};
 use crate::from_hw::model_spec;
-use crate::verilator::{Model, ModelSpec, PortId, SimError};
+use crate::verilator::{Model, ModelSpec};
 use config::mxu_plan::{MatmulPlan, Pass};
 use config::{ElemType, MxuConfig};
-use std::fmt;
 use std::rc::Rc;
 
 /// One matmul's measured cost.
@@ -48,77 +48,12 @@ impl MatmulStats {
     }
 }
 
-/// Why a matmul on the RTL failed.
-#[derive(Debug)]
-pub enum DriverError {
-    /// The model could not be built or loaded.
-    Sim(SimError),
-    /// The generator refused the configuration (a generator bug: every
-    /// valid configuration elaborates).
-    Elaboration(String),
-    /// Operand shapes or types do not describe a matmul for this array.
-    Shape(String),
-    /// The RTL broke its interface contract (e.g. never finished a pass).
-    Protocol(String),
-    /// An output differs from the expected value. The simulation ran one more
-    /// cycle after the failing one, so a waveform shows it.
-    Mismatch {
-        row: usize,
-        col: usize,
-        expected: u32,
-        got: u32,
-        cycle: u64,
-        waveform: Option<String>,
-    },
-}
-
-impl fmt::Display for DriverError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DriverError::Sim(e) => write!(f, "{e}"),
-            DriverError::Elaboration(s) | DriverError::Shape(s) | DriverError::Protocol(s) => {
-                f.write_str(s)
-            }
-            DriverError::Mismatch {
-                row,
-                col,
-                expected,
-                got,
-                cycle,
-                waveform,
-            } => {
-                write!(
-                    f,
-                    "C[{row}][{col}] = {got:#010x} from the RTL, expected {expected:#010x} \
-                     (read in cycle {cycle})"
-                )?;
-                if let Some(w) = waveform {
-                    write!(f, "; waveform: {w}")?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-impl std::error::Error for DriverError {}
-
-impl From<SimError> for DriverError {
-    fn from(e: SimError) -> Self {
-        DriverError::Sim(e)
-    }
-}
-
 /// The Verilog of the MXU for `cfg` and its top module, exactly as `gen`
 /// writes it (the simulated RTL is the RTL users get).
 pub fn mxu_files(
     cfg: &MxuConfig,
 ) -> Result<(Vec<hw::EmittedFile>, Rc<hw::ModuleDef>), DriverError> {
-    let generated = gen::generate(cfg).map_err(DriverError::Elaboration)?;
-    let top = generated
-        .top_module
-        .expect("an elaborated block has its top module's definition");
-    Ok((generated.files, top))
+    block_files(&mxu::Mxu, cfg)
 }
 
 /// The Verilator model spec of the MXU for `cfg`.
@@ -146,53 +81,31 @@ pub fn pack(values: impl Iterator<Item = u32>, bits: u32, words: &mut [u32]) {
     }
 }
 
-/// The MXU's ports on a model of it (names in `mxu::ports`), for the driver
-/// and for anything else that drives the model directly (benchmarks).
-#[derive(Debug, Clone, Copy)]
-pub struct MxuPorts {
-    pub w_valid: PortId,
-    pub w_row: PortId,
-    pub w_ready: PortId,
-    pub a_valid: PortId,
-    pub a_first: PortId,
-    pub a_row: PortId,
-    pub a_addr: PortId,
-    pub a_add: PortId,
-    pub a_ready: PortId,
-    pub rd_en: PortId,
-    pub rd_addr: PortId,
-    pub rd_valid: PortId,
-    pub rd_data: PortId,
-    pub acc_wr: PortId,
-    pub busy: PortId,
-    pub reset: PortId,
+crate::block_ports! {
+    /// The MXU's ports on a model of it (names in `mxu::ports`), for the
+    /// driver and for anything else that drives the model directly
+    /// (benchmarks).
+    pub struct MxuPorts {
+        w_valid: mxu::ports::W_VALID,
+        w_row: mxu::ports::W_ROW,
+        w_ready: mxu::ports::W_READY,
+        a_valid: mxu::ports::A_VALID,
+        a_first: mxu::ports::A_FIRST,
+        a_row: mxu::ports::A_ROW,
+        a_addr: mxu::ports::A_ACC_ADDR,
+        a_add: mxu::ports::A_ACC_ADD,
+        a_ready: mxu::ports::A_READY,
+        rd_en: mxu::ports::ACC_RD_EN,
+        rd_addr: mxu::ports::ACC_RD_ADDR,
+        rd_valid: mxu::ports::ACC_RD_VALID,
+        rd_data: mxu::ports::ACC_RD_DATA,
+        acc_wr: mxu::ports::ACC_WR,
+        busy: mxu::ports::BUSY,
+        reset: hw::ir::RESET,
+    }
 }
 
 impl MxuPorts {
-    /// Looks every port up on `model`.
-    pub fn of(model: &Model) -> Result<MxuPorts, SimError> {
-        use mxu::ports::*;
-        let port = |name: &str| model.port(name);
-        Ok(MxuPorts {
-            w_valid: port(W_VALID)?,
-            w_row: port(W_ROW)?,
-            w_ready: port(W_READY)?,
-            a_valid: port(A_VALID)?,
-            a_first: port(A_FIRST)?,
-            a_row: port(A_ROW)?,
-            a_addr: port(A_ACC_ADDR)?,
-            a_add: port(A_ACC_ADD)?,
-            a_ready: port(A_READY)?,
-            rd_en: port(ACC_RD_EN)?,
-            rd_addr: port(ACC_RD_ADDR)?,
-            rd_valid: port(ACC_RD_VALID)?,
-            rd_data: port(ACC_RD_DATA)?,
-            acc_wr: port(ACC_WR)?,
-            busy: port(BUSY)?,
-            reset: port(hw::ir::RESET)?,
-        })
-    }
-
     /// Drives every control input of `model` low and holds reset for one
     /// cycle: the MXU is idle and empty afterwards.
     pub fn reset_idle(&self, model: &mut Model) {
@@ -226,6 +139,13 @@ pub type ProgressReport = Box<dyn FnMut(Progress)>;
 /// Cycles between two progress reports: rare enough to cost nothing next to
 /// the simulation, frequent enough (tens of milliseconds) for a smooth display.
 const PROGRESS_INTERVAL: u64 = 4096;
+
+impl Driver for MxuDriver {
+    type Block = mxu::Mxu;
+    fn open(cfg: &MxuConfig) -> Result<Self, DriverError> {
+        MxuDriver::new(cfg)
+    }
+}
 
 /// A Verilated MXU of one configuration, ready for matmuls.
 pub struct MxuDriver {
@@ -324,7 +244,7 @@ impl MxuDriver {
         if self.cfg.dtype() == dtype {
             Ok(())
         } else {
-            Err(DriverError::Shape(format!(
+            Err(DriverError::Input(format!(
                 "this MXU is {}, not {dtype}",
                 self.cfg.dtype()
             )))
@@ -338,11 +258,11 @@ impl MxuDriver {
         (m, k, n): (usize, usize, usize),
         expected: Option<&[u32]>,
     ) -> Result<(Vec<u32>, MatmulStats), DriverError> {
-        let shape = |e: config::ConfigError| DriverError::Shape(e.to_string());
+        let shape = |e: config::ConfigError| DriverError::Input(e.to_string());
         let plan = MatmulPlan::new(&self.cfg, m, k, n).map_err(shape)?;
         plan.check_operands(a.len(), b.len()).map_err(shape)?;
         if expected.is_some_and(|e| e.len() != m * n) {
-            return Err(DriverError::Shape("expected C has the wrong size".into()));
+            return Err(DriverError::Input("expected C has the wrong size".into()));
         }
         let ops = Operands { a, b, plan };
         let mut c = vec![0u32; m * n];
@@ -516,8 +436,7 @@ impl MxuDriver {
                             self.model.step();
                             self.model.flush_trace();
                             return Err(DriverError::Mismatch {
-                                row,
-                                col: i % ops.plan.dims().2,
+                                what: format!("C[{row}][{}]", i % ops.plan.dims().2),
                                 expected: e[i],
                                 got: word,
                                 cycle: self.model.cycle(),

@@ -10,46 +10,13 @@
 //! a cycle; it reports what it measured, so tests can hold the RTL to the
 //! golden cycle model.
 
-use crate::from_hw::model_spec;
-use crate::verilator::{Model, PortId, SimError};
+use super::{block_model, Driver, DriverError};
+use crate::verilator::Model;
 use config::SparseCoreConfig;
 use golden::sparsecore_host::Prepared;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
-use std::fmt;
-
-/// Why a SparseCore run on the RTL failed.
-#[derive(Debug)]
-pub enum SparseCoreError {
-    /// The model could not be built or loaded.
-    Sim(SimError),
-    /// The generator refused the configuration (a generator bug).
-    Elaboration(String),
-    /// Inputs that do not fit the configuration.
-    Shape(String),
-    /// The RTL broke its interface contract (e.g. never went idle).
-    Protocol(String),
-}
-
-impl fmt::Display for SparseCoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SparseCoreError::Sim(e) => write!(f, "{e}"),
-            SparseCoreError::Elaboration(s)
-            | SparseCoreError::Shape(s)
-            | SparseCoreError::Protocol(s) => f.write_str(s),
-        }
-    }
-}
-
-impl std::error::Error for SparseCoreError {}
-
-impl From<SimError> for SparseCoreError {
-    fn from(e: SimError) -> Self {
-        SparseCoreError::Sim(e)
-    }
-}
 
 /// How the testbench's HBM behaves.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -145,79 +112,40 @@ impl Hbm {
     }
 }
 
-/// The SparseCore's ports on a model of it.
-#[derive(Debug, Clone, Copy)]
-struct Ports {
-    start: PortId,
-    rows: PortId,
-    dim: PortId,
-    batch: PortId,
-    busy: PortId,
-    ent_valid: PortId,
-    ent_ready: PortId,
-    ent_marker: PortId,
-    ent_id: PortId,
-    ent_sample: PortId,
-    ent_gain: PortId,
-    rd_valid: PortId,
-    rd_ready: PortId,
-    rd_addr: PortId,
-    rsp_valid: PortId,
-    rsp_data: PortId,
-    act_rd_en: PortId,
-    act_rd_addr: PortId,
-    act_rd_data: PortId,
-    invalid: PortId,
-    mode: PortId,
-    lr: PortId,
-    act_wr_en: PortId,
-    act_wr_addr: PortId,
-    act_wr_data: PortId,
-    wr_valid: PortId,
-    wr_ready: PortId,
-    wr_addr: PortId,
-    wr_data: PortId,
-    wr_mask: PortId,
-    reset: PortId,
-}
-
-impl Ports {
-    fn of(model: &Model) -> Result<Ports, SimError> {
-        use sparsecore::ports::*;
-        let port = |name: &str| model.port(name);
-        Ok(Ports {
-            start: port(START)?,
-            rows: port(ROWS)?,
-            dim: port(DIM)?,
-            batch: port(BATCH)?,
-            busy: port(BUSY)?,
-            ent_valid: port(ENT_VALID)?,
-            ent_ready: port(ENT_READY)?,
-            ent_marker: port(ENT_MARKER)?,
-            ent_id: port(ENT_ID)?,
-            ent_sample: port(ENT_SAMPLE)?,
-            ent_gain: port(ENT_GAIN)?,
-            rd_valid: port(HBM_RD_VALID)?,
-            rd_ready: port(HBM_RD_READY)?,
-            rd_addr: port(HBM_RD_ADDR)?,
-            rsp_valid: port(HBM_RSP_VALID)?,
-            rsp_data: port(HBM_RSP_DATA)?,
-            act_rd_en: port(ACT_RD_EN)?,
-            act_rd_addr: port(ACT_RD_ADDR)?,
-            act_rd_data: port(ACT_RD_DATA)?,
-            invalid: port(INVALID)?,
-            mode: port(MODE)?,
-            lr: port(LR)?,
-            act_wr_en: port(ACT_WR_EN)?,
-            act_wr_addr: port(ACT_WR_ADDR)?,
-            act_wr_data: port(ACT_WR_DATA)?,
-            wr_valid: port(HBM_WR_VALID)?,
-            wr_ready: port(HBM_WR_READY)?,
-            wr_addr: port(HBM_WR_ADDR)?,
-            wr_data: port(HBM_WR_DATA)?,
-            wr_mask: port(HBM_WR_MASK)?,
-            reset: port(hw::ir::RESET)?,
-        })
+crate::block_ports! {
+    /// The SparseCore's ports on a model of it.
+    struct Ports {
+        start: sparsecore::ports::START,
+        rows: sparsecore::ports::ROWS,
+        dim: sparsecore::ports::DIM,
+        batch: sparsecore::ports::BATCH,
+        busy: sparsecore::ports::BUSY,
+        ent_valid: sparsecore::ports::ENT_VALID,
+        ent_ready: sparsecore::ports::ENT_READY,
+        ent_marker: sparsecore::ports::ENT_MARKER,
+        ent_id: sparsecore::ports::ENT_ID,
+        ent_sample: sparsecore::ports::ENT_SAMPLE,
+        ent_gain: sparsecore::ports::ENT_GAIN,
+        rd_valid: sparsecore::ports::HBM_RD_VALID,
+        rd_ready: sparsecore::ports::HBM_RD_READY,
+        rd_addr: sparsecore::ports::HBM_RD_ADDR,
+        rsp_valid: sparsecore::ports::HBM_RSP_VALID,
+        rsp_data: sparsecore::ports::HBM_RSP_DATA,
+        act_rd_en: sparsecore::ports::ACT_RD_EN,
+        act_rd_addr: sparsecore::ports::ACT_RD_ADDR,
+        act_rd_data: sparsecore::ports::ACT_RD_DATA,
+        invalid: sparsecore::ports::INVALID,
+        mode: sparsecore::ports::MODE,
+        lr: sparsecore::ports::LR,
+        act_wr_en: sparsecore::ports::ACT_WR_EN,
+        act_wr_addr: sparsecore::ports::ACT_WR_ADDR,
+        act_wr_data: sparsecore::ports::ACT_WR_DATA,
+        wr_valid: sparsecore::ports::HBM_WR_VALID,
+        wr_ready: sparsecore::ports::HBM_WR_READY,
+        wr_addr: sparsecore::ports::HBM_WR_ADDR,
+        wr_data: sparsecore::ports::HBM_WR_DATA,
+        wr_mask: sparsecore::ports::HBM_WR_MASK,
+        reset: hw::ir::RESET,
     }
 }
 
@@ -261,6 +189,13 @@ struct Pass {
     rows_written: u64,
 }
 
+impl Driver for SparseCoreDriver {
+    type Block = sparsecore::SparseCore;
+    fn open(cfg: &SparseCoreConfig) -> Result<Self, DriverError> {
+        SparseCoreDriver::new(cfg)
+    }
+}
+
 /// A Verilated SparseCore of one configuration.
 pub struct SparseCoreDriver {
     cfg: SparseCoreConfig,
@@ -271,14 +206,8 @@ pub struct SparseCoreDriver {
 impl SparseCoreDriver {
     /// Builds (or loads from the cache) the Verilated SparseCore for `cfg`
     /// and resets it.
-    pub fn new(cfg: &SparseCoreConfig) -> Result<SparseCoreDriver, SparseCoreError> {
-        let generated = gen::generate_block(&sparsecore::SparseCore, cfg)
-            .map_err(SparseCoreError::Elaboration)?;
-        let top = generated
-            .top_module
-            .expect("an elaborated block has its top module's definition");
-        let spec = model_spec(&generated.files, &top);
-        let model = Model::build(&spec, &sparsecore::top_name(cfg))?;
+    pub fn new(cfg: &SparseCoreConfig) -> Result<SparseCoreDriver, DriverError> {
+        let model = block_model(&sparsecore::SparseCore, cfg)?;
         let p = Ports::of(&model)?;
         let mut d = SparseCoreDriver {
             cfg: *cfg,
@@ -326,7 +255,7 @@ impl SparseCoreDriver {
         batch: u32,
         prepared: &Prepared,
         hbm: HbmBehaviour,
-    ) -> Result<ForwardRun, SparseCoreError> {
+    ) -> Result<ForwardRun, DriverError> {
         let pass = self.pass(table, rows, dim, batch, prepared, hbm, None)?;
         let activations = self.read_activations(dim, batch);
         Ok(ForwardRun {
@@ -350,9 +279,9 @@ impl SparseCoreDriver {
         grad: &[u32],
         lr: u32,
         hbm: HbmBehaviour,
-    ) -> Result<UpdateRun, SparseCoreError> {
+    ) -> Result<UpdateRun, DriverError> {
         if grad.len() as u64 != u64::from(batch) * u64::from(dim) {
-            return Err(SparseCoreError::Shape(format!(
+            return Err(DriverError::Input(format!(
                 "a gradient of {} elements is not {batch} rows of {dim}",
                 grad.len()
             )));
@@ -403,21 +332,21 @@ impl SparseCoreDriver {
         prepared: &Prepared,
         hbm: HbmBehaviour,
         lr: Option<u32>,
-    ) -> Result<Pass, SparseCoreError> {
+    ) -> Result<Pass, DriverError> {
         self.check_shape(table, rows, dim, batch, prepared)?;
         if let HbmBehaviour::Random {
             min, max, ready, ..
         } = hbm
         {
             if min < 2 || max < min || !(ready > 0.0 && ready <= 1.0) {
-                return Err(SparseCoreError::Shape(format!(
+                return Err(DriverError::Input(format!(
                     "random HBM latency {min}..={max} (at least 2) with ready rate {ready} in (0, 1]"
                 )));
             }
         }
         if let HbmBehaviour::Fixed(l) = hbm {
             if l < 2 {
-                return Err(SparseCoreError::Shape(format!(
+                return Err(DriverError::Input(format!(
                     "HBM latency {l}: the interface needs at least 2"
                 )));
             }
@@ -483,7 +412,7 @@ impl SparseCoreDriver {
             self.model.eval();
             let busy = self.model.peek(p.busy) == 1;
             if cycle == 0 && busy {
-                return Err(SparseCoreError::Protocol(
+                return Err(DriverError::Protocol(
                     "busy_o was high before the start".into(),
                 ));
             }
@@ -505,14 +434,14 @@ impl SparseCoreDriver {
             });
             if let Some(held) = stalled_read.take() {
                 if read_offer != Some(held) {
-                    return Err(SparseCoreError::Protocol(format!(
+                    return Err(DriverError::Protocol(format!(
                         "cycle {cycle}: the HBM read of word {held} was withdrawn or changed before it was accepted"
                     )));
                 }
             }
             if let Some(held) = stalled_write.take() {
                 if write_offer.as_ref() != Some(&held) {
-                    return Err(SparseCoreError::Protocol(format!(
+                    return Err(DriverError::Protocol(format!(
                         "cycle {cycle}: the HBM write of word {} was withdrawn or changed before it was accepted",
                         held.0
                     )));
@@ -533,7 +462,7 @@ impl SparseCoreDriver {
                 let data = self.model.peek_wide(p.wr_data);
                 let mask = self.model.peek(p.wr_mask);
                 mem.write(addr, &data, mask)
-                    .map_err(SparseCoreError::Protocol)?;
+                    .map_err(DriverError::Protocol)?;
                 words_written += 1;
                 // Lane k holds element 8 x addr + k of the row-major table.
                 rows_written += (0..8u64)
@@ -545,7 +474,7 @@ impl SparseCoreDriver {
             self.model.step();
             cycle += 1;
             if cycle > limit {
-                return Err(SparseCoreError::Protocol(format!(
+                return Err(DriverError::Protocol(format!(
                     "the pass did not end within {limit} cycles"
                 )));
             }
@@ -555,7 +484,7 @@ impl SparseCoreDriver {
         self.model.poke(p.rd_ready, 0);
         self.model.poke(p.wr_ready, 0);
         if next < stream.len() || !mem.pending.is_empty() {
-            return Err(SparseCoreError::Protocol(format!(
+            return Err(DriverError::Protocol(format!(
                 "the pass ended with {} entries not taken and {} reads unanswered",
                 stream.len() - next,
                 mem.pending.len()
@@ -579,28 +508,28 @@ impl SparseCoreDriver {
         dim: u32,
         batch: u32,
         prepared: &Prepared,
-    ) -> Result<(), SparseCoreError> {
+    ) -> Result<(), DriverError> {
         let c = &self.cfg;
         if dim == 0 || dim > c.max_dim() {
-            return Err(SparseCoreError::Shape(format!(
+            return Err(DriverError::Input(format!(
                 "D = {dim} is outside 1..={} of this SparseCore",
                 c.max_dim()
             )));
         }
         if batch == 0 || batch > c.max_batch() {
-            return Err(SparseCoreError::Shape(format!(
+            return Err(DriverError::Input(format!(
                 "B = {batch} is outside 1..={} of this SparseCore",
                 c.max_batch()
             )));
         }
         if rows == 0 || table.len() as u64 != u64::from(rows) * u64::from(dim) {
-            return Err(SparseCoreError::Shape(format!(
+            return Err(DriverError::Input(format!(
                 "a table of {} elements is not {rows} rows of {dim}",
                 table.len()
             )));
         }
         if prepared.tiles.len() != c.tiles() as usize {
-            return Err(SparseCoreError::Shape(format!(
+            return Err(DriverError::Input(format!(
                 "entries sharded over {} tiles for a SparseCore of {}",
                 prepared.tiles.len(),
                 c.tiles()

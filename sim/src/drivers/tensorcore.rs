@@ -13,7 +13,7 @@
 //! not the memories, which is why a program may read only the buffer and
 //! accumulator rows it wrote (the golden model refuses any other).
 
-use crate::from_hw::model_spec;
+use super::{block_model, Driver, DriverError, PortTable};
 use crate::verilator::{Model, PortId};
 use compiler::{Mlp, Program};
 use config::TensorCoreConfig;
@@ -52,29 +52,38 @@ pub struct TensorCoreDriver {
     cfg: TensorCoreConfig,
     model: Model,
     p: Ports,
+    counters: [PortId; 10],
 }
 
-#[derive(Clone, Copy)]
-struct Ports {
-    reset: PortId,
-    instr_valid: PortId,
-    instr: PortId,
-    instr_ready: PortId,
-    hin_en: PortId,
-    hin_addr: PortId,
-    hin_data: PortId,
-    hout_wr: PortId,
-    hout_addr: PortId,
-    hout_data: PortId,
-    wmem_wr: PortId,
-    wmem_addr: PortId,
-    wmem_data: PortId,
-    bmem_wr: PortId,
-    bmem_addr: PortId,
-    bmem_data: PortId,
-    halted: PortId,
-    error: PortId,
-    counters: [PortId; 10],
+impl Driver for TensorCoreDriver {
+    type Block = tensorcore::TensorCore;
+    fn open(cfg: &TensorCoreConfig) -> Result<Self, DriverError> {
+        TensorCoreDriver::new(cfg)
+    }
+}
+
+crate::block_ports! {
+    /// The TensorCore's ports on a model of it (the counters apart).
+    struct Ports {
+        reset: hw::ir::RESET,
+        instr_valid: tensorcore::ports::INSTR_VALID,
+        instr: tensorcore::ports::INSTR,
+        instr_ready: tensorcore::ports::INSTR_READY,
+        hin_en: tensorcore::ports::HIN_EN,
+        hin_addr: tensorcore::ports::HIN_ADDR,
+        hin_data: tensorcore::ports::HIN_DATA,
+        hout_wr: tensorcore::ports::HOUT_WR,
+        hout_addr: tensorcore::ports::HOUT_ADDR,
+        hout_data: tensorcore::ports::HOUT_DATA,
+        wmem_wr: tensorcore::ports::WMEM_WR,
+        wmem_addr: tensorcore::ports::WMEM_ADDR,
+        wmem_data: tensorcore::ports::WMEM_DATA,
+        bmem_wr: tensorcore::ports::BMEM_WR,
+        bmem_addr: tensorcore::ports::BMEM_ADDR,
+        bmem_data: tensorcore::ports::BMEM_DATA,
+        halted: tensorcore::ports::HALTED,
+        error: tensorcore::ports::ERROR,
+    }
 }
 
 /// Packs bytes (little-endian lanes) into 32-bit words.
@@ -91,44 +100,15 @@ fn words_of_bytes(bytes: impl Iterator<Item = u8>) -> Vec<u32> {
 
 impl TensorCoreDriver {
     /// Builds (or loads from the cache) the Verilated TensorCore for `cfg`.
-    pub fn new(cfg: &TensorCoreConfig) -> Result<TensorCoreDriver, String> {
-        let generated = gen::generate_block(&tensorcore::TensorCore, cfg)?;
-        let top = generated
-            .top_module
-            .expect("an elaborated block has its top module's definition");
-        let model = Model::build(&model_spec(&generated.files, &top), &top.name)
-            .map_err(|e| e.to_string())?;
-        use tensorcore::ports::*;
-        let port = |n: &str| model.port(n).map_err(|e| e.to_string());
-        let mut counters = Vec::new();
-        for n in COUNTERS {
-            counters.push(port(n)?);
-        }
-        let p = Ports {
-            reset: port(hw::ir::RESET)?,
-            instr_valid: port(INSTR_VALID)?,
-            instr: port(INSTR)?,
-            instr_ready: port(INSTR_READY)?,
-            hin_en: port(HIN_EN)?,
-            hin_addr: port(HIN_ADDR)?,
-            hin_data: port(HIN_DATA)?,
-            hout_wr: port(HOUT_WR)?,
-            hout_addr: port(HOUT_ADDR)?,
-            hout_data: port(HOUT_DATA)?,
-            wmem_wr: port(WMEM_WR)?,
-            wmem_addr: port(WMEM_ADDR)?,
-            wmem_data: port(WMEM_DATA)?,
-            bmem_wr: port(BMEM_WR)?,
-            bmem_addr: port(BMEM_ADDR)?,
-            bmem_data: port(BMEM_DATA)?,
-            halted: port(HALTED)?,
-            error: port(ERROR)?,
-            counters: counters.try_into().expect("ten counters"),
-        };
+    pub fn new(cfg: &TensorCoreConfig) -> Result<TensorCoreDriver, DriverError> {
+        let model = block_model(&tensorcore::TensorCore, cfg)?;
+        let p = Ports::of(&model)?;
+        let counters = PortTable::new(&model).array(tensorcore::ports::COUNTERS)?;
         Ok(TensorCoreDriver {
             cfg: *cfg,
             model,
             p,
+            counters,
         })
     }
 
@@ -145,7 +125,11 @@ impl TensorCoreDriver {
 
     /// Loads the memories, runs `words` to `HALT` and returns the host
     /// output window (`mem.host_out_rows` x C) and the RTL's counters.
-    pub fn run(&mut self, words: &[u128], mem: &Memories) -> Result<(Vec<i32>, Stats), String> {
+    pub fn run(
+        &mut self,
+        words: &[u128],
+        mem: &Memories,
+    ) -> Result<(Vec<i32>, Stats), DriverError> {
         let (r, c) = (self.cfg.rows() as usize, self.cfg.cols() as usize);
         let p = self.p;
         self.reset();
@@ -175,9 +159,11 @@ impl TensorCoreDriver {
             self.model.eval();
             if self.model.peek(p.halted) == 1 {
                 if self.model.peek(p.error) == 1 {
-                    return Err("the TensorCore flagged an illegal instruction".into());
+                    return Err(DriverError::Input(
+                        "the TensorCore flagged an illegal instruction".into(),
+                    ));
                 }
-                let k: Vec<u64> = p.counters.iter().map(|&q| self.model.peek(q)).collect();
+                let k: Vec<u64> = self.counters.iter().map(|&q| self.model.peek(q)).collect();
                 let stats = Stats {
                     cycles: k[..7].iter().sum(),
                     mxu_busy: k[0],
@@ -209,9 +195,9 @@ impl TensorCoreDriver {
             if self.model.peek(p.hin_en) == 1 {
                 let a = self.model.peek(p.hin_addr) as usize;
                 if a >= host_rows {
-                    return Err(format!(
+                    return Err(DriverError::Protocol(format!(
                         "the TensorCore read host input row {a} of {host_rows}"
-                    ));
+                    )));
                 }
                 let row = &mem.host_in[a * r..(a + 1) * r];
                 self.model
@@ -220,10 +206,10 @@ impl TensorCoreDriver {
             if self.model.peek(p.hout_wr) == 1 {
                 let a = self.model.peek(p.hout_addr) as usize;
                 if a >= mem.host_out_rows {
-                    return Err(format!(
+                    return Err(DriverError::Protocol(format!(
                         "the TensorCore wrote host output row {a} of {}",
                         mem.host_out_rows
-                    ));
+                    )));
                 }
                 let data = self.model.peek_wide(p.hout_data);
                 for (j, &w) in data.iter().take(c).enumerate() {
@@ -235,7 +221,9 @@ impl TensorCoreDriver {
             }
             self.model.step();
         }
-        Err(format!("the TensorCore did not halt within {limit} cycles"))
+        Err(DriverError::Protocol(format!(
+            "the TensorCore did not halt within {limit} cycles"
+        )))
     }
 }
 
@@ -246,9 +234,10 @@ pub fn run_rtl(
     mlp: &Mlp,
     x: &[i8],
     batch: usize,
-) -> Result<(Vec<i32>, Stats, Program), String> {
+) -> Result<(Vec<i32>, Stats, Program), DriverError> {
     let cfg = *driver.config();
-    let program = compiler::compile(mlp, batch, &cfg).map_err(|e| e.to_string())?;
+    let program =
+        compiler::compile(mlp, batch, &cfg).map_err(|e| DriverError::Input(e.to_string()))?;
     let (window, stats) = driver.run(&program.words(), &memories(&program, x))?;
     Ok((program.unpack_output(&window), stats, program))
 }

@@ -10,50 +10,12 @@
 //! first cycle after reset, as in `golden::torus_cycle`, whose cycles the
 //! records match on error-free runs.
 
+use super::{Driver, DriverError, PortTable};
 use crate::drivers::ici::Faults;
 use crate::from_hw::model_spec;
-use crate::verilator::{Model, PortId, SimError};
+use crate::verilator::{Model, PortId};
 use config::{Packet, TorusConfig, Wiring};
 use hw::{catch_elab, emit_design, Design, Header};
-use std::fmt;
-
-/// Why a run failed.
-#[derive(Debug)]
-pub enum TorusError {
-    Sim(SimError),
-    Elaboration(String),
-    /// Not everything was delivered within the cycle budget.
-    Stuck {
-        cycles: u64,
-        delivered: usize,
-        sent: usize,
-    },
-}
-
-impl fmt::Display for TorusError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TorusError::Sim(e) => write!(f, "{e}"),
-            TorusError::Elaboration(e) => f.write_str(e),
-            TorusError::Stuck {
-                cycles,
-                delivered,
-                sent,
-            } => write!(
-                f,
-                "the torus delivered {delivered} of {sent} packets within {cycles} cycles"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for TorusError {}
-
-impl From<SimError> for TorusError {
-    fn from(e: SimError) -> Self {
-        TorusError::Sim(e)
-    }
-}
 
 /// The destination of a packet from logical chip `src` under a traffic
 /// pattern of `sim torus`: `uniform` (any chip, drawn from `rng`),
@@ -118,6 +80,14 @@ struct Chip {
 
 const FIELDS: [&str; 5] = ["dx", "dy", "dz", "tag", "payload"];
 
+impl Driver for TorusDriver {
+    type Block = torus::Torus;
+    /// The torus as configured, cabled plainly (logical chip = physical chip).
+    fn open(cfg: &TorusConfig) -> Result<Self, DriverError> {
+        TorusDriver::new(cfg, &Wiring::identity(cfg))
+    }
+}
+
 /// A Verilated torus of one configuration and wiring.
 pub struct TorusDriver {
     cfg: TorusConfig,
@@ -137,14 +107,14 @@ pub struct TorusDriver {
 
 impl TorusDriver {
     /// Builds (or loads from the cache) the torus for `cfg` cabled by `wiring`.
-    pub fn new(cfg: &TorusConfig, wiring: &Wiring) -> Result<TorusDriver, TorusError> {
+    pub fn new(cfg: &TorusConfig, wiring: &Wiring) -> Result<TorusDriver, DriverError> {
         hw::quiet_elab_errors();
         let (design, top) = catch_elab(|| {
             let mut design = Design::new();
             let top = torus::node::top(&mut design, cfg, wiring);
             (design, top)
         })
-        .map_err(|e| TorusError::Elaboration(e.to_string()))?;
+        .map_err(|e| DriverError::Elaboration(e.to_string()))?;
         let mut params = cfg.params();
         params.push(("wiring".into(), format!("{:?}", wiring.table())));
         let header = Header {
@@ -153,51 +123,46 @@ impl TorusDriver {
         };
         let files = emit_design(&design, &top, &header);
         let model = Model::build(&model_spec(&files, &top), &top.name)?;
-        let p = |n: &str| model.port(n);
         let mut chips = Vec::new();
         for c in 0..cfg.chips() {
-            let q = |n: &str| p(&format!("c{c}_{n}"));
-            let mut inj = Vec::new();
-            let mut ej = Vec::new();
-            for f in FIELDS {
-                inj.push(q(&format!("inj_{f}_i"))?);
-                ej.push(q(&format!("ej_{f}_o"))?);
-            }
+            let q = PortTable::prefixed(&model, &format!("c{c}_"));
+            let field_ports = |dir: &str| -> Result<[PortId; 5], DriverError> {
+                let names =
+                    FIELDS.map(|f| format!("{dir}_{f}_{}", if dir == "inj" { "i" } else { "o" }));
+                q.array(names.each_ref().map(String::as_str))
+            };
             chips.push(Chip {
-                inj_valid: q("inj_valid_i")?,
-                inj_ready: q("inj_ready_o")?,
-                inj: inj.try_into().expect("five fields"),
-                ej_valid: q("ej_valid_o")?,
-                ej_ready: q("ej_ready_i")?,
-                ej: ej.try_into().expect("five fields"),
-                v_valid: q("v_valid_i")?,
-                v_ready: q("v_ready_o")?,
-                v_data: q("v_data_i")?,
-                res_valid: q("res_valid_o")?,
-                res_data: q("res_data_o")?,
+                inj_valid: q.get("inj_valid_i")?,
+                inj_ready: q.get("inj_ready_o")?,
+                inj: field_ports("inj")?,
+                ej_valid: q.get("ej_valid_o")?,
+                ej_ready: q.get("ej_ready_i")?,
+                ej: field_ports("ej")?,
+                v_valid: q.get("v_valid_i")?,
+                v_ready: q.get("v_ready_o")?,
+                v_data: q.get("v_data_i")?,
+                res_valid: q.get("res_valid_o")?,
+                res_data: q.get("res_data_o")?,
             });
         }
+        let p = PortTable::new(&model);
         Ok(TorusDriver {
             cfg: *cfg,
             wiring: wiring.clone(),
             chips,
-            reset: p(hw::ir::RESET)?,
-            seed: p("seed_i")?,
-            seed_load: p("seed_load_i")?,
-            thresholds: [
-                p("flip_threshold_i")?,
-                p("drop_threshold_i")?,
-                p("dup_threshold_i")?,
-            ],
-            counters: [
-                p("crc_errors_o")?,
-                p("retransmits_o")?,
-                p("link_downs_o")?,
-                p("corrupted_o")?,
-            ],
-            alarm: p("alarm_o")?,
-            engine: p("engine_i")?,
-            fp: p("fp_i")?,
+            reset: p.get(hw::ir::RESET)?,
+            seed: p.get("seed_i")?,
+            seed_load: p.get("seed_load_i")?,
+            thresholds: p.array(["flip_threshold_i", "drop_threshold_i", "dup_threshold_i"])?,
+            counters: p.array([
+                "crc_errors_o",
+                "retransmits_o",
+                "link_downs_o",
+                "corrupted_o",
+            ])?,
+            alarm: p.get("alarm_o")?,
+            engine: p.get("engine_i")?,
+            fp: p.get("fp_i")?,
             model,
         })
     }
@@ -251,7 +216,7 @@ impl TorusDriver {
         faults: &Faults,
         ej_ready: &dyn Fn(u64, usize) -> bool,
         max_cycles: u64,
-    ) -> Result<TorusRun, TorusError> {
+    ) -> Result<TorusRun, DriverError> {
         let n = self.cfg.chips();
         assert_eq!(sent.len(), n, "one packet list per chip");
         self.reset(faults);
@@ -267,10 +232,9 @@ impl TorusDriver {
         let mut cycle = 0u64;
         while delivered < total {
             if cycle >= max_cycles {
-                return Err(TorusError::Stuck {
+                return Err(DriverError::Stuck {
                     cycles: cycle,
-                    delivered,
-                    sent: total,
+                    detail: format!("the torus delivered {delivered} of {total} packets"),
                 });
             }
             for c in 0..n {
@@ -360,7 +324,7 @@ impl TorusDriver {
         fp: bool,
         faults: &Faults,
         max_cycles: u64,
-    ) -> Result<AllReduceRun, TorusError> {
+    ) -> Result<AllReduceRun, DriverError> {
         let n_chips = self.cfg.chips();
         assert_eq!(values.len(), n_chips, "one vector per chip");
         let n = values[0].len();
@@ -390,10 +354,12 @@ impl TorusDriver {
         let phys: Vec<usize> = (0..n_chips).map(|c| self.wiring.chip_at(c)).collect();
         while done < n_chips * n {
             if cycle >= max_cycles {
-                return Err(TorusError::Stuck {
+                return Err(DriverError::Stuck {
                     cycles: cycle,
-                    delivered: done,
-                    sent: n_chips * n,
+                    detail: format!(
+                        "the all-reduce delivered {done} of {} result elements",
+                        n_chips * n
+                    ),
                 });
             }
             for c in 0..n_chips {

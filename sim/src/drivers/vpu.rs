@@ -8,96 +8,29 @@
 //! cycle each bundle was accepted, each store written, the last busy cycle)
 //! so the tests can hold the RTL to the golden cycle model exactly.
 
-use crate::from_hw::model_spec;
-use crate::verilator::{Model, ModelSpec, PortId, SimError};
+use super::{block_model, Driver, DriverError};
+use crate::verilator::Model;
 use config::vpu_isa::Bundle;
 use config::VpuConfig;
-use std::fmt;
 
-/// Why a VPU operation on the RTL failed.
-#[derive(Debug)]
-pub enum VpuError {
-    /// The model could not be built or loaded.
-    Sim(SimError),
-    /// The generator refused the configuration (a generator bug).
-    Elaboration(String),
-    /// Data of the wrong size or an address outside VMEM or the registers.
-    Shape(String),
-    /// The RTL broke its interface contract (e.g. never went idle).
-    Protocol(String),
-}
-
-impl fmt::Display for VpuError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            VpuError::Sim(e) => write!(f, "{e}"),
-            VpuError::Elaboration(s) | VpuError::Shape(s) | VpuError::Protocol(s) => f.write_str(s),
-        }
-    }
-}
-
-impl std::error::Error for VpuError {}
-
-impl From<SimError> for VpuError {
-    fn from(e: SimError) -> Self {
-        VpuError::Sim(e)
-    }
-}
-
-/// The Verilator model spec of the VPU for `cfg`, from `gen` (the simulated
-/// RTL is the RTL users get; only how Verilator lays out its C++ is chosen
-/// here).
-pub fn vpu_spec(cfg: &VpuConfig) -> Result<ModelSpec, VpuError> {
-    let generated = gen::generate_block(&vpu::Vpu, cfg).map_err(VpuError::Elaboration)?;
-    let top = generated
-        .top_module
-        .expect("an elaborated block has its top module's definition");
-    let spec = model_spec(&generated.files, &top);
-    Ok(spec)
-}
-
-/// The VPU's ports on a model of it.
-#[derive(Debug, Clone, Copy)]
-pub struct VpuPorts {
-    pub instr_valid: PortId,
-    pub instr: PortId,
-    pub instr_ready: PortId,
-    pub host_valid: PortId,
-    pub host_ready: PortId,
-    pub host_write: PortId,
-    pub host_space: PortId,
-    pub host_addr: PortId,
-    pub host_wdata: PortId,
-    pub host_rdata: PortId,
-    pub host_rvalid: PortId,
-    pub store: PortId,
-    pub busy: PortId,
-    pub error: PortId,
-    pub reset: PortId,
-}
-
-impl VpuPorts {
-    /// Looks every port up on `model`.
-    pub fn of(model: &Model) -> Result<VpuPorts, SimError> {
-        use vpu::ports::*;
-        let port = |name: &str| model.port(name);
-        Ok(VpuPorts {
-            instr_valid: port(INSTR_VALID)?,
-            instr: port(INSTR)?,
-            instr_ready: port(INSTR_READY)?,
-            host_valid: port(HOST_VALID)?,
-            host_ready: port(HOST_READY)?,
-            host_write: port(HOST_WRITE)?,
-            host_space: port(HOST_SPACE)?,
-            host_addr: port(HOST_ADDR)?,
-            host_wdata: port(HOST_WDATA)?,
-            host_rdata: port(HOST_RDATA)?,
-            host_rvalid: port(HOST_RVALID)?,
-            store: port(STORE)?,
-            busy: port(BUSY)?,
-            error: port(ERROR)?,
-            reset: port(hw::ir::RESET)?,
-        })
+crate::block_ports! {
+    /// The VPU's ports on a model of it.
+    pub struct VpuPorts {
+        instr_valid: vpu::ports::INSTR_VALID,
+        instr: vpu::ports::INSTR,
+        instr_ready: vpu::ports::INSTR_READY,
+        host_valid: vpu::ports::HOST_VALID,
+        host_ready: vpu::ports::HOST_READY,
+        host_write: vpu::ports::HOST_WRITE,
+        host_space: vpu::ports::HOST_SPACE,
+        host_addr: vpu::ports::HOST_ADDR,
+        host_wdata: vpu::ports::HOST_WDATA,
+        host_rdata: vpu::ports::HOST_RDATA,
+        host_rvalid: vpu::ports::HOST_RVALID,
+        store: vpu::ports::STORE,
+        busy: vpu::ports::BUSY,
+        error: vpu::ports::ERROR,
+        reset: hw::ir::RESET,
     }
 }
 
@@ -122,6 +55,13 @@ pub enum Space {
     Registers,
 }
 
+impl Driver for VpuDriver {
+    type Block = vpu::Vpu;
+    fn open(cfg: &VpuConfig) -> Result<Self, DriverError> {
+        VpuDriver::new(cfg)
+    }
+}
+
 /// A Verilated VPU of one configuration.
 pub struct VpuDriver {
     cfg: VpuConfig,
@@ -133,8 +73,8 @@ pub struct VpuDriver {
 
 impl VpuDriver {
     /// Builds (or loads from the cache) the Verilated VPU for `cfg` and resets it.
-    pub fn new(cfg: &VpuConfig) -> Result<VpuDriver, VpuError> {
-        let model = Model::build(&vpu_spec(cfg)?, &vpu::top_name(cfg))?;
+    pub fn new(cfg: &VpuConfig) -> Result<VpuDriver, DriverError> {
+        let model = block_model(&vpu::Vpu, cfg)?;
         let p = VpuPorts::of(&model)?;
         let mut d = VpuDriver {
             cfg: *cfg,
@@ -188,10 +128,10 @@ impl VpuDriver {
         }
     }
 
-    fn check_range(&self, space: Space, start: usize, count: usize) -> Result<(), VpuError> {
+    fn check_range(&self, space: Space, start: usize, count: usize) -> Result<(), DriverError> {
         let depth = self.depth(space);
         if start + count > depth {
-            return Err(VpuError::Shape(format!(
+            return Err(DriverError::Input(format!(
                 "{count} words from {start} do not fit the {depth} of {space:?}"
             )));
         }
@@ -199,7 +139,7 @@ impl VpuDriver {
     }
 
     /// Waits (stepping) until the host port is ready; it is while idle.
-    fn wait_host_ready(&mut self) -> Result<(), VpuError> {
+    fn wait_host_ready(&mut self) -> Result<(), DriverError> {
         for _ in 0..1_000_000 {
             self.model.eval();
             if self.model.peek(self.p.host_ready) == 1 {
@@ -207,15 +147,15 @@ impl VpuDriver {
             }
             self.model.step();
         }
-        Err(VpuError::Protocol("host_ready_o never came back".into()))
+        Err(DriverError::Protocol("host_ready_o never came back".into()))
     }
 
     /// Writes `data` (whole vectors, W elements each) to consecutive words
     /// from `start`, one per cycle.
-    pub fn write(&mut self, space: Space, start: usize, data: &[u32]) -> Result<(), VpuError> {
+    pub fn write(&mut self, space: Space, start: usize, data: &[u32]) -> Result<(), DriverError> {
         let w = self.w();
         if !data.len().is_multiple_of(w) {
-            return Err(VpuError::Shape(format!(
+            return Err(DriverError::Input(format!(
                 "{} elements are not whole vectors of {w}",
                 data.len()
             )));
@@ -240,7 +180,12 @@ impl VpuDriver {
 
     /// Reads `count` consecutive words from `start` (one request per cycle,
     /// each answered the next cycle).
-    pub fn read(&mut self, space: Space, start: usize, count: usize) -> Result<Vec<u32>, VpuError> {
+    pub fn read(
+        &mut self,
+        space: Space,
+        start: usize,
+        count: usize,
+    ) -> Result<Vec<u32>, DriverError> {
         self.check_range(space, start, count)?;
         self.wait_host_ready()?;
         let p = self.p;
@@ -253,7 +198,7 @@ impl VpuDriver {
             self.model.poke(p.host_addr, (start + k) as u64);
             self.model.step();
             if self.model.peek(p.host_rvalid) != 1 {
-                return Err(VpuError::Protocol(
+                return Err(DriverError::Protocol(
                     "host_rvalid_o not set the cycle after a read".into(),
                 ));
             }
@@ -265,9 +210,9 @@ impl VpuDriver {
 
     /// Streams `program`, one bundle per cycle as the VPU accepts them, and
     /// waits until it is idle; returns what it measured.
-    pub fn run(&mut self, program: &[Bundle]) -> Result<RunStats, VpuError> {
+    pub fn run(&mut self, program: &[Bundle]) -> Result<RunStats, DriverError> {
         if program.is_empty() {
-            return Err(VpuError::Shape("an empty program".into()));
+            return Err(DriverError::Input("an empty program".into()));
         }
         let p = self.p;
         let mut accept = Vec::with_capacity(program.len());
@@ -291,7 +236,7 @@ impl VpuDriver {
                 accept.push(cycle);
                 next += 1;
             } else if cycle == 0 {
-                return Err(VpuError::Protocol(
+                return Err(DriverError::Protocol(
                     "the idle VPU did not accept the first bundle".into(),
                 ));
             }
@@ -309,7 +254,7 @@ impl VpuDriver {
             self.model.step();
             cycle += 1;
             if cycle > limit {
-                return Err(VpuError::Protocol(format!(
+                return Err(DriverError::Protocol(format!(
                     "program of {} bundles not finished after {cycle} cycles ({} accepted)",
                     program.len(),
                     accept.len()
