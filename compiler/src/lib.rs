@@ -70,7 +70,7 @@ fn err<T>(msg: String) -> Result<T, CompileError> {
     Err(CompileError(msg))
 }
 
-/// A hidden layer's requantization (`numerics.md`).
+/// A hidden layer's requantization (`docs/numerics.md#requantization`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Requant {
     /// Q31 multiplier, > 0.

@@ -69,7 +69,7 @@ impl std::error::Error for ConfigError {}
 pub enum ElemType {
     /// int8 x int8 products summed in int32 with wraparound.
     Int8,
-    /// bf16 x bf16 products summed in fp32 (FTZ-RNE, `numerics.md`).
+    /// bf16 x bf16 products summed in fp32 (FTZ-RNE, `docs/numerics.md#bf16-matmul`).
     Bf16,
 }
 

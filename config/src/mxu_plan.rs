@@ -3,7 +3,7 @@
 //! `C[M,N] = A[M,K] x B[K,N]` on an R x C array with an accumulator of
 //! `acc_rows` rows runs as follows. B is cut into R x C weight tiles:
 //! ceil(K/R) k-tiles by ceil(N/C) n-tiles, zero-padded at the edges (zero is
-//! +0.0 for bf16, as `numerics.md` pads). The rows of A are taken in blocks of
+//! +0.0 for bf16, as `docs/numerics.md#bf16-matmul` pads). The rows of A are taken in blocks of
 //! P = min(rows of A left, block limit) rows, where the block limit is
 //! `acc_rows` (and, for a host that stages A in a buffer, at most that
 //! buffer's depth). Each block runs in passes over groups of

@@ -5,7 +5,7 @@
 //! same bit patterns out for every input, same cycle counts.
 //!
 //! * [`numerics`] implements every operation of the numerics contract
-//!   (`numerics.md`: FTZ-RNE fp32/bf16 arithmetic, conversions, int8
+//!   (`docs/numerics.md`: FTZ-RNE fp32/bf16 arithmetic, conversions, int8
 //!   requantization) on raw bit patterns, with exact integer arithmetic. No
 //!   host floating-point operation produces a result, so the model does not
 //!   inherit the host FPU's subnormal or NaN behaviour.

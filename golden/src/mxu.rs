@@ -1,7 +1,7 @@
 //! The matrix unit (MXU): what it computes and when.
 //!
 //! [`matmul_int8`] and [`matmul_bf16`] give the result of `C[M,N] = A[M,K] x B[K,N]`
-//! bit for bit, following "MXU semantics" in `numerics.md`. All matrices are
+//! bit for bit, following `docs/numerics.md#mxu-semantics`. All matrices are
 //! row-major slices: `A[i][k]` is `a[i * k_dim + k]`, `B[k][j]` is
 //! `b[k * n + j]`, `C[i][j]` is `c[i * n + j]`.
 //!
@@ -85,7 +85,7 @@ pub fn matmul_int8(a: &[i8], b: &[i8], m: usize, k: usize, n: usize) -> Vec<i32>
     c
 }
 
-/// bf16 matmul with fp32 results, exactly as "MXU semantics" in `numerics.md`
+/// bf16 matmul with fp32 results, exactly as `docs/numerics.md#mxu-semantics`
 /// defines it for an array of `rows_r` rows.
 ///
 /// K is cut into tiles of exactly R = `rows_r` rows; tile t covers

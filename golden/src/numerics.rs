@@ -1,4 +1,4 @@
-//! The numerics contract (`numerics.md`) on raw bit patterns.
+//! The numerics contract (`docs/numerics.md`) on raw bit patterns.
 //!
 //! Floating-point values are passed as their bit patterns: `u32` for fp32
 //! (IEEE 754 binary32) and `u16` for bf16 (the top half of a binary32).
@@ -11,7 +11,7 @@
 //! # FTZ-RNE
 //!
 //! Every floating-point operation follows these rules (numbered as in
-//! `numerics.md`):
+//! `docs/numerics.md#ftz-rne`):
 //!
 //! 1. A subnormal input reads as a zero of the same sign.
 //! 2. The exact result is rounded once, to nearest with ties to even, at the

@@ -1,4 +1,4 @@
-//! The SparseCore's results, as `numerics.md` (section "SparseCore") defines
+//! The SparseCore's results, as `docs/numerics.md#sparsecore` defines
 //! them, on entry lists prepared by [`crate::sparsecore_host`].
 //!
 //! A table is `rows` x `dim` fp32 bit patterns, row-major. Every sum is the

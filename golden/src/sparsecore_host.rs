@@ -1,5 +1,5 @@
 //! The SparseCore's host library: what the host does to an entry list before
-//! the hardware sees it (`numerics.md`, section "SparseCore", rules 1 to 3).
+//! the hardware sees it (`docs/numerics.md#entry-preparation`).
 //!
 //! Padding entries (id 2^31 - 1) are dropped; entries with the same
 //! (id, sample) are merged into one whose gain is the add32 of their gains in

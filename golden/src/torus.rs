@@ -33,7 +33,7 @@
 //! 4x4x4, and with one VC only it finds the cycles the second VC removes.
 //!
 //! **All-reduce** ([`allreduce_f32`], [`allreduce_i32`]): the order of
-//! `numerics.md`, "All-reduce": S_x(y, z) = v[0,y,z] + ... + v[X-1,y,z],
+//! `docs/numerics.md#all-reduce`: S_x(y, z) = v[0,y,z] + ... + v[X-1,y,z],
 //! then S_y(z) = S_x(0,z) + ... + S_x(Y-1,z), then S = S_y(0) + ... +
 //! S_y(Z-1), each left to right with add32 from its first term; int32 sums
 //! wrap. Every chip ends with S.

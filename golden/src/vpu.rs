@@ -3,7 +3,7 @@
 //! [`Vpu`] executes bundles (`config::vpu_isa::Bundle`) on a register file
 //! and a vector memory, exactly as the instruction set documentation of the
 //! `vpu` crate defines them and with the arithmetic of "VPU semantics" in
-//! `numerics.md`. [`schedule`] is the cycle model: the cycle in which the
+//! `docs/numerics.md`. [`schedule`] is the cycle model: the cycle in which the
 //! hardware accepts each bundle, writes each store, and goes idle. Both are
 //! written from that documentation, not from the RTL; the tests hold the
 //! RTL's final register file, VMEM image and measured cycles to them.

@@ -1,5 +1,5 @@
 //! The MXU result models against directed cases and straightforward
-//! restatements of "MXU semantics" in `numerics.md`.
+//! restatements of `docs/numerics.md#mxu-semantics`.
 
 mod support;
 

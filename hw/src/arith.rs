@@ -6,7 +6,7 @@
 //! Each function builds combinational logic in the module under
 //! construction and returns its value; fp32 and bf16 values are bit patterns
 //! (`u32`, `u16`), int32 values `u32` or `s32` as noted. The rules are those
-//! of `numerics.md` (FTZ-RNE): subnormal inputs read as zeros of their sign,
+//! of `docs/numerics.md#ftz-rne` (FTZ-RNE): subnormal inputs read as zeros of their sign,
 //! one rounding to nearest-even as if the exponent range were unbounded,
 //! tininess judged after rounding, every NaN result the canonical NaN.
 //!

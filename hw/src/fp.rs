@@ -1,4 +1,4 @@
-//! Floating-point units that follow Systole's numerics contract (`numerics.md`):
+//! Floating-point units that follow Systole's numerics contract (`docs/numerics.md`):
 //! FTZ-RNE fp32 addition and the bf16 x bf16 -> fp32 product.
 //!
 //! The rules, in short: subnormal inputs read as zeros of their sign; the exact
@@ -287,7 +287,7 @@ pub fn fp32_add(design: &mut Design, latency: u32) -> Rc<ModuleDef> {
     assert!(latency <= 2, "fp32_add latency is 0, 1 or 2");
     let name = format!("fp32_add_l{latency}");
     design.define(&name, &[("latency", latency.to_string())], |_, m| {
-        m.doc("fp32 adder, FTZ-RNE, canonical NaN (numerics.md)");
+        m.doc("fp32 adder, FTZ-RNE, canonical NaN (docs/numerics.md)");
         let a = m.input("a_i", Ty::u(32));
         let b = m.input("b_i", Ty::u(32));
         let s1 = fp32_add_stage1(m, a, b);
@@ -312,7 +312,7 @@ pub fn fp32_add(design: &mut Design, latency: u32) -> Rc<ModuleDef> {
 /// `b_i` (bf16 patterns), `p_o` (fp32).
 pub fn bf16_mul(design: &mut Design) -> Rc<ModuleDef> {
     design.define("bf16_mul", &[], |_, m| {
-        m.doc("bf16 x bf16 -> fp32 product, exact, FTZ, canonical NaN (numerics.md)");
+        m.doc("bf16 x bf16 -> fp32 product, exact, FTZ, canonical NaN (docs/numerics.md)");
         let a = m.input("a_i", Ty::u(16));
         let b = m.input("b_i", Ty::u(16));
         let p = bf16_mul_logic(m, a, b);

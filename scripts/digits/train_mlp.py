@@ -9,7 +9,7 @@ writes the same files. Run: scripts/digits/train.sh [OUT_DIR]
 (default tb/data/digits).
 
 Quantization (per layer; the integer semantics are those of the `mlp`
-command and of numerics.md's "Requantization"):
+command and of docs/numerics.md#requantization):
 - Inputs: the pixels themselves, 0..16, as int8 (scale 1/16 against the
   float model, which sees pixels / 16; zero point 0). No information is lost.
 - Weights: symmetric int8, scale max|W| / 127 per layer.
@@ -42,7 +42,7 @@ INT32_MIN = -(2**31)
 
 
 def srdhm(a, b):
-    """Saturating rounding doubling high multiply (numerics.md), on int64."""
+    """Saturating rounding doubling high multiply (docs/numerics.md#srdhm), on int64."""
     a = a.astype(np.int64)
     b = np.int64(b)
     ab = a * b
@@ -54,7 +54,7 @@ def srdhm(a, b):
 
 
 def rdbpot(x, e):
-    """Rounding divide by a power of two (numerics.md), on int64."""
+    """Rounding divide by a power of two (docs/numerics.md#rdbpot), on int64."""
     x = x.astype(np.int64)
     mask = np.int64((1 << e) - 1)
     remainder = x & mask

@@ -2,7 +2,7 @@
 //!
 //! The array has R rows (the K direction) and C columns (the N direction); its
 //! element type is int8 (products summed in int32, wrapping) or bf16 (products
-//! summed in fp32, FTZ-RNE, as `numerics.md` defines).
+//! summed in fp32, FTZ-RNE, as `docs/numerics.md#bf16-matmul` defines).
 //!
 //! ```text
 //!  w_row_i ─► weight FIFO ─► loader ─► shadow chains (column c delayed c cycles)

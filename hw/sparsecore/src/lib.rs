@@ -1,5 +1,5 @@
 //! The SparseCore: embedding lookups (gather and combine) and updates
-//! (scatter-add) over a table in HBM, bit-exact to `numerics.md`, section
+//! (scatter-add) over a table in HBM, bit-exact to `docs/numerics.md`, section
 //! "SparseCore".
 //!
 //! # What it computes

@@ -36,7 +36,7 @@
 //! - **MXU**: the `hw/mxu` array, int8, with `acc_rows` accumulator rows and
 //!   its weight FIFO of WF = the next power of two >= 2R rows.
 //! - **Activation unit**: C lanes; per accumulator row it adds the bias row
-//!   and requantizes (`numerics.md`, "Requantization") with an optional ReLU
+//!   and requantizes (`docs/numerics.md#requantization`) with an optional ReLU
 //!   in the quantized domain, h = max(requant(acc + b), zp), or passes
 //!   acc + b on as int32 to the host. It holds one `ACT` at a time and
 //!   works through it beside the sequencer.

@@ -102,7 +102,7 @@
 //! [`allreduce::engine`] streams: chip c takes its vector element by element
 //! (`v` stream) and gives every result element once (`res_valid_o`), in
 //! order. Element i flows along chains whose order is the contract's
-//! (`numerics.md`, "All-reduce"):
+//! (`docs/numerics.md#all-reduce`):
 //!
 //! 1. **X** (every row): chip (0, y, z) sends v[i] to (1, y, z) (tag 0);
 //!    chip x > 0 adds its v[i] to the partial it received, left operand the

@@ -64,7 +64,7 @@
 //! spells these numbers for programs (`Bundle::encode`).
 //!
 //! ALU operations (elementwise over the W elements unless marked
-//! cross-lane; arithmetic as "VPU semantics" in `numerics.md`; compares
+//! cross-lane; arithmetic as `docs/numerics.md#vpu-semantics`; compares
 //! write int32 1 or 0):
 //!
 //! | opcode | name | `vd[e] =` |

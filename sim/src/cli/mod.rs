@@ -25,7 +25,7 @@ enum Command {
     /// C = A x B on the MXU. A is [M,K], B is [K,N]; any M, K, N >= 1 (the tool
     /// tiles them onto the R x C array). int8 A and B give an int32 C; bf16 A
     /// and B (uint16 arrays of bf16 bit patterns) give a float32 C, which
-    /// depends on R as numerics.md says.
+    /// depends on R as docs/numerics.md says.
     Matmul(matmul::MatmulArgs),
     /// A uint8 payload P through one ICI link over the serdes stub (errors
     /// injected at the given rates), node A to node B while B sends it back
@@ -38,7 +38,7 @@ enum Command {
     Vpu(vpu::VpuArgs),
     /// Embedding lookup and combine on the SparseCore: A[s] = sum of g x E[id]
     /// over the entries (id, s, g), merged, sorted and sharded over T tiles as
-    /// numerics.md says (the result depends on T). E is float32 [V, D]; I and
+    /// docs/numerics.md says (the result depends on T). E is float32 [V, D]; I and
     /// S int32 [n]; G float32 [n]; A is written as float32 [B, D].
     Embed(embed::EmbedArgs),
     /// Embedding update (scatter-add SGD): E2[id] = E[id] - lr x U[id], U[id]
@@ -52,7 +52,7 @@ enum Command {
     /// All-reduce over an ICI torus of XxYxZ chips (each 1..=4): V is
     /// float32 or int32 [chips, n], chip c = x + X*(y + Y*z) in logical
     /// coordinates; R (same shape and dtype) is every chip's result, summed
-    /// in numerics.md's order (X, then Y, then Z).
+    /// in docs/numerics.md's order (X, then Y, then Z).
     Allreduce(torus::AllReduceArgs),
     /// Random traffic through an ICI torus's routers: throughput and latency
     /// (mean, p99) as one JSON line.

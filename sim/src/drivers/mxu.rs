@@ -226,7 +226,7 @@ impl MxuDriver {
     }
 
     /// C = A x B with bf16 A and B (bit patterns) and fp32 C (bit patterns),
-    /// exactly as `numerics.md` defines it for this array's R.
+    /// exactly as `docs/numerics.md#bf16-matmul` defines it for this array's R.
     pub fn matmul_bf16(
         &mut self,
         a: &[u16],
