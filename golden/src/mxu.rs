@@ -22,7 +22,8 @@
 //! power of two >= 2R):
 //!
 //! * H1, H2: a row transfers in a cycle where valid and ready are both high;
-//!   the readies follow from the state at the start of the cycle.
+//!   the readies follow from the state at the start of the cycle (and
+//!   `a_ready_o` from `a_first_i`).
 //! * W2: `w_ready_o` is high while fewer than WF + 1 weight rows are held (a
 //!   row is held from the cycle after its write through its load).
 //! * W3: rows are loaded in order, one per cycle, two cycles after their write
