@@ -11,52 +11,61 @@
 //!
 //! # Timing contract
 //!
-//! The array has R rows and C columns; L is the cycles a partial sum spends in
-//! one PE (1 for int8, 2 for bf16) and La the accumulator adder's latency (0
-//! for int8, 2 for bf16). A matmul of A\[M,K\] x B\[K,N\] has ceil(K/R) k-tiles
-//! and ceil(N/C) n-tiles. It runs in passes, each over a block of P rows of A
-//! and G n-tiles whose results fit the accumulator (P * G <= `acc_rows`): P =
-//! min(rows of A left, `acc_rows`), G = max(1, `acc_rows` / P) (fewer for the
-//! last n-tiles). M-blocks are the outer loop, n-tile groups the inner. A pass
-//! runs its G * ceil(K/R) tiles, n-tile outer, k-tile inner, each streaming the
+//! The contract is written at the MXU's ports, in `hw/mxu/TIMING.md` (the
+//! `mxu` crate's docs), as numbered rules; this model steps those rules and
+//! cites them by number. It is written from that text, not from the RTL: its
+//! state is what the rules speak of (rows queued in the weight FIFO, rows of
+//! the next tile in place, when the last first row was accepted, rows
+//! accepted), not the design's registers. The rules it applies, in short (R,
+//! C the array's rows and columns, L the PE latency: 1 for int8, 2 for bf16;
+//! La the accumulator adder's latency: 0 for int8, 2 for bf16; WF the next
+//! power of two >= 2R):
+//!
+//! * H1, H2: a row transfers in a cycle where valid and ready are both high;
+//!   the readies follow from the state at the start of the cycle (and
+//!   `a_ready_o` from `a_first_i`).
+//! * W2: `w_ready_o` is high while fewer than WF + 1 weight rows are held (a
+//!   row is held from the cycle after its write through its load).
+//! * W3: rows are loaded in order, one per cycle, two cycles after their write
+//!   at the earliest.
+//! * L1: the loader loads rows of the next tile until R are loaded (the tile is
+//!   *in place* from the next cycle); accepting a first row hands the tile to
+//!   the array and the shadows start over.
+//! * L2: after a first row accepted in cycle t the loader waits until
+//!   t + (R-1)·L.
+//! * A1, A2: other rows are accepted whenever offered; a first row only when
+//!   its tile is in place and 2 + La cycles after the previous first row.
+//! * D1: a row accepted in cycle t is written to the accumulator in cycle
+//!   t + R·L + C + La; B1: `busy_o` is high from the cycle after an acceptance
+//!   through its write.
+//!
+//! The host is the eager one of the contract's closed forms (what `sim`'s
+//! driver does): after a reset it offers the pass's weight rows in order, each
+//! from the cycle after the one before was written, and its activation rows in
+//! order, each from the cycle after the one before was accepted; cycle 0 is
+//! the first cycle after the reset. Row m of a k-tile > 0 adds into
+//! accumulator row m; k-tile 0 overwrites it.
+//!
+//! A matmul of A\[M,K\] x B\[K,N\] has ceil(K/R) k-tiles and ceil(N/C)
+//! n-tiles. It runs in passes, each over a block of P rows of A and G n-tiles
+//! whose results fit the accumulator (P * G <= `acc_rows`): P = min(rows of A
+//! left, `acc_rows`), G = max(1, `acc_rows` / P) (fewer for the last
+//! n-tiles). M-blocks are the outer loop, n-tile groups the inner. A pass runs
+//! its G * ceil(K/R) tiles, n-tile outer, k-tile inner, each streaming the
 //! block's P rows; row m of the g-th n-tile of the group uses accumulator row
-//! g * P + m. Cycle 0 is a pass's first cycle.
-//!
-//! The split into passes is the host's choice, not a rule of the hardware, so
-//! the model takes it from [`config::mxu_plan`], the one plan the simulator's
-//! driver and the board client follow too. Everything below, the hardware's
-//! rules, is stated here from the interface contract alone.
-//!
-//! The host: writes the T*R weight rows in order, one per cycle whenever
-//! `w_ready` is high; presents tile i's first activation row from the cycle
-//! after tile i-1's last row was accepted (cycle 0 for tile 0) until it is
-//! accepted, and the tile's other rows in the following cycles. Row m of a
-//! k-tile > 0 adds into accumulator row m; k-tile 0 overwrites it.
-//!
-//! The hardware, in every cycle y (all quantities as registered at the start
-//! of y unless said otherwise):
-//! * The weight FIFO holds `count` rows (at most WF = the next power of two
-//!   >= 2R) plus a head row; `w_ready` = count < WF.
-//! * A tile is ready when R of its rows have been loaded and at least G = 2 + La
-//!   cycles have passed since the previous first row was accepted. A first row
-//!   is accepted only when a tile is ready; other rows always.
-//! * Accepting a first row empties the loaded count; from then on the loader
-//!   may not load for (R-1)*L cycles (it may in that same cycle when R = 1).
-//! * The loader takes the head (loads a row) when the head is valid, loading is
-//!   allowed, and fewer than R rows are loaded (counting the emptying above).
-//! * The FIFO moves a row to the head when count > 0 and the head is empty or
-//!   taken in y; a row written in y counts from y + 1.
-//! * A row accepted in cycle y is written to the accumulator in cycle
-//!   y + R*L + C - 1 + 1 + La.
+//! g * P + m. The split into passes is the host's choice, not a rule of the
+//! hardware, so the model takes it from [`config::mxu_plan`], the one plan the
+//! simulator's driver and the board client follow too.
 //!
 //! A pass ends with its last accumulator write; its cycles run from cycle 0
-//! through that write. Total cycles are the sum over passes (the host reads
-//! the accumulator out between passes; that is not counted). MACs = M*K*N;
-//! utilization = MACs / (cycles * R * C).
+//! through that write. Total cycles are the sum over passes (the host resets
+//! the MXU and reads the accumulator out between passes; that is not
+//! counted). MACs = M*K*N; utilization = MACs / (cycles * R * C).
 
 use crate::numerics::{add32, bf16_mul};
 use config::mxu_plan::MatmulPlan;
 use config::{ElemType, MxuConfig};
+use std::collections::{HashMap, VecDeque};
 
 /// int8 matmul: `C[i][j] = sum_k A[i][k] * B[k][j]`, each product exact in
 /// int32, the sum wrapping modulo 2^32 (so the summation order is irrelevant).
@@ -145,6 +154,53 @@ pub struct MxuTiming {
     acc_add_latency: u64,
 }
 
+/// The cycle of every event of one pass, as the contract's rules place them
+/// for the eager host (cycle 0 is the first cycle after the pass's reset).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PassSchedule {
+    /// The cycle each weight row is written into the FIFO (H1, W2), in order.
+    pub weight_rows_written: Vec<u64>,
+    /// The cycle each weight row is loaded into the shadow registers (W3,
+    /// L1 - L3), in order.
+    pub weight_rows_loaded: Vec<u64>,
+    /// The cycle each activation row is accepted (A1, A2), tile by tile.
+    pub rows_accepted: Vec<u64>,
+    /// The cycle each activation row is written into the accumulator (D1), in
+    /// the order of `rows_accepted`.
+    pub acc_writes: Vec<u64>,
+}
+
+impl PassSchedule {
+    /// Cycles of the pass: cycle 0 through its last accumulator write.
+    pub fn cycles(&self) -> u64 {
+        self.acc_writes.last().map_or(0, |&w| w + 1)
+    }
+
+    /// `busy_o` in cycle `y` (B1): some row accepted before `y` is written
+    /// in `y` or later.
+    pub fn busy(&self, y: u64) -> bool {
+        self.rows_accepted
+            .iter()
+            .zip(&self.acc_writes)
+            .any(|(&accepted, &written)| accepted < y && y <= written)
+    }
+
+    /// Weight rows held in the FIFO in cycle `y` (W2): written before `y` and
+    /// not loaded before `y`.
+    pub fn weight_rows_held(&self, y: u64) -> u64 {
+        let before = |cycles: &[u64]| cycles.iter().filter(|&&x| x < y).count() as u64;
+        before(&self.weight_rows_written) - before(&self.weight_rows_loaded)
+    }
+}
+
+/// What happens in a cycle of a pass, reported by [`MxuTiming::step_pass`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    WeightRowWritten,
+    WeightRowLoaded,
+    RowAccepted,
+}
+
 impl MxuTiming {
     /// The cycle model of `A[m,k] x B[k,n]` on the array `cfg` describes.
     ///
@@ -155,6 +211,7 @@ impl MxuTiming {
     pub fn new(cfg: &MxuConfig, m: usize, k: usize, n: usize) -> Self {
         let plan = MatmulPlan::new(cfg, m, k, n)
             .unwrap_or_else(|e| panic!("MxuTiming: {e} (they must be nonzero)"));
+        // The contract's L and La (its "Terms").
         let (pe_latency, acc_add_latency) = match cfg.dtype() {
             ElemType::Int8 => (1, 0),
             ElemType::Bf16 => (2, 2),
@@ -176,6 +233,31 @@ impl MxuTiming {
     /// Array columns C (the N extent of a weight tile).
     pub fn cols(&self) -> u64 {
         self.cols
+    }
+
+    /// L: cycles a partial sum spends in one PE (1 for int8, 2 for bf16).
+    pub fn pe_latency(&self) -> u64 {
+        self.pe_latency
+    }
+
+    /// La: latency of the accumulator's adder (0 for int8, 2 for bf16).
+    pub fn acc_add_latency(&self) -> u64 {
+        self.acc_add_latency
+    }
+
+    /// WF, the next power of two >= 2R: the weight FIFO holds WF + 1 rows (W2).
+    pub fn weight_fifo_rows(&self) -> u64 {
+        (2 * self.rows).next_power_of_two()
+    }
+
+    /// Cycles the loader waits after a first row is accepted, (R-1)·L (L2).
+    pub fn loader_hold(&self) -> u64 {
+        (self.rows - 1) * self.pe_latency
+    }
+
+    /// Fewest cycles between the acceptances of two first rows, 2 + La (A2).
+    pub fn first_row_gap(&self) -> u64 {
+        2 + self.acc_add_latency
     }
 
     /// Weight tiles along K: ceil(K/R).
@@ -209,78 +291,67 @@ impl MxuTiming {
             .collect()
     }
 
-    /// Cycles from a row's acceptance to its accumulator write.
+    /// Cycles from a row's acceptance to its accumulator write (D1):
+    /// R·L + C + La.
     pub fn write_latency(&self) -> u64 {
-        self.rows * self.pe_latency + self.cols - 1 + 1 + self.acc_add_latency
+        self.rows * self.pe_latency + self.cols + self.acc_add_latency
+    }
+
+    /// Every event of a pass of `pass_rows` rows over `n_tiles` n-tiles, by
+    /// stepping the contract's rules.
+    pub fn pass_schedule(&self, pass_rows: u64, n_tiles: u64) -> PassSchedule {
+        let mut s = PassSchedule::default();
+        self.step_pass(pass_rows, n_tiles, |event, y| match event {
+            Event::WeightRowWritten => s.weight_rows_written.push(y),
+            Event::WeightRowLoaded => s.weight_rows_loaded.push(y),
+            Event::RowAccepted => s.rows_accepted.push(y),
+        });
+        // D1: every row is written a fixed latency after its acceptance.
+        s.acc_writes = s
+            .rows_accepted
+            .iter()
+            .map(|&t| t + self.write_latency())
+            .collect();
+        s
     }
 
     /// The cycle each activation row of a pass of `pass_rows` rows over
     /// `n_tiles` n-tiles is accepted, in order (tile by tile), by stepping the
     /// contract's rules.
     pub fn acceptance_cycles(&self, pass_rows: u64, n_tiles: u64) -> Vec<u64> {
-        let r = self.rows;
-        let tiles = self.k_tiles() * n_tiles;
-        let weight_rows = tiles * r;
-        let total_rows = tiles * pass_rows;
-        let fifo_rows = (2 * r).next_power_of_two();
-        let hold_cycles = (r - 1) * self.pe_latency;
-        let gap = 2 + self.acc_add_latency;
-
-        let (mut written, mut count, mut head) = (0u64, 0u64, false);
-        let (mut loaded, mut hold, mut since_first) = (0u64, 0u64, gap);
-        let mut accepted = Vec::with_capacity(total_rows as usize);
-        let mut y = 0u64;
-        while (accepted.len() as u64) < total_rows {
-            let write = written < weight_rows && count < fifo_rows;
-            let first = (accepted.len() as u64).is_multiple_of(pass_rows);
-            let ready = loaded == r && since_first >= gap;
-            let accept = !first || ready;
-            let first_accept = accept && first;
-            let loaded_now = if first_accept { 0 } else { loaded };
-            let may_load = if hold_cycles == 0 {
-                true
-            } else {
-                !first_accept && hold == 0
-            };
-            let take = head && may_load && loaded_now < r;
-            let fetch = count > 0 && (!head || take);
-
-            if accept {
+        let mut accepted = Vec::new();
+        self.step_pass(pass_rows, n_tiles, |event, y| {
+            if event == Event::RowAccepted {
                 accepted.push(y);
             }
-            written += u64::from(write);
-            count = count + u64::from(write) - u64::from(fetch);
-            head = fetch || (head && !take);
-            loaded = loaded_now + u64::from(take);
-            hold = match (hold_cycles, first_accept) {
-                (0, _) => 0,
-                (h, true) => h - 1,
-                (_, false) => hold.saturating_sub(1),
-            };
-            since_first = if first_accept {
-                1
-            } else {
-                (since_first + 1).min(gap)
-            };
-            y += 1;
-        }
+        });
         accepted
     }
 
     /// Cycles of one pass: through its last accumulator write.
     pub fn pass_cycles(&self, pass_rows: u64, n_tiles: u64) -> u64 {
-        let last = *self
-            .acceptance_cycles(pass_rows, n_tiles)
-            .last()
-            .expect("a pass has rows");
+        let mut last_accepted = None;
+        self.step_pass(pass_rows, n_tiles, |event, y| {
+            if event == Event::RowAccepted {
+                last_accepted = Some(y);
+            }
+        });
+        let last = last_accepted.expect("a pass has rows");
+        // D1: the last row's write is the pass's last cycle.
         last + self.write_latency() + 1
     }
 
     /// Cycles of the whole matmul: the sum over its passes.
     pub fn total_cycles(&self) -> u64 {
+        // Most passes are alike (full blocks of A); each shape is stepped once.
+        let mut cycles_of: HashMap<(u64, u64), u64> = HashMap::new();
         self.passes()
-            .iter()
-            .map(|&(rows, n_tiles)| self.pass_cycles(rows, n_tiles))
+            .into_iter()
+            .map(|pass| {
+                *cycles_of
+                    .entry(pass)
+                    .or_insert_with(|| self.pass_cycles(pass.0, pass.1))
+            })
             .sum()
     }
 
@@ -294,6 +365,68 @@ impl MxuTiming {
     /// whole run that do useful work.
     pub fn utilization(&self) -> f64 {
         self.macs() as f64 / (self.total_cycles() as f64 * (self.rows * self.cols) as f64)
+    }
+
+    /// Steps one pass after a reset, cycle by cycle, with the eager host, and
+    /// reports each event with its cycle, until every activation row is
+    /// accepted (the writes follow from D1).
+    fn step_pass(&self, pass_rows: u64, n_tiles: u64, mut report: impl FnMut(Event, u64)) {
+        let r = self.rows;
+        let tiles = self.k_tiles() * n_tiles;
+        let weight_rows = tiles * r;
+        let rows = tiles * pass_rows;
+        // The host's progress.
+        let (mut weight_rows_written, mut rows_accepted) = (0u64, 0u64);
+        // W2, W3: the rows in the weight FIFO, as the cycles they were
+        // written in, oldest first.
+        let mut rows_queued: VecDeque<u64> = VecDeque::new();
+        // L1: rows of the next tile in the shadow registers.
+        let mut next_tile_rows_loaded = 0u64;
+        // A2, L2: when the last first row was accepted (Z2: none after reset).
+        let mut last_first_row: Option<u64> = None;
+
+        let mut y = 0u64;
+        while rows_accepted < rows {
+            // H2: both readies follow from the state at the start of y.
+            // W2: fewer than WF + 1 rows held (written before y, loaded in y
+            // or later).
+            let w_ready = (rows_queued.len() as u64) < self.weight_fifo_rows() + 1;
+            // A1, A2 (a tile is M rows, the first of them a first row).
+            let first_row = rows_accepted.is_multiple_of(pass_rows);
+            let tile_in_place = next_tile_rows_loaded == r;
+            let gap_kept = last_first_row.is_none_or(|t| y >= t + self.first_row_gap());
+            let a_ready = !first_row || (tile_in_place && gap_kept);
+
+            // H1: the eager host offers its next rows in every cycle.
+            if weight_rows_written < weight_rows && w_ready {
+                weight_rows_written += 1;
+                rows_queued.push_back(y);
+                report(Event::WeightRowWritten, y);
+            }
+            if rows_accepted < rows && a_ready {
+                rows_accepted += 1;
+                report(Event::RowAccepted, y);
+                if first_row {
+                    // L1: the tile in place goes to the array; the shadows
+                    // start over for the tile after it.
+                    next_tile_rows_loaded = 0;
+                    last_first_row = Some(y);
+                }
+            }
+
+            // L2: no load from a first row's cycle until ·L after it.
+            let holding = last_first_row.is_some_and(|t| y < t + self.loader_hold());
+            // W3: the oldest queued row, once two cycles have passed since
+            // its write (one row per cycle, in order).
+            let oldest_ready = rows_queued.front().is_some_and(|&x| y >= x + 2);
+            // L1, L3: load whenever allowed, until the next tile is in place.
+            if !holding && next_tile_rows_loaded < r && oldest_ready {
+                rows_queued.pop_front();
+                next_tile_rows_loaded += 1;
+                report(Event::WeightRowLoaded, y);
+            }
+            y += 1;
+        }
     }
 }
 
@@ -329,15 +462,213 @@ mod tests {
         MxuConfig::with_acc_rows(rows, cols, dtype, acc_rows).unwrap()
     }
 
+    /// The model of a single pass of `m` rows over `k_tiles` tiles (one n-tile).
+    fn one_pass(rows: u32, cols: u32, dtype: ElemType, m: u64, k_tiles: u64) -> MxuTiming {
+        let c = cfg_of(rows, cols, dtype, 256);
+        let t = MxuTiming::new(&c, m as usize, (k_tiles * u64::from(rows)) as usize, 1);
+        assert_eq!(t.passes(), [(m, 1)]);
+        t
+    }
+
+    /// The contract's closed form ("Closed forms" in `hw/mxu/TIMING.md`): the
+    /// first rows' cycles and the cycles of a pass of `tiles` tiles of `m`
+    /// rows each, for the eager host.
+    fn closed_form(t: &MxuTiming, m: u64, tiles: u64) -> (Vec<u64>, u64) {
+        let (r, c, l, la) = (t.rows(), t.cols(), t.pe_latency(), t.acc_add_latency());
+        let period = m.max(2 + la).max(r + (r - 1) * l);
+        let first_rows = (0..tiles).map(|i| r + 2 + i * period).collect();
+        let cycles = r + 2 + (tiles - 1) * period + m + r * l + c + la;
+        (first_rows, cycles)
+    }
+
     #[test]
     fn one_by_one_int8_single_mac() {
-        // Weight written in cycle 0, head in 2 (fetched in 1), loaded in 2, so
-        // the first row is accepted in 3 and written 1 + 0 + 1 + 0 = 2 later.
+        // W3: the weight written in cycle 0 is loaded in 2, so the tile is in
+        // place in 3 and its first row accepted then (A2); D1: written
+        // 1 + 1 + 0 = 2 cycles later.
         let t = MxuTiming::new(&cfg(1, 1), 1, 1, 1);
         assert_eq!(t.passes(), [(1, 1)]);
-        assert_eq!(t.acceptance_cycles(1, 1), [3]);
+        let s = t.pass_schedule(1, 1);
+        assert_eq!(s.weight_rows_written, [0]);
+        assert_eq!(s.weight_rows_loaded, [2]);
+        assert_eq!(s.rows_accepted, [3]);
+        assert_eq!(s.acc_writes, [5]);
         assert_eq!(t.write_latency(), 2);
         assert_eq!(t.total_cycles(), 6);
+    }
+
+    #[test]
+    fn the_contracts_examples() {
+        // The table under "Closed forms" in hw/mxu/TIMING.md.
+        use ElemType::{Bf16, Int8};
+        for (rows, dtype, m, k_tiles, cycles) in [
+            (1, Int8, 1, 1, 6),
+            (8, Int8, 1, 3, 57),
+            (8, Int8, 256, 8, 2074),
+            (8, Bf16, 256, 8, 2084),
+            (1, Bf16, 1, 3, 17),
+        ] {
+            let t = one_pass(rows, rows, dtype, m, k_tiles);
+            assert_eq!(t.pass_cycles(m, 1), cycles, "{dtype} {rows}x{rows} M={m}");
+            assert_eq!(t.total_cycles(), cycles);
+        }
+    }
+
+    #[test]
+    fn the_closed_form_is_what_the_rules_give() {
+        // Every shape up to 9 rows, both element types, M across the tile
+        // period's three terms: the stepped rules and the closed form agree
+        // on every first row and on the pass's cycles.
+        for dtype in [ElemType::Int8, ElemType::Bf16] {
+            for rows in 1..=9 {
+                for cols in [1, 2, 5] {
+                    for m in (1..=30).chain([64, 100]) {
+                        for tiles in 1..=5 {
+                            let t = one_pass(rows, cols, dtype, m, tiles);
+                            let (first_rows, cycles) = closed_form(&t, m, tiles);
+                            let accepted = t.acceptance_cycles(m, 1);
+                            let what = format!("{dtype} {rows}x{cols} M={m} T={tiles}");
+                            let starts: Vec<u64> =
+                                accepted.iter().step_by(m as usize).copied().collect();
+                            assert_eq!(starts, first_rows, "{what}");
+                            // A tile's rows follow its first row back to back (A1).
+                            for (i, &y) in accepted.iter().enumerate() {
+                                let i = i as u64;
+                                assert_eq!(y, first_rows[(i / m) as usize] + i % m, "{what}");
+                            }
+                            assert_eq!(t.pass_cycles(m, 1), cycles, "{what}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn w2_the_fifo_holds_wf_plus_one_rows() {
+        // 2x2 int8, WF = 4: rows 0..8 go in back to back (tile 0 loaded in
+        // 2, 3; tile 1 in 5, 6 after the hold), then 5 rows are held and the
+        // port stalls until tile 2 is loaded in 55, 56 (after t_1 = 54 and a
+        // hold of 1): rows 9 and 10 go in the cycles after those loads.
+        let t = one_pass(2, 2, ElemType::Int8, 50, 6);
+        assert_eq!(t.weight_fifo_rows(), 4);
+        let s = t.pass_schedule(50, 1);
+        assert_eq!(s.weight_rows_loaded[..6], [2, 3, 5, 6, 55, 56]);
+        assert_eq!(
+            s.weight_rows_written[..11],
+            [0, 1, 2, 3, 4, 5, 6, 7, 8, 56, 57]
+        );
+        let most = (0..s.cycles()).map(|y| s.weight_rows_held(y)).max();
+        assert_eq!(most, Some(5));
+        // H3: a stalled row goes in in the first cycle the FIFO has room.
+        for (&written, &earlier) in s.weight_rows_written[1..]
+            .iter()
+            .zip(&s.weight_rows_written)
+        {
+            if written > earlier + 1 {
+                assert_eq!(s.weight_rows_held(written - 1), 5);
+                assert_eq!(s.weight_rows_held(written), 4);
+            }
+        }
+    }
+
+    #[test]
+    fn w3_a_row_is_loaded_two_cycles_after_its_write() {
+        // 4x4 int8: the first tile's rows, written in 0..3, load in 2..5 and
+        // the tile is in place for a first row in 6 = R + 2.
+        let t = one_pass(4, 4, ElemType::Int8, 1, 1);
+        let s = t.pass_schedule(1, 1);
+        assert_eq!(s.weight_rows_written, [0, 1, 2, 3]);
+        assert_eq!(s.weight_rows_loaded, [2, 3, 4, 5]);
+        assert_eq!(s.rows_accepted, [6]);
+    }
+
+    #[test]
+    fn l1_l2_the_next_tile_loads_after_the_hold() {
+        // int8 8x8, M = 1: after the first row in 10 the loader waits
+        // (8-1)·1 = 7 cycles, loads tile 1 in 17..24, whose first row is
+        // accepted in 25 (in place) rather than 12 (the gap).
+        let t = one_pass(8, 8, ElemType::Int8, 1, 3);
+        let s = t.pass_schedule(1, 1);
+        assert_eq!(
+            s.weight_rows_loaded[8..16],
+            [17, 18, 19, 20, 21, 22, 23, 24]
+        );
+        assert_eq!(s.rows_accepted, [10, 25, 40]);
+        // bf16 4x4: a hold of (4-1)·2 = 6 after the first row in 6.
+        let t = one_pass(4, 4, ElemType::Bf16, 1, 2);
+        assert_eq!(t.loader_hold(), 6);
+        let s = t.pass_schedule(1, 1);
+        assert_eq!(s.weight_rows_loaded, [2, 3, 4, 5, 12, 13, 14, 15]);
+        assert_eq!(s.rows_accepted, [6, 16]);
+        // L1: with M = 20 the next tile is in place long before its first
+        // row is offered, and waits there: loaded in 9..12 (hold 3), taken in
+        // 6 + 20 = 26.
+        let t = one_pass(4, 4, ElemType::Int8, 20, 2);
+        let s = t.pass_schedule(20, 1);
+        assert_eq!(s.weight_rows_loaded[4..], [9, 10, 11, 12]);
+        assert_eq!(s.rows_accepted[20], 26);
+    }
+
+    #[test]
+    fn l2_one_row_has_no_hold() {
+        // R = 1: the second tile's row loads in the cycle of the first row
+        // (3); the gap, not the load, then places the second first row.
+        let t = one_pass(1, 1, ElemType::Int8, 1, 2);
+        assert_eq!(t.loader_hold(), 0);
+        let s = t.pass_schedule(1, 1);
+        assert_eq!(s.weight_rows_loaded, [2, 3]);
+        assert_eq!(s.rows_accepted, [3, 5]);
+    }
+
+    #[test]
+    fn a2_first_rows_keep_their_gap() {
+        // 1x1, M = 1: each tile is in place one cycle after the first row
+        // before it, so the gap 2 + La places the first rows.
+        let t = one_pass(1, 1, ElemType::Int8, 1, 3);
+        assert_eq!(t.first_row_gap(), 2);
+        assert_eq!(t.acceptance_cycles(1, 1), [3, 5, 7]);
+        let t = one_pass(1, 1, ElemType::Bf16, 1, 3);
+        assert_eq!(t.first_row_gap(), 4);
+        assert_eq!(t.acceptance_cycles(1, 1), [3, 7, 11]);
+        // bf16 2x3, M = 2: the hold and load take 2 + 2 = 4 cycles, as
+        // does the gap; the two rows of a tile cannot hide either.
+        let t = one_pass(2, 3, ElemType::Bf16, 2, 3);
+        assert_eq!(t.acceptance_cycles(2, 1), [4, 5, 8, 9, 12, 13]);
+    }
+
+    #[test]
+    fn d1_every_row_is_written_a_fixed_latency_after_its_acceptance() {
+        // R·L + C + La.
+        use ElemType::{Bf16, Int8};
+        for (rows, cols, dtype, latency) in [
+            (8, 8, Int8, 16),
+            (8, 8, Bf16, 26),
+            (2, 3, Int8, 5),
+            (2, 3, Bf16, 9),
+            (1, 1, Bf16, 5),
+        ] {
+            let t = one_pass(rows, cols, dtype, 3, 2);
+            assert_eq!(t.write_latency(), latency, "{dtype} {rows}x{cols}");
+            let s = t.pass_schedule(3, 1);
+            for (&accepted, &written) in s.rows_accepted.iter().zip(&s.acc_writes) {
+                assert_eq!(written, accepted + latency);
+            }
+            assert_eq!(s.cycles(), t.pass_cycles(3, 1));
+        }
+    }
+
+    #[test]
+    fn b1_busy_from_the_cycle_after_an_acceptance_through_its_write() {
+        // 2x2 int8, M = 1: first rows in 4 and 7 (hold 1 + load 2), written
+        // in 8 and 11.
+        let t = one_pass(2, 2, ElemType::Int8, 1, 2);
+        let s = t.pass_schedule(1, 1);
+        assert_eq!(s.rows_accepted, [4, 7]);
+        assert_eq!(s.acc_writes, [8, 11]);
+        let busy: Vec<u64> = (0..20).filter(|&y| s.busy(y)).collect();
+        assert_eq!(busy, (5..=11).collect::<Vec<_>>());
+        assert_eq!(s.cycles(), 12);
     }
 
     #[test]
@@ -351,7 +682,7 @@ mod tests {
         assert_eq!(acc.len(), 8 * 256);
         assert_eq!(acc[0], 10);
         assert!(acc.windows(2).all(|w| w[1] == w[0] + 1));
-        // int8 write latency 8 + 7 + 1 = 16.
+        // int8 write latency 8 + 8 + 0 = 16.
         assert_eq!(t.pass_cycles(256, 1), 10 + 8 * 256 - 1 + 16 + 1);
         assert_eq!(t.total_cycles(), 8 * t.pass_cycles(256, 1));
         assert!(t.utilization() > 0.98, "{}", t.utilization());
@@ -359,27 +690,6 @@ mod tests {
         let big = MxuTiming::new(&cfg_of(8, 8, ElemType::Int8, 2048), 256, 64, 64);
         assert_eq!(big.passes(), [(256, 8)]);
         assert!(big.utilization() > 0.998);
-    }
-
-    #[test]
-    fn small_m_is_paced_by_the_shadow_hold_and_loading() {
-        // M = 1, R = 8: after a first row in t the loader waits 7 cycles, loads
-        // 8 rows in t+7 .. t+14, and the next first row is accepted in t+15.
-        let t = MxuTiming::new(&cfg(8, 8), 1, 24, 8);
-        let acc = t.acceptance_cycles(1, 1);
-        assert_eq!(acc, [10, 25, 40]);
-    }
-
-    #[test]
-    fn bf16_has_longer_latencies_and_a_wider_first_row_gap() {
-        let c = cfg_of(1, 1, ElemType::Bf16, 16);
-        let t = MxuTiming::new(&c, 1, 3, 1);
-        // R = 1: no hold; gap 4 between first rows dominates.
-        let acc = t.acceptance_cycles(1, 1);
-        assert_eq!(acc[0], 3);
-        assert!(acc.windows(2).all(|w| w[1] - w[0] >= 4), "{acc:?}");
-        // bf16 write latency: 1*2 + 0 + 1 + 2 = 5.
-        assert_eq!(t.write_latency(), 5);
     }
 
     #[test]

@@ -40,27 +40,12 @@
 //! int32 wraparound or the fp32 adder) is written in cycle T + 1 + La, where La
 //! is the accumulator adder's latency (0 for int8, 2 for bf16).
 //!
-//! **Interface timing** (cycles of `clk_i`; see [`Timing`]):
-//! - Weight rows are accepted when `w_ready_o` is high (the FIFO holds
-//!   `weight_fifo_rows` rows plus one in its output register). A row written in
-//!   cycle x can reach the output register in cycle x + 2 at the earliest.
-//! - The loader shifts the output-register row into the shadow chains in a
-//!   cycle when fewer than R rows of the pending tile are loaded and shifting is
-//!   allowed: not from the cycle a tile's first row is accepted (t) until
-//!   cycle t + (R-1)·L (when the `first` wavefront has left the top rows; for
-//!   R = 1 shifting continues in cycle t).
-//! - A first row is accepted (`a_ready_o`) only when all R rows of the next tile
-//!   are loaded (in earlier cycles) and at least `first_row_gap` = 2 + La cycles
-//!   have passed since the previous first row. Other rows are always accepted.
-//! - The rows of one tile must be presented in consecutive cycles with distinct
-//!   accumulator addresses; together with the first-row gap this keeps every
-//!   accumulator read-modify-write apart from the previous one to its address.
-//! - A row accepted in cycle t leaves the array in cycle t + `array_latency`
-//!   (R·L + C - 1) and is written to the accumulator in cycle
-//!   t + `array_latency` + 1 + La, with `acc_wr_o` high.
-//! - `acc_rd_en_i` in cycle y gives `acc_rd_data_o` (with `acc_rd_valid_o`) in
-//!   cycle y + 1; reads see every write of earlier cycles. `busy_o` is high
-//!   while any accepted row has not been written.
+//! **Interface timing** is a contract of its own, stated at the ports in what
+//! follows (`hw/mxu/TIMING.md`): what a host may rely on and must do, as numbered
+//! rules and closed-form cycle counts. [`Timing`] holds its constants for a
+//! configuration.
+#![doc = ""]
+#![doc = include_str!("../TIMING.md")]
 
 use config::{ElemType, MxuConfig};
 use hw::blocks::FifoMode;
