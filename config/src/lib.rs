@@ -26,6 +26,7 @@
 pub mod ici;
 pub mod mxu_plan;
 pub mod sparsecore;
+pub mod stream_crc;
 pub mod tensorcore;
 pub mod tensorcore_isa;
 pub mod torus;
@@ -33,6 +34,7 @@ pub mod vpu;
 pub mod vpu_isa;
 
 pub use sparsecore::SparseCoreConfig;
+pub use stream_crc::{CrcAlgorithm, StreamCrcConfig};
 pub use tensorcore::TensorCoreConfig;
 pub use vpu::{VpuConfig, VpuUnits};
 

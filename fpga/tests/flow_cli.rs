@@ -70,7 +70,7 @@ fn bad_input_gets_one_error_line_and_exit_2() {
         (&["--block", "vpu", "--parts", "xc9"], "unknown part 'xc9'"),
         (
             &["--block", "torus", "--parts", "xc7a35t"],
-            "do not take the torus block",
+            "do not build torus: the torus is a network of chips",
         ),
         (
             &[

@@ -34,6 +34,7 @@ pub fn registry() -> Vec<&'static dyn AnyBlock> {
         &tensorcore::TensorCore,
         &torus::Torus,
         &torus::TorusNode,
+        &stream_crc::StreamCrc,
     ]
 }
 

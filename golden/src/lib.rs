@@ -46,6 +46,7 @@ pub mod mxu;
 pub mod numerics;
 pub mod sparsecore;
 pub mod sparsecore_host;
+pub mod stream_crc;
 pub mod tensorcore;
 pub mod torus;
 pub mod torus_cycle;

@@ -2,6 +2,7 @@
 //! and the exit codes (0 done, 2 bad input, 1 a failure of the tool), each
 //! error one line on stderr.
 
+mod crc;
 mod embed;
 mod link;
 mod matmul;
@@ -57,6 +58,10 @@ enum Command {
     /// Random traffic through an ICI torus's routers: throughput and latency
     /// (mean, p99) as one JSON line.
     Torus(torus::TorusArgs),
+    /// Byte packets through the stream CRC: P (uint8, a packet per row, cut
+    /// to L's lengths) in, one CRC per packet out (the catalog's CRC of the
+    /// bytes, whatever the beat width).
+    Crc(crc::CrcArgs),
 }
 
 /// A failure and its exit code: 2 for bad input, 1 for a failure of the tool.
@@ -104,6 +109,7 @@ pub fn main() -> ExitCode {
         Command::Mlp(args) => mlp::run(&args),
         Command::Allreduce(args) => torus::run_allreduce(&args),
         Command::Torus(args) => torus::run_torus(&args),
+        Command::Crc(args) => crc::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

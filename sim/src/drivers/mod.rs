@@ -22,6 +22,7 @@
 pub mod ici;
 pub mod mxu;
 pub mod sparsecore;
+pub mod stream_crc;
 pub mod tensorcore;
 pub mod torus;
 pub mod vpu;
@@ -55,6 +56,7 @@ pub fn registry() -> Vec<&'static str> {
         block_name::<sparsecore::SparseCoreDriver>(),
         block_name::<tensorcore::TensorCoreDriver>(),
         block_name::<torus::TorusDriver>(),
+        block_name::<stream_crc::StreamCrcDriver>(),
     ]
 }
 
