@@ -13,6 +13,8 @@
 #   Debian's yosys package, and Debian's z3 serves smtbmc;
 # - FuseSoC (with its edalize) in a virtual environment under build/fusesoc,
 #   for tb/tests/fusesoc.rs and the repository's systole.core;
+# - cocotb 2 and numpy in a virtual environment under build/cocotb, for the
+#   example testbench in examples/cocotb (tb/tests/cocotb_example.rs runs it).
 # Each step checks what is there first, so a second run takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,3 +88,7 @@ venv_install() {
 # FuseSoC runs systole.core's targets (lint, sim, bitstreams); its edalize
 # is pinned too, since it writes the tool invocations.
 venv_install build/fusesoc fusesoc==2.4.7 edalize==0.6.8
+
+# The cocotb example: cocotb 2 (its Python runner drives Icarus) and numpy
+# for the reference results.
+venv_install build/cocotb cocotb==2.1.0 numpy==2.4.6
