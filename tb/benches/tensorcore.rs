@@ -34,7 +34,7 @@ use rand::{Rng, SeedableRng};
 use std::path::Path;
 use std::time::Instant;
 
-/// Fmax of the bare int8 MXU on the ECP5-85F (README, FPGA report), MHz.
+/// Fmax of the bare int8 MXU on the ECP5-85F (docs/fpga.md, the FPGA report), MHz.
 fn mxu_fmax_mhz(size: u32) -> Option<f64> {
     match size {
         4 => Some(72.4),

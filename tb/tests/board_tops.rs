@@ -180,7 +180,7 @@ fn cell_count(log: &str, cell: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// The build's own recipe for the iCEBreaker default (what the README's
+/// The build's own recipe for the iCEBreaker default (what docs/boards.md's
 /// `yosys -s` runs): 8 of the 16 multipliers in the UP5K's 8 SB_MAC16, the
 /// rest in LUTs, and `ice40_dsp` never runs (see `board::yosys`).
 #[test]
