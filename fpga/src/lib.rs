@@ -182,38 +182,39 @@ mod tests {
     fn the_report_covers_the_registry_fpga_presets() {
         let none = BlockParams::default();
         let (full, notes) = report_presets(false, &[], &none).unwrap();
-        assert_eq!(
-            shapes(&full),
-            [
-                "mxu_int8_4x4_acc256",
-                "mxu_int8_8x8_acc256",
-                "mxu_int8_16x16_acc256",
-                "mxu_bf16_4x4_acc256",
-                "vpu_full_8x1_v16_m256",
-                "vpu_full_4x2_v16_m256",
-                "vpu_int32_8x1_v16_m256",
-                "ici_pair_l2_link_w4_d8_b8_t32_r8_k4",
-                "ici_pair_l4_link_w64_d32_b32_t64_r16_k8",
-                "sparsecore_t1_d8_b4_q4_f4",
-                "sparsecore_t4_d24_b8_q8_f8",
-                "tensorcore_4x4_acc64_ub256_w256_b16_q4",
-                "torus_node_4x4x4_v4",
-            ]
-        );
+        // Exactly the presets the blocks mark, in registry order, whatever
+        // the blocks are.
+        let marked: Vec<String> = gen::registry()
+            .iter()
+            .flat_map(|b| b.presets())
+            .filter(|p| p.fpga_report && p.config.fpga().is_ok())
+            .map(|p| p.config.top_name())
+            .collect();
+        assert_eq!(shapes(&full), marked);
+        for top in [
+            "mxu_int8_4x4_acc256",
+            "mxu_bf16_4x4_acc256",
+            "vpu_full_8x1_v16_m256",
+            "ici_pair_l4_link_w64_d32_b32_t64_r16_k8",
+            "sparsecore_t4_d24_b8_q8_f8",
+            "tensorcore_4x4_acc64_ub256_w256_b16_q4",
+            "torus_node_4x4x4_v4",
+        ] {
+            assert!(marked.iter().any(|t| t == top), "{top}");
+        }
         // Every block's report presets are built.
         assert!(notes.is_empty(), "{notes:?}");
+        // Quick: each block's first; a setting applies to its block only.
         let (quick, _) = report_presets(true, &[], &params(&["mxu.acc_rows=512"])).unwrap();
-        assert_eq!(
-            shapes(&quick),
-            [
-                "mxu_int8_4x4_acc512",
-                "vpu_full_8x1_v16_m256",
-                "ici_pair_l2_link_w4_d8_b8_t32_r8_k4",
-                "sparsecore_t1_d8_b4_q4_f4",
-                "tensorcore_4x4_acc64_ub256_w256_b16_q4",
-                "torus_node_4x4x4_v4",
-            ]
-        );
+        let firsts: Vec<String> = gen::registry()
+            .iter()
+            .filter_map(|b| b.presets().into_iter().find(|p| p.fpga_report))
+            .filter(|p| p.config.fpga().is_ok())
+            .map(|p| p.config.top_name().replace("acc256", "acc512"))
+            .collect();
+        assert_eq!(shapes(&quick), firsts);
+        assert_eq!(shapes(&quick)[0], "mxu_int8_4x4_acc512");
+        assert!(shapes(&quick).contains(&"tensorcore_4x4_acc64_ub256_w256_b16_q4".to_string()));
         for (block, n) in [("tensorcore", 1), ("ici", 2), ("vpu", 3), ("sparsecore", 2)] {
             let (only, _) = report_presets(false, &[block.into()], &none).unwrap();
             assert_eq!(only.len(), n, "{block}");

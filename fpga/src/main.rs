@@ -99,6 +99,13 @@ struct ReportArgs {
 }
 
 fn main() -> ExitCode {
+    // A closed stdout pipe (`... | head`) ends the tool quietly, as it ends
+    // other command-line tools, instead of a panic in `println!`.
+    #[cfg(unix)]
+    // SAFETY: restoring a signal's default action before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match cli.command {
         Cmd::Report(args) => report(&args),

@@ -71,6 +71,13 @@ enum Choice {
 }
 
 fn main() -> ExitCode {
+    // A closed stdout pipe (`... | head`) ends the tool quietly, as it ends
+    // other command-line tools, instead of a panic in `println!`.
+    #[cfg(unix)]
+    // SAFETY: restoring a signal's default action before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let argv: Vec<OsString> = std::env::args_os().collect();
     let choice = match block_arg(&argv).as_deref() {
         Some("list") => Choice::List,

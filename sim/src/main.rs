@@ -14,5 +14,12 @@
 mod cli;
 
 fn main() -> std::process::ExitCode {
+    // A closed stdout pipe (`... | head`) ends the tool quietly, as it ends
+    // other command-line tools, instead of a panic in `println!`.
+    #[cfg(unix)]
+    // SAFETY: restoring a signal's default action before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     cli::main()
 }

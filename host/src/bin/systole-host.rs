@@ -104,6 +104,13 @@ impl From<HostError> for Failure {
 }
 
 fn main() -> ExitCode {
+    // A closed stdout pipe (`... | head`) ends the tool quietly, as it ends
+    // other command-line tools, instead of a panic in `println!`.
+    #[cfg(unix)]
+    // SAFETY: restoring a signal's default action before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
