@@ -130,6 +130,8 @@ impl Rows {
     }
 }
 
+/// The MXU bridge: the framing, the MXU's registers and port, the command
+/// table, the payload's paths to and from the buffers, and the state table.
 fn body(
     m: &mut ModuleBuilder,
     cfg: &BridgeConfig,
@@ -155,6 +157,8 @@ fn body(
     let commands = commands(m, cfg, &frame, &regs);
     let decoded = frame.decode(m, &commands);
     let is_mm = m.wire("op_matmul", frame.opcode_is(&[op::MATMUL, op::MATMUL_ADD]));
+    // The framing's row ends and `sh_in`, declared here (their place in the
+    // Verilog).
     let ends = frame.row_ends(m);
     frame.shift_in(m);
     // Read data is there the cycle after the read (the MXU also says so).

@@ -84,6 +84,8 @@ pub fn tc_testbench_verilog(
     )
 }
 
+/// The smoke test of `board`'s top playing `exchanges` (commands and the
+/// replies expected) at `cpb` clock cycles per bit.
 fn testbench_text(
     board: Board,
     cpb: u32,

@@ -185,6 +185,9 @@ impl Rows {
     }
 }
 
+/// The TensorCore bridge: the framing, the core's ports, the run's
+/// registers, the memories, the command table, the reply payloads, and the
+/// state table.
 fn body(
     m: &mut ModuleBuilder,
     cfg: &TcBridgeConfig,
@@ -205,6 +208,7 @@ fn body(
         },
     );
     let core = CorePorts::inputs(m, cfg);
+    // The framing's registers and the run's, in their Verilog order.
     frame.shift_register(m);
     frame.quiet_counter(m);
     let run = RunRegs::declare(m);
@@ -342,6 +346,7 @@ impl Memories {
         let core_rst = m.comb_default("core_rst", Ty::BOOL, 0);
         let instr_valid = m.comb_default("instr_valid", Ty::BOOL, 0);
         let out_rd_en = m.comb_default("out_rd_en", Ty::BOOL, 0);
+        // The framing's `store_row`, declared here (its place in the Verilog).
         let store = frame.store_row(m);
         let prog_rd_addr = m.comb_default("prog_rd_addr", Ty::u(p_aw), fit(run.pc.q(), p_aw));
         let prog = m.memory("prog", Ty::u(rows.instr), p_aw);

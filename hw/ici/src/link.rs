@@ -108,6 +108,8 @@ pub fn link(design: &mut Design, cfg: &IciConfig) -> Rc<ModuleDef> {
     })
 }
 
+/// The link end: its ports, the receiver, the sender's parts, and the
+/// status outputs.
 fn body(
     m: &mut ModuleBuilder,
     cfg: &IciConfig,

@@ -190,6 +190,9 @@ fn weight_fifo(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
     hw::blocks::fifo(design, row, t.weight_fifo_rows + 1, FifoMode::Fwft)
 }
 
+/// The MXU top: its ports, then its parts along the data: the weight FIFO,
+/// the loader, the skews into the PE grid, the de-skew, the accumulator and
+/// the host's read port.
 fn build_top(
     m: &mut ModuleBuilder,
     cfg: &MxuConfig,

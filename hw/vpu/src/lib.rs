@@ -366,6 +366,9 @@ fn stage_reg(m: &mut ModuleBuilder, name: &str, value: Expr, advance: Expr) -> E
     r.q()
 }
 
+/// The VPU top: its ports and decoder, the pipeline's flow, stage
+/// registers and forwarding, the memory ports, the lanes and the cross-lane
+/// unit.
 fn build_top(m: &mut ModuleBuilder, cfg: &VpuConfig, parts: &Parts) {
     use ports::*;
     let w = cfg.elems();
