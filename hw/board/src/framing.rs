@@ -26,7 +26,7 @@
 //!   detects corruption in either direction.
 //!
 //! A bridge brings its core: a state enum that starts with the framing's
-//! states ([`bridge_states!`]), a command table ([`Command`]: each opcode's
+//! states (`bridge_states!` in this module), a command table ([`Command`]: each opcode's
 //! status checks and payload, which DECODE turns into its loads), and the
 //! hooks of [`BridgeCore`] (what DECODE, RECV and the reply states do for
 //! it). It writes its state table with [`Framing::receive_states`] and
@@ -60,7 +60,7 @@ pub mod ports {
 }
 
 /// The states of a bridge's FSM that the framing drives. A bridge's state
-/// enum starts with them, in this order; declare one with [`bridge_states!`].
+/// enum starts with them, in this order; declare one with `bridge_states!`.
 pub trait FramingState: HwEnum {
     /// Waiting for SYNC.
     const IDLE: Self;
