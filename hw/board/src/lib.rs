@@ -58,6 +58,7 @@
 //!   library against the Verilated board tops at the UART wire level.
 
 pub mod bridge;
+pub mod framing;
 pub mod protocol;
 pub mod smoke;
 pub mod tc_bridge;

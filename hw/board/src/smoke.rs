@@ -85,6 +85,8 @@ pub fn tc_testbench_verilog(
     )
 }
 
+/// The smoke test of `board`'s top playing `exchanges` (commands and the
+/// replies expected) at `cpb` clock cycles per bit.
 fn testbench_text(
     board: Board,
     cpb: u32,
@@ -96,9 +98,6 @@ fn testbench_text(
     let name = testbench_name(board);
     let sent: Vec<u8> = exchanges.iter().flat_map(|(c, _)| c.clone()).collect();
     let expected: Vec<u8> = exchanges.iter().flat_map(|(_, r)| r.clone()).collect();
-    // Commands go out one after another; each waits for its reply's last byte.
-    let (rx_port, tx_port) = board.uart_ports();
-    let (button, pressed) = board.button();
     let mut out = String::new();
     crate::top::header(
         &mut out,
@@ -120,7 +119,26 @@ fn testbench_text(
     writeln!(out, "  reg clk = 1'b0;").unwrap();
     writeln!(out, "  reg rx = 1'b1;").unwrap();
     writeln!(out, "  wire tx;").unwrap();
-    let mut conns = Vec::new();
+    device_under_test(&mut out, board);
+    writeln!(out).unwrap();
+    writeln!(out, "  always #1 clk = !clk;").unwrap();
+    writeln!(out).unwrap();
+    byte_tables(&mut out, exchanges, &sent, &expected);
+    writeln!(out).unwrap();
+    out.push_str(&host_processes(
+        board,
+        cpb,
+        exchanges.len(),
+        sent.len() + expected.len(),
+    ));
+    out
+}
+
+/// The board top, its UART pins on the host's `rx` and `tx`, its clock on
+/// `clk`, its button released, every other output on a wire of its own.
+fn device_under_test(out: &mut String, board: Board) {
+    let (rx_port, tx_port) = board.uart_ports();
+    let (button, pressed) = board.button();
     let outputs: Vec<&Pin> = board
         .pins()
         .iter()
@@ -136,6 +154,7 @@ fn testbench_text(
             writeln!(out, "  wire{range} {}_unused;", p.port).unwrap();
         }
     }
+    let mut conns = Vec::new();
     for p in board.pins() {
         let v = if p.port == board.clock_port() {
             "clk".to_string()
@@ -153,9 +172,10 @@ fn testbench_text(
     writeln!(out, "  {} dut (", board.top_name()).unwrap();
     writeln!(out, "{}", conns.join(",\n")).unwrap();
     writeln!(out, "  );").unwrap();
-    writeln!(out).unwrap();
-    writeln!(out, "  always #1 clk = !clk;").unwrap();
-    writeln!(out).unwrap();
+}
+
+/// The bytes to send and to expect, and where each exchange ends in them.
+fn byte_tables(out: &mut String, exchanges: &[(Vec<u8>, Vec<u8>)], sent: &[u8], expected: &[u8]) {
     writeln!(out, "  reg [7:0] sent [0:N_SENT-1];").unwrap();
     writeln!(out, "  reg [7:0] expected [0:N_EXPECTED-1];").unwrap();
     writeln!(
@@ -170,8 +190,8 @@ fn testbench_text(
     writeln!(out, "  integer i, j, k;").unwrap();
     writeln!(out, "  reg [7:0] b;").unwrap();
     writeln!(out, "  initial begin").unwrap();
-    bytes_init(&mut out, "sent", &sent);
-    bytes_init(&mut out, "expected", &expected);
+    bytes_init(out, "sent", sent);
+    bytes_init(out, "expected", expected);
     let (mut c_end, mut r_end) = (0, 0);
     for (i, (c, r)) in exchanges.iter().enumerate() {
         c_end += c.len();
@@ -180,8 +200,14 @@ fn testbench_text(
         writeln!(out, "    reply_end[{i}] = {r_end};").unwrap();
     }
     writeln!(out, "  end").unwrap();
-    writeln!(out).unwrap();
-    out.push_str(&format!(
+}
+
+/// The host (commands bit by bit, one after another, each after the whole
+/// reply to the one before), its receiver (checking each reply byte), and
+/// the timeout; then the end of the module. `bytes` counts the bytes both
+/// ways, for the timeout.
+fn host_processes(board: Board, cpb: u32, exchanges: usize, bytes: usize) -> String {
+    format!(
         r#"  // The host: after the power-on reset, each command bit by bit, then
   // wait for its whole reply.
   initial begin
@@ -248,13 +274,10 @@ endmodule
 `default_nettype wire
 "#,
         por = (1u64 << crate::top::POR_BITS) + 16,
-        n = exchanges.len(),
+        n = exchanges,
         top = board.top_name(),
-        limit = (1u64 << crate::top::POR_BITS)
-            + 16
-            + 20 * cpb as u64 * (sent.len() + expected.len()) as u64,
-    ));
-    out
+        limit = (1u64 << crate::top::POR_BITS) + 16 + 20 * cpb as u64 * bytes as u64,
+    )
 }
 
 /// The FuseSoC core of a board build (`systole:generated:<board>`): its

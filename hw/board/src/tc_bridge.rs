@@ -18,12 +18,13 @@
 //!  IDLE ◄─ CRC ◄─────────────── SEND ◄─ RD_LOAD ◄─ RD_ISSUE ◄─(reads)──── REPLY
 //! ```
 //!
-//! - **Shift register, CRC, timeouts, refusals**: as in [`crate::bridge`]:
-//!   payload bytes pass through one shift register `sh`, a received row is
-//!   written in the cycle its last byte arrives, one CRC-8 register covers
-//!   the command and the reply, a refused command's payload is read and
-//!   dropped, and a command whose next byte does not come in time is
-//!   abandoned.
+//! - **Shift register, CRC, timeouts, refusals**: the framing's
+//!   ([`crate::framing`], shared with the MXU's bridge): payload bytes pass
+//!   through one shift register `sh`, a received row is written in the cycle
+//!   its last byte arrives, one CRC-8 register covers the command and the
+//!   reply, a refused command's payload is read and dropped, and a command
+//!   whose next byte does not come in time is abandoned. This module adds
+//!   the version 2 command table and the run's states.
 //! - **The instruction port always has the next word ready**, as the
 //!   timing contract assumes: the program memory is read one word ahead (the
 //!   word after the one presented, in the cycle the core takes it), so the
@@ -39,11 +40,12 @@
 //!
 //! The state machine is written as its state table ([`TcBridgeState`]).
 
+use crate::framing::{BridgeCore, Command, Framing, RowSource, Shape, Status, StatusFields};
 use crate::protocol::{self, op, status, COUNTER_BYTES, STATUS_BYTES, TC_INFO_BYTES};
 use crate::uart;
 use crate::TcBridgeConfig;
 use config::tensorcore_isa::field;
-use hw::{bits_for, cat, mux, Design, Expr, HwEnum, ModuleBuilder, ModuleDef, Ty};
+use hw::{cat, mux, Comb, Design, Expr, FsmStates, ModuleBuilder, ModuleDef, Reg, Ty};
 use std::rc::Rc;
 
 /// The TensorCore's ports the bridge drives or reads, as (core port, bridge
@@ -99,27 +101,10 @@ pub fn tc_bridge_name(cfg: &TcBridgeConfig) -> String {
     )
 }
 
-hw::hw_enum! {
-    /// The TensorCore bridge's states (see the module docs for the flow).
+crate::framing::bridge_states! {
+    /// The TensorCore bridge's states (see the module docs for the flow):
+    /// the framing's, then the run's.
     pub enum TcBridgeState {
-        /// Waiting for SYNC.
-        Idle,
-        /// Receiving the seven header bytes after SYNC.
-        Hdr,
-        /// Checking the header: status, payload target, row counts.
-        Decode,
-        /// Receiving payload rows.
-        Recv,
-        /// Sending the status byte.
-        Reply,
-        /// Reading the next row to send.
-        RdIssue,
-        /// Taking the read row into the shift register.
-        RdLoad,
-        /// Sending payload bytes.
-        Send,
-        /// Sending the CRC byte.
-        Crc,
         /// Resetting the core before a run.
         RunReset,
         /// Reading the program's first word.
@@ -165,264 +150,352 @@ pub fn build_tc_bridge(design: &mut Design, cfg: &TcBridgeConfig) -> Rc<ModuleDe
     })
 }
 
+type Frame = Framing<TcBridgeState, TcTarget>;
+
+/// Row widths of the bridge for one configuration, in bits.
+#[derive(Clone, Copy)]
+struct Rows {
+    /// A host input row (R int8), a weight row (C int8), a bias or host
+    /// output row (C int32), an instruction word.
+    input: u32,
+    weight: u32,
+    output: u32,
+    instr: u32,
+    /// The payload shift register: the longest row or payload.
+    sh: u32,
+}
+
+impl Rows {
+    fn of(cfg: &TcBridgeConfig) -> Rows {
+        let core = cfg.core();
+        let (input, weight, output) = (8 * core.rows(), 8 * core.cols(), 32 * core.cols());
+        let instr = config::tensorcore_isa::INSTR_BITS;
+        Rows {
+            input,
+            weight,
+            output,
+            instr,
+            sh: input
+                .max(output)
+                .max(instr)
+                .max(8 * STATUS_BYTES as u32)
+                .max(8 * TC_INFO_BYTES as u32)
+                .max(8 * COUNTER_BYTES as u32),
+        }
+    }
+}
+
+/// The TensorCore bridge: the framing, the core's ports, the run's
+/// registers, the memories, the command table, the reply payloads, and the
+/// state table.
 fn body(
     m: &mut ModuleBuilder,
     cfg: &TcBridgeConfig,
     rx_def: &Rc<ModuleDef>,
     tx_def: &Rc<ModuleDef>,
 ) {
-    use crate::bridge::ports;
-    use tensorcore::ports as tp;
-    use TcBridgeState as S;
-    use TcTarget as T;
-    let core = cfg.core();
-    let (r, c) = (core.rows(), core.cols());
-    let in_bits = 8 * r;
-    let w_bits = 8 * c;
-    let out_bits = 32 * c;
-    let instr_bits = config::tensorcore_isa::INSTR_BITS;
-    let sh_bits = in_bits
-        .max(out_bits)
-        .max(instr_bits)
-        .max(8 * STATUS_BYTES as u32)
-        .max(8 * TC_INFO_BYTES as u32)
-        .max(8 * COUNTER_BYTES as u32);
-    let in_aw = log2(cfg.input_rows());
-    let out_aw = log2(cfg.output_rows());
-    let p_aw = log2(cfg.program_words());
-    let w_aw = log2(core.weight_rows()).max(1);
-    let b_aw = log2(core.bias_rows()).max(1);
-    let bc_ty = Ty::u(bits_for(sh_bits / 8));
-    let u8t = Ty::u(8);
-    let u16t = Ty::u(16);
-    let u32t = Ty::u(32);
-    let bp = |n: &str| crate::tc_bridge::bridge_port(n);
+    let rows = Rows::of(cfg);
+    let frame = Frame::new(
+        m,
+        rx_def,
+        tx_def,
+        Shape {
+            sh_bits: rows.sh,
+            timeout_log2: cfg.timeout_log2(),
+            clocks_per_bit: cfg.clocks_per_bit(),
+            default_target: TcTarget::Input,
+            default_row_bytes: rows.input / 8,
+        },
+    );
+    let core = CorePorts::inputs(m, cfg);
+    // The framing's registers and the run's, in their Verilog order.
+    frame.shift_register(m);
+    frame.quiet_counter(m);
+    let run = RunRegs::declare(m);
+    frame.flags(m);
+    let mem = Memories::build(m, cfg, &frame, &core, &run);
+    let (commands, limit) = commands(m, cfg, &frame);
+    let decoded = frame.decode(m, &commands);
+    let fsm = frame.fsm;
+    let running = m.wire(
+        "running",
+        fsm.is(TcBridgeState::RunReset)
+            | fsm.is(TcBridgeState::RunPrime)
+            | fsm.is(TcBridgeState::RunGo)
+            | fsm.is(TcBridgeState::RunAbort),
+    );
+    let payload_word = payload_words(m, cfg, &frame, &core, running);
+    let side = CoreSide {
+        frame: &frame,
+        core,
+        run,
+        mem,
+        rows,
+        payload_word,
+        limit,
+        start: frame.opcode_is(&[op::RUN]) & decoded.ok,
+        program_aw: log2(cfg.program_words()),
+    };
+    frame.state_table(m, |st| {
+        frame.receive_states(st, &side);
+        frame.reply_states(st, &side);
+        side.run_states(st);
+    });
+}
 
-    // ---- The UARTs.
-    let rx_pin = m.input(ports::UART_RX, Ty::BOOL);
-    let rx = m.instance("rx", rx_def);
-    m.connect(rx, uart::rx_ports::RX, rx_pin);
-    let rx_valid = m.inst_output(rx, uart::rx_ports::VALID);
-    let rx_byte = m.inst_output(rx, uart::rx_ports::DATA);
-    let rx_ferr = m.inst_output(rx, uart::rx_ports::FRAME_ERR);
-    let tx_valid = m.comb_default("tx_valid", Ty::BOOL, 0);
-    let tx_data = m.comb("tx_data", u8t);
-    let tx = m.instance("tx", tx_def);
-    m.connect(tx, uart::tx_ports::VALID, tx_valid.value());
-    m.connect(tx, uart::tx_ports::DATA, tx_data.value());
-    let tx_ready = m.inst_output(tx, uart::tx_ports::READY);
-    let tx_pin = m.inst_output(tx, uart::tx_ports::TX);
-    m.output(ports::UART_TX, tx_pin);
+/// The core's ports, from the bridge's side: the inputs (the bridge's
+/// outputs to the core are driven where they are made).
+struct CorePorts {
+    instr_ready: Expr,
+    hin_en: Expr,
+    hin_addr: Expr,
+    hout_wr: Expr,
+    hout_addr: Expr,
+    hout_data: Expr,
+    halted: Expr,
+    error: Expr,
+    act_busy: Expr,
+    counters: Vec<Expr>,
+}
 
-    // ---- The core's ports, from the bridge's side.
-    let instr_ready = m.input(&bp(tp::INSTR_READY), Ty::BOOL);
-    let hin_en = m.input(&bp(tp::HIN_EN), Ty::BOOL);
-    let hin_addr = m.input(&bp(tp::HIN_ADDR), Ty::u(config::tensorcore_isa::ADDR_BITS));
-    let hout_wr = m.input(&bp(tp::HOUT_WR), Ty::BOOL);
-    let hout_addr = m.input(&bp(tp::HOUT_ADDR), Ty::u(config::tensorcore_isa::ADDR_BITS));
-    let hout_data = m.input(&bp(tp::HOUT_DATA), Ty::u(out_bits));
-    let halted = m.input(&bp(tp::HALTED), Ty::BOOL);
-    let core_error = m.input(&bp(tp::ERROR), Ty::BOOL);
-    let act_busy = m.input(&bp(tp::ACT_BUSY), Ty::BOOL);
-    let counters: Vec<Expr> = tp::COUNTERS
-        .iter()
-        .map(|n| m.input(&bp(n), Ty::u(tensorcore::COUNTER_BITS)))
-        .collect();
-    for (port, reason) in [
-        (
-            bp(tp::HIN_ADDR),
-            "the host input window is smaller than the core's 22-bit address space",
-        ),
-        (
-            bp(tp::HOUT_ADDR),
-            "the host output window is smaller than the core's 22-bit address space",
-        ),
-    ] {
-        m.waive("UNUSEDSIGNAL", &port, reason);
+impl CorePorts {
+    fn inputs(m: &mut ModuleBuilder, cfg: &TcBridgeConfig) -> CorePorts {
+        use tensorcore::ports as tp;
+        let bp = |n: &str| bridge_port(n);
+        let addr_ty = Ty::u(config::tensorcore_isa::ADDR_BITS);
+        let ports = CorePorts {
+            instr_ready: m.input(&bp(tp::INSTR_READY), Ty::BOOL),
+            hin_en: m.input(&bp(tp::HIN_EN), Ty::BOOL),
+            hin_addr: m.input(&bp(tp::HIN_ADDR), addr_ty),
+            hout_wr: m.input(&bp(tp::HOUT_WR), Ty::BOOL),
+            hout_addr: m.input(&bp(tp::HOUT_ADDR), addr_ty),
+            hout_data: m.input(&bp(tp::HOUT_DATA), Ty::u(Rows::of(cfg).output)),
+            halted: m.input(&bp(tp::HALTED), Ty::BOOL),
+            error: m.input(&bp(tp::ERROR), Ty::BOOL),
+            act_busy: m.input(&bp(tp::ACT_BUSY), Ty::BOOL),
+            counters: tp::COUNTERS
+                .iter()
+                .map(|n| m.input(&bp(n), Ty::u(tensorcore::COUNTER_BITS)))
+                .collect(),
+        };
+        for (port, reason) in [
+            (
+                bp(tp::HIN_ADDR),
+                "the host input window is smaller than the core's 22-bit address space",
+            ),
+            (
+                bp(tp::HOUT_ADDR),
+                "the host output window is smaller than the core's 22-bit address space",
+            ),
+        ] {
+            m.waive("UNUSEDSIGNAL", &port, reason);
+        }
+        ports
     }
+}
 
-    // ---- Registers.
-    let fsm = m.fsm("state", S::Idle);
-    let hdr_cnt = m.reg_reset("hdr_cnt", Ty::u(3), 0);
-    let opcode = m.reg_reset("opcode", u8t, 0);
-    let fields = m.reg_reset("fields", Ty::u(48), 0);
-    let crc = m.reg_reset("crc", u8t, 0);
-    let status_q = m.reg_reset("status", u8t, 0);
-    let target = m.reg_reset("target", T::ty(), T::Input.index());
-    let reads = m.reg_reset("reads", Ty::BOOL, 0);
-    let exec = m.reg_reset("exec", Ty::BOOL, 0);
-    let row_bytes = m.reg_reset("row_bytes", bc_ty, 1);
-    let byte_cnt = m.reg_reset("byte_cnt", bc_ty, 0);
-    let rows_left = m.reg_reset("rows_left", u16t, 0);
-    let addr = m.reg_reset("addr", u16t, 0);
-    let sh = m.reg_reset("sh", Ty::u(sh_bits), 0);
-    let quiet = m.reg_reset("quiet", Ty::u(cfg.timeout_log2()), 0);
-    let pc = m.reg_reset("pc", Ty::u(17), 0);
-    let run_words = m.reg_reset("run_words", Ty::u(17), 0);
-    let run_limit = m.reg_reset("run_limit", u32t, 0);
-    let run_cnt = m.reg_reset("run_cnt", u32t, 0);
-    let f_framing = m.reg_reset("flag_framing", Ty::BOOL, 0);
-    let f_stray = m.reg_reset("flag_stray", Ty::BOOL, 0);
-    let f_timeout = m.reg_reset("flag_timeout", Ty::BOOL, 0);
+/// A run's registers: the program counter, the words to run, the cycle
+/// limit and the cycles run.
+#[derive(Clone, Copy)]
+struct RunRegs {
+    pc: Reg,
+    words: Reg,
+    limit: Reg,
+    cycles: Reg,
+}
 
-    // ---- Combinational controls the state table assigns.
-    let core_rst = m.comb_default("core_rst", Ty::BOOL, 0);
-    let instr_valid = m.comb_default("instr_valid", Ty::BOOL, 0);
-    let out_rd_en = m.comb_default("out_rd_en", Ty::BOOL, 0);
-    let store = m.comb_default("store_row", Ty::BOOL, 0);
-    let prog_rd_addr = m.comb_default("prog_rd_addr", Ty::u(p_aw), fit(pc.q(), p_aw));
+impl RunRegs {
+    fn declare(m: &mut ModuleBuilder) -> RunRegs {
+        RunRegs {
+            pc: m.reg_reset("pc", Ty::u(17), 0),
+            words: m.reg_reset("run_words", Ty::u(17), 0),
+            limit: m.reg_reset("run_limit", Ty::u(32), 0),
+            cycles: m.reg_reset("run_cnt", Ty::u(32), 0),
+        }
+    }
+}
 
-    // ---- Memories: the program, the host input window, the host output
-    // window.
-    let prog = m.memory("prog", Ty::u(instr_bits), p_aw);
-    let hin = m.memory("hin", Ty::u(in_bits), in_aw);
-    let hout = m.memory("hout", Ty::u(out_bits), out_aw);
-    let tgt = target.q();
-    let tgt_is = |t: TcTarget| tgt.is_eq(t);
-    let sh_q = sh.q();
-    let sh_in = m.wire("sh_in", cat(&[rx_byte, sh_q.slice(8, sh_bits - 8)]));
-    let sh_out = cat(&[m.lit(u8t, 0), sh_q.slice(8, sh_bits - 8)]);
-    let top_bits = |bits: u32| sh_in.slice(sh_bits - bits, bits);
-    let wr = |t: TcTarget| store.value() & tgt.is_eq(t);
-    m.mem_write(
-        prog,
-        wr(T::Program),
-        fit(addr.q(), p_aw),
-        top_bits(instr_bits),
-    );
-    m.mem_write(hin, wr(T::Input), fit(addr.q(), in_aw), top_bits(in_bits));
-    m.mem_write(hout, hout_wr, hout_addr.trunc(out_aw), hout_data);
-    let out_row = m.mem_read(hout, Some(out_rd_en.value()), fit(addr.q(), out_aw));
-    // The program word presented to the core (read one ahead).
-    let word = m.mem_read(prog, None, prog_rd_addr.value());
-    let take = m.wire("take", instr_valid.value() & instr_ready);
-    // The input row the core asks for next cycle (see the module docs).
-    let next_in = mux(
-        take,
-        word.slice(field::A.0, in_aw.max(1)),
-        mux(
-            hin_en,
-            hin_addr.trunc(in_aw) + m.lit(Ty::u(in_aw), 1),
-            hin_addr.trunc(in_aw),
-        ),
-    );
-    let next_in = m.wire("hin_next", next_in);
-    let hin_row = m.mem_read(hin, None, next_in);
-    m.output(&bp(tp::INSTR_VALID), instr_valid.value());
-    m.output(&bp(tp::INSTR), word);
-    m.output(&bp(tp::HIN_DATA), hin_row);
-    m.output(&bp(tp::WMEM_WR), wr(T::Weights));
-    m.output(&bp(tp::WMEM_ADDR), fit(addr.q(), w_aw));
-    m.output(&bp(tp::WMEM_DATA), top_bits(w_bits));
-    m.output(&bp(tp::BMEM_WR), wr(T::Bias));
-    m.output(&bp(tp::BMEM_ADDR), fit(addr.q(), b_aw));
-    m.output(&bp(tp::BMEM_DATA), top_bits(out_bits));
-    m.output(crate::tc_bridge::CORE_RESET, core_rst.value());
+/// The memories the core's host ports stand for (the program, the host
+/// input window, the host output window), the writes into the core's
+/// weight and bias memories, and the controls the state table assigns.
+struct Memories {
+    core_rst: Comb,
+    instr_valid: Comb,
+    out_rd_en: Comb,
+    prog_rd_addr: Comb,
+    /// The host output row read (for READ_OUTPUT).
+    out_row: Expr,
+    /// The core takes the instruction word presented.
+    take: Expr,
+}
 
-    // ---- Decode: the checks on the header fields, by opcode.
-    let f = fields.q();
-    let f_addr = f.slice(0, 16);
-    let f_count = f.slice(16, 16);
-    let f_arg = f.slice(32, 16);
-    let count_ok = m.wire("count_ok", f_count.is_ne(0));
-    let fits = |m: &mut ModuleBuilder, n: &str, rows: u32| {
-        let end = f_addr.zext(17) + f_count.zext(17);
-        let e = count_ok & end.is_le(m.lit(Ty::u(17), rows));
-        m.wire(n, e)
+impl Memories {
+    fn build(
+        m: &mut ModuleBuilder,
+        cfg: &TcBridgeConfig,
+        frame: &Frame,
+        core: &CorePorts,
+        run: &RunRegs,
+    ) -> Memories {
+        use tensorcore::ports as tp;
+        use TcTarget as T;
+        let rows = Rows::of(cfg);
+        let in_aw = log2(cfg.input_rows());
+        let out_aw = log2(cfg.output_rows());
+        let p_aw = log2(cfg.program_words());
+        let core_rst = m.comb_default("core_rst", Ty::BOOL, 0);
+        let instr_valid = m.comb_default("instr_valid", Ty::BOOL, 0);
+        let out_rd_en = m.comb_default("out_rd_en", Ty::BOOL, 0);
+        // The framing's `store_row`, declared here (its place in the Verilog).
+        let store = frame.store_row(m);
+        let prog_rd_addr = m.comb_default("prog_rd_addr", Ty::u(p_aw), fit(run.pc.q(), p_aw));
+        let prog = m.memory("prog", Ty::u(rows.instr), p_aw);
+        let hin = m.memory("hin", Ty::u(rows.input), in_aw);
+        let hout = m.memory("hout", Ty::u(rows.output), out_aw);
+        frame.shift_in(m);
+        let addr = frame.addr.q();
+        let wr = |t: TcTarget| store.value() & frame.target_is(t);
+        let instr_row = frame.received_row(m, rows.instr);
+        m.mem_write(prog, wr(T::Program), fit(addr, p_aw), instr_row);
+        let input_row = frame.received_row(m, rows.input);
+        m.mem_write(hin, wr(T::Input), fit(addr, in_aw), input_row);
+        m.mem_write(
+            hout,
+            core.hout_wr,
+            core.hout_addr.trunc(out_aw),
+            core.hout_data,
+        );
+        let out_row = m.mem_read(hout, Some(out_rd_en.value()), fit(addr, out_aw));
+        // The program word presented to the core (read one ahead).
+        let word = m.mem_read(prog, None, prog_rd_addr.value());
+        let take = m.wire("take", instr_valid.value() & core.instr_ready);
+        // The input row the core asks for next cycle (see the module docs).
+        let next_in = mux(
+            take,
+            word.slice(field::A.0, in_aw.max(1)),
+            mux(
+                core.hin_en,
+                core.hin_addr.trunc(in_aw) + 1u32,
+                core.hin_addr.trunc(in_aw),
+            ),
+        );
+        let next_in = m.wire("hin_next", next_in);
+        let hin_row = m.mem_read(hin, None, next_in);
+        let bp = |n: &str| bridge_port(n);
+        let weight_row = frame.received_row(m, rows.weight);
+        let bias_row = frame.received_row(m, rows.output);
+        m.output(&bp(tp::INSTR_VALID), instr_valid.value());
+        m.output(&bp(tp::INSTR), word);
+        m.output(&bp(tp::HIN_DATA), hin_row);
+        m.output(&bp(tp::WMEM_WR), wr(T::Weights));
+        m.output(
+            &bp(tp::WMEM_ADDR),
+            fit(addr, log2(cfg.core().weight_rows()).max(1)),
+        );
+        m.output(&bp(tp::WMEM_DATA), weight_row);
+        m.output(&bp(tp::BMEM_WR), wr(T::Bias));
+        m.output(
+            &bp(tp::BMEM_ADDR),
+            fit(addr, log2(cfg.core().bias_rows()).max(1)),
+        );
+        m.output(&bp(tp::BMEM_DATA), bias_row);
+        m.output(CORE_RESET, core_rst.value());
+        Memories {
+            core_rst,
+            instr_valid,
+            out_rd_en,
+            prog_rd_addr,
+            out_row,
+            take,
+        }
+    }
+}
+
+/// The TensorCore bridge's command table (`PROTOCOL.md`, version 2), with
+/// the range checks on the header's fields it needs; and RUN's cycle limit
+/// (fields C and B).
+fn commands(
+    m: &mut ModuleBuilder,
+    cfg: &TcBridgeConfig,
+    frame: &Frame,
+) -> (Vec<Command<TcTarget>>, Expr) {
+    use TcTarget as T;
+    let rows = Rows::of(cfg);
+    let core = cfg.core();
+    let h = frame.header(m);
+    let fits = |m: &mut ModuleBuilder, n: &str, depth: u32| {
+        let end = h.addr.zext(17) + h.count.zext(17);
+        m.wire(n, h.count_ok & end.is_le(depth))
     };
     let in_ok = fits(m, "input_ok", cfg.input_rows());
     let out_ok = fits(m, "output_ok", cfg.output_rows());
     let w_ok = fits(m, "weights_ok", core.weight_rows());
     let b_ok = fits(m, "bias_ok", core.bias_rows());
     let p_ok = fits(m, "program_ok", cfg.program_words());
-    let limit = m.wire("limit", cat(&[f_arg, f_count]));
+    let limit = m.wire("limit", cat(&[h.arg, h.count]));
     let run_ok = m.wire(
         "run_ok",
-        f_addr.is_ne(0)
-            & f_addr.zext(17).is_le(m.lit(Ty::u(17), cfg.program_words()))
-            & limit.is_ne(0),
+        h.addr.is_ne(0) & h.addr.zext(17).is_le(cfg.program_words()) & limit.is_ne(0),
     );
-    let opq = opcode.q();
-    let range = |ok: Expr| mux(ok, opq.lit(status::OK), opq.lit(status::BAD_RANGE));
-    let dec_status = m.comb_default("dec_status", u8t, status::BAD_OPCODE);
-    let dec_target = m.comb_default("dec_target", T::ty(), T::Input);
-    let dec_row_bytes = m.comb_default("dec_row_bytes", bc_ty, in_bits / 8);
-    let dec_rows = m.comb_default("dec_rows", u16t, f_count);
-    let dec_reads = m.comb_default("dec_reads", Ty::BOOL, 0);
-    let dec_recv = m.comb_default("dec_recv", Ty::BOOL, 0);
-    let one_row = |m: &mut ModuleBuilder, t: TcTarget, bytes: usize| {
-        m.assign(dec_status, status::OK);
-        m.assign(dec_target, t);
-        m.assign(dec_row_bytes, bytes as u32);
-        m.assign(dec_rows, 1);
-        m.assign(dec_reads, 1);
+    let in_range = |ok: Expr| Status::Requires(ok, status::BAD_RANGE);
+    let one_row = |op: u8, t: TcTarget, bytes: usize| {
+        Command::new(&[op], Status::Ok)
+            .reply()
+            .target(t)
+            .row_bytes(bytes as u32)
+            .rows(1)
     };
-    let write_rows = |m: &mut ModuleBuilder, ok: Expr, t: TcTarget, bits: u32| {
-        m.assign(dec_status, range(ok));
-        m.assign(dec_target, t);
-        m.assign(dec_row_bytes, bits / 8);
-        m.assign(dec_recv, count_ok);
+    let write_rows = |op: u8, ok: Expr, t: TcTarget, bits: u32| {
+        Command::new(&[op], in_range(ok))
+            .receive()
+            .target(t)
+            .row_bytes(bits / 8)
     };
-    m.switch(opq)
-        .case(op::STATUS, |m| one_row(m, T::Status, STATUS_BYTES))
-        .case(op::TC_INFO, |m| one_row(m, T::Info, TC_INFO_BYTES))
-        .case(op::READ_COUNTERS, |m| {
-            one_row(m, T::Counters, COUNTER_BYTES)
-        })
-        .case(op::WRITE_INPUT, |m| write_rows(m, in_ok, T::Input, in_bits))
-        .case(op::WRITE_WEIGHTS, |m| {
-            write_rows(m, w_ok, T::Weights, w_bits)
-        })
-        .case(op::WRITE_BIAS, |m| write_rows(m, b_ok, T::Bias, out_bits))
-        .case(op::WRITE_PROGRAM, |m| {
-            write_rows(m, p_ok, T::Program, instr_bits)
-        })
-        .case(op::READ_OUTPUT, |m| {
-            m.assign(dec_status, range(out_ok));
-            m.assign(dec_target, T::Output);
-            m.assign(dec_row_bytes, out_bits / 8);
-            m.assign(dec_reads, 1);
-        })
-        .case(op::RUN, |m| m.assign(dec_status, range(run_ok)));
-    let dec_ok = dec_status.value().is_eq(status::OK);
-    let is_run = opq.is_eq(op::RUN);
+    let table = vec![
+        one_row(op::STATUS, T::Status, STATUS_BYTES),
+        one_row(op::TC_INFO, T::Info, TC_INFO_BYTES),
+        one_row(op::READ_COUNTERS, T::Counters, COUNTER_BYTES),
+        write_rows(op::WRITE_INPUT, in_ok, T::Input, rows.input),
+        write_rows(op::WRITE_WEIGHTS, w_ok, T::Weights, rows.weight),
+        write_rows(op::WRITE_BIAS, b_ok, T::Bias, rows.output),
+        write_rows(op::WRITE_PROGRAM, p_ok, T::Program, rows.instr),
+        Command::new(&[op::READ_OUTPUT], in_range(out_ok))
+            .reply()
+            .target(T::Output)
+            .row_bytes(rows.output / 8),
+        Command::new(&[op::RUN], in_range(run_ok)),
+    ];
+    (table, limit)
+}
 
-    // ---- The STATUS, TC_INFO and READ_COUNTERS payloads, least significant
-    // byte first.
-    let running = m.wire(
-        "running",
-        fsm.is(S::RunReset) | fsm.is(S::RunPrime) | fsm.is(S::RunGo) | fsm.is(S::RunAbort),
-    );
-    let sb = |m: &mut ModuleBuilder, v: u32| m.lit(u8t, v);
-    let status_word = {
-        let magic = m.lit(u32t, u32::from_le_bytes(protocol::MAGIC));
-        let zero4 = m.lit(Ty::u(4), 0);
-        let flags = cat(&[
-            zero4,
-            f_timeout.q(),
-            f_stray.q(),
-            f_framing.q(),
-            running | act_busy,
-        ]);
-        let parts = [
-            m.lit(u16t, cfg.clocks_per_bit()),
-            flags,
-            sb(m, 0),
-            sb(m, log2(core.ub_rows())),
-            sb(m, log2(core.acc_rows())),
-            m.lit(u16t, c),
-            m.lit(u16t, r),
-            sb(m, u32::from(protocol::CORE_TENSORCORE)),
-            sb(m, u32::from(protocol::VERSION_TC)),
-            magic,
-        ];
-        let e = cat(&parts);
-        m.wire("status_word", e)
+/// The STATUS, TC_INFO and READ_COUNTERS payloads, least significant byte
+/// first; returns the one the opcode asks for, `sh_bits` wide.
+fn payload_words(
+    m: &mut ModuleBuilder,
+    cfg: &TcBridgeConfig,
+    frame: &Frame,
+    ports: &CorePorts,
+    running: Expr,
+) -> Expr {
+    let core = cfg.core();
+    let (r, c) = (core.rows(), core.cols());
+    let sh_bits = Rows::of(cfg).sh;
+    let fields = StatusFields {
+        version: protocol::VERSION_TC,
+        kind: protocol::CORE_TENSORCORE,
+        rows: r,
+        cols: c,
+        acc_log2: log2(core.acc_rows()),
+        buffer_log2: log2(core.ub_rows()),
+        byte12: m.lit(Ty::u(8), 0),
+        busy: running | ports.act_busy,
     };
+    let status_word = frame.status_word(m, fields);
+    let sb = |m: &mut ModuleBuilder, v: u32| m.lit(Ty::u(8), v);
     let info_word = {
         let parts = [
             m.lit(Ty::u(24), 0),
-            sb(m, tp::COUNTERS.len() as u32),
+            sb(m, tensorcore::ports::COUNTERS.len() as u32),
             sb(m, log2(cfg.output_rows())),
             sb(m, log2(cfg.input_rows())),
             sb(m, log2(cfg.program_words())),
@@ -431,141 +504,87 @@ fn body(
             sb(m, log2(core.weight_rows())),
             sb(m, log2(core.ub_rows())),
             sb(m, log2(core.acc_rows())),
-            m.lit(u16t, c),
-            m.lit(u16t, r),
+            m.lit(Ty::u(16), c),
+            m.lit(Ty::u(16), r),
         ];
         let e = cat(&parts);
         m.wire("info_word", e)
     };
     let counter_word = {
-        let mut parts = counters.clone();
+        let mut parts = ports.counters.clone();
         parts.reverse();
         let e = cat(&parts);
         m.wire("counter_word", e)
     };
-    let payload_word = mux(
-        opq.is_eq(op::STATUS),
+    mux(
+        frame.opcode_is(&[op::STATUS]),
         status_word.zext(sh_bits),
         mux(
-            opq.is_eq(op::TC_INFO),
+            frame.opcode_is(&[op::TC_INFO]),
             info_word.zext(sh_bits),
             counter_word.zext(sh_bits),
         ),
-    );
+    )
+}
 
-    // ---- The state table.
-    let crc_rx = protocol::crc8_logic(crc.q(), rx_byte);
-    let crc_tx = protocol::crc8_logic(crc.q(), tx_data.value());
-    let row_last = m.wire("row_last", byte_cnt.q().is_eq(row_bytes.q() - 1));
-    let last_row = m.wire("last_row", rows_left.q().is_eq(1));
-    let byte_step = |m: &mut ModuleBuilder| {
-        m.if_(row_last, |m| {
-            m.assign(byte_cnt, 0);
-            m.assign(rows_left, rows_left.q() - 1);
-        })
-        .else_(|m| m.assign(byte_cnt, byte_cnt.q() + 1));
-    };
-    let timed_out = m.comb_default("timed_out", Ty::BOOL, 0);
-    let wait_byte = |m: &mut ModuleBuilder| {
-        m.assign(quiet, quiet.q() + 1);
-        m.if_(quiet.q().all(), |m| {
-            m.assign(timed_out, 1);
-            fsm.goto(m, S::Idle);
-        });
-    };
-    m.assign(quiet, 0);
-    m.assign(tx_data, sh_q.slice(0, 8));
-    let one_pc = m.lit(Ty::u(17), 1);
-    m.fsm_states(fsm, |st| {
-        st.state(S::Idle, |m| {
-            m.assign(hdr_cnt, 0);
-            m.if_(rx_valid & rx_byte.is_eq(protocol::SYNC), |m| {
-                m.assign(crc, protocol::crc8_update(0, protocol::SYNC));
-                fsm.goto(m, S::Hdr);
-            });
-        })
-        .state(S::Hdr, |m| {
-            m.if_(rx_valid, |m| {
-                m.assign(hdr_cnt, hdr_cnt.q() + 1);
-                m.assign(crc, crc_rx);
-                m.if_(hdr_cnt.q().is_eq(0), |m| m.assign(opcode, rx_byte))
-                    .else_(|m| m.assign(fields, cat(&[rx_byte, f.slice(8, 40)])));
-                m.if_(hdr_cnt.q().is_eq(6), |m| fsm.goto(m, S::Decode));
-            })
-            .else_(wait_byte);
-        })
-        .state(S::Decode, |m| {
-            m.assign(status_q, dec_status.value());
-            m.assign(target, dec_target.value());
-            m.assign(reads, dec_reads.value());
-            m.assign(exec, dec_ok);
-            m.assign(row_bytes, dec_row_bytes.value());
-            m.assign(byte_cnt, 0);
-            m.assign(rows_left, dec_rows.value());
-            m.assign(addr, f_addr);
-            m.assign(run_words, f_addr.zext(17));
-            m.assign(run_limit, limit);
-            m.assign(sh, payload_word);
-            m.if_(dec_recv.value(), |m| fsm.goto(m, S::Recv))
-                .elif(is_run & dec_ok, |m| fsm.goto(m, S::RunReset))
-                .else_(|m| fsm.goto(m, S::Reply));
-        })
-        .state(S::Recv, |m| {
-            m.if_(rx_valid, |m| {
-                m.assign(crc, crc_rx);
-                m.assign(sh, sh_in);
-                byte_step(m);
-                m.if_(row_last, |m| {
-                    m.assign(store, exec.q());
-                    m.assign(addr, addr.q() + 1);
-                    m.if_(last_row, |m| fsm.goto(m, S::Reply));
-                });
-            })
-            .else_(wait_byte);
-        })
-        .state(S::Reply, |m| {
-            m.assign(tx_valid, 1);
-            m.assign(tx_data, status_q.q());
-            m.if_(tx_ready, |m| {
-                m.assign(crc, crc_tx);
-                m.if_(reads.q() & status_q.q().is_eq(status::OK), |m| {
-                    m.if_(tgt_is(T::Output), |m| fsm.goto(m, S::RdIssue))
-                        .else_(|m| fsm.goto(m, S::Send));
-                })
-                .else_(|m| fsm.goto(m, S::Crc));
-            });
-        })
-        .state(S::RdIssue, |m| {
-            m.assign(out_rd_en, 1);
-            fsm.goto(m, S::RdLoad);
-        })
-        .state(S::RdLoad, |m| {
-            m.assign(sh, out_row.zext(sh_bits));
-            m.assign(byte_cnt, 0);
-            m.assign(addr, addr.q() + 1);
-            fsm.goto(m, S::Send);
-        })
-        .state(S::Send, |m| {
-            m.assign(tx_valid, 1);
-            m.if_(tx_ready, |m| {
-                m.assign(crc, crc_tx);
-                m.assign(sh, sh_out);
-                byte_step(m);
-                m.if_(row_last, |m| {
-                    m.if_(last_row, |m| fsm.goto(m, S::Crc))
-                        .else_(|m| fsm.goto(m, S::RdIssue));
-                });
-            });
-        })
-        .state(S::Crc, |m| {
-            m.assign(tx_valid, 1);
-            m.assign(tx_data, crc.q());
-            m.if_(tx_ready, |m| fsm.goto(m, S::Idle));
-        })
-        .state(S::RunReset, |m| {
-            m.assign(core_rst, 1);
-            m.assign(pc, 0);
-            m.assign(run_cnt, 0);
+/// The core's side of the bridge, as the framing's states see it.
+struct CoreSide<'a> {
+    frame: &'a Frame,
+    core: CorePorts,
+    run: RunRegs,
+    mem: Memories,
+    rows: Rows,
+    payload_word: Expr,
+    /// RUN's cycle limit.
+    limit: Expr,
+    /// DECODE: a RUN that is carried out.
+    start: Expr,
+    program_aw: u32,
+}
+
+impl BridgeCore for CoreSide<'_> {
+    type State = TcBridgeState;
+    type Target = TcTarget;
+
+    fn reply_word(&self) -> Expr {
+        self.payload_word
+    }
+
+    fn decode(&self, m: &mut ModuleBuilder) {
+        let h = self.frame.header(m);
+        m.assign(self.run.words, h.addr.zext(17));
+        m.assign(self.run.limit, self.limit);
+    }
+
+    fn start(&self) -> Option<(Expr, TcBridgeState)> {
+        Some((self.start, TcBridgeState::RunReset))
+    }
+
+    fn reply_rows(&self) -> (TcTarget, RowSource) {
+        (TcTarget::Output, RowSource::Memory)
+    }
+
+    fn read_row(&self, m: &mut ModuleBuilder) {
+        m.assign(self.mem.out_rd_en, 1);
+    }
+
+    fn row_read(&self) -> (Option<Expr>, Expr) {
+        (None, self.mem.out_row.zext(self.rows.sh))
+    }
+}
+
+impl CoreSide<'_> {
+    /// RUN_RESET, RUN_PRIME, RUN_GO and RUN_ABORT: a run, from the core's
+    /// reset to its HALT or the cycle limit.
+    fn run_states(&self, st: &mut FsmStates<'_, TcBridgeState>) {
+        use TcBridgeState as S;
+        let fsm = self.frame.fsm;
+        let status_q = self.frame.status;
+        let (run, mem) = (self.run, &self.mem);
+        st.state(S::RunReset, |m| {
+            m.assign(mem.core_rst, 1);
+            m.assign(run.pc, 0);
+            m.assign(run.cycles, 0);
             fsm.goto(m, S::RunPrime);
         })
         .state(S::RunPrime, |m| {
@@ -573,47 +592,27 @@ fn body(
             fsm.goto(m, S::RunGo);
         })
         .state(S::RunGo, |m| {
-            m.assign(instr_valid, pc.q().is_lt(run_words.q()));
-            m.if_(take, |m| {
-                m.assign(pc, pc.q() + one_pc);
-                m.assign(prog_rd_addr, fit(pc.q(), p_aw) + m.lit(Ty::u(p_aw), 1));
+            m.assign(mem.instr_valid, run.pc.q().is_lt(run.words.q()));
+            m.if_(mem.take, |m| {
+                m.assign(run.pc, run.pc.q() + 1u32);
+                m.assign(mem.prog_rd_addr, fit(run.pc.q(), self.program_aw) + 1u32);
             });
-            m.if_(halted, |m| {
-                m.assign(
-                    status_q,
-                    mux(core_error, opq.lit(status::CORE_ERROR), opq.lit(status::OK)),
-                );
+            m.if_(self.core.halted, |m| {
+                let error = status_q.q().lit(status::CORE_ERROR);
+                m.assign(status_q, mux(self.core.error, error, status::OK));
                 fsm.goto(m, S::Reply);
             })
-            .elif(run_cnt.q().is_eq(run_limit.q()), |m| {
+            .elif(run.cycles.q().is_eq(run.limit.q()), |m| {
                 fsm.goto(m, S::RunAbort)
             })
-            .else_(|m| m.assign(run_cnt, run_cnt.q() + 1));
+            .else_(|m| m.assign(run.cycles, run.cycles.q() + 1u32));
         })
         .state(S::RunAbort, |m| {
-            m.assign(core_rst, 1);
+            m.assign(mem.core_rst, 1);
             m.assign(status_q, status::RUN_TIMEOUT);
             fsm.goto(m, S::Reply);
         });
-    });
-
-    // ---- Error flags: set by their event, cleared by a STATUS command;
-    // the event wins.
-    let clear = fsm.is(S::Decode) & opq.is_eq(op::STATUS);
-    let idle = fsm.is(S::Idle);
-    let receiving = fsm.is(S::Hdr) | fsm.is(S::Recv);
-    let stray = rx_valid & ((idle & rx_byte.is_ne(protocol::SYNC)) | !(idle | receiving));
-    for (flag, event) in [
-        (f_framing, rx_ferr),
-        (f_stray, stray),
-        (f_timeout, timed_out.value()),
-    ] {
-        m.if_(clear, |m| m.assign(flag, 0));
-        m.if_(event, |m| m.assign(flag, 1));
     }
-
-    m.output(ports::ACTIVE, !idle);
-    m.output(ports::ERROR, f_framing.q() | f_stray.q() | f_timeout.q());
 }
 
 /// The bridge's output that resets the core (with the board's reset).

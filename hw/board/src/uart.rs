@@ -107,8 +107,9 @@ pub fn uart_rx(design: &mut Design, clocks_per_bit: u32) -> Rc<ModuleDef> {
         let shift = m.reg_reset("shift", Ty::u(8), 0);
         let valid = m.reg_reset("valid", Ty::BOOL, 0);
         let ferr = m.reg_reset("ferr", Ty::BOOL, 0);
-        let half = m.lit(cnt_ty, (n - 1) / 2 - 1);
-        let full = m.lit(cnt_ty, n - 1);
+        // The counter's loads for (N-1)/2 cycles, to the middle of the start
+        // bit, and for a bit time (it counts down to 0).
+        let (half, full) = ((n - 1) / 2 - 1, n - 1);
         // In the framing states the counter runs down to the next sample
         // point (0), where `on_sample` runs and it restarts a bit time.
         let at_sample = |m: &mut ModuleBuilder, on_sample: &dyn Fn(&mut ModuleBuilder)| {
@@ -185,11 +186,9 @@ pub fn uart_tx(design: &mut Design, clocks_per_bit: u32) -> Rc<ModuleDef> {
         let shifted = hw::cat(&[one, frame.q().slice(1, 9)]);
         m.set_next(frame, mux(load, loaded, shifted));
         m.set_enable(frame, load | bit_end);
-        let ten = m.lit(Ty::u(4), 10);
-        m.set_next(bits_left, mux(load, ten, bits_left.q() - 1));
+        m.set_next(bits_left, mux(load, 10, bits_left.q() - 1));
         m.set_enable(bits_left, load | bit_end);
-        let full = m.lit(cnt_ty, n - 1);
-        m.set_next(cnt, mux(load | bit_end, full, cnt.q() - 1));
+        m.set_next(cnt, mux(load | bit_end, n - 1, cnt.q() - 1));
         m.set_enable(cnt, load | !idle);
         m.output(tx_ports::READY, ready);
         m.output(tx_ports::TX, frame.q().bit(0));

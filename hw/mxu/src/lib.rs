@@ -49,7 +49,10 @@
 
 use config::{ElemType, MxuConfig};
 use hw::blocks::FifoMode;
-use hw::{bits_for, cat, delay, delay_taps, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
+use hw::{
+    bits_for, cat, delay, delay_taps, mux, Bus, Design, Expr, Mem, ModuleBuilder, ModuleDef, Reg,
+    Ty, Wire,
+};
 use std::rc::Rc;
 
 mod block;
@@ -172,6 +175,9 @@ fn weight_fifo(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
     hw::blocks::fifo(design, row, t.weight_fifo_rows + 1, FifoMode::Fwft)
 }
 
+/// The MXU top: its ports, then its parts along the data: the weight FIFO,
+/// the loader, the skews into the PE grid, the de-skew, the accumulator and
+/// the host's read port.
 fn build_top(
     m: &mut ModuleBuilder,
     cfg: &MxuConfig,
@@ -182,11 +188,8 @@ fn build_top(
     use ports::*;
     let t = Timing::of(cfg);
     let (rows, cols) = (cfg.rows(), cfg.cols());
-    let op_ty = operand_ty(cfg.dtype());
-    let op_bits = op_ty.width;
-    let s_ty = sum_ty(cfg.dtype());
+    let op_bits = operand_ty(cfg.dtype()).width;
     let acc_aw = cfg.acc_rows().trailing_zeros();
-    let latency = t.pe_latency;
 
     let w_valid = m.input(W_VALID, Ty::BOOL);
     let w_row = m.input(W_ROW, Ty::u(cols * op_bits));
@@ -198,15 +201,46 @@ fn build_top(
     let rd_en = m.input(ACC_RD_EN, Ty::BOOL);
     let rd_addr = m.input(ACC_RD_ADDR, Ty::u(acc_aw));
 
-    // ---- Weight FIFO: rows written in cycle x reach the head in x + 2 at the
-    // earliest, and the head is refilled in the cycle the loader takes it.
+    let head = weight_fifo_port(m, weight_fifo, w_valid, w_row);
+    let loader = loader(m, cfg, &t, &head, a_valid, a_first);
+    let buses = ArrayBuses::declare(m, cfg, &t);
+    activation_skew(m, cfg, &t, &buses, a_row, loader.first_accept);
+    weight_skew(m, cfg, &buses, head.row, loader.take);
+    pe_grid(m, cfg, &t, pe, &buses);
+    let out_row = deskew(m, cfg, &buses);
+    let side = RowSide::pipe(m, &t, acc_aw, loader.accept, a_add, a_addr);
+    let acc = accumulator(m, cfg, &t, acc_adder, out_row, &side);
+
+    // ---- Host read port.
+    let data = m.mem_read(acc, Some(rd_en), rd_addr);
+    m.output(ACC_RD_DATA, data);
+    let rd_valid = delay(m, "rd_valid", rd_en, 1, Some(0));
+    m.output(ACC_RD_VALID, rd_valid);
+}
+
+/// The weight FIFO's head as the loader sees it.
+struct FifoHead {
+    valid: Expr,
+    row: Expr,
+    /// Driven by the loader: the head is taken this cycle.
+    take: Wire,
+}
+
+/// The weight FIFO: rows written in cycle x reach the head in x + 2 at the
+/// earliest, and the head is refilled in the cycle the loader takes it.
+fn weight_fifo_port(
+    m: &mut ModuleBuilder,
+    weight_fifo: &Rc<ModuleDef>,
+    w_valid: Expr,
+    w_row: Expr,
+) -> FifoHead {
     let wfifo = m.instance("wfifo", weight_fifo);
     m.connect(wfifo, "in_valid_i", w_valid);
     m.connect(wfifo, "in_data_i", w_row);
     let w_ready = m.inst_output(wfifo, "in_ready_o");
-    m.output(W_READY, w_ready);
-    let head_valid = m.inst_output(wfifo, "out_valid_o");
-    let head = m.inst_output(wfifo, "out_data_o");
+    m.output(ports::W_READY, w_ready);
+    let valid = m.inst_output(wfifo, "out_valid_o");
+    let row = m.inst_output(wfifo, "out_data_o");
     let take = m.wire_decl("take", Ty::BOOL);
     m.connect(wfifo, "out_ready_i", take.value());
     m.waive(
@@ -214,8 +248,31 @@ fn build_top(
         "wfifo_count_o",
         "the loader needs the head's valid bit, not the FIFO's occupancy",
     );
+    FifoHead { valid, row, take }
+}
 
-    // ---- Loader: shifts the head into the shadow chains, one row per cycle.
+/// What the loader decides each cycle.
+struct Loader {
+    /// An activation row is accepted.
+    accept: Expr,
+    /// The accepted row starts a tile (it hands the loaded tile to the array).
+    first_accept: Expr,
+    /// The FIFO's head shifts into the shadow chains.
+    take: Expr,
+}
+
+/// The loader: shifts the FIFO's head into the shadow chains, one row per
+/// cycle, until a tile's R rows are loaded; accepts a tile's first row once
+/// they are and the first-row gap has passed (`a_ready_o`).
+fn loader(
+    m: &mut ModuleBuilder,
+    cfg: &MxuConfig,
+    t: &Timing,
+    head: &FifoHead,
+    a_valid: Expr,
+    a_first: Expr,
+) -> Loader {
+    let rows = cfg.rows();
     let loaded_ty = Ty::u(bits_for(rows));
     let loaded = m.reg_reset("loaded", loaded_ty, 0);
     let gap_ty = Ty::u(bits_for(t.first_row_gap));
@@ -225,90 +282,143 @@ fn build_top(
         loaded.q().is_eq(rows) & since_first.q().is_ge(t.first_row_gap),
     );
     let a_ready = m.wire("a_ready", !a_first | tile_ready);
-    m.output(A_READY, a_ready);
+    m.output(ports::A_READY, a_ready);
     let accept = m.wire("accept", a_valid & a_ready);
     let first_accept = m.wire("first_accept", accept & a_first);
     // Accepting a first row hands the loaded tile to the array.
-    let zero_loaded = m.lit(loaded_ty, 0);
-    let loaded_now = mux(first_accept, zero_loaded, loaded.q());
+    let loaded_now = mux(first_accept, 0, loaded.q());
     let may_shift = if t.shadow_hold == 0 {
         m.lit(Ty::BOOL, 1)
     } else {
-        let hold_ty = Ty::u(bits_for(t.shadow_hold));
-        let hold = m.reg_reset("hold", hold_ty, 0);
-        let zero = m.lit(hold_ty, 0);
-        let restart = m.lit(hold_ty, t.shadow_hold - 1);
+        let hold = m.reg_reset("hold", Ty::u(bits_for(t.shadow_hold)), 0);
         let idle = hold.q().is_eq(0);
         m.set_next(
             hold,
-            mux(first_accept, restart, mux(idle, zero, hold.q() - 1)),
+            mux(first_accept, t.shadow_hold - 1, mux(idle, 0, hold.q() - 1)),
         );
         !first_accept & idle
     };
-    let take_now = head_valid & may_shift & loaded_now.is_lt(rows);
-    m.drive(take, take_now);
-    m.set_next(loaded, loaded_now + take_now.zext(loaded_ty.width));
-    let gap_max = m.lit(gap_ty, t.first_row_gap);
+    let take = head.valid & may_shift & loaded_now.is_lt(rows);
+    m.drive(head.take, take);
+    m.set_next(loaded, loaded_now + take.zext(loaded_ty.width));
     let counting = since_first.q().is_lt(t.first_row_gap);
     m.set_next(
         since_first,
         mux(
             first_accept,
-            m.lit(gap_ty, 1),
-            mux(counting, since_first.q() + 1, gap_max),
+            1,
+            mux(counting, since_first.q() + 1, t.first_row_gap),
         ),
     );
+    Loader {
+        accept,
+        first_accept,
+        take,
+    }
+}
 
-    // ---- The PE grid and its buses: activations flow right, psum/weights
-    // down. The tile-start flag reaches PE (r, c) r * latency + c cycles
-    // after it is accepted, with the new tile's first activation: every PE
-    // on one such wavefront sees the same flag, so one delay line (`first`
-    // below, tapped per wavefront) serves the whole grid instead of a flag
-    // register in every PE.
-    let act = m.bus("act", op_ty, &[rows, cols + 1]);
-    let wavefronts = (rows - 1) * latency + cols;
-    let first = m.bus("first", Ty::BOOL, &[wavefronts]);
-    let psum = m.bus("psum", s_ty, &[rows + 1, cols]);
-    let wchain = m.bus("wchain", op_ty, &[rows + 1, cols]);
-    let wshift = m.bus("wshift", Ty::BOOL, &[cols]);
-    for r in 0..rows {
-        let a = a_row.slice(r * op_bits, op_bits);
-        let a = if op_ty.signed { a.as_signed() } else { a };
-        let a = delay(m, &format!("askew{r}"), a, r * latency, None);
-        m.bus_drive(act, &[r, 0], a);
+/// The PE grid's buses: activations flow right, partial sums and weights
+/// down. The tile-start flag reaches PE (r, c) r * latency + c cycles after
+/// it is accepted, with the new tile's first activation: every PE on one
+/// such wavefront sees the same flag, so one delay line (`first`, tapped per
+/// wavefront) serves the whole grid instead of a flag register in every PE.
+struct ArrayBuses {
+    act: Bus,
+    first: Bus,
+    psum: Bus,
+    wchain: Bus,
+    wshift: Bus,
+    wavefronts: u32,
+}
+
+impl ArrayBuses {
+    fn declare(m: &mut ModuleBuilder, cfg: &MxuConfig, t: &Timing) -> ArrayBuses {
+        let (rows, cols) = (cfg.rows(), cfg.cols());
+        let op_ty = operand_ty(cfg.dtype());
+        let wavefronts = (rows - 1) * t.pe_latency + cols;
+        ArrayBuses {
+            act: m.bus("act", op_ty, &[rows, cols + 1]),
+            first: m.bus("first", Ty::BOOL, &[wavefronts]),
+            psum: m.bus("psum", sum_ty(cfg.dtype()), &[rows + 1, cols]),
+            wchain: m.bus("wchain", op_ty, &[rows + 1, cols]),
+            wshift: m.bus("wshift", Ty::BOOL, &[cols]),
+            wavefronts,
+        }
     }
-    let first_wave = delay_taps(m, "first_wave", first_accept, wavefronts - 1, Some(0));
+}
+
+/// Operand `k` of a row of operands, as the array carries it.
+fn operand(row: Expr, dtype: ElemType, k: u32) -> Expr {
+    let op_ty = operand_ty(dtype);
+    let x = row.slice(k * op_ty.width, op_ty.width);
+    if op_ty.signed {
+        x.as_signed()
+    } else {
+        x
+    }
+}
+
+/// Activation skew: row r's activation enters the array r * latency cycles
+/// late, and the tile-start flag runs down the wavefront line beside it.
+fn activation_skew(
+    m: &mut ModuleBuilder,
+    cfg: &MxuConfig,
+    t: &Timing,
+    buses: &ArrayBuses,
+    a_row: Expr,
+    first_accept: Expr,
+) {
+    for r in 0..cfg.rows() {
+        let a = operand(a_row, cfg.dtype(), r);
+        let a = delay(m, &format!("askew{r}"), a, r * t.pe_latency, None);
+        m.bus_drive(buses.act, &[r, 0], a);
+    }
+    let first_wave = delay_taps(m, "first_wave", first_accept, buses.wavefronts - 1, Some(0));
     for (k, f) in first_wave.into_iter().enumerate() {
-        m.bus_drive(first, &[k as u32], f);
+        m.bus_drive(buses.first, &[k as u32], f);
     }
-    // Column c shifts c cycles late, with the wavefront, so a column's
-    // shadow chain is free as soon as the wavefront has passed it.
-    let shift_wave = delay_taps(m, "wshift_wave", take_now, cols - 1, Some(0));
+}
+
+/// Weight skew: column c shifts c cycles late, with the wavefront, so a
+/// column's shadow chain is free as soon as the wavefront has passed it.
+/// Also the partial sums entering the top row.
+fn weight_skew(m: &mut ModuleBuilder, cfg: &MxuConfig, buses: &ArrayBuses, head: Expr, take: Expr) {
+    let cols = cfg.cols();
+    let shift_wave = delay_taps(m, "wshift_wave", take, cols - 1, Some(0));
     for c in 0..cols {
-        let w = head.slice(c * op_bits, op_bits);
-        let w = if op_ty.signed { w.as_signed() } else { w };
+        let w = operand(head, cfg.dtype(), c);
         let w = delay(m, &format!("wskew{c}"), w, c, None);
-        m.bus_drive(wchain, &[0, c], w);
-        m.bus_drive(wshift, &[c], shift_wave[c as usize]);
+        m.bus_drive(buses.wchain, &[0, c], w);
+        m.bus_drive(buses.wshift, &[c], shift_wave[c as usize]);
         // The sums start at +0 (int32 0, or fp32 +0.0 as the contract says).
-        let zero = m.lit(s_ty, 0);
-        m.bus_drive(psum, &[0, c], zero);
+        let zero = m.lit(sum_ty(cfg.dtype()), 0);
+        m.bus_drive(buses.psum, &[0, c], zero);
     }
-    let grid = m.instance_array("pe", pe, &[("row", rows), ("col", cols)]);
+}
+
+/// The R x C grid of PEs on its buses.
+fn pe_grid(
+    m: &mut ModuleBuilder,
+    cfg: &MxuConfig,
+    t: &Timing,
+    pe: &Rc<ModuleDef>,
+    buses: &ArrayBuses,
+) {
+    let grid = m.instance_array("pe", pe, &[("row", cfg.rows()), ("col", cfg.cols())]);
     let (r, c) = (grid.var(0), grid.var(1));
-    m.array_connect(grid, "a_i", act, &[r.clone(), c.clone()]);
-    m.array_connect(grid, "a_o", act, &[r.clone(), c.clone() + 1]);
+    m.array_connect(grid, "a_i", buses.act, &[r.clone(), c.clone()]);
+    m.array_connect(grid, "a_o", buses.act, &[r.clone(), c.clone() + 1]);
     m.array_connect(
         grid,
         "first_i",
-        first,
-        &[r.clone() * i64::from(latency) + c.clone()],
+        buses.first,
+        &[r.clone() * i64::from(t.pe_latency) + c.clone()],
     );
-    m.array_connect(grid, "psum_i", psum, &[r.clone(), c.clone()]);
-    m.array_connect(grid, "psum_o", psum, &[r.clone() + 1, c.clone()]);
-    m.array_connect(grid, "w_i", wchain, &[r.clone(), c.clone()]);
-    m.array_connect(grid, "w_o", wchain, &[r + 1, c.clone()]);
-    m.array_connect(grid, "w_shift_i", wshift, &[c]);
+    m.array_connect(grid, "psum_i", buses.psum, &[r.clone(), c.clone()]);
+    m.array_connect(grid, "psum_o", buses.psum, &[r.clone() + 1, c.clone()]);
+    m.array_connect(grid, "w_i", buses.wchain, &[r.clone(), c.clone()]);
+    m.array_connect(grid, "w_o", buses.wchain, &[r + 1, c.clone()]);
+    m.array_connect(grid, "w_shift_i", buses.wshift, &[c]);
     m.waive(
         "UNUSEDSIGNAL",
         "act",
@@ -319,101 +429,182 @@ fn build_top(
         "wchain",
         "shadow weights shifted out of the bottom row have no consumer",
     );
+}
 
-    // ---- De-skew: column c leaves c cycles after column 0; delay it C-1-c.
+/// De-skew: column c leaves the array c cycles after column 0; delaying it
+/// C-1-c cycles lines the output row up. Column 0 in the low bits.
+fn deskew(m: &mut ModuleBuilder, cfg: &MxuConfig, buses: &ArrayBuses) -> Expr {
+    let (rows, cols) = (cfg.rows(), cfg.cols());
     let mut outs = Vec::new();
     for c in 0..cols {
-        let s = m.bus_read(psum, &[rows, c]);
+        let s = m.bus_read(buses.psum, &[rows, c]);
         outs.push(delay(m, &format!("deskew{c}"), s, cols - 1 - c, None));
     }
-    outs.reverse(); // column 0 in the low bits
-    let out_row = m.wire("out_row", cat(&outs));
+    outs.reverse();
+    m.wire("out_row", cat(&outs))
+}
 
-    // The row's accumulator address and mode travel beside it.
-    let valid_pipe = m.reg_reset("valid_pipe", Ty::u(t.array_latency), 0);
-    let valid_next = if t.array_latency == 1 {
-        accept
-    } else {
-        cat(&[valid_pipe.q().slice(0, t.array_latency - 1), accept])
-    };
-    m.set_next(valid_pipe, valid_next);
-    let out_valid = m.wire("out_valid", valid_pipe.q().msb());
-    let side = delay(m, "side_pipe", cat(&[a_add, a_addr]), t.array_latency, None);
-    let out_addr = side.slice(0, acc_aw);
-    let out_add = side.msb();
+/// A row's accumulator address and mode, travelling beside it through the
+/// array, and the valid bits of the rows in flight.
+struct RowSide {
+    /// One bit per cycle of the array's latency: a row is in that stage.
+    valid_pipe: Reg,
+    /// The output row leaving the array is valid.
+    out_valid: Expr,
+    out_addr: Expr,
+    out_add: Expr,
+}
 
-    // ---- Accumulator: read in cycle T, new value written in T + 1 + La.
-    let acc = m.memory("acc", Ty::u(cols * 32), acc_aw);
-    let old = m.mem_read(acc, Some(out_valid), out_addr);
+impl RowSide {
+    fn pipe(
+        m: &mut ModuleBuilder,
+        t: &Timing,
+        acc_aw: u32,
+        accept: Expr,
+        a_add: Expr,
+        a_addr: Expr,
+    ) -> RowSide {
+        let valid_pipe = m.reg_reset("valid_pipe", Ty::u(t.array_latency), 0);
+        let valid_next = if t.array_latency == 1 {
+            accept
+        } else {
+            cat(&[valid_pipe.q().slice(0, t.array_latency - 1), accept])
+        };
+        m.set_next(valid_pipe, valid_next);
+        let out_valid = m.wire("out_valid", valid_pipe.q().msb());
+        let side = delay(m, "side_pipe", cat(&[a_add, a_addr]), t.array_latency, None);
+        RowSide {
+            valid_pipe,
+            out_valid,
+            out_addr: side.slice(0, acc_aw),
+            out_add: side.msb(),
+        }
+    }
+}
+
+/// The row an accumulator adder leaves to write.
+struct AccWrite {
+    /// The new accumulator row.
+    row: Expr,
+    valid: Expr,
+    /// The add flag and address the row was accepted with.
+    side: Expr,
+    /// Rows between the accumulator read and its write.
+    pending: Expr,
+}
+
+/// The accumulator memory: the row leaving the array in cycle T reads its
+/// accumulator row; the new value (the output, or the sum of both) is
+/// written in T + 1 + La. Returns the memory, for the host's read port.
+fn accumulator(
+    m: &mut ModuleBuilder,
+    cfg: &MxuConfig,
+    t: &Timing,
+    acc_adder: Option<&Rc<ModuleDef>>,
+    out_row: Expr,
+    side: &RowSide,
+) -> Mem {
+    let acc_aw = cfg.acc_rows().trailing_zeros();
+    let acc = m.memory("acc", Ty::u(cfg.cols() * 32), acc_aw);
+    let old = m.mem_read(acc, Some(side.out_valid), side.out_addr);
     let row1 = m.reg("row1", out_row.ty());
     m.set_next(row1, out_row);
     let side1 = m.reg("side1", Ty::u(acc_aw + 1));
-    m.set_next(side1, cat(&[out_add, out_addr]));
+    m.set_next(side1, cat(&[side.out_add, side.out_addr]));
     let valid1 = m.reg_reset("valid1", Ty::BOOL, 0);
-    m.set_next(valid1, out_valid);
-    let (new_row, wr_valid, wr_side, pending) = match acc_adder {
-        None => {
-            // int32: wrapping adds, no extra stage.
-            let add = side1.q().msb();
-            let cols_sum: Vec<Expr> = (0..cols)
-                .rev()
-                .map(|c| {
-                    let o = old.slice(c * 32, 32);
-                    let n = row1.q().slice(c * 32, 32);
-                    mux(add, o + n, n)
-                })
-                .collect();
-            (cat(&cols_sum), valid1.q(), side1.q(), valid1.q())
-        }
-        Some(adder) => {
-            let la = t.acc_add_latency;
-            let acc_old = m.bus("acc_old", Ty::u(32), &[cols]);
-            let acc_new = m.bus("acc_new", Ty::u(32), &[cols]);
-            let acc_sum = m.bus("acc_sum", Ty::u(32), &[cols]);
-            for c in 0..cols {
-                let o = old.slice(c * 32, 32);
-                let n = row1.q().slice(c * 32, 32);
-                m.bus_drive(acc_old, &[c], o);
-                m.bus_drive(acc_new, &[c], n);
-            }
-            let adders = m.instance_array("acc_add", adder, &[("col", cols)]);
-            let c = adders.var(0);
-            // C = add32(C, s_t): the accumulator is the first operand.
-            m.array_connect(adders, "a_i", acc_old, std::slice::from_ref(&c));
-            m.array_connect(adders, "b_i", acc_new, std::slice::from_ref(&c));
-            m.array_connect(adders, "sum_o", acc_sum, &[c]);
-            let row_late = delay(m, "row_late", row1.q(), la, None);
-            let side_late = delay(m, "side_late", side1.q(), la, None);
-            let valid_pipe2 = m.reg_reset("valid_late", Ty::u(la), 0);
-            let next = if la == 1 {
-                valid1.q()
-            } else {
-                cat(&[valid_pipe2.q().slice(0, la - 1), valid1.q()])
-            };
-            m.set_next(valid_pipe2, next);
-            let add = side_late.msb();
-            let cols_sum: Vec<Expr> = (0..cols)
-                .rev()
-                .map(|c| {
-                    let s = m.bus_read(acc_sum, &[c]);
-                    mux(add, s, row_late.slice(c * 32, 32))
-                })
-                .collect();
-            let pending = valid1.q() | valid_pipe2.q().any();
-            (cat(&cols_sum), valid_pipe2.q().msb(), side_late, pending)
-        }
+    m.set_next(valid1, side.out_valid);
+    let read = AccRead {
+        old,
+        new: row1.q(),
+        side: side1.q(),
+        valid: valid1.q(),
     };
-    let new_row = m.wire("acc_new_row", new_row);
-    let wr_valid = m.wire("acc_write", wr_valid);
-    m.mem_write(acc, wr_valid, wr_side.slice(0, acc_aw), new_row);
-    m.output(ACC_WR, wr_valid);
-    m.output(BUSY, valid_pipe.q().any() | pending);
+    let write = match acc_adder {
+        None => add_int32(cfg.cols(), &read),
+        Some(adder) => add_fp32(m, cfg.cols(), t.acc_add_latency, adder, &read),
+    };
+    let new_row = m.wire("acc_new_row", write.row);
+    let wr_valid = m.wire("acc_write", write.valid);
+    m.mem_write(acc, wr_valid, write.side.slice(0, acc_aw), new_row);
+    m.output(ports::ACC_WR, wr_valid);
+    m.output(ports::BUSY, side.valid_pipe.q().any() | write.pending);
+    acc
+}
 
-    // ---- Host read port.
-    let data = m.mem_read(acc, Some(rd_en), rd_addr);
-    m.output(ACC_RD_DATA, data);
-    let rd_valid = delay(m, "rd_valid", rd_en, 1, Some(0));
-    m.output(ACC_RD_VALID, rd_valid);
+/// An accumulator row read, with the output row to add to it (one cycle
+/// after the output row left the array).
+struct AccRead {
+    old: Expr,
+    new: Expr,
+    /// The add flag (top bit) and the address.
+    side: Expr,
+    valid: Expr,
+}
+
+/// int32: wrapping adds, no extra stage.
+fn add_int32(cols: u32, read: &AccRead) -> AccWrite {
+    let add = read.side.msb();
+    let cols_sum: Vec<Expr> = (0..cols)
+        .rev()
+        .map(|c| {
+            let o = read.old.slice(c * 32, 32);
+            let n = read.new.slice(c * 32, 32);
+            mux(add, o + n, n)
+        })
+        .collect();
+    AccWrite {
+        row: cat(&cols_sum),
+        valid: read.valid,
+        side: read.side,
+        pending: read.valid,
+    }
+}
+
+/// fp32: one adder per column, `la` cycles deep; the row, its side bits and
+/// its valid bit wait beside them.
+fn add_fp32(
+    m: &mut ModuleBuilder,
+    cols: u32,
+    la: u32,
+    adder: &Rc<ModuleDef>,
+    read: &AccRead,
+) -> AccWrite {
+    let acc_old = m.bus("acc_old", Ty::u(32), &[cols]);
+    let acc_new = m.bus("acc_new", Ty::u(32), &[cols]);
+    let acc_sum = m.bus("acc_sum", Ty::u(32), &[cols]);
+    for c in 0..cols {
+        m.bus_drive(acc_old, &[c], read.old.slice(c * 32, 32));
+        m.bus_drive(acc_new, &[c], read.new.slice(c * 32, 32));
+    }
+    let adders = m.instance_array("acc_add", adder, &[("col", cols)]);
+    let c = adders.var(0);
+    // C = add32(C, s_t): the accumulator is the first operand.
+    m.array_connect(adders, "a_i", acc_old, std::slice::from_ref(&c));
+    m.array_connect(adders, "b_i", acc_new, std::slice::from_ref(&c));
+    m.array_connect(adders, "sum_o", acc_sum, &[c]);
+    let row_late = delay(m, "row_late", read.new, la, None);
+    let side_late = delay(m, "side_late", read.side, la, None);
+    let valid_late = m.reg_reset("valid_late", Ty::u(la), 0);
+    let next = if la == 1 {
+        read.valid
+    } else {
+        cat(&[valid_late.q().slice(0, la - 1), read.valid])
+    };
+    m.set_next(valid_late, next);
+    let add = side_late.msb();
+    let cols_sum: Vec<Expr> = (0..cols)
+        .rev()
+        .map(|c| {
+            let s = m.bus_read(acc_sum, &[c]);
+            mux(add, s, row_late.slice(c * 32, 32))
+        })
+        .collect();
+    AccWrite {
+        row: cat(&cols_sum),
+        valid: valid_late.q().msb(),
+        side: side_late,
+        pending: read.valid | valid_late.q().any(),
+    }
 }
 
 /// The processing element for `dtype`.

@@ -6,16 +6,47 @@ use super::*;
 // ---------------------------------------------------------------------------
 // Expr: operations.
 
-/// Something that can stand on the right of an operator next to an `Expr`: an
-/// `Expr`, or an integer constant that takes the left operand's type.
+/// A value where the other side of the operation gives the type: an `Expr`,
+/// or an integer constant (or [`HwEnum`] variant) that takes that type. It
+/// stands on the right of an operator or comparison (`x + 1`, `x.is_eq(3)`),
+/// in either arm of a [`mux`] (`mux(c, x, 0)`), and as the value of
+/// [`ModuleBuilder::assign`], [`ModuleBuilder::set_next`] and
+/// [`ModuleBuilder::drive`], whose target gives the type. A constant that does
+/// not fit the type stops elaboration at the caller's line.
 pub trait Operand {
+    /// The operand as a value of `like`'s type in `like`'s module (an `Expr`
+    /// is returned as it is; the caller checks its type).
     #[track_caller]
     fn to_expr(self, like: Expr) -> Expr;
+
+    /// The operand's own value when it has a type of its own (an `Expr`);
+    /// `None` for a constant, which takes its type from the other side.
+    fn typed(&self) -> Option<Expr> {
+        None
+    }
 }
 
 impl Operand for Expr {
     fn to_expr(self, _like: Expr) -> Expr {
         self
+    }
+
+    fn typed(&self) -> Option<Expr> {
+        Some(*self)
+    }
+}
+
+/// Two operands that must end up with one type, as values: a constant takes
+/// the type of the other operand; two constants have none to take.
+#[track_caller]
+fn typed_pair(a: impl Operand, b: impl Operand, what: &str) -> (Expr, Expr) {
+    match (a.typed(), b.typed()) {
+        (Some(x), _) => (x, b.to_expr(x)),
+        (None, Some(y)) => (a.to_expr(y), y),
+        (None, None) => elab_error(format!(
+            "{what} of two constants: one arm must be a value to give the other its type \
+             (write one with Expr::lit or ModuleBuilder::lit)"
+        )),
     }
 }
 
@@ -328,9 +359,10 @@ impl Expr {
         )
     }
 
-    /// `self ? a : b`; `self` must be one unsigned bit.
+    /// `self ? a : b`; `self` must be one unsigned bit. Either arm may be an
+    /// integer constant, which takes the other arm's type.
     #[track_caller]
-    pub fn select(self, a: Expr, b: Expr) -> Expr {
+    pub fn select(self, a: impl Operand, b: impl Operand) -> Expr {
         mux(self, a, b)
     }
 }
@@ -342,7 +374,8 @@ impl Expr {
 /// none. Use it where the select is as good as random (signs, carries,
 /// magnitude comparisons of operands), and [`mux`] elsewhere.
 #[track_caller]
-pub fn mux_bitwise(sel: Expr, a: Expr, b: Expr) -> Expr {
+pub fn mux_bitwise(sel: Expr, a: impl Operand, b: impl Operand) -> Expr {
+    let (a, b) = typed_pair(a, b, "mux_bitwise");
     // Checks the operands as `mux` does.
     let _ = mux(sel, a, b);
     let ty = a.ty;
@@ -357,9 +390,12 @@ pub fn mux_bitwise(sel: Expr, a: Expr, b: Expr) -> Expr {
     }
 }
 
-/// `sel ? a : b` with a one-bit `sel` and equal types for `a` and `b`.
+/// `sel ? a : b` with a one-bit `sel` and equal types for `a` and `b`. Either
+/// arm may be an integer constant (`mux(c, x, 0)`), which takes the other
+/// arm's type.
 #[track_caller]
-pub fn mux(sel: Expr, a: Expr, b: Expr) -> Expr {
+pub fn mux(sel: Expr, a: impl Operand, b: impl Operand) -> Expr {
+    let (a, b) = typed_pair(a, b, "mux");
     same_module(sel, a);
     same_module(sel, b);
     if sel.ty != Ty::BOOL {

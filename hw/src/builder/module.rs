@@ -56,9 +56,11 @@ impl ModuleBuilder {
     }
 
     /// Drives a wire or output declared earlier. Each is driven exactly once.
+    /// An integer constant takes the wire's type.
     #[track_caller]
-    pub fn drive(&mut self, w: Wire, value: Expr) {
+    pub fn drive(&mut self, w: Wire, value: impl Operand) {
         let loc = Location::caller();
+        let value = value.to_expr(w.value);
         self.own(value);
         self.own(w.value);
         self.with(|m| {
@@ -126,10 +128,12 @@ impl ModuleBuilder {
         }
     }
 
-    /// Sets a register's next value (once).
+    /// Sets a register's next value (once). An integer constant takes the
+    /// register's type.
     #[track_caller]
-    pub fn set_next(&mut self, r: Reg, value: Expr) {
+    pub fn set_next(&mut self, r: Reg, value: impl Operand) {
         let loc = Location::caller();
+        let value = value.to_expr(r.q);
         self.own(value);
         self.own(r.q);
         self.not_procedural(r);

@@ -76,7 +76,6 @@ fn build(
     let shifts = m.wire("shifts", mux(left, reversed(shifted), shifted));
     let min_i = mux(sa.is_lt(sb), a, b);
     let max_i = mux(sa.is_lt(sb), b, a);
-    let zero = m.lit(Ty::u(32), 0);
     let zero_point = c.slice(8, 8).as_signed();
     let requant = requant_int8_from_product(m, sa, sb, product, c.slice(0, 5), zero_point);
     let requant = m.wire("requant", requant.sext(32).as_unsigned());
@@ -94,7 +93,7 @@ fn build(
         (Op::ShlI32, shifts),
         (Op::ShrI32, shifts),
         (Op::SraI32, shifts),
-        (Op::ReluI32, mux(a.msb(), zero, a)),
+        (Op::ReluI32, mux(a.msb(), 0, a)),
         (Op::EqI32, flag(a.is_eq(b))),
         (Op::NeI32, flag(a.is_ne(b))),
         (Op::LtI32, flag(sa.is_lt(sb))),
@@ -106,8 +105,7 @@ fn build(
         (Op::RequantI8, requant),
     ];
     if units.has_fp32() {
-        let sign = m.lit(Ty::u(32), 0x8000_0000u32);
-        let b_signed = mux(is(Op::SubF32), b ^ sign, b);
+        let b_signed = mux(is(Op::SubF32), b ^ 0x8000_0000u32, b);
         let sum = hw::fp::fp32_add_logic(m, a, b_signed);
         let sum = m.wire("fp_sum", sum);
         let fmul = fp32_mul_from_product(m, a, b, product);

@@ -366,21 +366,21 @@ fn stage_reg(m: &mut ModuleBuilder, name: &str, value: Expr, advance: Expr) -> E
     r.q()
 }
 
+/// The VPU top: its ports and decoder, the pipeline's flow, stage
+/// registers and forwarding, the memory ports, the lanes and the cross-lane
+/// unit.
 fn build_top(m: &mut ModuleBuilder, cfg: &VpuConfig, parts: &Parts) {
     use ports::*;
     let w = cfg.elems();
-    let (lanes, sublanes) = (cfg.lanes(), cfg.sublanes());
-    let rw = cfg.vregs().trailing_zeros();
-    let aw = cfg.vmem_words().trailing_zeros();
-    let ex_cycles = reduction_cycles(cfg);
-
     let instr_valid = m.input(INSTR_VALID, Ty::BOOL);
     let instr = m.input(INSTR, Ty::u(128));
-    let host_valid = m.input(HOST_VALID, Ty::BOOL);
-    let host_write = m.input(HOST_WRITE, Ty::BOOL);
-    let host_space = m.input(HOST_SPACE, Ty::BOOL);
-    let host_addr = m.input(HOST_ADDR, Ty::u(host_addr_bits(cfg)));
-    let host_wdata = m.input(HOST_WDATA, Ty::u(32 * w));
+    let host = HostPort {
+        valid: m.input(HOST_VALID, Ty::BOOL),
+        write: m.input(HOST_WRITE, Ty::BOOL),
+        space: m.input(HOST_SPACE, Ty::BOOL),
+        addr: m.input(HOST_ADDR, Ty::u(host_addr_bits(cfg))),
+        wdata: m.input(HOST_WDATA, Ty::u(32 * w)),
+    };
 
     let d = decode(m, cfg, instr);
     m.waive(
@@ -389,187 +389,406 @@ fn build_top(m: &mut ModuleBuilder, cfg: &VpuConfig, parts: &Parts) {
         "register fields above log2 V bits, address fields above log2 D bits and the two \
          reserved bits are ignored by the instruction set",
     );
+    let flow = Flow::control(m, cfg, &d, instr_valid, host.valid);
+    let st = Stages::registers(m, &d, &flow);
+    let fwd = Forwarding::sources(m, &st);
+    let mem = MemPorts::select(m, cfg, &d, &flow, &st, &host);
+    let ctl = lane_control(cfg, &d, &flow, &st, &fwd, &mem);
+    let buses = LaneBuses::build(m, cfg, parts, ctl, host.wdata);
+    cross_lane(m, cfg, parts, &buses, st.op, st.imm, flow.folding);
 
-    // ---- Pipeline state.
-    let ex_valid = m.reg_reset("ex_valid", Ty::BOOL, 0);
-    let wb_valid = m.reg_reset("wb_valid", Ty::BOOL, 0);
-    // A reduction holds the execute stage for its fold levels: `ex_multi`
-    // marks one, `fold_step` counts its cycles. The execute stage's last
-    // cycle is then the last level; for every other bundle its only cycle.
-    let fold = (ex_cycles > 1).then(|| {
-        let ty = Ty::u(hw::bits_for(u64::from(ex_cycles - 1)));
-        (
-            m.reg_reset("ex_multi", Ty::BOOL, 0),
-            m.reg_reset("fold_step", ty, 0),
-        )
-    });
-    let ex_last = match fold {
-        Some((multi, step)) => m.wire(
-            "ex_last",
-            !multi.q() | step.q().is_eq(u64::from(ex_cycles - 1)),
-        ),
-        None => m.lit(Ty::BOOL, 1),
-    };
-    let advance = m.wire("advance", !ex_valid.q() | ex_last);
-    let busy = m.wire("busy", ex_valid.q() | wb_valid.q());
-    let host_ready = !busy;
-    let host_accept = m.wire("host_accept", host_valid & host_ready);
-    let instr_ready = m.wire("instr_ready", !host_valid & advance);
-    let accept = m.wire("accept", instr_valid & instr_ready);
+    // ---- Outputs.
+    let rdata_parts: Vec<Expr> = (0..w)
+        .rev()
+        .map(|e| m.bus_read(buses.rdata, &[e]))
+        .collect();
+    m.output(HOST_RDATA, cat(&rdata_parts));
+    m.output(HOST_RVALID, mem.host_rvalid);
+    m.output(HOST_READY, flow.host_ready);
+    m.output(INSTR_READY, flow.instr_ready);
+    m.output(STORE, mem.store_now);
+    m.output(BUSY, flow.busy);
+    m.output(ERROR, flow.error);
+}
 
-    m.if_(advance, |m| {
-        m.assign(ex_valid, accept);
-        m.assign(wb_valid, ex_valid.q());
-        if let Some((multi, _)) = fold {
-            m.assign(multi, accept & d.reduction);
-        }
-    });
-    let folding = fold.map(|(multi, step)| {
-        let folding = m.wire("folding", ex_valid.q() & multi.q());
-        m.if_(folding, |m| {
-            m.if_(ex_last, |m| m.assign(step, 0u32))
-                .else_(|m| m.assign(step, step.q() + 1u32));
+/// The host port's inputs.
+struct HostPort {
+    valid: Expr,
+    write: Expr,
+    /// 1: the register file, 0: VMEM.
+    space: Expr,
+    addr: Expr,
+    wdata: Expr,
+}
+
+/// The pipeline's flow: which bundle moves where this cycle.
+struct Flow {
+    ex_valid: Expr,
+    wb_valid: Expr,
+    /// The execute stage's last cycle: a reduction's last fold level, every
+    /// other bundle's only cycle.
+    ex_last: Expr,
+    /// The execute stage takes the next bundle (and write-back this one).
+    advance: Expr,
+    busy: Expr,
+    host_ready: Expr,
+    host_accept: Expr,
+    instr_ready: Expr,
+    /// A bundle is accepted from `instr_i`.
+    accept: Expr,
+    /// A reduction is folding, and its fold step (when W > 2).
+    folding: Option<(Expr, Expr)>,
+    error: Expr,
+}
+
+impl Flow {
+    /// The valid bits of execute and write-back, the fold counter of a
+    /// reduction, the handshakes with the host and the instruction port,
+    /// and the error flag (set by an illegal opcode).
+    fn control(
+        m: &mut ModuleBuilder,
+        cfg: &VpuConfig,
+        d: &Decoded,
+        instr_valid: Expr,
+        host_valid: Expr,
+    ) -> Flow {
+        let ex_cycles = reduction_cycles(cfg);
+        let ex_valid = m.reg_reset("ex_valid", Ty::BOOL, 0);
+        let wb_valid = m.reg_reset("wb_valid", Ty::BOOL, 0);
+        // A reduction holds the execute stage for its fold levels: `ex_multi`
+        // marks one, `fold_step` counts its cycles. The execute stage's last
+        // cycle is then the last level; for every other bundle its only cycle.
+        let fold = (ex_cycles > 1).then(|| {
+            let ty = Ty::u(hw::bits_for(u64::from(ex_cycles - 1)));
+            (
+                m.reg_reset("ex_multi", Ty::BOOL, 0),
+                m.reg_reset("fold_step", ty, 0),
+            )
         });
-        (folding, step.q())
-    });
-    let error = m.reg_reset("error", Ty::BOOL, 0);
-    m.if_(accept & !d.legal, |m| m.assign(error, 1u32));
-
-    // The bundle in execute, and the registers the one in write-back writes.
-    let ex_op = stage_reg(m, "ex_op", d.opcode, advance);
-    let ex_writes = stage_reg(m, "ex_writes", d.writes, advance);
-    let ex_vd = stage_reg(m, "ex_vd", d.vd, advance);
-    let ex_vs: Vec<Expr> = (0..3)
-        .map(|i| stage_reg(m, &format!("ex_vs{}", i + 1), d.vs[i], advance))
-        .collect();
-    let ex_imm = stage_reg(m, "ex_imm", d.imm, advance);
-    let ex_ld_en = stage_reg(m, "ex_ld_en", d.ld_en, advance);
-    let ex_ld_reg = stage_reg(m, "ex_ld_reg", d.ld_reg, advance);
-    let ex_st_en = stage_reg(m, "ex_st_en", d.st_en, advance);
-    let ex_st_reg = stage_reg(m, "ex_st_reg", d.st_reg, advance);
-    let ex_st_addr = stage_reg(m, "ex_st_addr", d.st_addr, advance);
-    let wb_ld_en = stage_reg(m, "wb_ld_en", ex_ld_en, advance);
-    let wb_ld_reg = stage_reg(m, "wb_ld_reg", ex_ld_reg, advance);
-    let wb_alu_en = stage_reg(m, "wb_alu_en", ex_writes, advance);
-    let wb_alu_reg = stage_reg(m, "wb_alu_reg", ex_vd, advance);
-    let wb_ld_we = m.wire("wb_load_write", wb_valid.q() & wb_ld_en);
-    let wb_alu_we = m.wire("wb_alu_write", wb_valid.q() & wb_alu_en);
-
-    // ---- Forwarding: the newest producer of each operand.
-    let fwd_lit = |m: &mut ModuleBuilder, f: Fwd| m.enum_lit(f);
-    let source = |m: &mut ModuleBuilder, reg: Expr| {
-        let rf = fwd_lit(m, Fwd::Rf);
-        let wb_load = fwd_lit(m, Fwd::WbLoad);
-        let wb_alu = fwd_lit(m, Fwd::WbAlu);
-        let load = fwd_lit(m, Fwd::Load);
-        mux(
-            ex_ld_en & ex_ld_reg.is_eq(reg),
-            load,
-            mux(
-                wb_alu_we & wb_alu_reg.is_eq(reg),
-                wb_alu,
-                mux(wb_ld_we & wb_ld_reg.is_eq(reg), wb_load, rf),
+        let ex_last = match fold {
+            Some((multi, step)) => m.wire(
+                "ex_last",
+                !multi.q() | step.q().is_eq(u64::from(ex_cycles - 1)),
             ),
-        )
-    };
-    let fwd_abc: Vec<Expr> = (0..3)
-        .map(|i| {
-            let s = source(m, ex_vs[i]);
-            m.wire(&format!("fwd_vs{}", i + 1), s)
-        })
-        .collect();
-    let alu_now = fwd_lit(m, Fwd::Alu);
-    let store_older = source(m, ex_st_reg);
-    let fwd_store = mux(ex_writes & ex_vd.is_eq(ex_st_reg), alu_now, store_older);
-    let fwd_store = m.wire("fwd_store", fwd_store);
+            None => m.lit(Ty::BOOL, 1),
+        };
+        let advance = m.wire("advance", !ex_valid.q() | ex_last);
+        let busy = m.wire("busy", ex_valid.q() | wb_valid.q());
+        let host_ready = !busy;
+        let host_accept = m.wire("host_accept", host_valid & host_ready);
+        let instr_ready = m.wire("instr_ready", !host_valid & advance);
+        let accept = m.wire("accept", instr_valid & instr_ready);
 
-    // ---- Memory ports: the host while idle, the pipeline otherwise.
-    let host_rf = host_accept & host_space;
-    let host_vmem = host_accept & !host_space;
-    let host_rf_read = m.wire("host_rf_read", host_rf & !host_write);
-    let host_rf_write = m.wire("host_rf_write", host_rf & host_write);
-    let host_vmem_read = m.wire("host_vmem_read", host_vmem & !host_write);
-    let host_vmem_write = m.wire("host_vmem_write", host_vmem & host_write);
-    let host_reg = host_addr.slice(0, rw);
-    let host_word = host_addr.slice(0, aw);
-    let store_now = m.wire("store_now", ex_valid.q() & ex_st_en & ex_last);
-
-    let rf_rd_en = accept | host_rf_read;
-    let rf_rd_a = mux(host_rf_read, host_reg, d.vs[0]);
-    let vmem_rd_en = (accept & d.ld_en) | host_vmem_read;
-    let vmem_rd_addr = mux(host_vmem_read, host_word, d.ld_addr);
-    let vmem_we = store_now | host_vmem_write;
-    let vmem_wa = mux(host_vmem_write, host_word, ex_st_addr);
-    let rf_alu_we = wb_alu_we | host_rf_write;
-    let rf_alu_wa = mux(host_rf_write, host_reg, wb_alu_reg);
-    let host_rvalid = m.reg_reset("host_rvalid", Ty::BOOL, 0);
-    m.set_next(host_rvalid, host_rf_read | host_vmem_read);
-    let host_rd_rf = m.reg("host_rd_rf", Ty::BOOL);
-    m.set_next(host_rd_rf, host_space);
-    m.set_enable(host_rd_rf, host_accept);
-
-    // ---- The lanes, element e = s * lanes + l.
-    let word = Ty::u(32);
-    let opnd = m.bus("opnd", word, &[w]);
-    let rot_lane = m.bus("rot_lane", word, &[w]);
-    let rot_sublane = m.bus("rot_sublane", word, &[w]);
-    let reduced = m.bus("reduced", word, &[w]);
-    let wdata = m.bus("host_wdata", word, &[w]);
-    let rdata = m.bus("host_rdata", word, &[w]);
-    for e in 0..w {
-        m.bus_drive(wdata, &[e], host_wdata.slice(32 * e, 32));
+        m.if_(advance, |m| {
+            m.assign(ex_valid, accept);
+            m.assign(wb_valid, ex_valid.q());
+            if let Some((multi, _)) = fold {
+                m.assign(multi, accept & d.reduction);
+            }
+        });
+        let folding = fold.map(|(multi, step)| {
+            let folding = m.wire("folding", ex_valid.q() & multi.q());
+            m.if_(folding, |m| {
+                m.if_(ex_last, |m| m.assign(step, 0u32))
+                    .else_(|m| m.assign(step, step.q() + 1u32));
+            });
+            (folding, step.q())
+        });
+        let error = m.reg_reset("error", Ty::BOOL, 0);
+        m.if_(accept & !d.legal, |m| m.assign(error, 1u32));
+        Flow {
+            ex_valid: ex_valid.q(),
+            wb_valid: wb_valid.q(),
+            ex_last,
+            advance,
+            busy,
+            host_ready,
+            host_accept,
+            instr_ready,
+            accept,
+            folding,
+            error: error.q(),
+        }
     }
-    let arr = m.instance_array("lane", &parts.lane, &[("sub", sublanes), ("lane", lanes)]);
-    let element = [arr.var(0) * i64::from(lanes) + arr.var(1)];
-    let first = m.bus_read(opnd, &[0]);
+}
+
+/// The bundle in execute, and the registers the one in write-back writes.
+struct Stages {
+    op: Expr,
+    /// The bundle's ALU operation writes `vd`.
+    writes: Expr,
+    vd: Expr,
+    vs: Vec<Expr>,
+    imm: Expr,
+    ld_en: Expr,
+    ld_reg: Expr,
+    st_en: Expr,
+    st_reg: Expr,
+    st_addr: Expr,
+    wb_ld_reg: Expr,
+    wb_alu_reg: Expr,
+    /// Write-back writes a loaded vector / an ALU result this cycle.
+    wb_ld_we: Expr,
+    wb_alu_we: Expr,
+}
+
+impl Stages {
+    fn registers(m: &mut ModuleBuilder, d: &Decoded, flow: &Flow) -> Stages {
+        let advance = flow.advance;
+        let op = stage_reg(m, "ex_op", d.opcode, advance);
+        let writes = stage_reg(m, "ex_writes", d.writes, advance);
+        let vd = stage_reg(m, "ex_vd", d.vd, advance);
+        let vs: Vec<Expr> = (0..3)
+            .map(|i| stage_reg(m, &format!("ex_vs{}", i + 1), d.vs[i], advance))
+            .collect();
+        let imm = stage_reg(m, "ex_imm", d.imm, advance);
+        let ld_en = stage_reg(m, "ex_ld_en", d.ld_en, advance);
+        let ld_reg = stage_reg(m, "ex_ld_reg", d.ld_reg, advance);
+        let st_en = stage_reg(m, "ex_st_en", d.st_en, advance);
+        let st_reg = stage_reg(m, "ex_st_reg", d.st_reg, advance);
+        let st_addr = stage_reg(m, "ex_st_addr", d.st_addr, advance);
+        let wb_ld_en = stage_reg(m, "wb_ld_en", ld_en, advance);
+        let wb_ld_reg = stage_reg(m, "wb_ld_reg", ld_reg, advance);
+        let wb_alu_en = stage_reg(m, "wb_alu_en", writes, advance);
+        let wb_alu_reg = stage_reg(m, "wb_alu_reg", vd, advance);
+        let wb_ld_we = m.wire("wb_load_write", flow.wb_valid & wb_ld_en);
+        let wb_alu_we = m.wire("wb_alu_write", flow.wb_valid & wb_alu_en);
+        Stages {
+            op,
+            writes,
+            vd,
+            vs,
+            imm,
+            ld_en,
+            ld_reg,
+            st_en,
+            st_reg,
+            st_addr,
+            wb_ld_reg,
+            wb_alu_reg,
+            wb_ld_we,
+            wb_alu_we,
+        }
+    }
+}
+
+/// Forwarding: where each operand of the bundle in execute comes from, the
+/// newest producer of its register.
+struct Forwarding {
+    /// Sources of `vs1`, `vs2`, `vs3`.
+    abc: Vec<Expr>,
+    /// Source of the register the bundle stores.
+    store: Expr,
+}
+
+impl Forwarding {
+    fn sources(m: &mut ModuleBuilder, st: &Stages) -> Forwarding {
+        let source = |m: &mut ModuleBuilder, reg: Expr| {
+            let rf = m.enum_lit(Fwd::Rf);
+            mux(
+                st.ld_en & st.ld_reg.is_eq(reg),
+                Fwd::Load,
+                mux(
+                    st.wb_alu_we & st.wb_alu_reg.is_eq(reg),
+                    Fwd::WbAlu,
+                    mux(st.wb_ld_we & st.wb_ld_reg.is_eq(reg), Fwd::WbLoad, rf),
+                ),
+            )
+        };
+        let abc: Vec<Expr> = (0..3)
+            .map(|i| {
+                let s = source(m, st.vs[i]);
+                m.wire(&format!("fwd_vs{}", i + 1), s)
+            })
+            .collect();
+        let store_older = source(m, st.st_reg);
+        let store = mux(st.writes & st.vd.is_eq(st.st_reg), Fwd::Alu, store_older);
+        let store = m.wire("fwd_store", store);
+        Forwarding { abc, store }
+    }
+}
+
+/// The register file's and VMEM's ports: the host's while idle, the
+/// pipeline's otherwise.
+struct MemPorts {
+    rf_rd_en: Expr,
+    rf_rd_a: Expr,
+    rf_alu_we: Expr,
+    rf_alu_wa: Expr,
+    host_rf_write: Expr,
+    vmem_rd_en: Expr,
+    vmem_rd_addr: Expr,
+    vmem_we: Expr,
+    vmem_wa: Expr,
+    host_vmem_write: Expr,
+    /// The bundle in execute stores this cycle (`store_o`).
+    store_now: Expr,
+    /// A host read's data is on `host_rdata_o`.
+    host_rvalid: Expr,
+    /// The host read the register file (1) or VMEM (0).
+    host_rd_rf: Expr,
+}
+
+impl MemPorts {
+    fn select(
+        m: &mut ModuleBuilder,
+        cfg: &VpuConfig,
+        d: &Decoded,
+        flow: &Flow,
+        st: &Stages,
+        host: &HostPort,
+    ) -> MemPorts {
+        let rw = cfg.vregs().trailing_zeros();
+        let aw = cfg.vmem_words().trailing_zeros();
+        let host_rf = flow.host_accept & host.space;
+        let host_vmem = flow.host_accept & !host.space;
+        let host_rf_read = m.wire("host_rf_read", host_rf & !host.write);
+        let host_rf_write = m.wire("host_rf_write", host_rf & host.write);
+        let host_vmem_read = m.wire("host_vmem_read", host_vmem & !host.write);
+        let host_vmem_write = m.wire("host_vmem_write", host_vmem & host.write);
+        let host_reg = host.addr.slice(0, rw);
+        let host_word = host.addr.slice(0, aw);
+        let store_now = m.wire("store_now", flow.ex_valid & st.st_en & flow.ex_last);
+        let host_rvalid = m.reg_reset("host_rvalid", Ty::BOOL, 0);
+        m.set_next(host_rvalid, host_rf_read | host_vmem_read);
+        let host_rd_rf = m.reg("host_rd_rf", Ty::BOOL);
+        m.set_next(host_rd_rf, host.space);
+        m.set_enable(host_rd_rf, flow.host_accept);
+        MemPorts {
+            rf_rd_en: flow.accept | host_rf_read,
+            rf_rd_a: mux(host_rf_read, host_reg, d.vs[0]),
+            rf_alu_we: st.wb_alu_we | host_rf_write,
+            rf_alu_wa: mux(host_rf_write, host_reg, st.wb_alu_reg),
+            host_rf_write,
+            vmem_rd_en: (flow.accept & d.ld_en) | host_vmem_read,
+            vmem_rd_addr: mux(host_vmem_read, host_word, d.ld_addr),
+            vmem_we: store_now | host_vmem_write,
+            vmem_wa: mux(host_vmem_write, host_word, st.st_addr),
+            host_vmem_write,
+            store_now,
+            host_rvalid: host_rvalid.q(),
+            host_rd_rf: host_rd_rf.q(),
+        }
+    }
+}
+
+/// The control word every lane receives (`lane_ctl`).
+fn lane_control(
+    cfg: &VpuConfig,
+    d: &Decoded,
+    flow: &Flow,
+    st: &Stages,
+    fwd: &Forwarding,
+    mem: &MemPorts,
+) -> Expr {
     let control = lane::LaneControl::of(cfg);
-    let ctl = control.pack(&[
-        ("rf_rd_en", rf_rd_en),
-        ("rf_rd_a", rf_rd_a),
+    control.pack(&[
+        ("rf_rd_en", mem.rf_rd_en),
+        ("rf_rd_a", mem.rf_rd_a),
         ("rf_rd_b", d.vs[1]),
         ("rf_rd_c", d.vs[2]),
         ("rf_rd_s", d.st_reg),
-        ("rf_load_we", wb_ld_we),
-        ("rf_load_wa", wb_ld_reg),
-        ("rf_alu_we", rf_alu_we),
-        ("rf_alu_wa", rf_alu_wa),
-        ("rf_write_host", host_rf_write),
-        ("vmem_rd_en", vmem_rd_en),
-        ("vmem_rd_addr", vmem_rd_addr),
-        ("vmem_we", vmem_we),
-        ("vmem_wa", vmem_wa),
-        ("vmem_write_host", host_vmem_write),
-        ("fwd_a", fwd_abc[0]),
-        ("fwd_b", fwd_abc[1]),
-        ("fwd_c", fwd_abc[2]),
-        ("fwd_s", fwd_store),
-        ("op", ex_op),
-        ("imm", ex_imm),
-        ("wb_en", advance),
-        ("host_rd_rf", host_rd_rf.q()),
-    ]);
-    let ctl = m.wire("lane_ctl", ctl);
-    m.array_broadcast(arr, "ctl_i", ctl);
-    m.array_broadcast(arr, "splat_i", first);
-    for (port, bus) in [
-        ("opnd_a_o", opnd),
-        ("rot_lane_i", rot_lane),
-        ("rot_sublane_i", rot_sublane),
-        ("reduce_i", reduced),
-        ("host_wdata_i", wdata),
-        ("host_rdata_o", rdata),
-    ] {
-        m.array_connect(arr, port, bus, &element);
-    }
+        ("rf_load_we", st.wb_ld_we),
+        ("rf_load_wa", st.wb_ld_reg),
+        ("rf_alu_we", mem.rf_alu_we),
+        ("rf_alu_wa", mem.rf_alu_wa),
+        ("rf_write_host", mem.host_rf_write),
+        ("vmem_rd_en", mem.vmem_rd_en),
+        ("vmem_rd_addr", mem.vmem_rd_addr),
+        ("vmem_we", mem.vmem_we),
+        ("vmem_wa", mem.vmem_wa),
+        ("vmem_write_host", mem.host_vmem_write),
+        ("fwd_a", fwd.abc[0]),
+        ("fwd_b", fwd.abc[1]),
+        ("fwd_c", fwd.abc[2]),
+        ("fwd_s", fwd.store),
+        ("op", st.op),
+        ("imm", st.imm),
+        ("wb_en", flow.advance),
+        ("host_rd_rf", mem.host_rd_rf),
+    ])
+}
 
-    // ---- Cross-lane unit.
-    let elements: Vec<Expr> = (0..w).map(|e| m.bus_read(opnd, &[e])).collect();
+/// The lanes (element e = s * lanes + l) and the element buses between them
+/// and the cross-lane unit.
+struct LaneBuses {
+    /// Each element's first operand.
+    opnd: Bus,
+    rot_lane: Bus,
+    rot_sublane: Bus,
+    reduced: Bus,
+    rdata: Bus,
+    /// Element 0's first operand (the splat and the trivial reduction).
+    first: Expr,
+}
+
+impl LaneBuses {
+    fn build(
+        m: &mut ModuleBuilder,
+        cfg: &VpuConfig,
+        parts: &Parts,
+        ctl: Expr,
+        host_wdata: Expr,
+    ) -> LaneBuses {
+        let w = cfg.elems();
+        let word = Ty::u(32);
+        let opnd = m.bus("opnd", word, &[w]);
+        let rot_lane = m.bus("rot_lane", word, &[w]);
+        let rot_sublane = m.bus("rot_sublane", word, &[w]);
+        let reduced = m.bus("reduced", word, &[w]);
+        let wdata = m.bus("host_wdata", word, &[w]);
+        let rdata = m.bus("host_rdata", word, &[w]);
+        for e in 0..w {
+            m.bus_drive(wdata, &[e], host_wdata.slice(32 * e, 32));
+        }
+        let (lanes, sublanes) = (cfg.lanes(), cfg.sublanes());
+        let arr = m.instance_array("lane", &parts.lane, &[("sub", sublanes), ("lane", lanes)]);
+        let element = [arr.var(0) * i64::from(lanes) + arr.var(1)];
+        let first = m.bus_read(opnd, &[0]);
+        let ctl = m.wire("lane_ctl", ctl);
+        m.array_broadcast(arr, "ctl_i", ctl);
+        m.array_broadcast(arr, "splat_i", first);
+        for (port, bus) in [
+            ("opnd_a_o", opnd),
+            ("rot_lane_i", rot_lane),
+            ("rot_sublane_i", rot_sublane),
+            ("reduce_i", reduced),
+            ("host_wdata_i", wdata),
+            ("host_rdata_o", rdata),
+        ] {
+            m.array_connect(arr, port, bus, &element);
+        }
+        LaneBuses {
+            opnd,
+            rot_lane,
+            rot_sublane,
+            reduced,
+            rdata,
+            first,
+        }
+    }
+}
+
+/// The cross-lane unit: rotations along the lanes and along the sublanes,
+/// and the reduction (into element 0 of `reduced`).
+fn cross_lane(
+    m: &mut ModuleBuilder,
+    cfg: &VpuConfig,
+    parts: &Parts,
+    buses: &LaneBuses,
+    ex_op: Expr,
+    ex_imm: Expr,
+    folding: Option<(Expr, Expr)>,
+) {
+    let w = cfg.elems();
+    let (lanes, sublanes) = (cfg.lanes(), cfg.sublanes());
+    let elements: Vec<Expr> = (0..w).map(|e| m.bus_read(buses.opnd, &[e])).collect();
     rotate(
         m,
         "rows",
         parts.rot_lanes.as_ref(),
         &elements,
-        rot_lane,
+        buses.rot_lane,
         (sublanes, lanes),
         |s, l| s * lanes + l,
         ex_imm,
@@ -579,30 +798,20 @@ fn build_top(m: &mut ModuleBuilder, cfg: &VpuConfig, parts: &Parts) {
         "cols",
         parts.rot_sublanes.as_ref(),
         &elements,
-        rot_sublane,
+        buses.rot_sublane,
         (lanes, sublanes),
         |l, s| s * lanes + l,
         ex_imm,
     );
     let result = match &parts.reduce {
-        None => first,
-        Some(unit) => reduction(m, cfg, unit, opnd, ex_op, folding),
+        None => buses.first,
+        Some(unit) => reduction(m, cfg, unit, buses.opnd, ex_op, folding),
     };
-    m.bus_drive(reduced, &[0], result);
+    m.bus_drive(buses.reduced, &[0], result);
     for e in 1..w {
-        let zero = m.lit(word, 0);
-        m.bus_drive(reduced, &[e], zero);
+        let zero = m.lit(Ty::u(32), 0);
+        m.bus_drive(buses.reduced, &[e], zero);
     }
-
-    // ---- Outputs.
-    let rdata_parts: Vec<Expr> = (0..w).rev().map(|e| m.bus_read(rdata, &[e])).collect();
-    m.output(HOST_RDATA, cat(&rdata_parts));
-    m.output(HOST_RVALID, host_rvalid.q());
-    m.output(HOST_READY, host_ready);
-    m.output(INSTR_READY, instr_ready);
-    m.output(STORE, store_now);
-    m.output(BUSY, busy);
-    m.output(ERROR, error.q());
 }
 
 /// Rotates the vector `elements` in groups: `groups.0` groups of `groups.1`
