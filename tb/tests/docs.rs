@@ -8,7 +8,11 @@
 //!   an anchor), and every `#` link inside that page, names a heading the
 //!   page has (GitHub's anchors);
 //! * the README of `tb/data/vectors/` describes every file of the folder and
-//!   names no file that is missing.
+//!   names no file that is missing;
+//! * every relative link of every Markdown page (the front page, the pages
+//!   of `docs/`, ARCHITECTURE.md, the crates' pages) names a file of the
+//!   repository, and a `#` anchor of a Markdown target names one of its
+//!   headings.
 //!
 //! Each check is a function of the files' texts, so
 //! `each_check_catches_a_planted_mistake` shows that each one can fail.
@@ -253,6 +257,106 @@ fn vector_folder(root: &Path) -> BTreeSet<String> {
         .collect()
 }
 
+/// The relative link targets of a Markdown page outside code blocks and code
+/// spans: what `](` and `)` enclose, with the byte offset of each.
+fn link_targets(markdown: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    let mut in_code = false;
+    for line in markdown.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_code = !in_code;
+        } else if !in_code {
+            // Code spans (`...`) hold examples, not links.
+            let mut in_span = false;
+            let bytes = line.as_bytes();
+            let mut i = 0;
+            while i < bytes.len() {
+                match bytes[i] {
+                    b'`' => in_span = !in_span,
+                    b']' if !in_span && bytes.get(i + 1) == Some(&b'(') => {
+                        if let Some(end) = line[i + 2..].find(')') {
+                            let target = &line[i + 2..i + 2 + end];
+                            let external = target.contains("://") || target.starts_with("mailto:");
+                            if !external && !target.is_empty() {
+                                out.push((offset + i + 2, target));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        offset += line.len();
+    }
+    out
+}
+
+/// Check (d): relative links of Markdown pages that name no file of the
+/// repository, or an anchor their Markdown target lacks.
+fn broken_links(files: &[TextFile]) -> Vec<String> {
+    let by_path: HashMap<&str, &TextFile> = files.iter().map(|f| (f.path.as_str(), f)).collect();
+    let dirs: BTreeSet<String> = files
+        .iter()
+        .flat_map(|f| {
+            let parts: Vec<&str> = f.path.split('/').collect();
+            (1..parts.len()).map(move |n| parts[..n].join("/"))
+        })
+        .collect();
+    let mut bad = Vec::new();
+    for f in files.iter().filter(|f| f.path.ends_with(".md")) {
+        let base: Vec<&str> = f.path.split('/').collect();
+        let base = &base[..base.len() - 1];
+        for (at, target) in link_targets(&f.text) {
+            let (path, anchor) = target.split_once('#').unwrap_or((target, ""));
+            // Resolve against the page's folder.
+            let mut parts: Vec<&str> = if path.is_empty() {
+                base.to_vec()
+            } else {
+                Vec::new()
+            };
+            if !path.is_empty() {
+                parts.extend(base);
+                for p in path.split('/') {
+                    match p {
+                        "" | "." => {}
+                        ".." => {
+                            parts.pop();
+                        }
+                        p => parts.push(p),
+                    }
+                }
+            }
+            let resolved = if path.is_empty() {
+                f.path.clone()
+            } else {
+                parts.join("/")
+            };
+            let where_ = format!("{}:{}", f.path, line_of(&f.text, at));
+            match by_path.get(resolved.as_str()) {
+                Some(page) => {
+                    if !anchor.is_empty()
+                        && page.path.ends_with(".md")
+                        && !anchors(&page.text).contains(anchor)
+                    {
+                        bad.push(format!("{where_}: {resolved} has no heading #{anchor}"));
+                    }
+                }
+                None if dirs.contains(&resolved) || resolved.is_empty() => {}
+                None => {
+                    // Binary files (images) are not in `files`; take them from disk.
+                    if !repo_root().join(&resolved).exists() {
+                        bad.push(format!("{where_}: {target} names no file ({resolved})"));
+                    }
+                }
+            }
+        }
+    }
+    bad
+}
+
 fn assert_none(what: &str, bad: &[String]) {
     assert!(bad.is_empty(), "{what}:\n{}", bad.join("\n"));
 }
@@ -285,6 +389,38 @@ fn the_vectors_readme_describes_every_vector_file() {
         "vector files and their README",
         &undescribed_vectors(&readme, &vector_folder(&root)),
     );
+}
+
+#[test]
+fn every_relative_link_of_the_pages_resolves() {
+    let files = text_files(&repo_root());
+    assert_none("broken links", &broken_links(&files));
+}
+
+#[test]
+fn a_broken_link_is_caught() {
+    let file = |path: &str, text: &str| TextFile {
+        path: path.to_string(),
+        text: text.to_string(),
+    };
+    let pages = [
+        file(
+            "README.md",
+            "[a](docs/a.md#two) [b](docs/b.md) `[c](nope.md)`\n",
+        ),
+        file(
+            "docs/a.md",
+            "# One\n## Two\n[back](../README.md) [self](#one)\n",
+        ),
+    ];
+    let bad = broken_links(&pages);
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].contains("docs/b.md"), "{bad:?}");
+    let pages = [
+        file("README.md", "[a](docs/a.md#three)\n"),
+        file("docs/a.md", "# One\n[x](#two)\n```\n[y](z.md)\n```\n"),
+    ];
+    assert_eq!(broken_links(&pages).len(), 2);
 }
 
 #[test]
