@@ -4,7 +4,7 @@
 //! know no block by name; what differs between blocks is in those facts.
 
 use crate::parts::{Family, Part};
-use hw::{AnyBlock, Configured, FpgaFacts, Multipliers};
+use hw::{AnyBlock, Configured, FpgaFacts, MultiplierShape, Multipliers};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -25,9 +25,21 @@ impl std::fmt::Debug for FlowDesign {
 
 impl FlowDesign {
     /// The design of a configured block, or why the flows do not build the
-    /// block (the block's own sentence).
+    /// block (the block's own sentence). The block's facts are completed
+    /// from its elaborated design: multipliers it does not state (address
+    /// arithmetic, say) join as one group per shape, without owner patterns,
+    /// so the DSP budget counts every multiplier Yosys will see.
     pub fn new(configured: Box<dyn Configured>) -> Result<FlowDesign, String> {
-        let facts = configured.fpga()?;
+        let mut facts = configured.fpga()?;
+        hw::quiet_elab_errors();
+        let census = hw::catch_elab(|| {
+            let mut design = hw::Design::new();
+            hw::multiplier_census(&configured.elaborate(&mut design))
+        })
+        .map_err(|e| e.to_string())?;
+        facts
+            .multipliers
+            .extend(unstated_multipliers(&facts, &census));
         Ok(FlowDesign {
             configured: Arc::from(configured),
             facts: Arc::new(facts),
@@ -101,6 +113,34 @@ impl FlowDesign {
         }
         (lut4s > 0).then(|| (part.family.luts_of_lut4s(lut4s), what.join(" and ")))
     }
+}
+
+/// The multipliers of `census` that `facts` does not state, one group per
+/// shape, without owner patterns.
+pub fn unstated_multipliers(
+    facts: &FpgaFacts,
+    census: &BTreeMap<MultiplierShape, u64>,
+) -> Vec<Multipliers> {
+    census
+        .iter()
+        .filter_map(|(&shape, &n)| {
+            let stated: u64 = facts
+                .multipliers
+                .iter()
+                .filter(|m| m.shape() == shape)
+                .map(|m| m.count)
+                .sum();
+            let (a, b, signed) = shape;
+            (n > stated).then_some(Multipliers {
+                what: "other multipliers",
+                count: n - stated,
+                widths: (a, b),
+                signed,
+                owners: None,
+                min_lut4s_in_logic: 0,
+            })
+        })
+        .collect()
 }
 
 /// The configuration a result is about, as the report shows it.
@@ -341,8 +381,19 @@ mod tests {
             plan.owner_patterns,
             ["n:*tile0.lane0.*", "n:*tile0.lane1.*"]
         );
-        // 240 DSP48s hold all 32 at two each.
-        assert!(d.dsp_plan(a100t).all);
+        // 240 DSP48s hold all 32 at two each, and the address arithmetic
+        // the block does not state (three products per tile, one outside).
+        let plan = d.dsp_plan(a100t);
+        assert!(plan.all);
+        let other: u64 = d
+            .facts()
+            .multipliers
+            .iter()
+            .filter(|m| m.what == "other multipliers")
+            .map(|m| m.count)
+            .sum();
+        assert_eq!(other, 13);
+        assert_eq!(plan.total(), 45);
         assert_eq!(d.facts().block_ram, ["m:*act_buf", "m:*psum_bank*"]);
     }
 

@@ -30,7 +30,10 @@
 
 mod facts;
 
-pub use facts::{Companions, FpgaFacts, FpgaSearch, Has, Multipliers, Owners, SearchSizes};
+pub use facts::{
+    multiplier_census, Companions, FpgaFacts, FpgaSearch, Has, MultiplierShape, Multipliers,
+    Owners, SearchSizes,
+};
 
 use crate::design::Design;
 use crate::ir::ModuleDef;

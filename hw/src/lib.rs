@@ -39,8 +39,8 @@ mod names;
 mod ty;
 
 pub use block::{
-    configured, AnyBlock, Block, Companions, Configured, FpgaFacts, FpgaSearch, Has, Multipliers,
-    Owners, Param, ParamKind, Preset, SearchSizes,
+    configured, multiplier_census, AnyBlock, Block, Companions, Configured, FpgaFacts, FpgaSearch,
+    Has, MultiplierShape, Multipliers, Owners, Param, ParamKind, Preset, SearchSizes,
 };
 pub use blocks::{delay, delay_taps};
 pub use builder::{

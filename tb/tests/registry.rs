@@ -7,7 +7,8 @@
 //!   only if the block says so);
 //! - FPGA facts: every preset, the default and every search's configuration
 //!   either has them or gives the reason the flows do not build the block;
-//!   every preset the FPGA report builds has them;
+//!   every preset the FPGA report builds has them; the multipliers they state
+//!   are the elaborated design's (`hw::multiplier_census`), shape by shape;
 //! - tests: the named files exist in `tb/tests`, and between them they use
 //!   the golden model and the driver.
 //!
@@ -104,13 +105,11 @@ fn fpga_problems(block: &dyn AnyBlock) -> Vec<String> {
     }
     for (what, c, must_build) in configs {
         match c.fpga() {
-            Ok(facts) => {
-                for m in &facts.multipliers {
-                    if m.count > 0 && (m.widths.0 == 0 || m.widths.1 == 0) {
-                        out.push(format!("{name}: {what}: {} have no width", m.what));
-                    }
-                }
-            }
+            Ok(facts) => out.extend(
+                stated_multiplier_problems(&facts, c.as_ref())
+                    .into_iter()
+                    .map(|p| format!("{name}: {what}: {p}")),
+            ),
             Err(reason) if must_build => out.push(format!(
                 "{name}: {what} is for the FPGA flows, which do not build it: {reason}"
             )),
@@ -121,6 +120,28 @@ fn fpga_problems(block: &dyn AnyBlock) -> Vec<String> {
         }
     }
     out
+}
+
+/// The multipliers the facts state are the design's: for every shape the
+/// facts name, as many as the elaborated design has (a product by a constant
+/// is not one). Shapes the facts leave out are allowed: the flows budget them
+/// as "other multipliers".
+fn stated_multiplier_problems(facts: &hw::FpgaFacts, c: &dyn hw::Configured) -> Vec<String> {
+    let mut design = hw::Design::new();
+    let census = hw::multiplier_census(&c.elaborate(&mut design));
+    let mut stated: std::collections::BTreeMap<hw::MultiplierShape, u64> = Default::default();
+    for m in &facts.multipliers {
+        *stated.entry(m.shape()).or_default() += m.count;
+    }
+    stated
+        .iter()
+        .filter(|(shape, &n)| census.get(shape).copied().unwrap_or(0) != n)
+        .map(|(&(a, b, signed), n)| {
+            let have = census.get(&(a, b, signed)).copied().unwrap_or(0);
+            let sign = if signed { "signed" } else { "unsigned" };
+            format!("states {n} {sign} {a}x{b} multipliers; the design has {have}")
+        })
+        .collect()
 }
 
 /// The named test files exist and, between them, use the golden model and
@@ -295,6 +316,25 @@ fn a_block_that_lacks_a_part_fails_the_check() {
             "its tests do not use the golden model",
         ),
     ];
+    // FPGA facts that misstate the multipliers (the MXU's default has 64).
+    let p = check(complete, || {
+        Ok(hw::FpgaFacts {
+            multipliers: vec![hw::Multipliers {
+                what: "processing elements",
+                count: 8,
+                widths: (8, 8),
+                signed: true,
+                owners: None,
+                min_lut4s_in_logic: 0,
+            }],
+            ..hw::FpgaFacts::default()
+        })
+    });
+    assert!(
+        p.iter()
+            .any(|l| l.contains("states 8 signed 8x8 multipliers; the design has 64")),
+        "{p:?}"
+    );
     for (companions, fpga, want) in cases {
         let p = check(companions, fpga);
         assert!(p.iter().any(|l| l.contains(want)), "{want}: {p:?}");

@@ -9,7 +9,10 @@
 //! that belongs in block RAM is named by a Yosys pattern; a search names the
 //! parameters it grows.
 
+use crate::ir::{ModuleDef, Op};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::rc::Rc;
 
 /// Multipliers of one shape, which the FPGA flows may give DSP blocks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +100,59 @@ impl FpgaFacts {
     pub fn multiplier_count(&self) -> u64 {
         self.multipliers.iter().map(|m| m.count).sum()
     }
+}
+
+/// The shape of a multiplier for the census: operand widths, narrower
+/// first, and signedness.
+pub type MultiplierShape = (u32, u32, bool);
+
+impl Multipliers {
+    /// This group's shape in the census's form.
+    pub fn shape(&self) -> MultiplierShape {
+        let (a, b) = self.widths;
+        (a.min(b), a.max(b), self.signed)
+    }
+}
+
+/// Every multiplier of an elaborated design, by shape: the `*` and wide
+/// products whose operands are both variable (a product by a constant is
+/// shifts and adds, never a DSP block), counted through instances and
+/// instance arrays. What a block states in its [`FpgaFacts`] can be held to
+/// it, and the FPGA flows budget what a block does not state.
+pub fn multiplier_census(top: &Rc<ModuleDef>) -> BTreeMap<MultiplierShape, u64> {
+    fn census(
+        def: &Rc<ModuleDef>,
+        memo: &mut HashMap<String, BTreeMap<MultiplierShape, u64>>,
+    ) -> BTreeMap<MultiplierShape, u64> {
+        if let Some(c) = memo.get(&def.name) {
+            return c.clone();
+        }
+        let mut out: BTreeMap<MultiplierShape, u64> = BTreeMap::new();
+        let constant = |id: &usize| matches!(def.nodes[*id].op, Op::Const(_));
+        for n in &def.nodes {
+            if matches!(n.op, Op::Mul | Op::MulWide) && !n.args.iter().any(constant) {
+                let (a, b) = (&def.nodes[n.args[0]].ty, &def.nodes[n.args[1]].ty);
+                let shape = (a.width.min(b.width), a.width.max(b.width), a.signed);
+                *out.entry(shape).or_default() += 1;
+            }
+        }
+        let children =
+            def.instances
+                .iter()
+                .map(|i| (&i.module, 1u64))
+                .chain(def.arrays.iter().map(|a| {
+                    let n = a.dims.iter().map(|(_, e)| u64::from(*e)).product();
+                    (&a.module, n)
+                }));
+        for (child, times) in children {
+            for (shape, n) in census(child, memo) {
+                *out.entry(shape).or_default() += n * times;
+            }
+        }
+        memo.insert(def.name.clone(), out.clone());
+        out
+    }
+    census(top, &mut HashMap::new())
 }
 
 /// The sizes a search tries.
@@ -224,6 +280,43 @@ mod tests {
         };
         assert_eq!(flat.first(3), ["s0l0", "s0l1", "s1l0"]);
         assert_eq!(Owners::indexed("lane{col}").first(2), ["lane0", "lane1"]);
+    }
+
+    #[test]
+    fn the_census_counts_variable_products_through_the_hierarchy() {
+        let mut design = crate::Design::new();
+        let pe = design.define("pe", &[], |_, m| {
+            let a = m.input("a_i", crate::Ty::s(8));
+            let b = m.input("b_i", crate::Ty::s(8));
+            let c = m.input("c_i", crate::Ty::u(6));
+            // Two variable products and one by a constant.
+            m.output("p_o", a.mul_wide(b));
+            m.output("q_o", a * b);
+            m.output("r_o", c * 3);
+        });
+        let top = design.define("top", &[], |_, m| {
+            let a = m.input("a_i", crate::Ty::s(8));
+            let c = m.input("c_i", crate::Ty::u(6));
+            let d = m.input("d_i", crate::Ty::u(12));
+            for k in 0..3 {
+                let i = m.instance(&format!("pe{k}"), &pe);
+                m.connect(i, "a_i", a);
+                m.connect(i, "b_i", a);
+                m.connect(i, "c_i", c);
+                let p = m.inst_output(i, "p_o");
+                let q = m.inst_output(i, "q_o");
+                let r = m.inst_output(i, "r_o");
+                m.output(&format!("p{k}_o"), p);
+                m.output(&format!("q{k}_o"), q);
+                m.output(&format!("r{k}_o"), r);
+            }
+            m.output("w_o", d.mul_wide(c.zext(12)));
+        });
+        let census = multiplier_census(&top);
+        assert_eq!(
+            census,
+            BTreeMap::from([((8, 8, true), 6), ((12, 12, false), 1)])
+        );
     }
 
     #[test]
