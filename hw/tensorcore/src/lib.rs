@@ -132,8 +132,8 @@
 //! oldest read has rows left and the MXU's `w_ready` holds (its FIFO holds
 //! fewer than WF rows), it writes one row into the FIFO.
 //!
-//! The MXU's weight side follows its own contract (`hw/mxu`, stated in
-//! `golden::mxu`): a FIFO of WF rows plus a head row; a loader that takes
+//! The MXU's weight side follows its own contract (`hw/mxu/TIMING.md`,
+//! modelled by `golden::mxu`): a FIFO of WF rows plus a head row; a loader that takes
 //! the head when fewer than R rows are loaded and it is not holding; a
 //! tile's first row is accepted only when R rows are loaded and at least two
 //! cycles have passed since the previous first row was accepted; accepting
