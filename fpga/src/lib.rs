@@ -61,6 +61,7 @@ pub mod report;
 pub mod runner;
 pub mod search;
 pub mod synth;
+pub mod timing;
 pub mod tools;
 
 pub use design::FlowDesign;
