@@ -60,6 +60,7 @@ pub mod parts;
 pub mod report;
 pub mod runner;
 pub mod search;
+pub mod shard;
 pub mod synth;
 pub mod timing;
 pub mod tools;
@@ -76,6 +77,7 @@ pub fn report_presets(
     quick: bool,
     blocks: &[String],
     params: &BlockParams,
+    preset: Option<&str>,
 ) -> Result<(Vec<FlowDesign>, Vec<String>), String> {
     let mut designs = Vec::new();
     let mut notes = Vec::new();
@@ -83,8 +85,23 @@ pub fn report_presets(
         if !blocks.is_empty() && !blocks.iter().any(|b| b == block.name()) {
             continue;
         }
-        let presets = block.presets().into_iter().filter(|p| p.fpga_report);
-        for preset in presets.take(if quick { 1 } else { usize::MAX }) {
+        let presets: Vec<_> = match preset {
+            Some(name) => {
+                preset_table(block, name)?;
+                block
+                    .presets()
+                    .into_iter()
+                    .filter(|p| p.name == name)
+                    .collect()
+            }
+            None => block
+                .presets()
+                .into_iter()
+                .filter(|p| p.fpga_report)
+                .take(if quick { 1 } else { usize::MAX })
+                .collect(),
+        };
+        for preset in presets {
             let mut table = preset.config.to_table();
             table.extend(params.of(block.name()));
             let configured = block
@@ -101,6 +118,46 @@ pub fn report_presets(
         }
     }
     Ok((designs, notes))
+}
+
+/// The configuration of `block`'s preset `name`, every key present (what
+/// `gen --preset` starts from); the error (one line) names the block's
+/// presets.
+pub fn preset_table(block: &dyn hw::AnyBlock, name: &str) -> Result<toml::Table, String> {
+    let presets = block.presets();
+    match presets.iter().find(|p| p.name == name) {
+        Some(p) => Ok(p.config.to_table()),
+        None => {
+            let names: Vec<&str> = presets.iter().map(|p| p.name.as_str()).collect();
+            Err(format!(
+                "unknown preset '{name}' for block {} (known presets: {})",
+                block.name(),
+                names.join(", ")
+            ))
+        }
+    }
+}
+
+/// Checks that `key` is a parameter of `block`'s configuration (`setting`
+/// is the option as given, for the error): a key the block lacks (a
+/// `depth` on a block without pipeline stages) is one line naming the
+/// block's parameters.
+pub fn check_key(block: &dyn hw::AnyBlock, key: &str, setting: &str) -> Result<(), String> {
+    let mut known: Vec<String> = block.default_table().keys().cloned().collect();
+    for p in block.params() {
+        if !known.iter().any(|k| k == p.name) {
+            known.push(p.name.to_string());
+        }
+    }
+    if known.iter().any(|k| k == key) {
+        Ok(())
+    } else {
+        Err(format!(
+            "--param {setting}: block {} has no parameter '{key}' (its parameters: {})",
+            block.name(),
+            known.join(", ")
+        ))
+    }
 }
 
 /// `--param BLOCK.KEY=VALUE` settings: configuration keys set over every
@@ -120,6 +177,7 @@ impl BlockParams {
             })?;
             let block = gen::find_block(name)?;
             let (key, value) = param_entry(entry)?;
+            check_key(block, &key, text)?;
             out.by_block
                 .entry(block.name().to_string())
                 .or_default()
@@ -182,7 +240,7 @@ mod tests {
     #[test]
     fn the_report_covers_the_registry_fpga_presets() {
         let none = BlockParams::default();
-        let (full, notes) = report_presets(false, &[], &none).unwrap();
+        let (full, notes) = report_presets(false, &[], &none, None).unwrap();
         // Exactly the presets the blocks mark, in registry order, whatever
         // the blocks are.
         let marked: Vec<String> = gen::registry()
@@ -206,7 +264,7 @@ mod tests {
         // Every block's report presets are built.
         assert!(notes.is_empty(), "{notes:?}");
         // Quick: each block's first; a setting applies to its block only.
-        let (quick, _) = report_presets(true, &[], &params(&["mxu.acc_rows=512"])).unwrap();
+        let (quick, _) = report_presets(true, &[], &params(&["mxu.acc_rows=512"]), None).unwrap();
         let firsts: Vec<String> = gen::registry()
             .iter()
             .filter_map(|b| b.presets().into_iter().find(|p| p.fpga_report))
@@ -217,11 +275,52 @@ mod tests {
         assert_eq!(shapes(&quick)[0], "mxu_int8_4x4_acc512");
         assert!(shapes(&quick).contains(&"tensorcore_4x4_acc64_ub256_w256_b16_q4".to_string()));
         for (block, n) in [("tensorcore", 1), ("ici", 2), ("vpu", 3), ("sparsecore", 2)] {
-            let (only, _) = report_presets(false, &[block.into()], &none).unwrap();
+            let (only, _) = report_presets(false, &[block.into()], &none, None).unwrap();
             assert_eq!(only.len(), n, "{block}");
         }
         let bad = params(&["mxu.acc_rows=100"]);
-        assert!(report_presets(false, &[], &bad).is_err());
+        assert!(report_presets(false, &[], &bad, None).is_err());
+    }
+
+    #[test]
+    fn a_preset_replaces_the_report_presets_and_params_override_it() {
+        let none = BlockParams::default();
+        let mxu = vec!["mxu".to_string()];
+        let (one, _) = report_presets(false, &mxu, &none, Some("int8-8x8")).unwrap();
+        assert_eq!(shapes(&one), ["mxu_int8_8x8_acc256"]);
+        let over = params(&["mxu.rows=2", "mxu.acc_rows=512"]);
+        let (one, _) = report_presets(false, &mxu, &over, Some("int8-8x8")).unwrap();
+        assert_eq!(shapes(&one), ["mxu_int8_2x8_acc512"]);
+        let err = report_presets(false, &mxu, &none, Some("nope")).unwrap_err();
+        assert!(
+            err.starts_with("unknown preset 'nope' for block mxu (known presets: int8-1x1, "),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1);
+    }
+
+    #[test]
+    fn a_depth_setting_needs_a_block_with_a_depth_key() {
+        // Whichever blocks have pipeline stages: `depth` sets theirs, and a
+        // block without is one line naming its parameters.
+        for block in gen::registry() {
+            let setting = format!("{}.depth=1", block.name());
+            let parsed = BlockParams::parse(std::slice::from_ref(&setting));
+            if block.default_table().contains_key("depth") {
+                let p = parsed.unwrap();
+                assert_eq!(p.describe(), [setting]);
+            } else {
+                let err = parsed.unwrap_err();
+                assert!(
+                    err.starts_with(&format!(
+                        "--param {setting}: block {} has no parameter 'depth' (its parameters: ",
+                        block.name()
+                    )),
+                    "{err}"
+                );
+                assert_eq!(err.lines().count(), 1);
+            }
+        }
     }
 
     #[test]
@@ -231,7 +330,7 @@ mod tests {
         assert_eq!(p.of("vpu"), "units = \"int32\"".parse().unwrap());
         assert!(p.of("ici").is_empty());
         assert_eq!(p.describe(), ["mxu.acc_rows=512", "vpu.units=int32"]);
-        for bad in ["acc_rows=512", "nope.x=1", "mxu.acc_rows"] {
+        for bad in ["acc_rows=512", "nope.x=1", "mxu.acc_rows", "mxu.bogus=1"] {
             assert!(BlockParams::parse(&[bad.to_string()]).is_err(), "{bad}");
         }
     }

@@ -4,17 +4,22 @@
 use crate::flow::{fmt_bram, FlowResult};
 use crate::parts::{Part, PARTS};
 use crate::search::SearchResult;
-use serde::Serialize;
+use crate::shard::ShardRecord;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
 /// Everything one `fpga report` run found.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
+    /// The command that reproduces the report (the output folder aside).
     pub command: String,
     pub quick: bool,
     pub seconds: f64,
+    /// The commit the tools were built from (`git describe --always
+    /// --dirty`), if known.
+    pub commit: Option<String>,
     /// Tool name -> version line.
     pub tools: BTreeMap<String, String>,
     /// The `--param BLOCK.KEY=VALUE` settings every preset and search of
@@ -25,6 +30,9 @@ pub struct Report {
     pub not_built: Vec<String>,
     /// Every search of every block, on every part.
     pub largest: Vec<SearchResult>,
+    /// A shard's report (`--shard K/N`): which part of the work it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardRecord>,
 }
 
 impl Report {
@@ -58,13 +66,30 @@ impl Report {
         } else {
             format!(" Settings: {}.", self.params.join(", "))
         };
+        let commit = match &self.commit {
+            Some(c) => format!(" Commit {c}."),
+            None => String::new(),
+        };
         let _ = writeln!(
             s,
-            "`{}`{}: {:.0} s.{params}\n",
+            "`{}`{}: {:.0} s.{commit}{params}\n",
             self.command,
             if self.quick { " (quick subset)" } else { "" },
             self.seconds,
         );
+        if let Some(shard) = &self.shard {
+            let _ = writeln!(
+                s,
+                "Shard {} of {}: {} of the {} flows and {} of the {} searches (`fpga report \
+                 --merge` joins the shards' reports).\n",
+                shard.index,
+                shard.count,
+                shard.flows.len(),
+                shard.total_flows,
+                shard.searches.len(),
+                shard.total_searches
+            );
+        }
         let _ = writeln!(s, "Tools:");
         for (tool, v) in &self.tools {
             let _ = writeln!(s, "- {tool}: {v}");
