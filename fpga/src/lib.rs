@@ -52,6 +52,12 @@
 //!   with the same key takes the record instead of the tools (`--fresh` not).
 //! - **"Fits"** means placed and routed (iCE40, ECP5) or, for 7-series, every
 //!   resource at most 100 % of the part after synthesis.
+//! - **Rows say why**: each row shows the block's pipeline depth (its
+//!   configuration's `depth` key, read like any other) and, after place and
+//!   route, the critical path of `clk_i` from nextpnr's log ([`timing`]).
+//! - **Shardable**: `report --shard K/N` runs every N-th unit of one work
+//!   list (flows, then searches, a search being one unit) and `--merge`
+//!   joins the shards into the report one run gives ([`shard`]).
 
 pub mod design;
 pub mod flow;
