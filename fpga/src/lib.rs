@@ -305,6 +305,97 @@ mod tests {
         assert_eq!(err.lines().count(), 1);
     }
 
+    /// A toy block with a pipeline depth: `depth` registers on a bus.
+    #[derive(Clone)]
+    struct Stages;
+
+    #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct StagesConfig {
+        width: u32,
+        depth: u32,
+    }
+
+    impl std::fmt::Display for StagesConfig {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{} stages of {} bits", self.depth, self.width)
+        }
+    }
+
+    impl hw::Block for Stages {
+        type Config = StagesConfig;
+        fn name(&self) -> &'static str {
+            "stages"
+        }
+        fn description(&self) -> &'static str {
+            "registers"
+        }
+        fn params(&self) -> Vec<hw::Param> {
+            Vec::new()
+        }
+        fn default_config(&self) -> StagesConfig {
+            StagesConfig { width: 8, depth: 0 }
+        }
+        fn presets(&self) -> Vec<hw::Preset<StagesConfig>> {
+            vec![hw::Preset {
+                name: "fmax".into(),
+                config: StagesConfig { width: 8, depth: 3 },
+                fpga_report: false,
+            }]
+        }
+        fn top_name(&self, cfg: &StagesConfig) -> String {
+            format!("stages_w{}_d{}", cfg.width, cfg.depth)
+        }
+        fn fpga(&self, _: &StagesConfig) -> Result<hw::FpgaFacts, String> {
+            Err("a toy".into())
+        }
+        fn companions(&self) -> hw::Companions {
+            hw::Companions {
+                golden: hw::Has::No { reason: "a toy" },
+                driver: hw::Has::No { reason: "a toy" },
+                tests: hw::Has::No { reason: "a toy" },
+            }
+        }
+        fn elaborate(
+            &self,
+            design: &mut hw::Design,
+            cfg: &StagesConfig,
+        ) -> std::rc::Rc<hw::ModuleDef> {
+            let cfg = cfg.clone();
+            design.define(&self.top_name(&cfg), &[], |_, m| {
+                let mut v = m.input("d_i", hw::Ty::u(cfg.width));
+                for i in 0..cfg.depth {
+                    let r = m.reg(&format!("stage{i}"), hw::Ty::u(cfg.width));
+                    m.set_next(r, v);
+                    v = r.q();
+                }
+                m.output("q_o", v);
+            })
+        }
+    }
+
+    #[test]
+    fn a_depth_key_is_set_like_any_other_and_a_preset_under_it() {
+        let block: &dyn hw::AnyBlock = &Stages;
+        check_key(block, "depth", "depth=2").unwrap();
+        let err = check_key(block, "lanes", "lanes=2").unwrap_err();
+        assert_eq!(
+            err,
+            "--param lanes=2: block stages has no parameter 'lanes' (its parameters: depth, width)"
+        );
+        // The preset, then the flags, as `fpga flow` assembles them.
+        let mut table = block.default_table();
+        table.extend(preset_table(block, "fmax").unwrap());
+        assert_eq!(table.get("depth"), Some(&toml::Value::Integer(3)));
+        let (key, value) = param_entry("depth=1").unwrap();
+        table.insert(key, value);
+        assert_eq!(block.configure(&table).unwrap().top_name(), "stages_w8_d1");
+        assert_eq!(
+            preset_table(block, "slow").unwrap_err(),
+            "unknown preset 'slow' for block stages (known presets: fmax)"
+        );
+    }
+
     #[test]
     fn a_depth_setting_needs_a_block_with_a_depth_key() {
         // Whichever blocks have pipeline stages: `depth` sets theirs, and a
