@@ -16,6 +16,7 @@ use crate::design::FlowDesign;
 use crate::harness;
 use crate::parts::{Family, Part, Resources};
 use crate::synth::{self, SynthStats};
+use crate::timing::{self, CriticalPath};
 use crate::tools::{self, Slots, Tool};
 use hw::EmittedFile;
 use serde::{Deserialize, Serialize};
@@ -123,6 +124,9 @@ pub struct PnrResult {
     pub seconds: f64,
     /// The bitstream written (iCE40), relative to the report folder.
     pub bitstream: Option<String>,
+    /// The critical path of `clk_i`, from nextpnr's log.
+    #[serde(default)]
+    pub critical_path: Option<CriticalPath>,
 }
 
 /// The outcome of one flow.
@@ -226,7 +230,15 @@ fn recorded(dir: &Path, key: &str, part: &Part, pnr: bool) -> Option<FlowResult>
     let rec: FlowRecord = serde_json::from_str(&text).ok()?;
     let answers =
         !(pnr && part.has_pnr() && rec.result.fits == Some(true)) || rec.result.pnr.is_some();
-    (rec.key == key && rec.result.error.is_none() && answers).then_some(rec.result)
+    let mut result =
+        (rec.key == key && rec.result.error.is_none() && answers).then_some(rec.result)?;
+    // A record from before the flows read the critical path: the log is
+    // still in the folder.
+    if let Some(p) = result.pnr.as_mut().filter(|p| p.critical_path.is_none()) {
+        let log = std::fs::read_to_string(dir.join("nextpnr.log")).unwrap_or_default();
+        p.critical_path = timing::parse_critical_path(&log);
+    }
+    Some(result)
 }
 
 /// A finished synthesis: its folder and figures.
@@ -601,6 +613,7 @@ fn place_and_route(env: &FlowEnv, part: &Part, dir: &Path) -> Result<PnrResult, 
         utilization,
         seconds: run.seconds,
         bitstream: None,
+        critical_path: timing::parse_critical_path(&log),
     })
 }
 
@@ -718,6 +731,7 @@ mod tests {
             utilization: BTreeMap::new(),
             seconds: 1.0,
             bitstream: None,
+            critical_path: None,
         });
         write(&result);
         assert_eq!(

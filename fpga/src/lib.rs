@@ -52,6 +52,12 @@
 //!   with the same key takes the record instead of the tools (`--fresh` not).
 //! - **"Fits"** means placed and routed (iCE40, ECP5) or, for 7-series, every
 //!   resource at most 100 % of the part after synthesis.
+//! - **Rows say why**: each row shows the block's pipeline depth (its
+//!   configuration's `depth` key, read like any other) and, after place and
+//!   route, the critical path of `clk_i` from nextpnr's log ([`timing`]).
+//! - **Shardable**: `report --shard K/N` runs every N-th unit of one work
+//!   list (flows, then searches, a search being one unit) and `--merge`
+//!   joins the shards into the report one run gives ([`shard`]).
 
 pub mod design;
 pub mod flow;
@@ -60,7 +66,9 @@ pub mod parts;
 pub mod report;
 pub mod runner;
 pub mod search;
+pub mod shard;
 pub mod synth;
+pub mod timing;
 pub mod tools;
 
 pub use design::FlowDesign;
@@ -75,6 +83,7 @@ pub fn report_presets(
     quick: bool,
     blocks: &[String],
     params: &BlockParams,
+    preset: Option<&str>,
 ) -> Result<(Vec<FlowDesign>, Vec<String>), String> {
     let mut designs = Vec::new();
     let mut notes = Vec::new();
@@ -82,8 +91,23 @@ pub fn report_presets(
         if !blocks.is_empty() && !blocks.iter().any(|b| b == block.name()) {
             continue;
         }
-        let presets = block.presets().into_iter().filter(|p| p.fpga_report);
-        for preset in presets.take(if quick { 1 } else { usize::MAX }) {
+        let presets: Vec<_> = match preset {
+            Some(name) => {
+                preset_table(block, name)?;
+                block
+                    .presets()
+                    .into_iter()
+                    .filter(|p| p.name == name)
+                    .collect()
+            }
+            None => block
+                .presets()
+                .into_iter()
+                .filter(|p| p.fpga_report)
+                .take(if quick { 1 } else { usize::MAX })
+                .collect(),
+        };
+        for preset in presets {
             let mut table = preset.config.to_table();
             table.extend(params.of(block.name()));
             let configured = block
@@ -100,6 +124,46 @@ pub fn report_presets(
         }
     }
     Ok((designs, notes))
+}
+
+/// The configuration of `block`'s preset `name`, every key present (what
+/// `gen --preset` starts from); the error (one line) names the block's
+/// presets.
+pub fn preset_table(block: &dyn hw::AnyBlock, name: &str) -> Result<toml::Table, String> {
+    let presets = block.presets();
+    match presets.iter().find(|p| p.name == name) {
+        Some(p) => Ok(p.config.to_table()),
+        None => {
+            let names: Vec<&str> = presets.iter().map(|p| p.name.as_str()).collect();
+            Err(format!(
+                "unknown preset '{name}' for block {} (known presets: {})",
+                block.name(),
+                names.join(", ")
+            ))
+        }
+    }
+}
+
+/// Checks that `key` is a parameter of `block`'s configuration (`setting`
+/// is the option as given, for the error): a key the block lacks (a
+/// `depth` on a block without pipeline stages) is one line naming the
+/// block's parameters.
+pub fn check_key(block: &dyn hw::AnyBlock, key: &str, setting: &str) -> Result<(), String> {
+    let mut known: Vec<String> = block.default_table().keys().cloned().collect();
+    for p in block.params() {
+        if !known.iter().any(|k| k == p.name) {
+            known.push(p.name.to_string());
+        }
+    }
+    if known.iter().any(|k| k == key) {
+        Ok(())
+    } else {
+        Err(format!(
+            "--param {setting}: block {} has no parameter '{key}' (its parameters: {})",
+            block.name(),
+            known.join(", ")
+        ))
+    }
 }
 
 /// `--param BLOCK.KEY=VALUE` settings: configuration keys set over every
@@ -119,6 +183,7 @@ impl BlockParams {
             })?;
             let block = gen::find_block(name)?;
             let (key, value) = param_entry(entry)?;
+            check_key(block, &key, text)?;
             out.by_block
                 .entry(block.name().to_string())
                 .or_default()
@@ -181,7 +246,7 @@ mod tests {
     #[test]
     fn the_report_covers_the_registry_fpga_presets() {
         let none = BlockParams::default();
-        let (full, notes) = report_presets(false, &[], &none).unwrap();
+        let (full, notes) = report_presets(false, &[], &none, None).unwrap();
         // Exactly the presets the blocks mark, in registry order, whatever
         // the blocks are.
         let marked: Vec<String> = gen::registry()
@@ -205,7 +270,7 @@ mod tests {
         // Every block's report presets are built.
         assert!(notes.is_empty(), "{notes:?}");
         // Quick: each block's first; a setting applies to its block only.
-        let (quick, _) = report_presets(true, &[], &params(&["mxu.acc_rows=512"])).unwrap();
+        let (quick, _) = report_presets(true, &[], &params(&["mxu.acc_rows=512"]), None).unwrap();
         let firsts: Vec<String> = gen::registry()
             .iter()
             .filter_map(|b| b.presets().into_iter().find(|p| p.fpga_report))
@@ -216,11 +281,143 @@ mod tests {
         assert_eq!(shapes(&quick)[0], "mxu_int8_4x4_acc512");
         assert!(shapes(&quick).contains(&"tensorcore_4x4_acc64_ub256_w256_b16_q4".to_string()));
         for (block, n) in [("tensorcore", 1), ("ici", 2), ("vpu", 3), ("sparsecore", 2)] {
-            let (only, _) = report_presets(false, &[block.into()], &none).unwrap();
+            let (only, _) = report_presets(false, &[block.into()], &none, None).unwrap();
             assert_eq!(only.len(), n, "{block}");
         }
         let bad = params(&["mxu.acc_rows=100"]);
-        assert!(report_presets(false, &[], &bad).is_err());
+        assert!(report_presets(false, &[], &bad, None).is_err());
+    }
+
+    #[test]
+    fn a_preset_replaces_the_report_presets_and_params_override_it() {
+        let none = BlockParams::default();
+        let mxu = vec!["mxu".to_string()];
+        let (one, _) = report_presets(false, &mxu, &none, Some("int8-8x8")).unwrap();
+        assert_eq!(shapes(&one), ["mxu_int8_8x8_acc256"]);
+        let over = params(&["mxu.rows=2", "mxu.acc_rows=512"]);
+        let (one, _) = report_presets(false, &mxu, &over, Some("int8-8x8")).unwrap();
+        assert_eq!(shapes(&one), ["mxu_int8_2x8_acc512"]);
+        let err = report_presets(false, &mxu, &none, Some("nope")).unwrap_err();
+        assert!(
+            err.starts_with("unknown preset 'nope' for block mxu (known presets: int8-1x1, "),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1);
+    }
+
+    /// A toy block with a pipeline depth: `depth` registers on a bus.
+    #[derive(Clone)]
+    struct Stages;
+
+    #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct StagesConfig {
+        width: u32,
+        depth: u32,
+    }
+
+    impl std::fmt::Display for StagesConfig {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{} stages of {} bits", self.depth, self.width)
+        }
+    }
+
+    impl hw::Block for Stages {
+        type Config = StagesConfig;
+        fn name(&self) -> &'static str {
+            "stages"
+        }
+        fn description(&self) -> &'static str {
+            "registers"
+        }
+        fn params(&self) -> Vec<hw::Param> {
+            Vec::new()
+        }
+        fn default_config(&self) -> StagesConfig {
+            StagesConfig { width: 8, depth: 0 }
+        }
+        fn presets(&self) -> Vec<hw::Preset<StagesConfig>> {
+            vec![hw::Preset {
+                name: "fmax".into(),
+                config: StagesConfig { width: 8, depth: 3 },
+                fpga_report: false,
+            }]
+        }
+        fn top_name(&self, cfg: &StagesConfig) -> String {
+            format!("stages_w{}_d{}", cfg.width, cfg.depth)
+        }
+        fn fpga(&self, _: &StagesConfig) -> Result<hw::FpgaFacts, String> {
+            Err("a toy".into())
+        }
+        fn companions(&self) -> hw::Companions {
+            hw::Companions {
+                golden: hw::Has::No { reason: "a toy" },
+                driver: hw::Has::No { reason: "a toy" },
+                tests: hw::Has::No { reason: "a toy" },
+            }
+        }
+        fn elaborate(
+            &self,
+            design: &mut hw::Design,
+            cfg: &StagesConfig,
+        ) -> std::rc::Rc<hw::ModuleDef> {
+            let cfg = cfg.clone();
+            design.define(&self.top_name(&cfg), &[], |_, m| {
+                let mut v = m.input("d_i", hw::Ty::u(cfg.width));
+                for i in 0..cfg.depth {
+                    let r = m.reg(&format!("stage{i}"), hw::Ty::u(cfg.width));
+                    m.set_next(r, v);
+                    v = r.q();
+                }
+                m.output("q_o", v);
+            })
+        }
+    }
+
+    #[test]
+    fn a_depth_key_is_set_like_any_other_and_a_preset_under_it() {
+        let block: &dyn hw::AnyBlock = &Stages;
+        check_key(block, "depth", "depth=2").unwrap();
+        let err = check_key(block, "lanes", "lanes=2").unwrap_err();
+        assert_eq!(
+            err,
+            "--param lanes=2: block stages has no parameter 'lanes' (its parameters: depth, width)"
+        );
+        // The preset, then the flags, as `fpga flow` assembles them.
+        let mut table = block.default_table();
+        table.extend(preset_table(block, "fmax").unwrap());
+        assert_eq!(table.get("depth"), Some(&toml::Value::Integer(3)));
+        let (key, value) = param_entry("depth=1").unwrap();
+        table.insert(key, value);
+        assert_eq!(block.configure(&table).unwrap().top_name(), "stages_w8_d1");
+        assert_eq!(
+            preset_table(block, "slow").unwrap_err(),
+            "unknown preset 'slow' for block stages (known presets: fmax)"
+        );
+    }
+
+    #[test]
+    fn a_depth_setting_needs_a_block_with_a_depth_key() {
+        // Whichever blocks have pipeline stages: `depth` sets theirs, and a
+        // block without is one line naming its parameters.
+        for block in gen::registry() {
+            let setting = format!("{}.depth=1", block.name());
+            let parsed = BlockParams::parse(std::slice::from_ref(&setting));
+            if block.default_table().contains_key("depth") {
+                let p = parsed.unwrap();
+                assert_eq!(p.describe(), [setting]);
+            } else {
+                let err = parsed.unwrap_err();
+                assert!(
+                    err.starts_with(&format!(
+                        "--param {setting}: block {} has no parameter 'depth' (its parameters: ",
+                        block.name()
+                    )),
+                    "{err}"
+                );
+                assert_eq!(err.lines().count(), 1);
+            }
+        }
     }
 
     #[test]
@@ -230,7 +427,7 @@ mod tests {
         assert_eq!(p.of("vpu"), "units = \"int32\"".parse().unwrap());
         assert!(p.of("ici").is_empty());
         assert_eq!(p.describe(), ["mxu.acc_rows=512", "vpu.units=int32"]);
-        for bad in ["acc_rows=512", "nope.x=1", "mxu.acc_rows"] {
+        for bad in ["acc_rows=512", "nope.x=1", "mxu.acc_rows", "mxu.bogus=1"] {
             assert!(BlockParams::parse(&[bad.to_string()]).is_err(), "{bad}");
         }
     }

@@ -206,3 +206,18 @@ pub const PARTS: [Part; 6] = [
 pub fn part(name: &str) -> Option<&'static Part> {
     PARTS.iter().find(|p| p.name == name)
 }
+
+/// A part is read back (from a report) by its name: its figures are this
+/// build's.
+impl<'de> Deserialize<'de> for Part {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Named {
+            name: String,
+        }
+        let named = Named::deserialize(d)?;
+        part(&named.name)
+            .copied()
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown part '{}'", named.name)))
+    }
+}

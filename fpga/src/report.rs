@@ -4,17 +4,22 @@
 use crate::flow::{fmt_bram, FlowResult};
 use crate::parts::{Part, PARTS};
 use crate::search::SearchResult;
-use serde::Serialize;
+use crate::shard::ShardRecord;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
 /// Everything one `fpga report` run found.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
+    /// The command that reproduces the report (the output folder aside).
     pub command: String,
     pub quick: bool,
     pub seconds: f64,
+    /// The commit the tools were built from (`git describe --always
+    /// --dirty`), if known.
+    pub commit: Option<String>,
     /// Tool name -> version line.
     pub tools: BTreeMap<String, String>,
     /// The `--param BLOCK.KEY=VALUE` settings every preset and search of
@@ -25,6 +30,9 @@ pub struct Report {
     pub not_built: Vec<String>,
     /// Every search of every block, on every part.
     pub largest: Vec<SearchResult>,
+    /// A shard's report (`--shard K/N`): which part of the work it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardRecord>,
 }
 
 impl Report {
@@ -58,13 +66,30 @@ impl Report {
         } else {
             format!(" Settings: {}.", self.params.join(", "))
         };
+        let commit = match &self.commit {
+            Some(c) => format!(" Commit {c}."),
+            None => String::new(),
+        };
         let _ = writeln!(
             s,
-            "`{}`{}: {:.0} s.{params}\n",
+            "`{}`{}: {:.0} s.{commit}{params}\n",
             self.command,
             if self.quick { " (quick subset)" } else { "" },
             self.seconds,
         );
+        if let Some(shard) = &self.shard {
+            let _ = writeln!(
+                s,
+                "Shard {} of {}: {} of the {} flows and {} of the {} searches (`fpga report \
+                 --merge` joins the shards' reports).\n",
+                shard.index,
+                shard.count,
+                shard.flows.len(),
+                shard.total_flows,
+                shard.searches.len(),
+                shard.total_searches
+            );
+        }
         let _ = writeln!(s, "Tools:");
         for (tool, v) in &self.tools {
             let _ = writeln!(s, "- {tool}: {v}");
@@ -227,17 +252,37 @@ fn fmax_cell(r: &FlowResult) -> String {
     }
 }
 
+/// The block's pipeline depth: its configuration's `depth` key, "-" for a
+/// block whose configuration has none.
+pub fn depth_cell(r: &FlowResult) -> String {
+    r.design
+        .config
+        .get("depth")
+        .cloned()
+        .unwrap_or_else(|| "-".into())
+}
+
+/// Where the critical path starts and ends and how its delay splits, "-"
+/// without place and route.
+pub fn critical_path_cell(r: &FlowResult) -> String {
+    r.pnr
+        .as_ref()
+        .and_then(|p| p.critical_path.as_ref())
+        .map_or_else(|| "-".into(), |c| c.summary())
+}
+
 /// The Markdown table of `results`.
 pub fn flow_table(results: &[FlowResult], with_design: bool) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "| {}part | LUTs | FFs | DSPs | BRAMs | LUT % | FF % | DSP % | BRAM % | Fmax (MHz) | fits | notes |",
+        "| {}part | depth | LUTs | FFs | DSPs | BRAMs | LUT % | FF % | DSP % | BRAM % | Fmax (MHz) | \
+         critical path | fits | notes |",
         if with_design { "design | " } else { "" }
     );
     let _ = writeln!(
         s,
-        "| {}--- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| {}--- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         if with_design { "--- | " } else { "" }
     );
     for r in results {
@@ -291,9 +336,11 @@ pub fn flow_table(results: &[FlowResult], with_design: bool) -> String {
         }
         let _ = writeln!(
             s,
-            "| {design}{} | {counts} | {pct} | {} | {fits} | {} |",
+            "| {design}{} | {} | {counts} | {pct} | {} | {} | {fits} | {} |",
             r.part,
+            depth_cell(r),
             fmax_cell(r),
+            cell(&critical_path_cell(r)),
             cell(&notes.join("; "))
         );
     }
@@ -304,4 +351,59 @@ fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::PnrResult;
+
+    /// A placed and routed result of a 2x2 MXU on the UP5K, with `config`
+    /// keys set over its configuration.
+    fn routed(extra: &[(&str, &str)]) -> FlowResult {
+        let mxu = gen::find_block("mxu").unwrap();
+        let design = crate::FlowDesign::of(mxu, &"rows = 2\ncols = 2".parse().unwrap()).unwrap();
+        let mut info = design.info();
+        for (k, v) in extra {
+            info.config.insert(k.to_string(), v.to_string());
+        }
+        let log = include_str!("../tests/data/nextpnr-ice40-up5k-mxu-int8-4x4.log");
+        FlowResult {
+            part: "ice40-up5k".into(),
+            design: info,
+            harness_ffs: 1,
+            synth: None,
+            synth_seconds: None,
+            utilization: None,
+            pnr: Some(PnrResult {
+                fmax_mhz: Some(25.6),
+                target_mhz: 36.0,
+                utilization: BTreeMap::new(),
+                seconds: 1.0,
+                bitstream: None,
+                critical_path: crate::timing::parse_critical_path(log),
+            }),
+            fits: Some(true),
+            fit_basis: Some("place and route".into()),
+            why_not: None,
+            error: None,
+            dir: "x".into(),
+        }
+    }
+
+    #[test]
+    fn rows_show_the_depth_and_the_critical_path() {
+        let table = flow_table(&[routed(&[("depth", "3")]), routed(&[])], true);
+        let rows: Vec<&str> = table.lines().collect();
+        let header: Vec<&str> = rows[0].split(" | ").collect();
+        let cells = |row: &str| -> Vec<String> { row.split(" | ").map(str::to_string).collect() };
+        let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        assert_eq!(cells(rows[2])[at("depth")], "3");
+        assert_eq!(cells(rows[3])[at("depth")], "-");
+        assert_eq!(
+            cells(rows[2])[at("critical path")],
+            "first_wave_q[3] -> g_pe_row[3].g_pe_col[0].pe.psum_d (17.1 ns logic, 22.0 ns routing)"
+        );
+        assert_eq!(cells(rows[2])[at("Fmax (MHz)")], "25.6");
+    }
 }

@@ -92,6 +92,9 @@ pub fn summary(r: &FlowResult) -> String {
             Some(f) => s.push_str(&format!(", Fmax {f:.1} MHz (P&R {:.0} s)", p.seconds)),
             None => s.push_str(&format!(", Fmax ? (P&R {:.0} s)", p.seconds)),
         }
+        if let Some(c) = &p.critical_path {
+            s.push_str(&format!(", critical path {}", c.summary()));
+        }
     }
     match r.fits {
         Some(true) => s.push_str(", fits"),

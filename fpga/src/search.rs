@@ -15,11 +15,11 @@ use crate::flow::FlowResult;
 use crate::parts::Part;
 use crate::runner::Runner;
 use hw::{AnyBlock, FpgaSearch};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// What one search found on one part.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SearchResult {
     /// The block's registry name and the search's name within it.
     pub block: String,

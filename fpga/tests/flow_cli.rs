@@ -14,43 +14,9 @@ fn fpga(args: &[&str], out: &std::path::Path) -> Output {
 }
 
 #[test]
-fn a_small_mxu_synthesises_for_artix7_and_the_table_names_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let args = [
-        "flow",
-        "--block",
-        "mxu",
-        "--param",
-        "rows=2",
-        "--param",
-        "cols=1",
-        "--param",
-        "acc_rows=2",
-        "--parts",
-        "xc7a35t",
-    ];
-    let o = fpga(&args, tmp.path());
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let row = stdout
-        .lines()
-        .find(|l| l.contains("| xc7a35t |"))
-        .unwrap_or_else(|| panic!("no table row for the part in:\n{stdout}"));
-    assert!(row.contains("yes (estimate)"), "{row}");
-    assert!(tmp
-        .path()
-        .join("mxu_int8_2x1_acc2/xc7a35t/stat.json")
-        .is_file());
-}
-
-#[test]
 fn bad_input_gets_one_error_line_and_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (
             &["--block", "nope", "--parts", "xc7a35t"],
             "unknown block 'nope'",
@@ -65,7 +31,11 @@ fn bad_input_gets_one_error_line_and_exit_2() {
         ),
         (
             &["--block", "vpu", "--param", "bogus=1", "--parts", "xc7a35t"],
-            "unknown field `bogus`",
+            "--param bogus=1: block vpu has no parameter 'bogus' (its parameters: lanes, ",
+        ),
+        (
+            &["--block", "vpu", "--preset", "nope", "--parts", "xc7a35t"],
+            "unknown preset 'nope' for block vpu (known presets: tpu-128x8, full-8x1, ",
         ),
         (&["--block", "vpu", "--parts", "xc9"], "unknown part 'xc9'"),
         (
@@ -93,6 +63,81 @@ fn bad_input_gets_one_error_line_and_exit_2() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.contains(want), "{args:?}: {stderr}");
     }
+    // A pipeline depth is a parameter like any other: a block whose
+    // configuration has no `depth` says so in one line.
+    for block in gen::registry() {
+        if block.default_table().contains_key("depth") || block.name() == "torus" {
+            continue;
+        }
+        let o = fpga(
+            &[
+                "flow",
+                "--block",
+                block.name(),
+                "--param",
+                "depth=2",
+                "--parts",
+                "xc7a35t",
+            ],
+            tmp.path(),
+        );
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{}: {stderr}", block.name());
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        let want = format!(
+            "--param depth=2: block {} has no parameter 'depth'",
+            block.name()
+        );
+        assert!(stderr.contains(&want), "{stderr}");
+    }
     // Nothing was written for any of them.
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_small_mxu_from_a_preset_synthesises_for_artix7_and_the_table_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = [
+        "flow",
+        "--block",
+        "mxu",
+        "--preset",
+        "int8-2x3",
+        "--param",
+        "cols=1",
+        "--param",
+        "acc_rows=2",
+        "--parts",
+        "xc7a35t",
+    ];
+    let o = fpga(&args, tmp.path());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("MXU int8 2x1 (2 accumulator rows)"),
+        "{stdout}"
+    );
+    // The preset's rows, the flags' columns; no place and route on
+    // 7-series, so no critical path; the depth, or "-" without one.
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("| xc7a35t |"))
+        .unwrap_or_else(|| panic!("no table row for the part in:\n{stdout}"));
+    assert!(row.contains("yes (estimate)"), "{row}");
+    assert!(
+        row.contains("| - | yes (estimate) |"),
+        "no critical path: {row}"
+    );
+    assert!(
+        row.contains("| xc7a35t | - |") || row.contains("| xc7a35t | 0 |"),
+        "{row}"
+    );
+    assert!(tmp
+        .path()
+        .join("mxu_int8_2x1_acc2/xc7a35t/stat.json")
+        .is_file());
 }
