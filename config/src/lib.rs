@@ -49,6 +49,12 @@ use std::fmt;
 /// The accumulator depths the generators accept (rows of C results each).
 pub const ACC_ROWS_RANGE: std::ops::RangeInclusive<u32> = 2..=65536;
 
+/// The MXU pipeline depths the generators accept: registers added inside each
+/// processing element and before the accumulator's adder, in the order
+/// `hw/mxu/TIMING.md` ("Pipeline depth") lists them. 0 is the unpipelined
+/// array.
+pub const MXU_DEPTH_RANGE: std::ops::RangeInclusive<u32> = 0..=3;
+
 /// The largest array dimension the generators accept. 1024 is four times the
 /// TPUv1 array; larger arrays are refused rather than silently taking hours.
 pub const MAX_ARRAY_DIM: u32 = 1024;
@@ -133,6 +139,7 @@ pub struct MxuConfig {
     cols: u32,
     dtype: ElemType,
     acc_rows: u32,
+    depth: u32,
 }
 
 impl MxuConfig {
@@ -144,6 +151,7 @@ impl MxuConfig {
         cols: 8,
         dtype: ElemType::Int8,
         acc_rows: 256,
+        depth: 0,
     };
 
     /// A validated configuration with the default accumulator depth:
@@ -179,7 +187,24 @@ impl MxuConfig {
             cols,
             dtype,
             acc_rows,
+            depth: 0,
         })
+    }
+
+    /// This configuration with pipeline depth `depth`, which must lie in
+    /// [`MXU_DEPTH_RANGE`]: the registers added in each processing element
+    /// (and, at the largest depth, before the accumulator's adder), as
+    /// `hw/mxu/TIMING.md` places them. The results are the same bits at every
+    /// depth; the latencies grow (see `mxu::Timing`).
+    pub fn with_depth(self, depth: u32) -> Result<Self, ConfigError> {
+        if !MXU_DEPTH_RANGE.contains(&depth) {
+            return Err(ConfigError(format!(
+                "MXU depth must be between {} and {}, got {depth}",
+                MXU_DEPTH_RANGE.start(),
+                MXU_DEPTH_RANGE.end()
+            )));
+        }
+        Ok(MxuConfig { depth, ..self })
     }
 
     /// Array rows R: the K extent of one weight tile.
@@ -203,18 +228,30 @@ impl MxuConfig {
         self.acc_rows
     }
 
-    /// Parameters as (name, value) pairs, in a fixed order, for file headers and logs.
+    /// Pipeline depth: registers added in each processing element (and before
+    /// the accumulator's adder); 0 is the unpipelined array.
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// Parameters as (name, value) pairs, in a fixed order, for file headers
+    /// and logs. The depth is listed when it is not 0, so that the files of an
+    /// unpipelined array are the ones it has always had.
     pub fn params(&self) -> Vec<(String, String)> {
-        vec![
+        let mut params = vec![
             ("dtype".to_string(), self.dtype.to_string()),
             ("rows".to_string(), self.rows.to_string()),
             ("cols".to_string(), self.cols.to_string()),
             ("acc_rows".to_string(), self.acc_rows.to_string()),
-        ]
+        ];
+        if self.depth != 0 {
+            params.push(("depth".to_string(), self.depth.to_string()));
+        }
+        params
     }
 
     /// Parses the TOML form, e.g. `rows = 16`, `cols = 16`, `dtype = "int8"`,
-    /// `acc_rows = 512`, with
+    /// `acc_rows = 512`, `depth = 2`, with
     /// missing keys taken from [`MxuConfig::DEFAULT`]. Unknown keys are an error so
     /// that a typo is not silently ignored.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
@@ -239,9 +276,13 @@ impl fmt::Display for MxuConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} {}x{} ({} accumulator rows)",
+            "{} {}x{} ({} accumulator rows",
             self.dtype, self.rows, self.cols, self.acc_rows
-        )
+        )?;
+        if self.depth != 0 {
+            write!(f, ", depth {}", self.depth)?;
+        }
+        f.write_str(")")
     }
 }
 
@@ -253,6 +294,7 @@ struct RawMxuConfig {
     cols: Option<u32>,
     dtype: Option<ElemType>,
     acc_rows: Option<u32>,
+    depth: Option<u32>,
 }
 
 impl RawMxuConfig {
@@ -263,7 +305,8 @@ impl RawMxuConfig {
             self.cols.unwrap_or(d.cols),
             self.dtype.unwrap_or(d.dtype),
             self.acc_rows.unwrap_or(d.acc_rows),
-        )
+        )?
+        .with_depth(self.depth.unwrap_or(d.depth))
     }
 }
 
@@ -298,11 +341,18 @@ mod tests {
         assert!(MxuConfig::with_acc_rows(4, 4, ElemType::Bf16, 1).is_err());
         assert!(MxuConfig::with_acc_rows(4, 4, ElemType::Bf16, 1 << 17).is_err());
         assert!(MxuConfig::with_acc_rows(4, 4, ElemType::Bf16, 64).is_ok());
+        let c = MxuConfig::new(4, 4, ElemType::Int8).unwrap();
+        assert_eq!(c.depth(), 0);
+        assert!(c.with_depth(*MXU_DEPTH_RANGE.end()).is_ok());
+        assert!(c.with_depth(MXU_DEPTH_RANGE.end() + 1).is_err());
     }
 
     #[test]
     fn toml_round_trips_and_defaults_fill_missing_keys() {
-        let c = MxuConfig::with_acc_rows(3, 5, ElemType::Bf16, 64).unwrap();
+        let c = MxuConfig::with_acc_rows(3, 5, ElemType::Bf16, 64)
+            .unwrap()
+            .with_depth(2)
+            .unwrap();
         assert_eq!(MxuConfig::from_toml(&c.to_toml()).unwrap(), c);
         let partial = MxuConfig::from_toml("rows = 16").unwrap();
         assert_eq!((partial.rows(), partial.cols()), (16, 8));
@@ -317,6 +367,7 @@ mod tests {
             "rows = \"x\"",
             "[[[",
             "acc_rows = 3",
+            "depth = 99",
         ] {
             let err = MxuConfig::from_toml(bad).unwrap_err().to_string();
             assert!(!err.contains('\n'), "{bad}: {err}");

@@ -17,9 +17,10 @@
 //! state is what the rules speak of (rows queued in the weight FIFO, rows of
 //! the next tile in place, when the last first row was accepted, rows
 //! accepted), not the design's registers. The rules it applies, in short (R,
-//! C the array's rows and columns, L the PE latency: 1 for int8, 2 for bf16;
-//! La the accumulator adder's latency: 0 for int8, 2 for bf16; WF the next
-//! power of two >= 2R):
+//! C the array's rows and columns, D the configuration's pipeline depth; L
+//! the PE latency: 1 for int8, 2 for bf16; P the product latency, min(D, 2);
+//! La the accumulator adder's latency: 0 for int8, 2 for bf16, one more when
+//! D = 3; WF the next power of two >= 2R):
 //!
 //! * H1, H2: a row transfers in a cycle where valid and ready are both high;
 //!   the readies follow from the state at the start of the cycle (and
@@ -36,8 +37,8 @@
 //! * A1, A2: other rows are accepted whenever offered; a first row only when
 //!   its tile is in place and 2 + La cycles after the previous first row.
 //! * D1: a row accepted in cycle t is written to the accumulator in cycle
-//!   t + R·L + C + La; B1: `busy_o` is high from the cycle after an acceptance
-//!   through its write.
+//!   t + R·L + P + C + La; B1: `busy_o` is high from the cycle after an
+//!   acceptance through its write.
 //!
 //! The host is the eager one of the contract's closed forms (what `sim`'s
 //! driver does): after a reset it offers the pass's weight rows in order, each
@@ -151,6 +152,7 @@ pub struct MxuTiming {
     rows: u64,
     cols: u64,
     pe_latency: u64,
+    product_latency: u64,
     acc_add_latency: u64,
 }
 
@@ -211,17 +213,20 @@ impl MxuTiming {
     pub fn new(cfg: &MxuConfig, m: usize, k: usize, n: usize) -> Self {
         let plan = MatmulPlan::new(cfg, m, k, n)
             .unwrap_or_else(|e| panic!("MxuTiming: {e} (they must be nonzero)"));
-        // The contract's L and La (its "Terms").
+        // The contract's L, P and La (its "Terms"): L by element type alone,
+        // P and the extra accumulator stage by the depth D.
         let (pe_latency, acc_add_latency) = match cfg.dtype() {
             ElemType::Int8 => (1, 0),
             ElemType::Bf16 => (2, 2),
         };
+        let depth = u64::from(cfg.depth());
         MxuTiming {
             plan,
             rows: u64::from(cfg.rows()),
             cols: u64::from(cfg.cols()),
             pe_latency,
-            acc_add_latency,
+            product_latency: depth.min(2),
+            acc_add_latency: acc_add_latency + u64::from(depth >= 3),
         }
     }
 
@@ -240,7 +245,14 @@ impl MxuTiming {
         self.pe_latency
     }
 
-    /// La: latency of the accumulator's adder (0 for int8, 2 for bf16).
+    /// P: cycles from an activation's arrival at a PE to its product entering
+    /// the partial sum, min(D, 2).
+    pub fn product_latency(&self) -> u64 {
+        self.product_latency
+    }
+
+    /// La: latency of the accumulator's adder (0 for int8, 2 for bf16; one
+    /// more at depth 3).
     pub fn acc_add_latency(&self) -> u64 {
         self.acc_add_latency
     }
@@ -292,9 +304,9 @@ impl MxuTiming {
     }
 
     /// Cycles from a row's acceptance to its accumulator write (D1):
-    /// R·L + C + La.
+    /// R·L + P + C + La.
     pub fn write_latency(&self) -> u64 {
-        self.rows * self.pe_latency + self.cols + self.acc_add_latency
+        self.rows * self.pe_latency + self.product_latency + self.cols + self.acc_add_latency
     }
 
     /// Every event of a pass of `pass_rows` rows over `n_tiles` n-tiles, by
@@ -464,7 +476,19 @@ mod tests {
 
     /// The model of a single pass of `m` rows over `k_tiles` tiles (one n-tile).
     fn one_pass(rows: u32, cols: u32, dtype: ElemType, m: u64, k_tiles: u64) -> MxuTiming {
-        let c = cfg_of(rows, cols, dtype, 256);
+        one_pass_at(rows, cols, dtype, 0, m, k_tiles)
+    }
+
+    /// [`one_pass`] on the array pipelined to `depth`.
+    fn one_pass_at(
+        rows: u32,
+        cols: u32,
+        dtype: ElemType,
+        depth: u32,
+        m: u64,
+        k_tiles: u64,
+    ) -> MxuTiming {
+        let c = cfg_of(rows, cols, dtype, 256).with_depth(depth).unwrap();
         let t = MxuTiming::new(&c, m as usize, (k_tiles * u64::from(rows)) as usize, 1);
         assert_eq!(t.passes(), [(m, 1)]);
         t
@@ -475,9 +499,10 @@ mod tests {
     /// rows each, for the eager host.
     fn closed_form(t: &MxuTiming, m: u64, tiles: u64) -> (Vec<u64>, u64) {
         let (r, c, l, la) = (t.rows(), t.cols(), t.pe_latency(), t.acc_add_latency());
+        let p = t.product_latency();
         let period = m.max(2 + la).max(r + (r - 1) * l);
         let first_rows = (0..tiles).map(|i| r + 2 + i * period).collect();
-        let cycles = r + 2 + (tiles - 1) * period + m + r * l + c + la;
+        let cycles = r + 2 + (tiles - 1) * period + m + r * l + p + c + la;
         (first_rows, cycles)
     }
 
@@ -501,33 +526,43 @@ mod tests {
     fn the_contracts_examples() {
         // The table under "Closed forms" in hw/mxu/TIMING.md.
         use ElemType::{Bf16, Int8};
-        for (rows, dtype, m, k_tiles, cycles) in [
-            (1, Int8, 1, 1, 6),
-            (8, Int8, 1, 3, 57),
-            (8, Int8, 256, 8, 2074),
-            (8, Bf16, 256, 8, 2084),
-            (1, Bf16, 1, 3, 17),
+        for (rows, dtype, depth, m, k_tiles, cycles) in [
+            (1, Int8, 0, 1, 1, 6),
+            (8, Int8, 0, 1, 3, 57),
+            (8, Int8, 0, 256, 8, 2074),
+            (8, Bf16, 0, 256, 8, 2084),
+            (1, Bf16, 0, 1, 3, 17),
+            (8, Int8, 2, 256, 8, 2076),
+            (1, Int8, 3, 1, 3, 15),
         ] {
-            let t = one_pass(rows, rows, dtype, m, k_tiles);
-            assert_eq!(t.pass_cycles(m, 1), cycles, "{dtype} {rows}x{rows} M={m}");
+            let t = one_pass_at(rows, rows, dtype, depth, m, k_tiles);
+            assert_eq!(
+                t.pass_cycles(m, 1),
+                cycles,
+                "{dtype} {rows}x{rows} depth {depth} M={m}"
+            );
             assert_eq!(t.total_cycles(), cycles);
         }
     }
 
     #[test]
     fn the_closed_form_is_what_the_rules_give() {
-        // Every shape up to 9 rows, both element types, M across the tile
-        // period's three terms: the stepped rules and the closed form agree
-        // on every first row and on the pass's cycles.
-        for dtype in [ElemType::Int8, ElemType::Bf16] {
+        // Every shape up to 9 rows, both element types, every depth, M across
+        // the tile period's three terms: the stepped rules and the closed form
+        // agree on every first row and on the pass's cycles.
+        for (dtype, depth) in ElemType::ALL
+            .into_iter()
+            .flat_map(|t| config::MXU_DEPTH_RANGE.map(move |d| (t, d)))
+        {
             for rows in 1..=9 {
                 for cols in [1, 2, 5] {
                     for m in (1..=30).chain([64, 100]) {
                         for tiles in 1..=5 {
-                            let t = one_pass(rows, cols, dtype, m, tiles);
+                            let t = one_pass_at(rows, cols, dtype, depth, m, tiles);
                             let (first_rows, cycles) = closed_form(&t, m, tiles);
                             let accepted = t.acceptance_cycles(m, 1);
-                            let what = format!("{dtype} {rows}x{cols} M={m} T={tiles}");
+                            let what =
+                                format!("{dtype} {rows}x{cols} depth {depth} M={m} T={tiles}");
                             let starts: Vec<u64> =
                                 accepted.iter().step_by(m as usize).copied().collect();
                             assert_eq!(starts, first_rows, "{what}");
@@ -622,6 +657,33 @@ mod tests {
     }
 
     #[test]
+    fn depth_moves_the_writes_and_the_first_row_gap_only() {
+        // The product registers (P) delay every write alike; the accumulator's
+        // input register (depth 3) widens the first-row gap as La does. The
+        // acceptances before that are the same at every depth: the skews do
+        // not change.
+        let base = one_pass(4, 4, ElemType::Int8, 5, 3);
+        for depth in 1..=2 {
+            let t = one_pass_at(4, 4, ElemType::Int8, depth, 5, 3);
+            assert_eq!(t.product_latency(), u64::from(depth));
+            assert_eq!(t.first_row_gap(), 2);
+            assert_eq!(t.loader_hold(), base.loader_hold());
+            assert_eq!(t.acceptance_cycles(5, 1), base.acceptance_cycles(5, 1));
+            assert_eq!(
+                t.pass_cycles(5, 1),
+                base.pass_cycles(5, 1) + u64::from(depth)
+            );
+        }
+        let t = one_pass_at(1, 1, ElemType::Int8, 3, 1, 3);
+        assert_eq!((t.product_latency(), t.acc_add_latency()), (2, 1));
+        assert_eq!(t.first_row_gap(), 3);
+        assert_eq!(t.acceptance_cycles(1, 1), [3, 6, 9]);
+        let t = one_pass_at(1, 1, ElemType::Bf16, 3, 1, 3);
+        assert_eq!(t.first_row_gap(), 5);
+        assert_eq!(t.acceptance_cycles(1, 1), [3, 8, 13]);
+    }
+
+    #[test]
     fn a2_first_rows_keep_their_gap() {
         // 1x1, M = 1: each tile is in place one cycle after the first row
         // before it, so the gap 2 + La places the first rows.
@@ -639,17 +701,27 @@ mod tests {
 
     #[test]
     fn d1_every_row_is_written_a_fixed_latency_after_its_acceptance() {
-        // R·L + C + La.
+        // R·L + P + C + La, with P = min(D, 2) and La one more at D = 3.
         use ElemType::{Bf16, Int8};
-        for (rows, cols, dtype, latency) in [
-            (8, 8, Int8, 16),
-            (8, 8, Bf16, 26),
-            (2, 3, Int8, 5),
-            (2, 3, Bf16, 9),
-            (1, 1, Bf16, 5),
+        for (rows, cols, dtype, depth, latency) in [
+            (8, 8, Int8, 0, 16),
+            (8, 8, Bf16, 0, 26),
+            (2, 3, Int8, 0, 5),
+            (2, 3, Bf16, 0, 9),
+            (1, 1, Bf16, 0, 5),
+            (8, 8, Int8, 1, 17),
+            (8, 8, Int8, 2, 18),
+            (8, 8, Int8, 3, 19),
+            (8, 8, Bf16, 2, 28),
+            (8, 8, Bf16, 3, 29),
+            (1, 1, Int8, 3, 5),
         ] {
-            let t = one_pass(rows, cols, dtype, 3, 2);
-            assert_eq!(t.write_latency(), latency, "{dtype} {rows}x{cols}");
+            let t = one_pass_at(rows, cols, dtype, depth, 3, 2);
+            assert_eq!(
+                t.write_latency(),
+                latency,
+                "{dtype} {rows}x{cols} depth {depth}"
+            );
             let s = t.pass_schedule(3, 1);
             for (&accepted, &written) in s.rows_accepted.iter().zip(&s.acc_writes) {
                 assert_eq!(written, accepted + latency);

@@ -59,10 +59,13 @@
 //!    cycle model (`golden::MxuTiming::total_cycles`), with the utilization and
 //!    whether C matches `golden::matmul_int8` / `golden::matmul_bf16`, for both
 //!    types: 8x8 and 16x16 with M = 256, K = N = 64, and two ragged shapes (one
-//!    with M above the accumulator's 256 rows, so several passes). A line
-//!    below the table checks the speed requirement: on the 8x8 array with
-//!    M = 256, K = N = 64, utilization from RTL cycles >= 97 % and RTL cycles
-//!    equal to the golden prediction.
+//!    with M above the accumulator's 256 rows, so several passes), at the
+//!    default pipeline depth 0; then the 8x8 case again at the depth of the
+//!    `fmax` presets (`mxu::FMAX_DEPTH`). Lines below the table check the
+//!    speed requirement: on the 8x8 array with M = 256, K = N = 64,
+//!    utilization from RTL cycles >= 97 % and RTL cycles equal to the golden
+//!    prediction, and the pipelined array's utilization within 2 % of the
+//!    unpipelined one's.
 //! 5. `golden`: `golden::matmul_int8` throughput for 64^3, 256^3 and 512^3,
 //!    `golden::matmul_bf16` (exact soft-float) for 64^3 and 256^3.
 //! 6. `speed`: simulation speed and build time before and now (`systole/speed.rs`
@@ -1016,6 +1019,7 @@ fn cycles_table() {
         &[
             "type",
             "array",
+            "depth",
             "M x K x N",
             "tiles",
             "passes",
@@ -1026,18 +1030,20 @@ fn cycles_table() {
             "C vs golden",
         ],
     );
-    let cases: [(u32, usize, usize, usize); 4] = [
-        REQUIREMENT_CASE,
-        (16, 256, 64, 64),
-        (8, 7, 20, 13),
-        (16, 300, 40, 20),
+    let cases: [(u32, usize, usize, usize, u32); 5] = [
+        with_depth(REQUIREMENT_CASE, 0),
+        (16, 256, 64, 64, 0),
+        (8, 7, 20, 13, 0),
+        (16, 300, 40, 20, 0),
+        with_depth(REQUIREMENT_CASE, mxu::FMAX_DEPTH),
     ];
     let mut requirement = Vec::new();
+    let mut pipelined = Vec::new();
     for dtype in DTYPES {
         let mut rng = ChaCha8Rng::seed_from_u64(4 + dtype as u64);
-        for (n, m, k, nn) in cases {
+        for (n, m, k, nn, depth) in cases {
             let array = Array::new(dtype, n);
-            let cfg = array.cfg();
+            let cfg = array.cfg().with_depth(depth).expect("a valid depth");
             let shape = format!("{m} x {k} x {nn}");
             let timing = golden::MxuTiming::new(&cfg, m, k, nn);
             let passes = timing.passes();
@@ -1048,14 +1054,22 @@ fn cycles_table() {
                 .map_err(|e| e.to_string())
                 .and_then(|mut d| ops.run(&mut d));
             let golden_cycles = timing.total_cycles();
-            let name = [dtype.to_string(), format!("{n}x{n}"), shape];
+            let name = [
+                dtype.to_string(),
+                format!("{n}x{n}"),
+                depth.to_string(),
+                shape,
+            ];
             let mut cells = name.to_vec();
+            let requirement_case = (n, m, k, nn) == REQUIREMENT_CASE;
             match result {
                 Ok((c, stats)) => {
                     let equal = stats.cycles == golden_cycles;
                     let utilization = stats.utilization();
-                    if (n, m, k, nn) == REQUIREMENT_CASE {
+                    if requirement_case && depth == 0 {
                         requirement.push((dtype, Some((utilization, equal))));
+                    } else if requirement_case {
+                        pipelined.push((dtype, Some(utilization)));
                     }
                     cells.extend([
                         int(stats.tiles),
@@ -1068,8 +1082,10 @@ fn cycles_table() {
                     ]);
                 }
                 Err(e) => {
-                    if (n, m, k, nn) == REQUIREMENT_CASE {
+                    if requirement_case && depth == 0 {
                         requirement.push((dtype, None));
+                    } else if requirement_case {
+                        pipelined.push((dtype, None));
                     }
                     cells.extend([
                         int(tiles),
@@ -1091,7 +1107,7 @@ fn cycles_table() {
          >= {:.0} % and RTL cycles equal to the golden prediction.",
         100.0 * REQUIRED_UTILIZATION
     );
-    for (dtype, outcome) in requirement {
+    for &(dtype, outcome) in &requirement {
         let verdict = match outcome {
             Some((u, equal)) => {
                 let met = u >= REQUIRED_UTILIZATION && equal;
@@ -1106,7 +1122,45 @@ fn cycles_table() {
         };
         println!("- {dtype}: {verdict}");
     }
+    println!(
+        "\nAt depth {} (the `fmax` presets' pipeline), the same case's utilization \
+         against depth 0 (within 2 % required):",
+        mxu::FMAX_DEPTH
+    );
+    for (dtype, utilization) in pipelined {
+        let base = requirement
+            .iter()
+            .find(|(t, _)| *t == dtype)
+            .and_then(|(_, o)| o.map(|(u, _)| u));
+        let verdict = match (utilization, base) {
+            (None, _) => "NOT MET (the run failed)".into(),
+            (Some(utilization), Some(base)) => {
+                let change = (utilization - base) / base;
+                format!(
+                    "{} ({:.2} % against {:.2} %, {:+.2} %)",
+                    if change.abs() <= 0.02 {
+                        "met"
+                    } else {
+                        "NOT MET"
+                    },
+                    100.0 * utilization,
+                    100.0 * base,
+                    100.0 * change
+                )
+            }
+            (Some(_), None) => "NOT MET (the depth 0 run failed)".into(),
+        };
+        println!("- {dtype}: {verdict}");
+    }
     println!();
+}
+
+/// A cycles-table case (array size, M, K, N) at pipeline depth `depth`.
+fn with_depth(
+    (n, m, k, nn): (u32, usize, usize, usize),
+    depth: u32,
+) -> (u32, usize, usize, usize, u32) {
+    (n, m, k, nn, depth)
 }
 
 // ---------------------------------------------------------------------------

@@ -1,7 +1,21 @@
 //! Checking the MXU in RTL against the golden model.
 
+use config::MxuConfig;
 use rand::Rng;
 use sim::drivers::mxu::{MatmulStats, MxuDriver};
+
+/// The configuration of the MXU's preset `name` (as `gen --preset` takes it).
+///
+/// # Panics
+///
+/// If the MXU has no such preset.
+pub fn mxu_preset(name: &str) -> MxuConfig {
+    hw::Block::presets(&mxu::Mxu)
+        .into_iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("the MXU has no preset {name}"))
+        .config
+}
 
 /// Runs an int8 matmul on the RTL and checks C (bit for bit, as it is read
 /// out) and the cycle count against the golden model. `what` names the case.

@@ -1,18 +1,57 @@
 //! The bf16 MXU in RTL (Verilator) against the golden model, bit for bit and
 //! cycle for cycle: shapes 1x1 .. 8x8 and one above 256 PEs (where the PE's
 //! Verilator layout changes), K below and above R (several tiles
-//! accumulated in fp32 by the accumulator), random and adversarial data.
+//! accumulated in fp32 by the accumulator), random and adversarial data, at
+//! every pipeline depth and at the `bf16-fmax` preset.
 
 use config::{ElemType, MxuConfig};
 use rand::Rng;
 use rstest::rstest;
 use sim::drivers::mxu::MxuDriver;
-use tb::mxu::{check_bf16, random_bf16, SPECIAL_BF16};
+use tb::mxu::{check_bf16, mxu_preset, random_bf16, SPECIAL_BF16};
 use tb::seed::rng_for;
 
 fn driver(rows: u32, cols: u32) -> MxuDriver {
-    let cfg = MxuConfig::new(rows, cols, ElemType::Bf16).unwrap();
-    MxuDriver::new(&cfg).unwrap_or_else(|e| panic!("cannot build the {cfg} MXU: {e}"))
+    driver_at(rows, cols, 0)
+}
+
+/// The array of `rows` x `cols` pipelined to `depth`.
+fn driver_at(rows: u32, cols: u32, depth: u32) -> MxuDriver {
+    let cfg = MxuConfig::new(rows, cols, ElemType::Bf16)
+        .and_then(|c| c.with_depth(depth))
+        .unwrap();
+    open(&cfg)
+}
+
+fn open(cfg: &MxuConfig) -> MxuDriver {
+    MxuDriver::new(cfg).unwrap_or_else(|e| panic!("cannot build the {cfg} MXU: {e}"))
+}
+
+/// Special values against each other, across tiles, and random matrices
+/// (seeded as `name`): the checks every depth gets.
+fn specials_and_random(d: &mut MxuDriver, name: &str, rounds: usize) {
+    let (r, c) = (d.config().rows() as usize, d.config().cols() as usize);
+    for (m, k, n) in [
+        (SPECIAL_BF16.len(), 1, SPECIAL_BF16.len()),
+        (5, 2 * r + 1, 3),
+    ] {
+        let a: Vec<u16> = (0..m * k)
+            .map(|i| SPECIAL_BF16[i % SPECIAL_BF16.len()])
+            .collect();
+        let b: Vec<u16> = (0..k * n)
+            .map(|i| SPECIAL_BF16[(i * 7 + 3) % SPECIAL_BF16.len()])
+            .collect();
+        check_bf16(d, &a, &b, (m, k, n), "special values");
+    }
+    let mut rng = rng_for(name);
+    for round in 0..rounds {
+        let m = rng.gen_range(1..=2 * r + 3);
+        let k = rng.gen_range(1..=3 * r + 1);
+        let n = rng.gen_range(1..=2 * c + 1);
+        let a: Vec<u16> = (0..m * k).map(|_| random_bf16(&mut rng)).collect();
+        let b: Vec<u16> = (0..k * n).map(|_| random_bf16(&mut rng)).collect();
+        check_bf16(d, &a, &b, (m, k, n), &format!("random round {round}"));
+    }
 }
 
 #[rstest]
@@ -84,6 +123,38 @@ fn adversarial_values(#[case] rows: u32, #[case] cols: u32) {
     let a = vec![0x3F80u16, 0x3380, 0x3440];
     let b = vec![0x3F80u16, 0x3F80, 0x3F80];
     check_bf16(&mut d, &a, &b, (1, 3, 1), "ties");
+}
+
+#[rstest]
+fn pipelined_arrays_keep_bits_and_cycles(
+    #[values(1, 2, 3)] depth: u32,
+    #[values((1, 1), (2, 3))] shape: (u32, u32),
+) {
+    // The product and operand registers (depths 1, 2) and the accumulator's
+    // input register (3) change the latency only.
+    let (rows, cols) = shape;
+    let mut d = driver_at(rows, cols, depth);
+    specials_and_random(
+        &mut d,
+        &format!("bf16_pipelined_arrays_{rows}x{cols}_depth{depth}"),
+        6,
+    );
+}
+
+#[test]
+fn the_fmax_preset_keeps_bits_cycles_and_utilization() {
+    let cfg = mxu_preset("bf16-fmax");
+    assert_eq!(cfg.dtype(), ElemType::Bf16);
+    assert!(cfg.depth() > 0, "the fmax preset is pipelined");
+    let mut d = open(&cfg);
+    specials_and_random(&mut d, "bf16_the_fmax_preset", 6);
+    let mut rng = rng_for("bf16_the_fmax_preset_long_stream");
+    let (m, k, n) = (256, 32, 32);
+    let a: Vec<u16> = (0..m * k).map(|_| random_bf16(&mut rng)).collect();
+    let b: Vec<u16> = (0..k * n).map(|_| random_bf16(&mut rng)).collect();
+    check_bf16(&mut d, &a, &b, (m, k, n), "M=256 K=N=32");
+    let timing = golden::MxuTiming::new(&cfg, m, k, n);
+    assert!(timing.utilization() >= 0.97, "{}", timing.utilization());
 }
 
 #[test]

@@ -1,18 +1,50 @@
 //! The int8 MXU in RTL (Verilator) against the golden model, bit for bit and
 //! cycle for cycle, over array shapes 1x1 .. 8x8 and matrices both smaller and
-//! larger than the array.
+//! larger than the array, at every pipeline depth and at the `fmax` preset.
 
 use config::{ElemType, MxuConfig};
 use rand::Rng;
 use rstest::rstest;
 use sim::drivers::mxu::MxuDriver;
-use tb::mxu::{check_int8, random_i8};
+use tb::mxu::{check_int8, mxu_preset, random_i8};
 use tb::seed::rng_for;
 
 /// One driver per array shape per test process (a model build costs seconds).
 fn driver(rows: u32, cols: u32) -> MxuDriver {
-    let cfg = MxuConfig::new(rows, cols, ElemType::Int8).unwrap();
-    MxuDriver::new(&cfg).unwrap_or_else(|e| panic!("cannot build the {cfg} MXU: {e}"))
+    driver_at(rows, cols, 0)
+}
+
+/// The array of `rows` x `cols` pipelined to `depth`.
+fn driver_at(rows: u32, cols: u32, depth: u32) -> MxuDriver {
+    let cfg = MxuConfig::new(rows, cols, ElemType::Int8)
+        .and_then(|c| c.with_depth(depth))
+        .unwrap();
+    open(&cfg)
+}
+
+fn open(cfg: &MxuConfig) -> MxuDriver {
+    MxuDriver::new(cfg).unwrap_or_else(|e| panic!("cannot build the {cfg} MXU: {e}"))
+}
+
+/// Edge values, shapes at, below and above the array, and random matrices
+/// (seeded as `name`): the checks every depth gets.
+fn edges_and_random(d: &mut MxuDriver, name: &str, rounds: usize) {
+    let (r, c) = (d.config().rows() as usize, d.config().cols() as usize);
+    for (m, k, n) in [(1, 1, 1), (r, r, c), (2 * r + 3, 2 * r, 2 * c + 1)] {
+        for (x, y) in [(-128, -128), (-128, 127), (127, -128)] {
+            let what = format!("{x} x {y} {m}x{k}x{n}");
+            check_int8(d, &filled(m * k, x), &filled(k * n, y), (m, k, n), &what);
+        }
+    }
+    let mut rng = rng_for(name);
+    for round in 0..rounds {
+        let m = rng.gen_range(1..=3 * r + 2);
+        let k = rng.gen_range(1..=3 * r + 1);
+        let n = rng.gen_range(1..=3 * c + 1);
+        let a = random_i8(&mut rng, m * k);
+        let b = random_i8(&mut rng, k * n);
+        check_int8(d, &a, &b, (m, k, n), &format!("random round {round}"));
+    }
 }
 
 fn filled(len: usize, v: i8) -> Vec<i8> {
@@ -135,6 +167,40 @@ fn long_stream_keeps_the_array_busy() {
     let b = random_i8(&mut rng, k * n);
     check_int8(&mut d, &a, &b, (m, k, n), "8x8 M=256 K=N=64");
     let timing = golden::MxuTiming::new(d.config(), m, k, n);
+    assert!(timing.utilization() >= 0.97, "{}", timing.utilization());
+}
+
+#[rstest]
+fn pipelined_arrays_keep_bits_and_cycles(
+    #[values(1, 2, 3)] depth: u32,
+    #[values((1, 1), (3, 2), (4, 4))] shape: (u32, u32),
+) {
+    // The product and operand registers (depths 1, 2) and the accumulator's
+    // input register (3) change the latency only: the model's cycles, the
+    // golden results, one row a cycle.
+    let (rows, cols) = shape;
+    let mut d = driver_at(rows, cols, depth);
+    edges_and_random(
+        &mut d,
+        &format!("pipelined_arrays_{rows}x{cols}_depth{depth}"),
+        8,
+    );
+}
+
+#[test]
+fn the_fmax_preset_keeps_bits_cycles_and_utilization() {
+    let cfg = mxu_preset("fmax");
+    assert_eq!(cfg.dtype(), ElemType::Int8);
+    assert!(cfg.depth() > 0, "the fmax preset is pipelined");
+    let mut d = open(&cfg);
+    edges_and_random(&mut d, "the_fmax_preset", 8);
+    // A long stream: the pipeline costs a few cycles per pass, not a row.
+    let mut rng = rng_for("the_fmax_preset_long_stream");
+    let (m, k, n) = (256, 32, 32);
+    let a = random_i8(&mut rng, m * k);
+    let b = random_i8(&mut rng, k * n);
+    check_int8(&mut d, &a, &b, (m, k, n), "M=256 K=N=32");
+    let timing = golden::MxuTiming::new(&cfg, m, k, n);
     assert!(timing.utilization() >= 0.97, "{}", timing.utilization());
 }
 

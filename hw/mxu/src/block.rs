@@ -2,7 +2,7 @@
 //! need to cover it, with [`config::MxuConfig`] as its configuration.
 
 use crate::{build, top_name};
-use config::{ElemType, MxuConfig, ACC_ROWS_RANGE, MAX_ARRAY_DIM};
+use config::{ElemType, MxuConfig, ACC_ROWS_RANGE, MAX_ARRAY_DIM, MXU_DEPTH_RANGE};
 use hw::{
     Block, Companions, Design, FpgaFacts, FpgaSearch, Has, ModuleDef, Multipliers, Owners, Param,
     ParamKind, Preset, SearchSizes,
@@ -36,6 +36,15 @@ const PRESETS: [(ElemType, u32, u32, bool); 10] = [
     (ElemType::Bf16, 4, 4, true),
     (ElemType::Bf16, 8, 8, false),
 ];
+
+/// The depth of the `fmax` presets (int8 and bf16 4x4): the one with the
+/// highest clock in place and route (`docs/mxu.md`, "Pipeline depth").
+pub const FMAX_DEPTH: u32 = 2;
+
+/// The presets with the highest clock: (name, element type), 4x4 arrays at
+/// [`FMAX_DEPTH`].
+const FMAX_PRESETS: [(&str, ElemType); 2] =
+    [("fmax", ElemType::Int8), ("bf16-fmax", ElemType::Bf16)];
 
 impl Block for Mxu {
     type Config = MxuConfig;
@@ -81,6 +90,15 @@ impl Block for Mxu {
                 },
                 help: "Accumulator rows (each holds C results)",
             },
+            Param {
+                name: "depth",
+                value_name: "D",
+                kind: ParamKind::Int {
+                    min: u64::from(*MXU_DEPTH_RANGE.start()),
+                    max: u64::from(*MXU_DEPTH_RANGE.end()),
+                },
+                help: "Pipeline depth: 1 registers each PE's product, 2 its multiplier's operands too, 3 the accumulator adder's inputs too",
+            },
         ]
     }
 
@@ -89,14 +107,21 @@ impl Block for Mxu {
     }
 
     fn presets(&self) -> Vec<Preset<MxuConfig>> {
-        PRESETS
+        let sized = PRESETS
             .iter()
             .map(|&(dtype, rows, cols, fpga_report)| Preset {
                 name: format!("{dtype}-{rows}x{cols}"),
                 config: MxuConfig::new(rows, cols, dtype).expect("presets are valid"),
                 fpga_report,
-            })
-            .collect()
+            });
+        let fmax = FMAX_PRESETS.iter().map(|&(name, dtype)| Preset {
+            name: name.to_string(),
+            config: MxuConfig::new(4, 4, dtype)
+                .and_then(|c| c.with_depth(FMAX_DEPTH))
+                .expect("presets are valid"),
+            fpga_report: true,
+        });
+        sized.chain(fmax).collect()
     }
 
     fn top_name(&self, cfg: &MxuConfig) -> String {
@@ -183,6 +208,7 @@ mod tests {
             assert!(keys.contains_key(p.name), "{} is not a config key", p.name);
         }
         assert_eq!(Mxu.default_text(&params[2]).as_deref(), Some("int8"));
+        assert_eq!(Mxu.default_text(&params[4]).as_deref(), Some("0"));
     }
 
     #[test]
@@ -193,7 +219,9 @@ mod tests {
                     let at = |v: u64| table(&format!("{} = {v}", p.name));
                     assert!(Mxu.configure(&at(min)).is_ok(), "{} = {min}", p.name);
                     assert!(Mxu.configure(&at(max)).is_ok(), "{} = {max}", p.name);
-                    assert!(Mxu.configure(&at(min - 1)).is_err(), "{} below", p.name);
+                    if let Some(below) = min.checked_sub(1) {
+                        assert!(Mxu.configure(&at(below)).is_err(), "{} below", p.name);
+                    }
                     assert!(Mxu.configure(&at(max + 1)).is_err(), "{} above", p.name);
                 }
                 ParamKind::Choice(names) => {

@@ -30,15 +30,32 @@
 //! **Pipelining.** A PE passes its activation right after 1 cycle and its
 //! partial sum down after L cycles, the PE latency: L = 1 for int8 (one
 //! multiply-add), L = 2 for bf16 (the fp32 adder is split into two stages with
-//! a register between them: the bf16 product, operand ordering, alignment and
-//! significand add; then normalisation, rounding and the special cases). Row r's
-//! activations therefore enter r·L cycles late.
+//! a register between them: operand ordering, alignment and significand add;
+//! then normalisation, rounding and the special cases). Row r's activations
+//! therefore enter r·L cycles late.
+//!
+//! **Pipeline depth.** [`MxuConfig::depth`] adds registers where the longest
+//! paths are, the same for both element types: depth 1 registers each PE's
+//! product, so the multiplier and the partial-sum adder are separate stages;
+//! depth 2 also registers the multiplier's operands (the activation, and the
+//! weight chosen for it, which the active weight register already holds a
+//! cycle after the activation's arrival), so the multiplier runs from
+//! registers to a register, as a DSP block with input and output registers
+//! does; depth 3
+//! also registers the accumulator row read and the output row before the
+//! accumulator's adder. The product latency P (0, 1 or 2 cycles from an
+//! activation's arrival at a PE to its product entering the sum) is the same
+//! in every PE, so it delays every row's sums alike: the skews stay as they
+//! are (the weight is still chosen as the activation arrives, so the shadow
+//! swap is untouched) and only the row's latency to the accumulator grows, by
+//! P, and by one more cycle of La at depth 3.
 //!
 //! **Accumulator.** Every activation row carries an accumulator address and an
 //! `add` flag. When its output row leaves the array (cycle T) the accumulator
 //! row is read; the new value (the output, or accumulator + output, added with
 //! int32 wraparound or the fp32 adder) is written in cycle T + 1 + La, where La
-//! is the accumulator adder's latency (0 for int8, 2 for bf16).
+//! is the accumulator adder's latency (0 for int8, 2 for bf16, one more at
+//! depth 3).
 //!
 //! **Interface timing** is a contract of its own, stated at the ports in what
 //! follows (`hw/mxu/TIMING.md`): what a host may rely on and must do, as numbered
@@ -56,7 +73,7 @@ use hw::{
 use std::rc::Rc;
 
 mod block;
-pub use block::{Mxu, PE_PATTERN, PE_ROW_PATTERN};
+pub use block::{Mxu, FMAX_DEPTH, PE_PATTERN, PE_ROW_PATTERN};
 
 /// Port names of the MXU top module.
 pub mod ports {
@@ -83,6 +100,9 @@ pub mod ports {
 pub struct Timing {
     /// L: cycles a partial sum spends in one PE.
     pub pe_latency: u32,
+    /// P: cycles from an activation's arrival at a PE to its product entering
+    /// the partial sum (the product and operand registers of the depth).
+    pub product_latency: u32,
     /// Cycles from a row's acceptance to its output row leaving the array.
     pub array_latency: u32,
     /// La: latency of the accumulator's adder.
@@ -102,9 +122,13 @@ impl Timing {
             ElemType::Int8 => (1, 0),
             ElemType::Bf16 => (2, 2),
         };
+        let depth = cfg.depth();
+        let product_latency = depth.min(2);
+        let acc_add_latency = acc_add_latency + u32::from(depth >= 3);
         Timing {
             pe_latency,
-            array_latency: r * pe_latency + c - 1,
+            product_latency,
+            array_latency: r * pe_latency + product_latency + c - 1,
             acc_add_latency,
             shadow_hold: (r - 1) * pe_latency,
             first_row_gap: 2 + acc_add_latency,
@@ -116,12 +140,23 @@ impl Timing {
     pub fn write_latency(&self) -> u32 {
         self.array_latency + 1 + self.acc_add_latency
     }
+
+    /// Whether the accumulator row read and the output row are registered
+    /// before the accumulator's adder (depth 3).
+    fn acc_input_register(cfg: &MxuConfig) -> bool {
+        cfg.depth() >= 3
+    }
 }
 
-/// The Verilog name of the top module for `cfg`, e.g. `mxu_int8_8x8_acc256`.
+/// The Verilog name of the top module for `cfg`, e.g. `mxu_int8_8x8_acc256`,
+/// or `mxu_int8_8x8_acc256_d2` at depth 2.
 pub fn top_name(cfg: &MxuConfig) -> String {
+    let depth = match cfg.depth() {
+        0 => String::new(),
+        d => format!("_d{d}"),
+    };
     format!(
-        "mxu_{}_{}x{}_acc{}",
+        "mxu_{}_{}x{}_acc{}{depth}",
         cfg.dtype(),
         cfg.rows(),
         cfg.cols(),
@@ -154,7 +189,7 @@ pub fn build(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
     let cfg = *cfg;
     design.define(&name, &params, |design, m| {
         m.doc("weight-stationary systolic array: weight FIFO, shadow weights, accumulator");
-        let pe = pe(design, cfg.dtype());
+        let pe = pe(design, cfg.dtype(), Timing::of(&cfg).product_latency);
         let acc_adder = match cfg.dtype() {
             ElemType::Int8 => None,
             ElemType::Bf16 => Some(hw::fp::fp32_add(design, 2)),
@@ -209,7 +244,7 @@ fn build_top(
     pe_grid(m, cfg, &t, pe, &buses);
     let out_row = deskew(m, cfg, &buses);
     let side = RowSide::pipe(m, &t, acc_aw, loader.accept, a_add, a_addr);
-    let acc = accumulator(m, cfg, &t, acc_adder, out_row, &side);
+    let acc = accumulator(m, cfg, acc_adder, out_row, &side);
 
     // ---- Host read port.
     let data = m.mem_read(acc, Some(rd_en), rd_addr);
@@ -499,7 +534,6 @@ struct AccWrite {
 fn accumulator(
     m: &mut ModuleBuilder,
     cfg: &MxuConfig,
-    t: &Timing,
     acc_adder: Option<&Rc<ModuleDef>>,
     out_row: Expr,
     side: &RowSide,
@@ -519,16 +553,49 @@ fn accumulator(
         side: side1.q(),
         valid: valid1.q(),
     };
+    // Depth 3: the memory's read data and the output row wait a cycle in
+    // registers, so the adder starts from flip-flops rather than from the
+    // block RAM's output.
+    let (read, read_pending) = if Timing::acc_input_register(cfg) {
+        let registered = AccRead {
+            old: register(m, "old2", read.old),
+            new: register(m, "row2", read.new),
+            side: register(m, "side2", read.side),
+            valid: {
+                let v = m.reg_reset("valid2", Ty::BOOL, 0);
+                m.set_next(v, read.valid);
+                v.q()
+            },
+        };
+        (registered, Some(read.valid))
+    } else {
+        (read, None)
+    };
+    let la = match cfg.dtype() {
+        ElemType::Int8 => 0,
+        ElemType::Bf16 => 2,
+    };
     let write = match acc_adder {
         None => add_int32(cfg.cols(), &read),
-        Some(adder) => add_fp32(m, cfg.cols(), t.acc_add_latency, adder, &read),
+        Some(adder) => add_fp32(m, cfg.cols(), la, adder, &read),
     };
     let new_row = m.wire("acc_new_row", write.row);
     let wr_valid = m.wire("acc_write", write.valid);
     m.mem_write(acc, wr_valid, write.side.slice(0, acc_aw), new_row);
     m.output(ports::ACC_WR, wr_valid);
-    m.output(ports::BUSY, side.valid_pipe.q().any() | write.pending);
+    let pending = match read_pending {
+        Some(v) => v | write.pending,
+        None => write.pending,
+    };
+    m.output(ports::BUSY, side.valid_pipe.q().any() | pending);
     acc
+}
+
+/// `value` in a register named `name`, loaded every cycle.
+fn register(m: &mut ModuleBuilder, name: &str, value: Expr) -> Expr {
+    let r = m.reg(name, value.ty());
+    m.set_next(r, value);
+    r.q()
 }
 
 /// An accumulator row read, with the output row to add to it (one cycle
@@ -607,19 +674,59 @@ fn add_fp32(
     }
 }
 
-/// The processing element for `dtype`.
-pub fn pe(design: &mut Design, dtype: ElemType) -> Rc<ModuleDef> {
+/// The processing element for `dtype` with product latency
+/// `product_latency` (0, 1 or 2; see [`Timing::product_latency`]).
+#[track_caller]
+pub fn pe(design: &mut Design, dtype: ElemType, product_latency: u32) -> Rc<ModuleDef> {
+    assert!(product_latency <= 2, "a PE's product latency is 0, 1 or 2");
     match dtype {
-        ElemType::Int8 => pe_int8(design),
-        ElemType::Bf16 => pe_bf16(design),
+        ElemType::Int8 => pe_int8(design, product_latency),
+        ElemType::Bf16 => pe_bf16(design, product_latency),
+    }
+}
+
+/// The PE module's name and parameters: today's for product latency 0.
+fn pe_name(dtype: ElemType, product_latency: u32) -> (String, Vec<(&'static str, String)>) {
+    let mut params = vec![("dtype", dtype.name().to_string())];
+    if product_latency == 0 {
+        return (format!("mxu_pe_{dtype}"), params);
+    }
+    params.push(("product_latency", product_latency.to_string()));
+    (format!("mxu_pe_{dtype}_p{product_latency}"), params)
+}
+
+/// The multiplier's activation operand: with product latency 2 the register
+/// that passes it right (`a_q`), one cycle after its arrival, as the weight
+/// operand is then ([`weights`]).
+fn multiplier_activation(product_latency: u32, a: Expr, a_q: Expr) -> Expr {
+    if product_latency >= 2 {
+        a_q
+    } else {
+        a
+    }
+}
+
+/// The product as the partial-sum adder takes it: registered with product
+/// latency 1 or 2.
+fn product_stage(m: &mut ModuleBuilder, product_latency: u32, product: Expr) -> Expr {
+    if product_latency >= 1 {
+        register(m, "prod", product)
+    } else {
+        product
     }
 }
 
 /// The weight registers every PE has: the shadow loaded by the chain, and the
-/// active one switched in by the tile-start flag. Returns the weight for this
-/// cycle: the shadow while the flag passes (the new tile's first row), the
-/// active register otherwise.
-fn weights(m: &mut ModuleBuilder, ty: Ty, first: Expr) -> Expr {
+/// active one switched in by the tile-start flag. Returns the weight the
+/// multiplier takes. With product latency below 2 that is the weight for the
+/// activation arriving this cycle: the shadow while the flag passes (the new
+/// tile's first row), the active register otherwise. With product latency 2
+/// the multiplier takes its operands a cycle after the activation arrives,
+/// and the weight chosen then is what the active register holds by then (the
+/// flag loads it with the shadow in the arrival cycle), so the active
+/// register is the weight operand's register: no select before the
+/// multiplier, and no register of its own.
+fn weights(m: &mut ModuleBuilder, ty: Ty, first: Expr, product_latency: u32) -> Expr {
     let w_in = m.input("w_i", ty);
     let w_shift = m.input("w_shift_i", Ty::BOOL);
     let shadow = m.reg("shadow", ty);
@@ -629,33 +736,57 @@ fn weights(m: &mut ModuleBuilder, ty: Ty, first: Expr) -> Expr {
     m.set_next(active, shadow.q());
     m.set_enable(active, first);
     m.output("w_o", shadow.q());
-    m.wire("weight", first.select(shadow.q(), active.q()))
+    if product_latency >= 2 {
+        active.q()
+    } else {
+        m.wire("weight", first.select(shadow.q(), active.q()))
+    }
 }
 
-/// The activation register that passes activations to the right.
-fn pass_right(m: &mut ModuleBuilder, a: Expr) {
+/// The activation register that passes activations to the right; returns
+/// its output.
+fn pass_right(m: &mut ModuleBuilder, a: Expr) -> Expr {
     let a_q = m.reg("a", a.ty());
     m.set_next(a_q, a);
     m.output("a_o", a_q.q());
+    a_q.q()
 }
 
-fn pe_int8(design: &mut Design) -> Rc<ModuleDef> {
-    design.define("mxu_pe_int8", &[("dtype", "int8".into())], |_, m| {
+fn pe_int8(design: &mut Design, product_latency: u32) -> Rc<ModuleDef> {
+    let (name, params) = pe_name(ElemType::Int8, product_latency);
+    design.define(&name, &params, |_, m| {
         // Inlined (no `no_inline`): the int8 PE is a few operations, which
         // Verilator folds into straight-line code across the array; calls into
         // a separate PE per instance ran slower (int8 16x16, Verilator 5.048:
         // 395 k against 482 k cycles/s through the run CLI).
-        m.doc("int8 PE: shadow/active weights, psum += a * w (int32, wrapping)");
+        let doc = match product_latency {
+            0 => "int8 PE: shadow/active weights, psum += a * w (int32, wrapping)",
+            1 => "int8 PE: shadow/active weights, product register, psum += product (int32, wrapping)",
+            _ => "int8 PE: shadow/active weights, operand and product registers, psum += product (int32, wrapping)",
+        };
+        m.doc(doc);
         let a = m.input("a_i", Ty::s(8));
         let first = m.input("first_i", Ty::BOOL);
         let psum_in = m.input("psum_i", Ty::s(32));
-        let weight = weights(m, Ty::s(8), first);
-        // The exact 16-bit product, extended to 32 bits: one 32-bit multiply.
-        let product = m.wire("product", a.mul_wide_to(weight, 32));
+        let weight = weights(m, Ty::s(8), first, product_latency);
+        if product_latency == 0 {
+            // The exact 16-bit product, extended to 32 bits: one 32-bit multiply.
+            let product = m.wire("product", a.mul_wide_to(weight, 32));
+            let psum = m.reg("psum", Ty::s(32));
+            m.set_next(psum, psum_in + product);
+            m.output("psum_o", psum.q());
+            pass_right(m, a);
+            return;
+        }
+        let a_q = pass_right(m, a);
+        let x = multiplier_activation(product_latency, a, a_q);
+        // The exact 16-bit product, registered as it is: the multiplier alone
+        // in its stage (a DSP block's multiplier and its output register).
+        let product = m.wire("product", x.mul_wide(weight));
+        let product = product_stage(m, product_latency, product);
         let psum = m.reg("psum", Ty::s(32));
-        m.set_next(psum, psum_in + product);
+        m.set_next(psum, psum_in + product.sext(32));
         m.output("psum_o", psum.q());
-        pass_right(m, a);
     })
 }
 
@@ -674,10 +805,15 @@ fn pe_int8(design: &mut Design) -> Rc<ModuleDef> {
 /// where 1,024 specialised copies no longer fit the processor's caches, it
 /// was 1.8 times as fast even with its inputs fully `public`, and built in
 /// 46 s instead of 176 s.
-fn pe_bf16(design: &mut Design) -> Rc<ModuleDef> {
-    let params = [("dtype", "bf16".into())];
-    design.define("mxu_pe_bf16", &params, |_, m| {
-        m.doc("bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, two pipeline stages");
+fn pe_bf16(design: &mut Design, product_latency: u32) -> Rc<ModuleDef> {
+    let (name, params) = pe_name(ElemType::Bf16, product_latency);
+    design.define(&name, &params, |_, m| {
+        let doc = match product_latency {
+            0 => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, two pipeline stages",
+            1 => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, product register and two adder stages",
+            _ => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, operand and product registers and two adder stages",
+        };
+        m.doc(doc);
         m.shared_code(
             "many instances of a large PE: one copy of its code keeps the model within \
              the caches and its build time in proportion to the array",
@@ -685,9 +821,17 @@ fn pe_bf16(design: &mut Design) -> Rc<ModuleDef> {
         let a = m.input("a_i", Ty::u(16));
         let first = m.input("first_i", Ty::BOOL);
         let psum_in = m.input("psum_i", Ty::u(32));
-        let weight = weights(m, Ty::u(16), first);
-        let product = hw::fp::bf16_mul_logic(m, a, weight);
+        let weight = weights(m, Ty::u(16), first, product_latency);
+        let x = match product_latency {
+            0 => a,
+            _ => {
+                let a_q = pass_right(m, a);
+                multiplier_activation(product_latency, a, a_q)
+            }
+        };
+        let product = hw::fp::bf16_mul_logic(m, x, weight);
         let product = m.wire("product", product);
+        let product = product_stage(m, product_latency, product);
         // Stage 1 (this cycle): s = add32(psum, product) up to the significand
         // sum; stage 2 (next cycle): normalise and round into the psum register.
         let stage1 = hw::fp::fp32_add_stage1(m, psum_in, product);
@@ -696,6 +840,8 @@ fn pe_bf16(design: &mut Design) -> Rc<ModuleDef> {
         let psum = m.reg("psum", Ty::u(32));
         m.set_next(psum, sum);
         m.output("psum_o", psum.q());
-        pass_right(m, a);
+        if product_latency == 0 {
+            pass_right(m, a);
+        }
     })
 }

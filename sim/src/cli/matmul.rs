@@ -31,6 +31,10 @@ pub struct MatmulArgs {
     /// Accumulator rows (a power of two); larger M runs in several passes.
     #[arg(long, value_name = "N", default_value_t = MxuConfig::DEFAULT.acc_rows())]
     acc_rows: u32,
+    /// Pipeline depth of the array (0 to 3; see `gen --block list`): the same
+    /// results, a few cycles more latency per pass.
+    #[arg(long, value_name = "D", default_value_t = MxuConfig::DEFAULT.depth())]
+    depth: u32,
     /// Compute with the golden model (cycles from its cycle model) instead of the RTL.
     #[arg(long)]
     golden: bool,
@@ -47,6 +51,7 @@ fn parse_dtype(s: &str) -> Result<ElemType, String> {
 /// writes C and, with `--stats`, one JSON line.
 pub fn run(args: &MatmulArgs) -> Result<(), Failure> {
     let cfg = MxuConfig::with_acc_rows(args.rows, args.cols, args.dtype, args.acc_rows)
+        .and_then(|c| c.with_depth(args.depth))
         .map_err(|e| bad(e.to_string()))?;
     let (m, k, n, cycles) = match cfg.dtype() {
         ElemType::Int8 => {
@@ -109,6 +114,7 @@ pub fn run(args: &MatmulArgs) -> Result<(), Failure> {
             "rows": cfg.rows(),
             "cols": cfg.cols(),
             "acc_rows": cfg.acc_rows(),
+            "depth": cfg.depth(),
             "m": m,
             "k": k,
             "n": n,
