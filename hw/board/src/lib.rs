@@ -331,7 +331,7 @@ impl Board {
     /// The TensorCore board build's defaults, or why the board cannot take
     /// one (one line). ULX3S: a 4x4 core (the FPGA report's TensorCore
     /// preset: 5,609 LUTs, 32 DSPs, 10 block RAMs and 26.6 MHz routed on
-    /// the 85F, above the board's 25 MHz) with 1,024-row unified buffer
+    /// the 85F; the board build closes at [`ULX3S_TC_MHZ`]) with 1,024-row unified buffer
     /// and weight memory, a 1,024-word program memory and 1,024-row host
     /// windows. The iCEBreaker's UP5K has 5,280 logic cells: the bare 4x4
     /// MXU build already uses 82% of them.
@@ -459,14 +459,16 @@ impl std::str::FromStr for Board {
 pub const ICEBREAKER_MXU_MHZ: f64 = 26.25;
 
 /// The ULX3S MXU build's core clock unless `--core-mhz` asks for another
-/// (MHz): the highest the default array (int8 12x12) closes at through the
-/// build's recipe and nextpnr-ecp5 (seed 1); see docs/boards.md.
-pub const ULX3S_MXU_MHZ: f64 = 40.0;
+/// (MHz): the clock the default array (int8 12x12) is known to place and
+/// route at (the oscillator's, before the PLL); a higher one is not measured
+/// yet (docs/boards.md).
+pub const ULX3S_MXU_MHZ: f64 = 25.0;
 
 /// The ULX3S TensorCore build's core clock unless `--core-mhz` asks for
 /// another (MHz): the highest the default core (4x4) closes at through the
-/// build's recipe and nextpnr-ecp5 (seed 1); see docs/boards.md.
-pub const ULX3S_TC_MHZ: f64 = 30.0;
+/// build's recipe and nextpnr-ecp5 (seed 1; 30 MHz fails at 29.06 MHz),
+/// 25 MHz x 8 / 7; see docs/boards.md.
+pub const ULX3S_TC_MHZ: f64 = 28.571;
 
 /// The clock a board build runs at: the board's PLL set to make it from the
 /// oscillator. The bridge, its UARTs and the core all run on it.
@@ -879,7 +881,7 @@ mod tests {
     }
 
     #[test]
-    fn every_default_core_clock_is_one_the_pll_makes_exactly() {
+    fn every_default_core_clock_is_one_the_pll_makes() {
         let mut clocks = vec![
             CoreClock::new(Board::IceBreaker, Board::IceBreaker.defaults().core_mhz),
             CoreClock::new(Board::Ulx3s, Board::Ulx3s.defaults().core_mhz),
@@ -888,7 +890,8 @@ mod tests {
         clocks.push(CoreClock::new(Board::Ulx3s, tc.core_mhz));
         for clock in clocks {
             let clock = clock.unwrap();
-            assert_eq!(clock.hz(), clock.requested_mhz() * 1e6, "{clock:?}");
+            let off = (clock.hz() / 1e6 - clock.requested_mhz()).abs();
+            assert!(off < 1e-3, "{clock:?}");
             // The default baud rate fits every default clock.
             clocks_per_bit(clock.hz_u32(), DEFAULT_BAUD).unwrap();
         }
