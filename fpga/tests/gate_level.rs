@@ -5,7 +5,10 @@
 //! 0 or 1. Yosys' stock `synth_ice40 -dsp` is run through the same bench and
 //! count is printed: on Yosys 0.23 its netlist gives X on accumulator bits
 //! where the RTL has 0 or 1 (also with every x constant in it replaced by 0
-//! and the DSP registers starting at 0, as on the chip).
+//! and the DSP registers starting at 0, as on the chip). A whole iCEBreaker
+//! board build, its PLL primitive included (simulated by the build's PLL
+//! model), goes through its own recipe and the same comparison, driven over
+//! its UART pins by the build's smoke test.
 
 use config::{ElemType, MxuConfig};
 use fpga::harness::{self, Port};
@@ -242,5 +245,181 @@ fn the_ice40_recipe_netlist_of_a_bf16_mxu_with_lowered_shifts_matches_the_rtl() 
     recipe_matches_rtl(
         "the_ice40_recipe_netlist_of_a_bf16_mxu_with_lowered_shifts_matches_the_rtl",
         cfg,
+    );
+}
+
+/// Yosys' iCE40 cell models without their `SB_PLL40_PAD`, an empty
+/// black box there: the board build's PLL simulation model takes its place.
+fn ice40_cells_sim_without_pll() -> String {
+    let text = std::fs::read_to_string(ice40_cells_sim()).expect("read cells_sim.v");
+    let start = text
+        .find("module SB_PLL40_PAD (")
+        .expect("cells_sim.v declares SB_PLL40_PAD");
+    let start = text[..start].rfind("(* blackbox *)").unwrap_or(start);
+    let end =
+        start + text[start..].find("endmodule").expect("SB_PLL40_PAD ends") + "endmodule".len();
+    format!("{}{}", &text[..start], &text[end..])
+}
+
+/// A whole board build, PLL included, at gate level: the iCEBreaker top (a
+/// 2x2 MXU behind the bridge) synthesised by the build's own recipe
+/// (`yosys -s systole_icebreaker.ys`, which maps the PLL instance to the
+/// UP5K's SB_PLL40_PAD), its netlist simulated under Icarus with Yosys' cell
+/// models and the build's PLL simulation model, beside the RTL top: the
+/// build's smoke test drives both over the UART pins and must pass on the
+/// RTL, and every output pin of the netlist must equal the RTL's every cycle
+/// (wherever the RTL's is 0 or 1).
+#[test]
+fn the_icebreaker_board_netlist_with_its_pll_matches_the_rtl_over_the_uart() {
+    let board = board::Board::IceBreaker;
+    let cfg = MxuConfig::with_acc_rows(2, 2, ElemType::Int8, 16).unwrap();
+    // 15 clocks per bit at the board's core clock keep the simulation short.
+    let baud = (board.defaults().core_mhz * 1e6 / 15.0).round() as u32;
+    let (generated, made) = gen::generate_board(board, &cfg, Some(16), None, Some(baud)).unwrap();
+    assert_eq!(made.bridge.clocks_per_bit(), 15);
+    let dir = tb::tools::write_temp(&generated.files);
+    let top = board.top_name();
+    let script = board::yosys::script_name(board);
+    let out = Command::new("yosys")
+        .args(["-q", "-l", "gl.log", "-p"])
+        .arg(format!(
+            "script {script}; rename {top} gl_top; write_verilog -noattr gl.v"
+        ))
+        .current_dir(dir.path())
+        .output()
+        .expect("yosys runs");
+    let log = std::fs::read_to_string(dir.path().join("gl.log")).unwrap_or_default();
+    assert!(out.status.success(), "{log}");
+    let netlist = std::fs::read_to_string(dir.path().join("gl.v")).unwrap();
+    assert!(
+        netlist.contains("SB_PLL40_PAD #("),
+        "the netlist has no PLL primitive"
+    );
+    std::fs::write(
+        dir.path().join("cells_sim.v"),
+        ice40_cells_sim_without_pll(),
+    )
+    .unwrap();
+
+    // The smoke test with the netlist beside the RTL top, on the same pins.
+    let tb_name = board::smoke::testbench_name(board);
+    let smoke = &generated
+        .files
+        .iter()
+        .find(|f| f.name == format!("{tb_name}.v"))
+        .expect("the smoke test")
+        .text;
+    let (rx, tx) = board.uart_ports();
+    let (button, pressed) = board.button();
+    let mut conns = Vec::new();
+    let mut compare = String::new();
+    for p in board.pins() {
+        let v = if p.port == board.clock_port() {
+            "clk".to_string()
+        } else if p.port == rx {
+            "rx_at_negedge".to_string()
+        } else if p.port == button {
+            format!("1'b{}", u8::from(!pressed))
+        } else {
+            format!("gl_{}", p.port)
+        };
+        if p.dir == board::PinDir::Out {
+            let rtl = if p.port == tx {
+                "tx".to_string()
+            } else {
+                format!("{}_unused", p.port)
+            };
+            let _ = writeln!(
+                compare,
+                "    if ({rtl} === 1'b0 || {rtl} === 1'b1) begin\n      \
+                 gl_compared = gl_compared + 1;\n      \
+                 if (gl_{p} !== {rtl}) begin\n        \
+                 if (gl_mismatches < 5) $display(\"netlist {p} %b, RTL %b at %0t\", gl_{p}, {rtl}, $time);\n        \
+                 gl_mismatches = gl_mismatches + 1;\n      \
+                 end\n    \
+                 end",
+                p = p.port
+            );
+            let _ = writeln!(compare);
+        }
+        conns.push(format!(".{} ({v})", p.port));
+    }
+    let decls: String = board
+        .pins()
+        .iter()
+        .filter(|p| p.dir == board::PinDir::Out)
+        .map(|p| format!("  wire gl_{};\n", p.port))
+        .collect();
+    // The smoke test changes its receive line right at rising edges, a race
+    // the RTL and the netlist's cell models may resolve differently: both
+    // tops get the line half a cycle later instead.
+    let beside = format!(
+        "  reg rx_at_negedge = 1'b1;\n  always @(negedge clk) rx_at_negedge <= rx;\n\
+         {decls}  gl_top gl ({});\n  integer gl_compared = 0;\n  integer gl_mismatches = 0;\n  \
+         always @(negedge clk) begin\n{compare}  end\n",
+        conns.join(", ")
+    );
+    let marker = "  always #1 clk = !clk;\n";
+    let dut_rx = format!("    .{rx} (rx)");
+    assert!(smoke.contains(marker) && smoke.contains(&dut_rx));
+    let bench = smoke
+        .replacen(&dut_rx, &format!("    .{rx} (rx_at_negedge)"), 1)
+        .replacen(marker, &format!("{beside}{marker}"), 1)
+        .replacen(
+            "      $display(\"PASS:",
+            "      $display(\"netlist: %0d mismatches in %0d compared pin values\", gl_mismatches, gl_compared);\n      $display(\"PASS:",
+            1,
+        );
+    std::fs::write(dir.path().join("bench.v"), bench).unwrap();
+    let mut args: Vec<String> = vec![
+        "-g2005".into(),
+        "-DNO_ICE40_DEFAULT_ASSIGNMENTS".into(),
+        "-s".into(),
+        tb_name.clone(),
+        "-o".into(),
+        "gl.vvp".into(),
+        "bench.v".into(),
+        "gl.v".into(),
+        "cells_sim.v".into(),
+    ];
+    args.extend(
+        generated
+            .files
+            .iter()
+            .filter(|f| f.module.is_some())
+            .map(|f| f.name.clone()),
+    );
+    let out = Command::new("iverilog")
+        .args(&args)
+        .current_dir(dir.path())
+        .output()
+        .expect("iverilog runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new("vvp")
+        .args(["-n", "gl.vvp"])
+        .current_dir(dir.path())
+        .output()
+        .expect("vvp runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{text}");
+    assert!(
+        text.contains("PASS:") && !text.contains("FAIL"),
+        "the smoke test failed:\n{text}"
+    );
+    let summary = text
+        .lines()
+        .find(|l| l.starts_with("netlist: "))
+        .unwrap_or_else(|| panic!("no comparison summary:\n{text}"));
+    let w: Vec<&str> = summary.split_whitespace().collect();
+    let (mismatches, compared): (u64, u64) = (w[1].parse().unwrap(), w[4].parse().unwrap());
+    // Four output pins over thousands of cycles.
+    assert!(compared > 10_000, "compared only {compared} pin values");
+    assert_eq!(
+        mismatches, 0,
+        "the netlist's pins differ from the RTL's:\n{text}"
     );
 }

@@ -16,7 +16,7 @@
 //!   generator's header) are removed so the folder always holds exactly one
 //!   consistent design.
 
-use board::{Board, BridgeConfig};
+use board::{Board, BridgeConfig, CoreClock};
 use config::MxuConfig;
 use hw::{
     catch_elab, emit_design, AnyBlock, Block, Configured, Design, EmittedFile, Header, ModuleDef,
@@ -136,24 +136,38 @@ fn emit(
     })
 }
 
+/// What a board build was made with besides its files: the bridge's
+/// configuration, the core clock (the PLL's setting) and the UART's speed.
+pub struct BoardChoices<B> {
+    pub bridge: B,
+    pub clock: CoreClock,
+    pub baud: u32,
+}
+
 /// Elaborates the UART bridge around the MXU for `board` and emits it with the
 /// board top and its constraint file (in memory). `act_rows` defaults to the
-/// board's activation buffer depth, `baud` to [`board::DEFAULT_BAUD`].
+/// board's activation buffer depth, `core_mhz` (the clock the PLL makes for
+/// the bridge and the MXU) to the board's, `baud` to
+/// [`board::DEFAULT_BAUD`]; the UART's clocks per bit are counted at the
+/// frequency the PLL achieves.
 pub fn generate_board(
     board: Board,
     cfg: &MxuConfig,
     act_rows: Option<u32>,
+    core_mhz: Option<f64>,
     baud: Option<u32>,
-) -> Result<(Generated, BridgeConfig, u32), String> {
+) -> Result<(Generated, BoardChoices<BridgeConfig>), String> {
+    let clock = CoreClock::new(board, core_mhz.unwrap_or(board.defaults().core_mhz))
+        .map_err(|e| e.to_string())?;
     let baud = baud.unwrap_or(board::DEFAULT_BAUD);
-    let cpb = board::clocks_per_bit(board.clock_hz(), baud).map_err(|e| e.to_string())?;
+    let cpb = board::clocks_per_bit(clock.hz_u32(), baud).map_err(|e| e.to_string())?;
     let act_rows = act_rows.unwrap_or(board.defaults().act_rows);
     let bridge = BridgeConfig::new(*cfg, cpb, act_rows).map_err(|e| e.to_string())?;
     let header = Header {
         generator: generator_id(),
-        params: board::board_params(board, &bridge, baud),
+        params: board::board_params(&clock, &bridge, baud),
     };
-    let built = board::build_board(board, &bridge, &header)?;
+    let built = board::build_board(&clock, &bridge, &header)?;
     Ok((
         Generated {
             top: built.top,
@@ -161,32 +175,37 @@ pub fn generate_board(
             files: built.files,
             modules: built.modules,
         },
-        bridge,
-        baud,
+        BoardChoices {
+            bridge,
+            clock,
+            baud,
+        },
     ))
 }
 
 /// Elaborates the TensorCore `cfg` and its UART bridge for `board` and emits
 /// them with the board top and its constraint file (in memory): the bridge's
-/// memories are the board's defaults, `baud` defaults to
-/// [`board::DEFAULT_BAUD`]. A board the TensorCore does not fit is refused
-/// (one line).
+/// memories are the board's defaults, `core_mhz` defaults to the board's
+/// TensorCore clock, `baud` to [`board::DEFAULT_BAUD`]. A board the
+/// TensorCore does not fit is refused (one line).
 pub fn generate_tc_board(
     board: Board,
     cfg: &config::TensorCoreConfig,
+    core_mhz: Option<f64>,
     baud: Option<u32>,
-) -> Result<(Generated, board::TcBridgeConfig, u32), String> {
+) -> Result<(Generated, BoardChoices<board::TcBridgeConfig>), String> {
     let d = board.tensorcore_defaults()?;
+    let clock = CoreClock::new(board, core_mhz.unwrap_or(d.core_mhz)).map_err(|e| e.to_string())?;
     let baud = baud.unwrap_or(board::DEFAULT_BAUD);
-    let cpb = board::clocks_per_bit(board.clock_hz(), baud).map_err(|e| e.to_string())?;
+    let cpb = board::clocks_per_bit(clock.hz_u32(), baud).map_err(|e| e.to_string())?;
     let bridge =
         board::TcBridgeConfig::new(*cfg, cpb, d.program_words, d.input_rows, d.output_rows)
             .map_err(|e| e.to_string())?;
     let header = Header {
         generator: generator_id(),
-        params: board::tc_board_params(board, &bridge, baud),
+        params: board::tc_board_params(&clock, &bridge, baud),
     };
-    let built = board::build_tc_board(board, &bridge, &header)?;
+    let built = board::build_tc_board(&clock, &bridge, &header)?;
     Ok((
         Generated {
             top: built.top,
@@ -194,8 +213,11 @@ pub fn generate_tc_board(
             files: built.files,
             modules: built.modules,
         },
-        bridge,
-        baud,
+        BoardChoices {
+            bridge,
+            clock,
+            baud,
+        },
     ))
 }
 

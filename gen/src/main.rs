@@ -45,6 +45,11 @@ struct Args {
     /// UART speed of a board build [default: 115200].
     #[arg(long, value_name = "BAUD")]
     baud: Option<u32>,
+    /// Core clock of a board build, MHz: the board's PLL makes it from the
+    /// oscillator (the nearest it can, within 1%), and the bridge and the
+    /// core run on it [default: the board build's, the highest that closes].
+    #[arg(long, value_name = "MHZ")]
+    core_mhz: Option<f64>,
     /// Rows of a board build's activation buffer (a power of two)
     /// [default: the board's].
     #[arg(long, value_name = "N")]
@@ -314,6 +319,7 @@ fn run(args: &Args, block: &dyn AnyBlock, matches: &ArgMatches) -> Result<(), St
         None => {
             for (flag, given) in [
                 ("--baud", args.baud.is_some()),
+                ("--core-mhz", args.core_mhz.is_some()),
                 ("--act-rows", args.act_rows.is_some()),
             ] {
                 if given {
@@ -360,41 +366,51 @@ fn run(args: &Args, block: &dyn AnyBlock, matches: &ArgMatches) -> Result<(), St
                 .config_any()
                 .downcast_ref::<config::TensorCoreConfig>()
                 .expect("the tensorcore block is configured by a TensorCoreConfig");
-            let (generated, bridge, baud) = gen::generate_tc_board(board, cfg, args.baud)?;
+            let (generated, made) = gen::generate_tc_board(board, cfg, args.core_mhz, args.baud)?;
+            let (bridge, clock, baud) = (made.bridge, made.clock, made.baud);
             let out = args.out.clone().unwrap_or_else(|| {
                 PathBuf::from("build").join(format!("{}-tensorcore", board.name()))
             });
             println!(
-                "{}: {} board, TensorCore {}, {} program words, {} input and {} output rows, {baud} baud ({} clocks per bit)",
+                "{}: {} board, TensorCore {}, {} program words, {} input and {} output rows, core clock {} MHz, {baud} baud ({} clocks per bit)",
                 gen::generator_id(),
                 board,
                 cfg,
                 bridge.program_words(),
                 bridge.input_rows(),
                 bridge.output_rows(),
+                clock.mhz_text(),
                 bridge.clocks_per_bit()
             );
-            (generated, board::tc_board_params(board, &bridge, baud), out)
+            println!("PLL: {}", clock.pll().describe());
+            (
+                generated,
+                board::tc_board_params(&clock, &bridge, baud),
+                out,
+            )
         }
         Some(board) => {
             let cfg = configured
                 .config_any()
                 .downcast_ref::<config::MxuConfig>()
                 .expect("the mxu block is configured by an MxuConfig");
-            let (generated, bridge, baud) =
-                gen::generate_board(board, cfg, args.act_rows, args.baud)?;
+            let (generated, made) =
+                gen::generate_board(board, cfg, args.act_rows, args.core_mhz, args.baud)?;
+            let (bridge, clock, baud) = (made.bridge, made.clock, made.baud);
             let out = args
                 .out
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("build").join(board.name()));
             println!(
-                "{}: {} board, MXU {cfg}, {} activation rows, {baud} baud ({} clocks per bit)",
+                "{}: {} board, MXU {cfg}, {} activation rows, core clock {} MHz, {baud} baud ({} clocks per bit)",
                 gen::generator_id(),
                 board,
                 bridge.act_rows(),
+                clock.mhz_text(),
                 bridge.clocks_per_bit()
             );
-            (generated, board::board_params(board, &bridge, baud), out)
+            println!("PLL: {}", clock.pll().describe());
+            (generated, board::board_params(&clock, &bridge, baud), out)
         }
     };
     let paths = gen::write_files(&out, &generated.files)?;

@@ -78,8 +78,10 @@ pub struct WireUart {
 
 impl WireUart {
     /// Takes the board top `model` of `board` whose UART runs at
-    /// `clocks_per_bit`, releases the button, and runs through the power-on
-    /// reset.
+    /// `clocks_per_bit`, releases the button, and runs through the PLL's lock
+    /// and the power-on reset. The PLL's simulation model passes the
+    /// oscillator through, so a simulated cycle is an oscillator cycle and
+    /// time is counted at the oscillator's frequency.
     pub fn new(board: Board, model: Model, clocks_per_bit: u32) -> WireUart {
         let mut model = model;
         let (rx_name, tx_name) = board.uart_ports();
@@ -104,8 +106,8 @@ impl WireUart {
             corrupt_at: None,
             t_milli: 0,
         };
-        wire.run(1 << board::top::POR_BITS);
-        wire.run(8);
+        // The PLL's simulation model locks, then the power-on reset runs out.
+        wire.run(board::top::SIM_RESET_CYCLES);
         assert_eq!(wire.model.peek(wire.tx), 1, "the transmit pin idles high");
         wire
     }

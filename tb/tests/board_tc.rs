@@ -39,11 +39,13 @@ fn small() -> TcBridgeConfig {
 /// The Verilated top of the ULX3S with the TensorCore bridge `cfg`, behind a
 /// wire.
 fn wire(cfg: &TcBridgeConfig) -> WireUart {
+    let clock =
+        board::CoreClock::new(BOARD, BOARD.tensorcore_defaults().unwrap().core_mhz).unwrap();
     let header = hw::Header {
         generator: "systole-tb".into(),
-        params: board::tc_board_params(BOARD, cfg, BOARD.clock_hz() / cfg.clocks_per_bit()),
+        params: board::tc_board_params(&clock, cfg, clock.hz_u32() / cfg.clocks_per_bit()),
     };
-    let built = board::build_tc_board(BOARD, cfg, &header).unwrap_or_else(|e| panic!("{e}"));
+    let built = board::build_tc_board(&clock, cfg, &header).unwrap_or_else(|e| panic!("{e}"));
     WireUart::new(BOARD, tb::board::model(BOARD, &built), cfg.clocks_per_bit())
 }
 

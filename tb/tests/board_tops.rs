@@ -2,19 +2,20 @@
 //! tools users run it through: `verilator --lint-only -Wall` with the waiver
 //! file, `iverilog -g2005`, and a Yosys synthesis that infers no latch.
 
-use board::{Board, BridgeConfig};
+use board::{Board, BridgeConfig, CoreClock};
 use config::{ElemType, MxuConfig};
 use rstest::rstest;
 use tb::tools;
 
 fn board_build(board: Board, mxu: MxuConfig, baud: u32) -> board::BoardBuild {
-    let cpb = board::clocks_per_bit(board.clock_hz(), baud).unwrap();
+    let clock = CoreClock::new(board, board.defaults().core_mhz).unwrap();
+    let cpb = board::clocks_per_bit(clock.hz_u32(), baud).unwrap();
     let cfg = BridgeConfig::new(mxu, cpb, board.defaults().act_rows).unwrap();
     let header = hw::Header {
         generator: "systole-tb".into(),
-        params: board::board_params(board, &cfg, baud),
+        params: board::board_params(&clock, &cfg, baud),
     };
-    board::build_board(board, &cfg, &header).unwrap()
+    board::build_board(&clock, &cfg, &header).unwrap()
 }
 
 #[rstest]
@@ -54,7 +55,7 @@ fn board_tops_pass_lint_icarus_and_yosys(
 }
 
 #[test]
-fn the_file_list_puts_the_board_top_last_and_every_source_in_it() {
+fn the_file_list_puts_the_board_top_last_and_every_source_but_the_pll_model_in_it() {
     for board in Board::ALL {
         let built = board_build(board, board.default_mxu(), board::DEFAULT_BAUD);
         let list = built
@@ -63,13 +64,30 @@ fn the_file_list_puts_the_board_top_last_and_every_source_in_it() {
             .find(|f| f.name == hw::emit::FILE_LIST)
             .expect("files.f");
         let names: Vec<&str> = list.text.lines().collect();
+        // Every source but the PLL's simulation model, which synthesis must
+        // not read.
         let sources: Vec<&str> = built
             .files
             .iter()
-            .filter(|f| f.module.is_some())
+            .filter(|f| f.module.is_some() && f.name != board::pll::SIM_MODEL_FILE)
             .map(|f| f.name.as_str())
             .collect();
         assert_eq!(names, sources, "{board}");
+        let model = built
+            .files
+            .iter()
+            .find(|f| f.name == board::pll::SIM_MODEL_FILE)
+            .expect("the PLL's simulation model");
+        let primitive = match board {
+            Board::IceBreaker => "SB_PLL40_PAD",
+            Board::Ulx3s => "EHXPLLL",
+        };
+        assert_eq!(model.module.as_deref(), Some(primitive), "{board}");
+        for f in &built.files {
+            if f.name.ends_with(".ys") || f.name.ends_with(".tcl") {
+                assert!(!f.text.contains(board::pll::SIM_MODEL_FILE), "{}", f.name);
+            }
+        }
         assert_eq!(
             names.last().copied(),
             Some(format!("{}.v", built.top).as_str())
@@ -231,15 +249,16 @@ fn the_fusesoc_tcl_recipe_replaces_synth() {
 
 fn tc_board_build(core: config::TensorCoreConfig) -> board::BoardBuild {
     let board = Board::Ulx3s;
-    let cpb = board::clocks_per_bit(board.clock_hz(), board::DEFAULT_BAUD).unwrap();
     let d = board.tensorcore_defaults().unwrap();
+    let clock = CoreClock::new(board, d.core_mhz).unwrap();
+    let cpb = board::clocks_per_bit(clock.hz_u32(), board::DEFAULT_BAUD).unwrap();
     let cfg = board::TcBridgeConfig::new(core, cpb, d.program_words, d.input_rows, d.output_rows)
         .unwrap();
     let header = hw::Header {
         generator: "systole-tb".into(),
-        params: board::tc_board_params(board, &cfg, board::DEFAULT_BAUD),
+        params: board::tc_board_params(&clock, &cfg, board::DEFAULT_BAUD),
     };
-    board::build_tc_board(board, &cfg, &header).unwrap()
+    board::build_tc_board(&clock, &cfg, &header).unwrap()
 }
 
 /// The ULX3S TensorCore build (board top, bridge, UARTs, the core beside
@@ -290,5 +309,182 @@ fn the_tensorcore_board_build_refuses_the_icebreaker() {
         generator: "systole-tb".into(),
         params: Vec::new(),
     };
-    assert!(board::build_tc_board(Board::IceBreaker, &cfg, &header).is_err());
+    let clock = CoreClock::new(Board::IceBreaker, 30.0).unwrap();
+    assert!(board::build_tc_board(&clock, &cfg, &header).is_err());
+}
+
+/// The board top holds the bridge in reset until the PLL reports lock, for
+/// 2^12 core cycles after it, and again as soon as lock is lost: the top
+/// under Icarus with a PLL stand-in whose LOCK the bench drives (in place of
+/// the build's simulation model, which locks by itself).
+#[test]
+fn the_top_holds_reset_until_the_pll_locks_and_when_lock_is_lost() {
+    for board in Board::ALL {
+        let mxu = MxuConfig::with_acc_rows(2, 2, ElemType::Int8, 16).unwrap();
+        let built = board_build(board, mxu, board::DEFAULT_BAUD);
+        let dir = tools::write_temp(&built.files);
+        let (primitive, clk_in, clk_out, inputs): (&str, &str, &str, &[&str]) = match board {
+            Board::IceBreaker => (
+                "SB_PLL40_PAD",
+                "PACKAGEPIN",
+                "PLLOUTGLOBAL",
+                &["RESETB", "BYPASS"],
+            ),
+            Board::Ulx3s => (
+                "EHXPLLL",
+                "CLKI",
+                "CLKOP",
+                &[
+                    "RST",
+                    "STDBY",
+                    "CLKFB",
+                    "PHASESEL0",
+                    "PHASESEL1",
+                    "PHASEDIR",
+                    "PHASESTEP",
+                    "PHASELOADREG",
+                    "PLLWAKESYNC",
+                    "ENCLKOP",
+                ],
+            ),
+        };
+        let params = match board {
+            Board::IceBreaker => {
+                "parameter FEEDBACK_PATH = \"\"; parameter DIVR = 0; parameter DIVF = 0; \
+                                  parameter DIVQ = 0; parameter FILTER_RANGE = 0;"
+            }
+            Board::Ulx3s => {
+                "parameter PLLRST_ENA = \"\"; parameter INTFB_WAKE = \"\"; \
+                             parameter STDBY_ENABLE = \"\"; parameter DPHASE_SOURCE = \"\"; \
+                             parameter OUTDIVIDER_MUXA = \"\"; parameter OUTDIVIDER_MUXB = \"\"; \
+                             parameter OUTDIVIDER_MUXC = \"\"; parameter OUTDIVIDER_MUXD = \"\"; \
+                             parameter CLKI_DIV = 0; parameter CLKOP_ENABLE = \"\"; \
+                             parameter CLKOP_DIV = 0; parameter CLKOP_CPHASE = 0; \
+                             parameter CLKOP_FPHASE = 0; parameter FEEDBK_PATH = \"\"; \
+                             parameter CLKFB_DIV = 0;"
+            }
+        };
+        let ports: Vec<String> = inputs.iter().map(|p| format!("input wire {p}")).collect();
+        let stand_in = format!(
+            "module {primitive} (input wire {clk_in}, {}, output wire {clk_out}, output wire LOCK);\n\
+             {params}\n  assign {clk_out} = {clk_in};\n  assign LOCK = bench.lock;\nendmodule\n",
+            ports.join(", ")
+        );
+        std::fs::write(dir.path().join(board::pll::SIM_MODEL_FILE), stand_in).unwrap();
+        let (button, pressed) = board.button();
+        let mut conns = vec![format!(".{} (clk)", board.clock_port())];
+        conns.push(format!(".{button} (1'b{})", u8::from(!pressed)));
+        let (rx, _) = board.uart_ports();
+        conns.push(format!(".{rx} (1'b1)"));
+        let por = 1u64 << board::top::POR_BITS;
+        // Checks at falling edges, half a cycle after each rising one.
+        let bench = format!(
+            "module bench;\n  reg clk = 1'b0;\n  reg lock = 1'b0;\n  integer t;\n  integer errors = 0;\n  \
+             {top} dut ({conns});\n  always #1 clk = !clk;\n  \
+             task expect_reset(input value, input integer cycles);\n  \
+             begin\n    \
+               for (t = 0; t < cycles; t = t + 1) begin\n      \
+                 @(negedge clk);\n      \
+                 if (dut.rst_q !== value) errors = errors + 1;\n    \
+               end\n  \
+             end\n  \
+             endtask\n  \
+             initial begin\n    \
+               // Unlocked for a long time: in reset all along.\n    \
+               expect_reset(1'b1, {long});\n    \
+               lock = 1'b1;\n    \
+               // Locked: 2^12 more cycles of reset, then out of it.\n    \
+               expect_reset(1'b1, {hold});\n    \
+               repeat (8) @(negedge clk);\n    \
+               expect_reset(1'b0, 100);\n    \
+               // Lock lost: in reset within four cycles, and while unlocked.\n    \
+               lock = 1'b0;\n    \
+               repeat (4) @(negedge clk);\n    \
+               expect_reset(1'b1, 100);\n    \
+               lock = 1'b1;\n    \
+               repeat ({again}) @(negedge clk);\n    \
+               expect_reset(1'b0, 100);\n    \
+               $display(\"errors %0d\", errors);\n    \
+               $finish;\n  \
+             end\nendmodule\n",
+            top = built.top,
+            conns = conns.join(", "),
+            long = 3 * por,
+            hold = por,
+            again = por + 8,
+        );
+        std::fs::write(dir.path().join("bench.v"), bench).unwrap();
+        let mut sources = tools::verilog_paths(dir.path(), &built.files);
+        sources.push(dir.path().join("bench.v"));
+        let vvp = dir.path().join("bench.vvp");
+        let out = std::process::Command::new("iverilog")
+            .args(["-g2005", "-s", "bench", "-o"])
+            .arg(&vvp)
+            .args(&sources)
+            .output()
+            .expect("run iverilog");
+        assert!(
+            out.status.success(),
+            "{board}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = std::process::Command::new("vvp")
+            .arg("-n")
+            .arg(&vvp)
+            .output()
+            .expect("run vvp");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("errors 0"), "{board}:\n{text}");
+    }
+}
+
+/// `gen --core-mhz`: the PLL's dividers in the top are icepll's and
+/// ecppll's for that frequency, the UART's clocks per bit are counted at the
+/// frequency the PLL achieves, nextpnr is asked for it, and a frequency the
+/// PLL cannot make (within 1%) is refused in one line.
+#[test]
+fn the_core_clock_option_sets_the_pll_the_baud_divisor_and_nextpnr_s_target() {
+    let mxu = MxuConfig::with_acc_rows(2, 2, ElemType::Int8, 16).unwrap();
+    let text = |files: &[hw::EmittedFile], name: &str| {
+        files
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("{name}"))
+            .text
+            .clone()
+    };
+    // icepll -i 12 -o 30: DIVR 0, DIVF 79, DIVQ 5 (exactly 30 MHz).
+    let (g, made) = gen::generate_board(Board::IceBreaker, &mxu, None, Some(30.0), None).unwrap();
+    let top = text(&g.files, "systole_icebreaker.v");
+    assert!(
+        top.contains(".DIVF(7'd79)") && top.contains(".DIVQ(3'd5)") && top.contains(".DIVR(4'd0)"),
+        "{top}"
+    );
+    assert_eq!(made.clock.hz(), 30e6);
+    assert_eq!(made.bridge.clocks_per_bit(), 260, "30 MHz / 115200 baud");
+    let core = text(&g.files, "systole_icebreaker.core");
+    assert!(core.contains("- --freq\n          - \"30\""), "{core}");
+    // ecppll -i 25 -o 33.333: CLKI_DIV 3, CLKFB_DIV 4, CLKOP_DIV 18; the
+    // clock is 100/3 MHz, and the divisor is counted at it.
+    let (g, made) = gen::generate_board(Board::Ulx3s, &mxu, None, Some(33.333), None).unwrap();
+    let top = text(&g.files, "systole_ulx3s.v");
+    assert!(
+        top.contains(".CLKI_DIV(3)")
+            && top.contains(".CLKFB_DIV(4)")
+            && top.contains(".CLKOP_DIV(18)"),
+        "{top}"
+    );
+    assert_eq!(made.clock.hz_u32(), 33_333_333);
+    assert_eq!(made.bridge.clocks_per_bit(), 289, "33.33 MHz / 115200 baud");
+    // Frequencies the PLLs cannot make.
+    for (board, mhz, words) in [
+        (Board::IceBreaker, 15.0, "16"),
+        (Board::Ulx3s, 48.0, "46.875"),
+        (Board::Ulx3s, 500.0, "400"),
+    ] {
+        let Err(e) = gen::generate_board(board, &mxu, None, Some(mhz), None) else {
+            panic!("{board} {mhz} MHz accepted");
+        };
+        assert!(e.contains(words) && !e.contains('\n'), "{e}");
+    }
 }

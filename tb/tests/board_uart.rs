@@ -25,11 +25,12 @@ const LATENCY: Duration = Duration::from_millis(2);
 
 /// The Verilated top of `board` with the bridge for `cfg`, behind a wire.
 fn wire(board: Board, cfg: &BridgeConfig) -> WireUart {
+    let clock = board::CoreClock::new(board, board.defaults().core_mhz).unwrap();
     let header = hw::Header {
         generator: "systole-tb".into(),
-        params: board::board_params(board, cfg, board.clock_hz() / cfg.clocks_per_bit()),
+        params: board::board_params(&clock, cfg, clock.hz_u32() / cfg.clocks_per_bit()),
     };
-    let built = board::build_board(board, cfg, &header).unwrap_or_else(|e| panic!("{e}"));
+    let built = board::build_board(&clock, cfg, &header).unwrap_or_else(|e| panic!("{e}"));
     WireUart::new(board, tb::board::model(board, &built), cfg.clocks_per_bit())
 }
 

@@ -141,7 +141,7 @@ fn find_file(dir: &Path, name: &str) -> bool {
 fn write_board_build(dir: &Path) {
     let board = Board::IceBreaker;
     let mxu = MxuConfig::with_acc_rows(2, 2, ElemType::Int8, 16).unwrap();
-    let (generated, _, _) = gen::generate_board(board, &mxu, None, None).unwrap();
+    let (generated, _) = gen::generate_board(board, &mxu, None, None, None).unwrap();
     gen::write_files(dir, &generated.files).unwrap();
 }
 
@@ -211,7 +211,7 @@ fn the_repository_core_and_the_generated_cores_agree_on_their_targets() {
     let repo = std::fs::read_to_string(workspace_root().join("systole.core")).unwrap();
     for board in Board::ALL {
         let mxu = board.default_mxu();
-        let (generated, _, _) = gen::generate_board(board, &mxu, None, None).unwrap();
+        let (generated, _) = gen::generate_board(board, &mxu, None, None, None).unwrap();
         let core = generated
             .files
             .iter()

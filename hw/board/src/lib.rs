@@ -59,6 +59,7 @@
 
 pub mod bridge;
 pub mod framing;
+pub mod pll;
 pub mod protocol;
 pub mod smoke;
 pub mod tc_bridge;
@@ -67,6 +68,7 @@ pub mod uart;
 pub mod yosys;
 
 pub use bridge::{bridge_name, build_bridge};
+pub use pll::PllSetting;
 pub use tc_bridge::{build_tc_bridge, tc_bridge_name};
 pub use top::{Pin, PinDir};
 
@@ -253,23 +255,27 @@ impl TcBridgeConfig {
 
 /// The TensorCore a board build gets unless the user picks another, and the
 /// bridge's memories.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TcBoardDefaults {
     pub core: TensorCoreConfig,
     pub program_words: u32,
     pub input_rows: u32,
     pub output_rows: u32,
+    /// The core clock (MHz) the build asks the PLL for.
+    pub core_mhz: f64,
 }
 
 /// The board-independent defaults of one board: the array it gets unless the
 /// user picks another, and the activation buffer depth.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BoardDefaults {
     pub rows: u32,
     pub cols: u32,
     pub dtype: ElemType,
     pub acc_rows: u32,
     pub act_rows: u32,
+    /// The core clock (MHz) the build asks the PLL for.
+    pub core_mhz: f64,
 }
 
 /// The boards with a top and constraints.
@@ -302,6 +308,7 @@ impl Board {
                 dtype: ElemType::Int8,
                 acc_rows: 64,
                 act_rows: 256,
+                core_mhz: ICEBREAKER_MXU_MHZ,
             },
             Board::Ulx3s => BoardDefaults {
                 rows: 12,
@@ -309,6 +316,7 @@ impl Board {
                 dtype: ElemType::Int8,
                 acc_rows: 256,
                 act_rows: 1024,
+                core_mhz: ULX3S_MXU_MHZ,
             },
         }
     }
@@ -323,7 +331,7 @@ impl Board {
     /// The TensorCore board build's defaults, or why the board cannot take
     /// one (one line). ULX3S: a 4x4 core (the FPGA report's TensorCore
     /// preset: 5,609 LUTs, 32 DSPs, 10 block RAMs and 26.6 MHz routed on
-    /// the 85F, above the board's 25 MHz) with 1,024-row unified buffer
+    /// the 85F; the board build closes at [`ULX3S_TC_MHZ`]) with 1,024-row unified buffer
     /// and weight memory, a 1,024-word program memory and 1,024-row host
     /// windows. The iCEBreaker's UP5K has 5,280 logic cells: the bare 4x4
     /// MXU build already uses 82% of them.
@@ -341,6 +349,7 @@ impl Board {
                 program_words: 1024,
                 input_rows: 1024,
                 output_rows: 1024,
+                core_mhz: ULX3S_TC_MHZ,
             }),
         }
     }
@@ -444,6 +453,98 @@ impl std::str::FromStr for Board {
     }
 }
 
+/// The iCEBreaker MXU build's core clock unless `--core-mhz` asks for
+/// another (MHz): the highest the default array (int8 4x4) closes at through
+/// the build's recipe and nextpnr-ice40 (seed 1); see docs/boards.md.
+pub const ICEBREAKER_MXU_MHZ: f64 = 26.25;
+
+/// The ULX3S MXU build's core clock unless `--core-mhz` asks for another
+/// (MHz): the clock the default array (int8 12x12) is known to place and
+/// route at (the oscillator's, before the PLL); a higher one is not measured
+/// yet (docs/boards.md).
+pub const ULX3S_MXU_MHZ: f64 = 25.0;
+
+/// The ULX3S TensorCore build's core clock unless `--core-mhz` asks for
+/// another (MHz): the highest the default core (4x4) closes at through the
+/// build's recipe and nextpnr-ecp5 (seed 1; 30 MHz fails at 29.06 MHz),
+/// 25 MHz x 8 / 7; see docs/boards.md.
+pub const ULX3S_TC_MHZ: f64 = 28.571;
+
+/// The clock a board build runs at: the board's PLL set to make it from the
+/// oscillator. The bridge, its UARTs and the core all run on it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CoreClock {
+    board: Board,
+    requested_mhz: f64,
+    pll: PllSetting,
+}
+
+impl CoreClock {
+    /// The PLL setting for `mhz` on `board` (as icepll or ecppll would pick
+    /// it), refused in one line when the PLL cannot make it or the nearest
+    /// it makes is more than [`pll::MAX_CORE_CLOCK_ERROR`] away.
+    pub fn new(board: Board, mhz: f64) -> Result<CoreClock, ConfigError> {
+        if !mhz.is_finite() || mhz <= 0.0 {
+            return Err(ConfigError(format!(
+                "the core clock must be a positive frequency in MHz, got {mhz}"
+            )));
+        }
+        let pll = match board {
+            Board::IceBreaker => {
+                pll::Ice40Pll::for_output(board.clock_hz(), mhz).map(PllSetting::Ice40)
+            }
+            Board::Ulx3s => pll::Ecp5Pll::for_output(board.clock_hz(), mhz).map(PllSetting::Ecp5),
+        }
+        .map_err(|e| ConfigError(format!("--core-mhz {mhz}: {e}")))?;
+        let achieved = pll.out_hz() / 1e6;
+        let error = (achieved - mhz).abs() / mhz;
+        if error > pll::MAX_CORE_CLOCK_ERROR {
+            return Err(ConfigError(format!(
+                "--core-mhz {mhz}: the {} PLL cannot make it from the {} MHz oscillator \
+                 (nearest {} MHz, {:.1}% off)",
+                board,
+                pll::mhz_text(f64::from(board.clock_hz())),
+                pll::mhz_text(pll.out_hz()),
+                error * 100.0
+            )));
+        }
+        Ok(CoreClock {
+            board,
+            requested_mhz: mhz,
+            pll,
+        })
+    }
+
+    pub fn board(&self) -> Board {
+        self.board
+    }
+
+    /// The frequency asked for, MHz.
+    pub fn requested_mhz(&self) -> f64 {
+        self.requested_mhz
+    }
+
+    pub fn pll(&self) -> PllSetting {
+        self.pll
+    }
+
+    /// The frequency the PLL makes, Hz (exact: the oscillator times a ratio
+    /// of the dividers).
+    pub fn hz(&self) -> f64 {
+        self.pll.out_hz()
+    }
+
+    /// The frequency the PLL makes, whole Hz (for the UART's clocks per bit).
+    pub fn hz_u32(&self) -> u32 {
+        self.hz().round() as u32
+    }
+
+    /// The frequency the PLL makes in MHz, as a short text ("22.5").
+    pub fn mhz_text(&self) -> String {
+        pll::mhz_text(self.hz())
+    }
+}
+
 /// Clocks per bit for `baud` on a `clock_hz` clock: the nearest integer, if
 /// the rate it gives is within [`MAX_BAUD_ERROR`] of `baud` and the receiver
 /// can sample it.
@@ -490,13 +591,14 @@ pub struct BoardBuild {
 }
 
 /// Elaborates the bridge for `cfg` and writes the board top and constraints
-/// for `board` around it. `header` names the generator and the design
-/// parameters for every file.
+/// for `clock`'s board around it, everything on `clock`. `header` names the
+/// generator and the design parameters for every file.
 pub fn build_board(
-    board: Board,
+    clock: &CoreClock,
     cfg: &BridgeConfig,
     header: &Header,
 ) -> Result<BoardBuild, String> {
+    let board = clock.board();
     hw::quiet_elab_errors();
     let (design, core) = catch_elab(|| {
         let mut design = Design::new();
@@ -507,22 +609,23 @@ pub fn build_board(
     let emitted = emit_design(&design, &core, header);
     let modules = design.hierarchy(&core).len() + 1;
     let params = params_text(header);
-    let top_text = top::top_verilog(board, cfg, &header.generator, &params);
+    let top_text = top::top_verilog(clock, cfg, &header.generator, &params);
     let smoke = smoke::testbench_verilog(board, cfg, &header.generator, &params);
     let recipe = yosys::board_recipe(board, board.top_name(), cfg.mxu.rows(), cfg.mxu.cols());
     Ok(assemble(
-        board, emitted, top_text, smoke, recipe, header, &params, modules,
+        clock, emitted, top_text, smoke, recipe, header, &params, modules,
     ))
 }
 
 /// Elaborates the TensorCore and its bridge for `cfg` and writes the board
-/// top (both side by side) and constraints for `board`. Refuses a board the
-/// TensorCore does not fit (one line).
+/// top (both side by side) and constraints for `clock`'s board, everything
+/// on `clock`. Refuses a board the TensorCore does not fit (one line).
 pub fn build_tc_board(
-    board: Board,
+    clock: &CoreClock,
     cfg: &TcBridgeConfig,
     header: &Header,
 ) -> Result<BoardBuild, String> {
+    let board = clock.board();
     board.tensorcore_defaults()?;
     hw::quiet_elab_errors();
     let (design, bridge, tc) = catch_elab(|| {
@@ -571,12 +674,12 @@ pub fn build_tc_board(
     });
     let modules = design.hierarchy(&tc).len() + design.hierarchy(&bridge).len() + 1;
     let params = params_text(header);
-    let top_text = top::tc_top_verilog(board, cfg, &header.generator, &params);
+    let top_text = top::tc_top_verilog(clock, cfg, &header.generator, &params);
     let smoke = smoke::tc_testbench_verilog(board, cfg, &header.generator, &params);
     let core = cfg.core();
     let recipe = yosys::tc_board_recipe(board, board.top_name(), core.rows(), core.cols());
     Ok(assemble(
-        board, emitted, top_text, smoke, recipe, header, &params, modules,
+        clock, emitted, top_text, smoke, recipe, header, &params, modules,
     ))
 }
 
@@ -597,7 +700,7 @@ fn params_text(header: &Header) -> String {
 /// the waiver file), the top's text, the smoke test and the synthesis recipe.
 #[allow(clippy::too_many_arguments)]
 fn assemble(
-    board: Board,
+    clock: &CoreClock,
     emitted: Vec<EmittedFile>,
     top_text: String,
     smoke: String,
@@ -606,6 +709,7 @@ fn assemble(
     params: &str,
     modules: usize,
 ) -> BoardBuild {
+    let board = clock.board();
     let mut files: Vec<EmittedFile> = emitted
         .iter()
         .filter(|f| f.module.is_some())
@@ -618,11 +722,47 @@ fn assemble(
     });
     let sources: Vec<String> = files.iter().map(|f| f.name.clone()).collect();
     let list: String = sources.iter().map(|f| format!("{f}\n")).collect();
-    let waivers = emitted
+    // The PLL's simulation model: a source for the simulators and Verilator's
+    // lint, never for synthesis (not in files.f, the Yosys recipe or the
+    // FuseSoC bitstream target).
+    let mut model_head = String::new();
+    top::header(
+        &mut model_head,
+        "//",
+        &header.generator,
+        &format!(
+            "Simulation model of {} for {} (not for synthesis).",
+            clock.pll().primitive(),
+            board.top_name()
+        ),
+        params,
+    );
+    files.push(EmittedFile {
+        name: pll::SIM_MODEL_FILE.to_string(),
+        module: Some(clock.pll().primitive().to_string()),
+        text: pll::sim_model_verilog(&clock.pll(), &model_head),
+    });
+    let mut waivers = emitted
         .iter()
         .find(|f| f.name == hw::emit::WAIVER_FILE)
         .expect("emit_design writes the waiver file")
         .clone();
+    waivers.text.push_str(&format!(
+        "// {}: the PLL's simulation stand-in takes the primitive's parameters and \
+         inputs and ignores them, and the file is named for what it is, not after the \
+         primitive\n",
+        pll::SIM_MODEL_FILE
+    ));
+    for file in [
+        pll::SIM_MODEL_FILE.to_string(),
+        format!("*/{}", pll::SIM_MODEL_FILE),
+    ] {
+        for rule in ["UNUSEDPARAM", "UNUSEDSIGNAL", "DECLFILENAME"] {
+            waivers
+                .text
+                .push_str(&format!("lint_off -rule {rule} -file \"{file}\"\n"));
+        }
+    }
     files.push(waivers);
     files.push(EmittedFile {
         name: hw::emit::FILE_LIST.to_string(),
@@ -632,7 +772,7 @@ fn assemble(
     files.push(EmittedFile {
         name: board.constraint_file().to_string(),
         module: None,
-        text: top::constraints(board, &header.generator, params),
+        text: top::constraints(clock, &header.generator, params),
     });
     files.push(EmittedFile {
         name: format!("{}.v", smoke::testbench_name(board)),
@@ -664,7 +804,7 @@ fn assemble(
     files.push(EmittedFile {
         name: format!("{}.core", board.top_name()),
         module: None,
-        text: smoke::core_file(board, &sources, &header.generator, params),
+        text: smoke::core_file(clock, &sources, &header.generator, params),
     });
     BoardBuild {
         top: board.top_name().to_string(),
@@ -674,10 +814,16 @@ fn assemble(
 }
 
 /// The design parameters of a TensorCore board build, for file headers.
-pub fn tc_board_params(board: Board, cfg: &TcBridgeConfig, baud: u32) -> Vec<(String, String)> {
+pub fn tc_board_params(
+    clock: &CoreClock,
+    cfg: &TcBridgeConfig,
+    baud: u32,
+) -> Vec<(String, String)> {
+    let board = clock.board();
     let mut p = vec![
         ("board".to_string(), board.name().to_string()),
-        ("clock_hz".to_string(), board.clock_hz().to_string()),
+        ("osc_hz".to_string(), board.clock_hz().to_string()),
+        ("core_mhz".to_string(), clock.mhz_text()),
         ("baud".to_string(), baud.to_string()),
         ("core".to_string(), "tensorcore".to_string()),
     ];
@@ -686,10 +832,12 @@ pub fn tc_board_params(board: Board, cfg: &TcBridgeConfig, baud: u32) -> Vec<(St
 }
 
 /// The design parameters of a board build, for file headers.
-pub fn board_params(board: Board, cfg: &BridgeConfig, baud: u32) -> Vec<(String, String)> {
+pub fn board_params(clock: &CoreClock, cfg: &BridgeConfig, baud: u32) -> Vec<(String, String)> {
+    let board = clock.board();
     let mut p = vec![
         ("board".to_string(), board.name().to_string()),
-        ("clock_hz".to_string(), board.clock_hz().to_string()),
+        ("osc_hz".to_string(), board.clock_hz().to_string()),
+        ("core_mhz".to_string(), clock.mhz_text()),
         ("baud".to_string(), baud.to_string()),
     ];
     p.extend(cfg.params());
@@ -733,9 +881,46 @@ mod tests {
     }
 
     #[test]
+    fn every_default_core_clock_is_one_the_pll_makes() {
+        let mut clocks = vec![
+            CoreClock::new(Board::IceBreaker, Board::IceBreaker.defaults().core_mhz),
+            CoreClock::new(Board::Ulx3s, Board::Ulx3s.defaults().core_mhz),
+        ];
+        let tc = Board::Ulx3s.tensorcore_defaults().unwrap();
+        clocks.push(CoreClock::new(Board::Ulx3s, tc.core_mhz));
+        for clock in clocks {
+            let clock = clock.unwrap();
+            let off = (clock.hz() / 1e6 - clock.requested_mhz()).abs();
+            assert!(off < 1e-3, "{clock:?}");
+            // The default baud rate fits every default clock.
+            clocks_per_bit(clock.hz_u32(), DEFAULT_BAUD).unwrap();
+        }
+    }
+
+    #[test]
+    fn core_clocks_the_pll_cannot_make_are_refused_in_one_line() {
+        // 12 MHz x (DIVF + 1) / 2^DIVQ: 25.125 MHz is 0.5% from 25.
+        let c = CoreClock::new(Board::IceBreaker, 25.0).unwrap();
+        assert_eq!(c.hz(), 25.125e6);
+        assert_eq!(c.mhz_text(), "25.125");
+        for (board, mhz) in [
+            (Board::IceBreaker, 10.0),
+            (Board::Ulx3s, 48.0),
+            (Board::Ulx3s, 0.0),
+            (Board::Ulx3s, f64::NAN),
+        ] {
+            let e = CoreClock::new(board, mhz).unwrap_err().to_string();
+            assert!(!e.contains('\n'), "{e}");
+        }
+        let e = CoreClock::new(Board::Ulx3s, 48.0).unwrap_err().to_string();
+        assert!(e.contains("nearest 46.875 MHz"), "{e}");
+    }
+
+    #[test]
     fn constraints_name_every_port_of_the_top() {
         for b in Board::ALL {
-            let text = top::constraints(b, "test", "x");
+            let clock = CoreClock::new(b, 30.0).unwrap();
+            let text = top::constraints(&clock, "test", "x");
             for p in b.pins() {
                 assert!(text.contains(p.port), "{b}: {} missing", p.port);
                 for s in p.sites {

@@ -1,22 +1,35 @@
 //! Board tops and constraint files.
 //!
 //! A board top is the only module written as text rather than built with
-//! `hw`: it makes the reset. `hw` modules get `rst_i` from their parent, so the
-//! one module that produces a reset from nothing (a power-on counter that starts
-//! from its configuration value, plus a button) has to sit above them. It is a
-//! few lines, checked by the same lint, Icarus and Yosys runs as the rest.
+//! `hw`: it makes the core clock and the reset. `hw` modules get `clk_i` and
+//! `rst_i` from their parent, so the one module that instantiates the PLL
+//! primitive and produces a reset from nothing (a power-on counter that
+//! starts from its configuration value, plus a button) has to sit above
+//! them. It is a few lines, checked by the same lint, Icarus and Yosys runs
+//! as the rest (with the PLL's simulation model, [`crate::pll`]).
 //!
-//! Both tops hold the bridge in reset for 2^12 cycles after configuration (the
-//! iCE40's block RAMs need a few microseconds before they work) and while the
-//! reset button is pressed (through a two-flop synchronizer), with the reset
-//! itself registered.
+//! Both tops run everything, bridge, UARTs and core, on the PLL's output
+//! ([`crate::CoreClock`]); they hold the bridge in reset until the PLL
+//! reports lock, then for 2^12 core cycles (the iCE40's block RAMs need a
+//! few microseconds before they work), and while the reset button is
+//! pressed (through a two-flop synchronizer), with the reset itself
+//! registered.
 
 use crate::bridge::{bridge_name, ports as bp};
-use crate::{Board, BridgeConfig, TcBridgeConfig};
+use crate::{Board, BridgeConfig, CoreClock, TcBridgeConfig};
 use std::fmt::Write as _;
 
-/// Bits of the power-on reset counter: reset lasts 2^12 cycles.
+/// Bits of the power-on reset counter: reset lasts 2^12 cycles after lock.
 pub const POR_BITS: u32 = 12;
+
+/// The board top's core clock wire (the PLL's output).
+pub const CORE_CLOCK: &str = "core_clk";
+
+/// Oscillator cycles from the start of a simulation (with the PLL's
+/// simulation model) until the bridge has left reset, with a few to spare:
+/// the model's lock time, the lock synchronizer, the power-on count and the
+/// registered reset.
+pub const SIM_RESET_CYCLES: u64 = crate::pll::SIM_LOCK_CYCLES as u64 + (1 << POR_BITS) + 8;
 
 /// Direction of a board top's port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,23 +170,46 @@ fn port_decls(pins: &[Pin]) -> String {
     out
 }
 
-/// The reset logic and the bridge instance, shared by both tops. `clk` is the
-/// clock port, `btn_pressed` a Verilog expression of the synchronized button.
+/// The core clock, the reset logic and the bridge instance, shared by both
+/// tops. `osc` is the oscillator pin, `button` a Verilog expression that is
+/// 1 while the reset button is pressed (before synchronization).
 fn core_text(
     core: BoardCore,
-    clk: &str,
+    clock: &CoreClock,
+    osc: &str,
     button: &str,
-    pressed: &str,
     rx: &str,
     tx: &str,
 ) -> String {
     let n = POR_BITS;
+    let clk = CORE_CLOCK;
     let mut out = String::new();
     writeln!(
         out,
-        "  // Power-on reset: the counter starts at zero when the FPGA is configured\n  \
-         // and holds the bridge in reset until it is all ones; the button (through\n  \
-         // two flip-flops) resets it too. The reset itself is registered."
+        "  // The core clock: the PLL makes {} MHz from the {} MHz oscillator.\n  \
+         // {}.\n  \
+         // Everything below runs on it; the UART's bit time is counted in its cycles.",
+        clock.mhz_text(),
+        crate::pll::mhz_text(f64::from(clock.board().clock_hz())),
+        clock.pll().describe()
+    )
+    .unwrap();
+    writeln!(out, "  wire {clk};").unwrap();
+    writeln!(out, "  wire pll_locked;").unwrap();
+    out.push_str(&crate::pll::instance_verilog(
+        &clock.pll(),
+        osc,
+        clk,
+        "pll_locked",
+    ));
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "  // Reset: held until the PLL reports lock (LOCK through two flip-flops),\n  \
+         // then for 2^{n} core cycles (the power-on counter starts again whenever\n  \
+         // lock is lost; the iCE40's block RAMs need a few microseconds after\n  \
+         // configuration), and while the button is pressed (through two\n  \
+         // flip-flops). The reset itself is registered."
     )
     .unwrap();
     // Initial values in an `initial` block rather than on the declarations:
@@ -181,26 +217,31 @@ fn core_text(
     // and Verilator 5.048 warns (PROCASSINIT) on a declaration's initial value
     // for a variable an always block also assigns.
     writeln!(out, "  reg [{}:0] por_q;", n - 1).unwrap();
+    writeln!(out, "  reg [1:0] lock_q;").unwrap();
     writeln!(out, "  reg [1:0] btn_q;").unwrap();
     writeln!(out, "  reg rst_q;").unwrap();
     writeln!(out, "  initial begin").unwrap();
     writeln!(out, "    por_q = {n}'d0;").unwrap();
+    writeln!(out, "    lock_q = 2'b00;").unwrap();
     writeln!(out, "    btn_q = 2'b00;").unwrap();
     writeln!(out, "    rst_q = 1'b1;").unwrap();
     writeln!(out, "  end").unwrap();
     writeln!(out, "  wire por_done = &por_q;").unwrap();
     writeln!(out, "  always @(posedge {clk}) begin").unwrap();
-    writeln!(out, "    if (!por_done) begin").unwrap();
+    writeln!(out, "    lock_q <= {{lock_q[0], pll_locked}};").unwrap();
+    writeln!(out, "    if (!lock_q[1]) begin").unwrap();
+    writeln!(out, "      por_q <= {n}'d0;").unwrap();
+    writeln!(out, "    end else if (!por_done) begin").unwrap();
     writeln!(out, "      por_q <= por_q + {n}'d1;").unwrap();
     writeln!(out, "    end").unwrap();
     writeln!(out, "    btn_q <= {{btn_q[0], {button}}};").unwrap();
-    writeln!(out, "    rst_q <= !por_done | {pressed};").unwrap();
+    writeln!(out, "    rst_q <= !por_done | btn_q[1];").unwrap();
     writeln!(out, "  end").unwrap();
     writeln!(out).unwrap();
     writeln!(out, "  wire active;").unwrap();
     writeln!(out, "  wire error;").unwrap();
     let mut conns = vec![
-        ("clk_i".to_string(), clk.to_string()),
+        ("clk_i".to_string(), CORE_CLOCK.to_string()),
         ("rst_i".to_string(), "rst_q".to_string()),
         (bp::UART_RX.to_string(), rx.to_string()),
         (bp::UART_TX.to_string(), tx.to_string()),
@@ -232,7 +273,7 @@ fn core_text(
                 writeln!(out, "  wire{range} tc_{};", &port[..port.len() - 2]).unwrap();
             }
             let mut tconns = vec![
-                ("clk_i".to_string(), clk.to_string()),
+                ("clk_i".to_string(), CORE_CLOCK.to_string()),
                 ("rst_i".to_string(), "rst_q | core_rst".to_string()),
             ];
             for (port, bport) in &wiring {
@@ -278,17 +319,23 @@ pub enum BoardCore<'a> {
     TensorCore(&'a TcBridgeConfig),
 }
 
-/// The Verilog of `board`'s top for the bridge `cfg`.
-pub fn top_verilog(board: Board, cfg: &BridgeConfig, generator: &str, params: &str) -> String {
-    board_top_verilog(board, BoardCore::Mxu(cfg), generator, params)
+/// The Verilog of `clock`'s board's top for the bridge `cfg`.
+pub fn top_verilog(clock: &CoreClock, cfg: &BridgeConfig, generator: &str, params: &str) -> String {
+    board_top_verilog(clock, BoardCore::Mxu(cfg), generator, params)
 }
 
-/// The Verilog of `board`'s top for the TensorCore bridge `cfg`.
-pub fn tc_top_verilog(board: Board, cfg: &TcBridgeConfig, generator: &str, params: &str) -> String {
-    board_top_verilog(board, BoardCore::TensorCore(cfg), generator, params)
+/// The Verilog of `clock`'s board's top for the TensorCore bridge `cfg`.
+pub fn tc_top_verilog(
+    clock: &CoreClock,
+    cfg: &TcBridgeConfig,
+    generator: &str,
+    params: &str,
+) -> String {
+    board_top_verilog(clock, BoardCore::TensorCore(cfg), generator, params)
 }
 
-fn board_top_verilog(board: Board, cfg: BoardCore, generator: &str, params: &str) -> String {
+fn board_top_verilog(clock: &CoreClock, cfg: BoardCore, generator: &str, params: &str) -> String {
+    let board = clock.board();
     let name = board.top_name();
     let mut out = String::new();
     header(
@@ -296,7 +343,7 @@ fn board_top_verilog(board: Board, cfg: BoardCore, generator: &str, params: &str
         "//",
         generator,
         &format!(
-            "Module {name}: {} top: power-on reset, UART pins, LEDs",
+            "Module {name}: {} top: core clock from the PLL, reset, UART pins, LEDs",
             board.description()
         ),
         params,
@@ -310,7 +357,7 @@ fn board_top_verilog(board: Board, cfg: BoardCore, generator: &str, params: &str
     writeln!(out, ");").unwrap();
     match board {
         Board::IceBreaker => {
-            out.push_str(&core_text(cfg, "CLK", "!BTN_N", "btn_q[1]", "RX", "TX"));
+            out.push_str(&core_text(cfg, clock, "CLK", "!BTN_N", "RX", "TX"));
             writeln!(out).unwrap();
             writeln!(out, "  assign LEDG_N = !active;").unwrap();
             writeln!(out, "  assign LEDR_N = !error;").unwrap();
@@ -318,26 +365,30 @@ fn board_top_verilog(board: Board, cfg: BoardCore, generator: &str, params: &str
         Board::Ulx3s => {
             out.push_str(&core_text(
                 cfg,
+                clock,
                 "clk_25mhz",
                 "btn_fire1",
-                "btn_q[1]",
                 "ftdi_txd",
                 "ftdi_rxd",
             ));
             writeln!(out).unwrap();
+            // The counter's top bit toggles every 2^(bits-1) cycles: every
+            // half second to second at any core clock.
+            let bits = 64 - (clock.hz().round() as u64).leading_zeros();
             writeln!(
                 out,
-                "  // Heartbeat: LED 7 blinks at about 1.5 Hz while the clock runs."
+                "  // Heartbeat: LED 7 blinks about once a second while the core clock runs."
             )
             .unwrap();
-            writeln!(out, "  reg [23:0] beat_q;").unwrap();
-            writeln!(out, "  initial beat_q = 24'd0;").unwrap();
-            writeln!(out, "  always @(posedge clk_25mhz) begin").unwrap();
-            writeln!(out, "    beat_q <= beat_q + 24'd1;").unwrap();
+            writeln!(out, "  reg [{}:0] beat_q;", bits - 1).unwrap();
+            writeln!(out, "  initial beat_q = {bits}'d0;").unwrap();
+            writeln!(out, "  always @(posedge {CORE_CLOCK}) begin").unwrap();
+            writeln!(out, "    beat_q <= beat_q + {bits}'d1;").unwrap();
             writeln!(out, "  end").unwrap();
             writeln!(
                 out,
-                "  assign led = {{beat_q[23], 5'b00000, error, active}};"
+                "  assign led = {{beat_q[{}], 5'b00000, error, active}};",
+                bits - 1
             )
             .unwrap();
             writeln!(
@@ -356,7 +407,8 @@ fn board_top_verilog(board: Board, cfg: BoardCore, generator: &str, params: &str
 
 /// The constraint file of `board` (`.pcf` for nextpnr-ice40, `.lpf` for
 /// nextpnr-ecp5).
-pub fn constraints(board: Board, generator: &str, params: &str) -> String {
+pub fn constraints(clock: &CoreClock, generator: &str, params: &str) -> String {
+    let board = clock.board();
     let mut out = String::new();
     header(
         &mut out,
@@ -382,6 +434,12 @@ pub fn constraints(board: Board, generator: &str, params: &str) -> String {
                 writeln!(out, "# {}", p.what).unwrap();
                 writeln!(out, "set_io {pull}{} {}", p.port, p.sites[0]).unwrap();
             }
+            writeln!(
+                out,
+                "# The oscillator; nextpnr derives the PLL's output ({} MHz, the core clock) from it.",
+                clock.mhz_text()
+            )
+            .unwrap();
             writeln!(out, "set_frequency CLK {}", board.clock_hz() as f64 / 1e6).unwrap();
         }
         Board::Ulx3s => {
@@ -408,6 +466,12 @@ pub fn constraints(board: Board, generator: &str, params: &str) -> String {
                     .unwrap();
                 }
             }
+            writeln!(
+                out,
+                "# The oscillator; nextpnr derives the PLL's output ({} MHz, the core clock) from it.",
+                clock.mhz_text()
+            )
+            .unwrap();
             writeln!(
                 out,
                 "FREQUENCY PORT \"clk_25mhz\" {} MHZ;",
