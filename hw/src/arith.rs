@@ -15,6 +15,11 @@
 //! one with its own multiplier, and one taking the product from outside
 //! (`*_from_product`), so that a unit can share one signed 32 x 32
 //! multiplier between them and `mul_i32`, as the vector lane does.
+//!
+//! The fp32 product, min/max, compares and conversions also come pipelined
+//! (`*_piped` on a [`Pipeline`], `*_unit` as a module), each with its cut
+//! points and their ranking in a [`CutPlan`]; so does an integer multiplier
+//! shaped for FPGA DSP blocks ([`int_mul_registered`]).
 
 use crate::builder::{cat, mux, Expr, ModuleBuilder};
 use crate::design::Design;
@@ -84,17 +89,18 @@ pub fn fp32_mul_logic(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Expr {
 /// Cut points of the fp32 multiplier: `operands` (the inputs, where a DSP
 /// block's input registers are), `product` (the 48-bit significand
 /// product, where its output registers are), `rounded` (after the rounding
-/// increment and the exponent sum). The 24 x 24 product is the longest
-/// part (on an FPGA several DSP blocks and the adders that join their
-/// partial products), then the normalising select, the 23-bit increment
-/// and the exponent sum that adds its carry; the range compares and the
-/// final select are short. Ranking: `product` (the multiplier from the
-/// rounding), `operands` (the inputs' wires from the multiplier, which
-/// stays the longest segment), `rounded`.
+/// increment and the exponent sum). The path: the 24 x 24 product (on an
+/// iCE40 four `SB_MAC16` and the adders that join their partial products),
+/// the normalising select, the 23-bit increment, the exponent sum that
+/// adds its carry, the range compares and the final select. Ranking, from
+/// the critical paths nextpnr reports on an iCE40 UP5K (`docs/hw.md`):
+/// `product` (85 ns in all, 62 of them after the product), `rounded` (the
+/// rounding and exponent from the final select; 43 ns remain, the
+/// multiplier's), `operands` (the inputs' wires off the multiplier).
 pub const FP32_MUL: CutPlan = CutPlan {
     unit: "fp32_mul",
     cuts: &["operands", "product", "rounded"],
-    ranking: &[1, 0, 2],
+    ranking: &[1, 2, 0],
 };
 
 /// [`fp32_mul_logic`] on a pipeline of [`FP32_MUL`].

@@ -68,15 +68,17 @@ pub fn bf16_mul_logic(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Expr {
 /// Cut points of the bf16 multiplier. The longest path runs through the
 /// 8 x 8 significand product, the carry it produces, the exponent sum that
 /// adds that carry (10 bits), the over/underflow compares on that sum, and
-/// the final select. Ranking: `product` first (it separates the multiplier
-/// from the exponent arithmetic, about half each), then `exponent` (the
-/// exponent compares and the select from the rest), then `operands` (input
-/// registers: they cut only the wires from the unit's sources, and sit
-/// where a DSP block's input registers are).
+/// the final select. Ranking, from the critical paths nextpnr reports on an
+/// iCE40 UP5K (`docs/hw.md`), where the product is one `SB_MAC16` and the
+/// exponent arithmetic dominates: `exponent` first (the compares and the
+/// select, 21 ns of 31, from the rest), then `product` (the multiplier
+/// from the exponent sum), then `operands` (input registers: they cut only
+/// the wires from the unit's sources, and sit where a DSP block's input
+/// registers are).
 pub const BF16_MUL: CutPlan = CutPlan {
     unit: "bf16_mul",
     cuts: &["operands", "product", "exponent"],
-    ranking: &[1, 2, 0],
+    ranking: &[2, 1, 0],
 };
 
 /// [`bf16_mul_logic`] on a pipeline of [`BF16_MUL`].
@@ -217,15 +219,17 @@ impl AddStage1 {
 /// The longest path runs compare (31-bit carry chain), select, exponent
 /// difference, alignment shift and its sticky test (two 27-bit shifters and
 /// a compare), the 28-bit add, the five-step normalising shift, the 23-bit
-/// rounding increment and the exponent's range compares. Ranking: `sum`
-/// first (the middle of that path, the two-stage adder's cut), then
-/// `aligned` (splits the first half, whose shifters make it the longer),
-/// `normalised` (the second half), `ordered` (takes the compare off the
-/// alignment segment), `rounded` (the increment from the final select).
+/// rounding increment and the exponent's range compares. Ranking, from the
+/// critical paths nextpnr reports on an iCE40 UP5K (`docs/hw.md`): `sum`
+/// first (the two-stage adder's cut; the back half, normalisation and
+/// rounding, is the longer: 92 ns of 193), then `normalised` (splits that
+/// back half), `aligned` (the front half), `ordered` (the compare off the
+/// alignment, which is then the longest segment), `rounded` (the increment
+/// from the final select).
 pub const FP32_ADD: CutPlan = CutPlan {
     unit: "fp32_add",
     cuts: &["ordered", "aligned", "sum", "normalised", "rounded"],
-    ranking: &[2, 1, 3, 0, 4],
+    ranking: &[2, 3, 1, 0, 4],
 };
 
 /// First adder stage: decode, special cases, order by magnitude, align, add.
@@ -548,9 +552,11 @@ pub fn bf16_mul(design: &mut Design) -> Rc<ModuleDef> {
 /// adder's five ([`FP32_ADD`]); the addend rides through the multiplier's
 /// registers. The longest path is the whole chain, the multiplier's
 /// exponent and select feeding the adder's compare. Ranking, each cut
-/// splitting the longest segment left by the ones before it: `aligned`
-/// (near the middle), `ordered` (the multiplier from the adder's
-/// alignment), `normalised`, `exponent`, `sum`, `product`, `rounded`,
+/// splitting the longest segment the ones before it leave, with the
+/// adder's segments as measured for [`FP32_ADD`] (its back half the
+/// longer) and the multiplier's short against them: `aligned` (near the
+/// middle), `normalised` (the adder's back half), `ordered` (the multiplier
+/// from the adder's alignment), `sum`, `rounded`, `exponent`, `product`,
 /// `operands`.
 pub const BF16_MAC: CutPlan = CutPlan {
     unit: "bf16_mac",
@@ -564,7 +570,7 @@ pub const BF16_MAC: CutPlan = CutPlan {
         "normalised",
         "rounded",
     ],
-    ranking: &[4, 3, 6, 2, 5, 1, 7, 0],
+    ranking: &[4, 6, 3, 5, 7, 2, 1, 0],
 };
 
 /// `add32(psum, bf16_mul(a, w))` on a pipeline of [`BF16_MAC`]: `psum`
