@@ -551,13 +551,13 @@ pub fn bf16_mul(design: &mut Design) -> Rc<ModuleDef> {
 /// bf16_mul(a, w))`: the multiplier's three ([`BF16_MUL`]), then the
 /// adder's five ([`FP32_ADD`]); the addend rides through the multiplier's
 /// registers. The longest path is the whole chain, the multiplier's
-/// exponent and select feeding the adder's compare. Ranking, each cut
-/// splitting the longest segment the ones before it leave, with the
-/// adder's segments as measured for [`FP32_ADD`] (its back half the
-/// longer) and the multiplier's short against them: `aligned` (near the
-/// middle), `normalised` (the adder's back half), `ordered` (the multiplier
-/// from the adder's alignment), `sum`, `rounded`, `exponent`, `product`,
-/// `operands`.
+/// exponent and select feeding the adder's compare (208 ns on an iCE40
+/// UP5K). Ranking, each cut splitting the longest segment the ones before
+/// it leave, as nextpnr's critical paths showed (`docs/hw.md`): `aligned`
+/// (near the middle: 121 ns remain, the adder's back half), `normalised`
+/// (100 ns remain, the front), `ordered` (the multiplier from the adder's
+/// alignment; 56 ns remain, the rounding), `rounded`, `sum`, `exponent`,
+/// `product`, `operands`.
 pub const BF16_MAC: CutPlan = CutPlan {
     unit: "bf16_mac",
     cuts: &[
@@ -570,7 +570,7 @@ pub const BF16_MAC: CutPlan = CutPlan {
         "normalised",
         "rounded",
     ],
-    ranking: &[4, 6, 3, 5, 7, 2, 1, 0],
+    ranking: &[4, 6, 3, 7, 5, 2, 1, 0],
 };
 
 /// `add32(psum, bf16_mul(a, w))` on a pipeline of [`BF16_MAC`]: `psum`
