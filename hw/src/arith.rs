@@ -15,10 +15,19 @@
 //! one with its own multiplier, and one taking the product from outside
 //! (`*_from_product`), so that a unit can share one signed 32 x 32
 //! multiplier between them and `mul_i32`, as the vector lane does.
+//!
+//! The fp32 product, min/max, compares and conversions also come pipelined
+//! (`*_piped` on a [`Pipeline`], `*_unit` as a module), each with its cut
+//! points and their ranking in a [`CutPlan`]; so does an integer multiplier
+//! shaped for FPGA DSP blocks ([`int_mul_registered`]).
 
 use crate::builder::{cat, mux, Expr, ModuleBuilder};
+use crate::design::Design;
 use crate::fp::CANONICAL_NAN_F32;
+use crate::ir::ModuleDef;
+use crate::pipeline::{unit_module, CutPlan, Pipeline, UnitModule};
 use crate::ty::Ty;
+use std::rc::Rc;
 
 /// The canonical bf16 NaN, the top half of [`CANONICAL_NAN_F32`].
 pub const CANONICAL_NAN_BF16: u32 = 0x7FC0;
@@ -73,10 +82,35 @@ pub fn fp32_significand(m: &mut ModuleBuilder, x: Expr) -> Expr {
 /// The fp32 product `mul32(a, b)` with its own 24 x 24 multiplier.
 #[track_caller]
 pub fn fp32_mul_logic(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Expr {
+    let mut p = Pipeline::combinational_from(FP32_MUL, 0);
+    fp32_mul_piped(m, &mut p, a, b)
+}
+
+/// Cut points of the fp32 multiplier: `operands` (the inputs, where a DSP
+/// block's input registers are), `product` (the 48-bit significand
+/// product, where its output registers are), `rounded` (after the rounding
+/// increment and the exponent sum). The path: the 24 x 24 product (on an
+/// iCE40 four `SB_MAC16` and the adders that join their partial products),
+/// the normalising select, the 23-bit increment, the exponent sum that
+/// adds its carry, the range compares and the final select. Ranking, from
+/// the critical paths nextpnr reports on an iCE40 UP5K (`docs/hw.md`):
+/// `product` (85 ns in all, 62 of them after the product), `rounded` (the
+/// rounding and exponent from the final select; 43 ns remain, the
+/// multiplier's), `operands` (the inputs' wires off the multiplier).
+pub const FP32_MUL: CutPlan = CutPlan {
+    unit: "fp32_mul",
+    cuts: &["operands", "product", "rounded"],
+    ranking: &[1, 2, 0],
+};
+
+/// [`fp32_mul_logic`] on a pipeline of [`FP32_MUL`].
+#[track_caller]
+pub fn fp32_mul_piped(m: &mut ModuleBuilder, p: &mut Pipeline, a: Expr, b: Expr) -> Expr {
+    let [a, b] = p.cut(m, 0, [("a", a), ("b", b)]);
     let sa = fp32_significand(m, a);
     let sb = fp32_significand(m, b);
     let product = sa.mul_wide(sb);
-    fp32_mul_from_product(m, a, b, product)
+    mul_back(m, p, a, b, product)
 }
 
 /// The fp32 product `mul32(a, b)`, given `product`, the u48 product of the
@@ -90,16 +124,55 @@ pub fn fp32_mul_logic(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Expr {
 /// above 254.
 #[track_caller]
 pub fn fp32_mul_from_product(m: &mut ModuleBuilder, a: Expr, b: Expr, product: Expr) -> Expr {
+    let mut p = Pipeline::combinational_from(FP32_MUL, 1);
+    mul_back(m, &mut p, a, b, product)
+}
+
+/// The fp32 multiplier from its `product` cut on.
+#[track_caller]
+fn mul_back(m: &mut ModuleBuilder, pipe: &mut Pipeline, a: Expr, b: Expr, product: Expr) -> Expr {
     assert!(product.width() >= 48, "the significand product has 48 bits");
-    let p = product.slice(0, 48);
-    let fa = fp32_fields(m, a);
-    let fb = fp32_fields(m, b);
+    // Across a registered cut go the operands' signs, exponents and
+    // classes (22 bits), not the operands.
+    let (p48, fa, fb) = if pipe.registers(1) {
+        let (fa, fb) = (fp32_fields(m, a), fp32_fields(m, b));
+        let [p48, sa, ea, na, ia, za, sb, eb, nb, ib, zb] = pipe.cut(
+            m,
+            1,
+            [
+                ("product", product.slice(0, 48)),
+                ("sign_a", fa.sign),
+                ("exp_a", fa.exp),
+                ("nan_a", fa.nan),
+                ("inf_a", fa.inf),
+                ("zero_a", fa.zero),
+                ("sign_b", fb.sign),
+                ("exp_b", fb.exp),
+                ("nan_b", fb.nan),
+                ("inf_b", fb.inf),
+                ("zero_b", fb.zero),
+            ],
+        );
+        let class = |sign, exp, nan, inf, zero| MulClass {
+            sign,
+            exp,
+            nan,
+            inf,
+            zero,
+        };
+        (p48, class(sa, ea, na, ia, za), class(sb, eb, nb, ib, zb))
+    } else {
+        let [product, a, b] = pipe.cut(m, 1, [("product", product), ("a", a), ("b", b)]);
+        let p48 = product.slice(0, 48);
+        let (fa, fb) = (fp32_fields(m, a), fp32_fields(m, b));
+        (p48, MulClass::of(&fa), MulClass::of(&fb))
+    };
     let sign = fa.sign ^ fb.sign;
-    let carry = p.msb();
+    let carry = p48.msb();
     // The product without its leading one (at bit 47 or 46): 23 fraction
     // bits, the guard bit, 23 sticky bits.
     let zero = m.lit(Ty::BOOL, 0);
-    let norm = mux(carry, p.slice(0, 47), cat(&[p.slice(0, 46), zero]));
+    let norm = mux(carry, p48.slice(0, 47), cat(&[p48.slice(0, 46), zero]));
     let guard = norm.bit(23);
     let sticky = norm.slice(0, 23).any();
     let round_up = guard & (sticky | norm.bit(24));
@@ -108,18 +181,54 @@ pub fn fp32_mul_from_product(m: &mut ModuleBuilder, a: Expr, b: Expr, product: E
     let frac_carry = frac.is_eq(0) & round_up;
     let ext = |e: Expr| e.zext(11).as_signed();
     let exp = ext(fa.exp) + ext(fb.exp) - 127 + ext(carry) + ext(frac_carry);
+    let [sign, frac, exp, na, ia, za, nb, ib, zb] = pipe.cut(
+        m,
+        2,
+        [
+            ("sign", sign),
+            ("frac", frac),
+            ("exp", exp),
+            ("nan_a", fa.nan),
+            ("inf_a", fa.inf),
+            ("zero_a", fa.zero),
+            ("nan_b", fb.nan),
+            ("inf_b", fb.inf),
+            ("zero_b", fb.zero),
+        ],
+    );
     let finite = cat(&[sign, exp.trunc(8).as_unsigned(), frac]);
     let signed_zero = cat(&[sign, m.lit(Ty::u(31), 0)]);
     let signed_inf = cat(&[sign, m.lit(Ty::u(8), 0xff), m.lit(Ty::u(23), 0)]);
-    let nan = fa.nan | fb.nan | (fa.inf & fb.zero) | (fa.zero & fb.inf);
-    let inf = fa.inf | fb.inf | exp.is_ge(255);
-    let zero = fa.zero | fb.zero | exp.is_le(0);
+    let nan = na | nb | (ia & zb) | (za & ib);
+    let inf = ia | ib | exp.is_ge(255);
+    let zero = za | zb | exp.is_le(0);
     let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
     mux(
         nan,
         canonical,
         mux(inf, signed_inf, mux(zero, signed_zero, finite)),
     )
+}
+
+/// What the multiplier needs of an operand besides its significand.
+struct MulClass {
+    sign: Expr,
+    exp: Expr,
+    nan: Expr,
+    inf: Expr,
+    zero: Expr,
+}
+
+impl MulClass {
+    fn of(f: &Fp32Fields) -> MulClass {
+        MulClass {
+            sign: f.sign,
+            exp: f.exp,
+            nan: f.nan,
+            inf: f.inf,
+            zero: f.zero,
+        }
+    }
 }
 
 /// Whether `a` is below `b` in the order of rule 7 (fp32, neither a NaN):
@@ -136,17 +245,62 @@ fn fp32_order_lt(a: Expr, b: Expr) -> Expr {
 /// zero of its sign. `want_max` (one bit) picks max.
 #[track_caller]
 pub fn fp32_min_max_logic(m: &mut ModuleBuilder, a: Expr, b: Expr, want_max: Expr) -> Expr {
+    let mut p = Pipeline::combinational_from(FP32_ORDER, 0);
+    fp32_min_max_piped(m, &mut p, a, b, want_max)
+}
+
+/// Cut points of fp32 min/max and of the compares: `flushed` (after
+/// classification and the flush of subnormals to zero) and `ordered`
+/// (after the magnitude compare; for min/max, once the choice of operand
+/// is made). The path is the exponent's zero test, the flush select, the
+/// 31-bit magnitude compare (a carry chain) and a select of 32 bits (or
+/// the compares' one-bit logic). Ranking: `flushed`, which takes the
+/// classification and flush (about three LUT levels) off the compare, then
+/// `ordered`, which takes the final select or logic (one or two).
+pub const FP32_ORDER: CutPlan = CutPlan {
+    unit: "fp32_order",
+    cuts: &["flushed", "ordered"],
+    ranking: &[0, 1],
+};
+
+/// [`fp32_min_max_logic`] on a pipeline of [`FP32_ORDER`].
+#[track_caller]
+pub fn fp32_min_max_piped(
+    m: &mut ModuleBuilder,
+    p: &mut Pipeline,
+    a: Expr,
+    b: Expr,
+    want_max: Expr,
+) -> Expr {
     let fa = fp32_fields(m, a);
     let fb = fp32_fields(m, b);
-    let a_lt_b = fp32_order_lt(fa.flushed, fb.flushed);
+    let [flushed_a, flushed_b, nan_a, nan_b, want_max] = p.cut(
+        m,
+        0,
+        [
+            ("flushed_a", fa.flushed),
+            ("flushed_b", fb.flushed),
+            ("nan_a", fa.nan),
+            ("nan_b", fb.nan),
+            ("want_max", want_max),
+        ],
+    );
+    let a_lt_b = fp32_order_lt(flushed_a, flushed_b);
     // Equal values after rule 1 have equal patterns, so the tie goes either way.
     let take_a = a_lt_b ^ want_max;
+    let [take_a, flushed_a, flushed_b, nan_a, nan_b] = p.cut(
+        m,
+        1,
+        [
+            ("take_a", take_a),
+            ("flushed_a", flushed_a),
+            ("flushed_b", flushed_b),
+            ("nan_a", nan_a),
+            ("nan_b", nan_b),
+        ],
+    );
     let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
-    mux(
-        fa.nan | fb.nan,
-        canonical,
-        mux(take_a, fa.flushed, fb.flushed),
-    )
+    mux(nan_a | nan_b, canonical, mux(take_a, flushed_a, flushed_b))
 }
 
 /// The fp32 compares of "VPU semantics", each one bit.
@@ -162,12 +316,35 @@ pub struct Fp32Compare {
 /// ne is true when either operand is a NaN.
 #[track_caller]
 pub fn fp32_compare_logic(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Fp32Compare {
+    let mut p = Pipeline::combinational_from(FP32_ORDER, 0);
+    fp32_compare_piped(m, &mut p, a, b)
+}
+
+/// [`fp32_compare_logic`] on a pipeline of [`FP32_ORDER`].
+#[track_caller]
+pub fn fp32_compare_piped(
+    m: &mut ModuleBuilder,
+    p: &mut Pipeline,
+    a: Expr,
+    b: Expr,
+) -> Fp32Compare {
     let fa = fp32_fields(m, a);
     let fb = fp32_fields(m, b);
     let ordered = !(fa.nan | fb.nan);
     let both_zero = fa.zero & fb.zero;
-    let eq = ordered & (both_zero | fa.flushed.is_eq(fb.flushed));
-    let lt = ordered & !both_zero & fp32_order_lt(fa.flushed, fb.flushed);
+    let [flushed_a, flushed_b, ordered, both_zero] = p.cut(
+        m,
+        0,
+        [
+            ("flushed_a", fa.flushed),
+            ("flushed_b", fb.flushed),
+            ("ordered", ordered),
+            ("both_zero", both_zero),
+        ],
+    );
+    let eq = ordered & (both_zero | flushed_a.is_eq(flushed_b));
+    let lt = ordered & !both_zero & fp32_order_lt(flushed_a, flushed_b);
+    let [eq, lt] = p.cut(m, 1, [("eq", eq), ("lt", lt)]);
     Fp32Compare {
         eq,
         ne: !eq,
@@ -223,13 +400,48 @@ fn normalize(m: &mut ModuleBuilder, x: Expr) -> (Expr, Expr) {
 /// int32 -> fp32 (`x` as u32 bits): round to nearest even at 24 bits.
 #[track_caller]
 pub fn i32_to_f32_logic(m: &mut ModuleBuilder, x: Expr) -> Expr {
+    let mut p = Pipeline::combinational_from(I32_TO_F32, 0);
+    i32_to_f32_piped(m, &mut p, x)
+}
+
+/// Cut points of int32 -> fp32: `magnitude` (after the negation),
+/// `normalised` (after the leading-zero shift), `rounded` (after the
+/// rounding increment and the exponent). The path: 32-bit negation, five
+/// steps of zero test and shift, guard and sticky, the 23-bit increment,
+/// the exponent, the zero select. Ranking: `normalised` (the negation and
+/// the shift before it, the rounding after: the nearest to the middle),
+/// `magnitude` (the negation off the shift), `rounded`.
+pub const I32_TO_F32: CutPlan = CutPlan {
+    unit: "i32_to_f32",
+    cuts: &["magnitude", "normalised", "rounded"],
+    ranking: &[1, 0, 2],
+};
+
+/// [`i32_to_f32_logic`] on a pipeline of [`I32_TO_F32`].
+#[track_caller]
+pub fn i32_to_f32_piped(m: &mut ModuleBuilder, p: &mut Pipeline, x: Expr) -> Expr {
     assert_eq!(x.ty(), Ty::u(32), "int32 values here are u32 patterns");
     let neg = x.msb();
     // |i32::MIN| = 2^31 fits the unsigned 32 bits.
     let mag = mux(neg, -x, x);
+    let [neg, mag] = p.cut(m, 0, [("neg", neg), ("mag", mag)]);
     // `norm` holds the 31 bits below the leading one: 23 fraction bits, the
     // guard bit, 7 sticky bits.
     let (norm, lz) = normalize(m, mag);
+    // Whether the input was zero: tested before the first registered cut
+    // that it crosses, so that one bit crosses instead of 32.
+    let early = p.registers(1) || p.registers(2);
+    let zero_src = if early { mag.is_eq(0) } else { mag };
+    let [neg, norm, lz, zero_src] = p.cut(
+        m,
+        1,
+        [
+            ("neg", neg),
+            ("norm", norm),
+            ("lz", lz),
+            ("is_zero", zero_src),
+        ],
+    );
     let guard = norm.bit(7);
     let sticky = norm.slice(0, 7).any();
     let round_up = guard & (sticky | norm.bit(8));
@@ -237,14 +449,45 @@ pub fn i32_to_f32_logic(m: &mut ModuleBuilder, x: Expr) -> Expr {
     let frac_carry = frac.is_eq(0) & round_up;
     // The leading one at bit 31 - lz is worth 2^(31 - lz): biased 158 - lz.
     let exp = m.lit(Ty::u(8), 158) - lz.zext(8) + frac_carry.zext(8);
+    let [neg, frac, exp, zero_src] = p.cut(
+        m,
+        2,
+        [
+            ("neg", neg),
+            ("frac", frac),
+            ("exp", exp),
+            ("is_zero", zero_src),
+        ],
+    );
     let zero = m.lit(Ty::u(32), 0);
-    mux(mag.is_eq(0), zero, cat(&[neg, exp, frac]))
+    let is_zero = if early { zero_src } else { zero_src.is_eq(0) };
+    mux(is_zero, zero, cat(&[neg, exp, frac]))
 }
 
 /// fp32 -> int32 (result as u32 bits): round to the nearest integer, ties to
 /// even, saturate to [-2^31, 2^31 - 1]; NaN, zeros and subnormals give 0.
 #[track_caller]
 pub fn f32_to_i32_logic(m: &mut ModuleBuilder, x: Expr) -> Expr {
+    let mut p = Pipeline::combinational_from(F32_TO_I32, 0);
+    f32_to_i32_piped(m, &mut p, x)
+}
+
+/// Cut points of fp32 -> int32: `shifted` (after the exponent's compares
+/// and the left and right shifts of the significand), `magnitude` (after
+/// rounding the right-shifted value). The path: exponent compare, a shift
+/// of up to 31 bits, the sticky OR of 25 bits, the 24-bit increment, the
+/// select of the magnitude, the 32-bit negation, the saturating select.
+/// Ranking: `shifted` (near the middle), `magnitude` (the negation from
+/// the rounding).
+pub const F32_TO_I32: CutPlan = CutPlan {
+    unit: "f32_to_i32",
+    cuts: &["shifted", "magnitude"],
+    ranking: &[0, 1],
+};
+
+/// [`f32_to_i32_logic`] on a pipeline of [`F32_TO_I32`].
+#[track_caller]
+pub fn f32_to_i32_piped(m: &mut ModuleBuilder, p: &mut Pipeline, x: Expr) -> Expr {
     let f = fp32_fields(m, x);
     let sig = fp32_significand(m, x);
     // The value is sig x 2^(exp - 150). From exp = 158 on, |x| >= 2^31.
@@ -262,18 +505,42 @@ pub fn f32_to_i32_logic(m: &mut ModuleBuilder, x: Expr) -> Expr {
         m.lit(Ty::u(5), 22) - f.exp.slice(0, 5),
     );
     let wide = cat(&[sig, m.lit(Ty::u(26), 0)]) >> right_by;
+    let [sign, nan, zero_in, saturate, big, left, wide] = p.cut(
+        m,
+        0,
+        [
+            ("sign", f.sign),
+            ("nan", f.nan),
+            ("zero", f.zero),
+            ("saturate", saturate),
+            ("big", big),
+            ("left", left),
+            ("wide", wide),
+        ],
+    );
     let int = wide.slice(26, 24);
     let half = wide.bit(25);
     let rest = wide.slice(0, 25).any();
     let rounded = int.zext(32) + (half & (rest | int.bit(0))).zext(32);
     let mag = mux(big, left, rounded);
+    let [sign, nan, zero_in, saturate, mag] = p.cut(
+        m,
+        1,
+        [
+            ("sign", sign),
+            ("nan", nan),
+            ("zero", zero_in),
+            ("saturate", saturate),
+            ("mag", mag),
+        ],
+    );
     let zero = m.lit(Ty::u(32), 0);
     let max = m.lit(Ty::u(32), 0x7FFF_FFFFu32);
     let min = m.lit(Ty::u(32), 0x8000_0000u32);
     mux(
-        f.nan | f.zero,
+        nan | zero_in,
         zero,
-        mux(saturate, mux(f.sign, min, max), mux(f.sign, -mag, mag)),
+        mux(saturate, mux(sign, min, max), mux(sign, -mag, mag)),
     )
 }
 
@@ -282,16 +549,43 @@ pub fn f32_to_i32_logic(m: &mut ModuleBuilder, x: Expr) -> Expr {
 /// finite bf16 carries into the exponent and gives infinity, as rule 4 says.
 #[track_caller]
 pub fn f32_to_bf16_logic(m: &mut ModuleBuilder, x: Expr) -> Expr {
+    let mut p = Pipeline::combinational_from(F32_TO_BF16, 0);
+    f32_to_bf16_piped(m, &mut p, x)
+}
+
+/// The cut point of fp32 -> bf16: `rounded`, after the round-up decision
+/// (a 15-bit OR) and the 16-bit increment, before the class select.
+pub const F32_TO_BF16: CutPlan = CutPlan {
+    unit: "f32_to_bf16",
+    cuts: &["rounded"],
+    ranking: &[0],
+};
+
+/// [`f32_to_bf16_logic`] on a pipeline of [`F32_TO_BF16`].
+#[track_caller]
+pub fn f32_to_bf16_piped(m: &mut ModuleBuilder, p: &mut Pipeline, x: Expr) -> Expr {
     let f = fp32_fields(m, x);
     let top = x.slice(16, 16);
     let round_up = x.bit(15) & (x.slice(0, 15).any() | x.bit(16));
     let rounded = top + round_up.zext(16);
+    let [nan, zero, inf, sign, top, rounded] = p.cut(
+        m,
+        0,
+        [
+            ("nan", f.nan),
+            ("zero", f.zero),
+            ("inf", f.inf),
+            ("sign", f.sign),
+            ("top", top),
+            ("rounded", rounded),
+        ],
+    );
     let canonical = m.lit(Ty::u(16), CANONICAL_NAN_BF16);
-    let signed_zero = cat(&[f.sign, m.lit(Ty::u(15), 0)]);
+    let signed_zero = cat(&[sign, m.lit(Ty::u(15), 0)]);
     mux(
-        f.nan,
+        nan,
         canonical,
-        mux(f.zero, signed_zero, mux(f.inf, top, rounded)),
+        mux(zero, signed_zero, mux(inf, top, rounded)),
     )
 }
 
@@ -299,11 +593,27 @@ pub fn f32_to_bf16_logic(m: &mut ModuleBuilder, x: Expr) -> Expr {
 /// sign, a NaN the canonical NaN.
 #[track_caller]
 pub fn bf16_to_f32_logic(m: &mut ModuleBuilder, x: Expr) -> Expr {
+    let mut p = Pipeline::combinational_from(BF16_TO_F32, 0);
+    bf16_to_f32_piped(m, &mut p, x)
+}
+
+/// The cut point of bf16 -> fp32: `classified`, after the exponent and
+/// fraction tests and the flush, before the NaN select.
+pub const BF16_TO_F32: CutPlan = CutPlan {
+    unit: "bf16_to_f32",
+    cuts: &["classified"],
+    ranking: &[0],
+};
+
+/// [`bf16_to_f32_logic`] on a pipeline of [`BF16_TO_F32`].
+#[track_caller]
+pub fn bf16_to_f32_piped(m: &mut ModuleBuilder, p: &mut Pipeline, x: Expr) -> Expr {
     assert_eq!(x.ty(), Ty::u(16), "bf16 values are u16 patterns");
     let wide = cat(&[x, m.lit(Ty::u(16), 0)]);
     let f = fp32_fields(m, wide);
+    let [nan, flushed] = p.cut(m, 0, [("nan", f.nan), ("flushed", f.flushed)]);
     let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
-    mux(f.nan, canonical, f.flushed)
+    mux(nan, canonical, flushed)
 }
 
 /// SRDHM(a, b), the saturating rounding doubling high multiply, given the
@@ -384,4 +694,204 @@ pub fn requant_int8_logic(
 ) -> Expr {
     let product = acc.mul_wide(mult);
     requant_int8_from_product(m, acc, mult, product, shift, zero_point)
+}
+
+/// Cut points of an integer multiplier as FPGA DSP blocks have them:
+/// `operands` (input registers) and `product` (output register). Ranking:
+/// `product` first (the multiplier's output leaves the DSP block for the
+/// fabric, the longer wires), then `operands`.
+pub const INT_MUL: CutPlan = CutPlan {
+    unit: "int_mul",
+    cuts: &["operands", "product"],
+    ranking: &[1, 0],
+};
+
+/// Where an integer multiplier has registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MulRegs {
+    /// Register both operands before the multiply.
+    pub input: bool,
+    /// Register the product.
+    pub output: bool,
+}
+
+/// The full product `a x b` (both signed or both unsigned; the product is
+/// as wide as both together), with the registers of `regs` named
+/// `<prefix>_s<k>_a`, `_b`, `_product`, each loading while `enable` is
+/// high if given. Written as the DSP blocks want it, nothing between the
+/// registers and the multiply, so that Yosys packs a product of up to
+/// 16 x 16 bits with its registers into one iCE40 `SB_MAC16`
+/// (`synth_ice40 -dsp`), and the multiply into ECP5 `MULT18X18D` blocks
+/// (`synth_ecp5`; Yosys leaves the registers in the fabric there, see
+/// `docs/hw.md`). Latency: one cycle per register.
+#[track_caller]
+pub fn int_mul_registered(
+    m: &mut ModuleBuilder,
+    prefix: &str,
+    a: Expr,
+    b: Expr,
+    regs: MulRegs,
+    enable: Option<Expr>,
+) -> Expr {
+    let mut p = Pipeline::with_cuts(INT_MUL, prefix, vec![regs.input, regs.output], enable);
+    let product = int_mul_piped(m, &mut p, a, b);
+    p.finish();
+    product
+}
+
+/// The full product `a x b` on a pipeline of [`INT_MUL`].
+#[track_caller]
+pub fn int_mul_piped(m: &mut ModuleBuilder, p: &mut Pipeline, a: Expr, b: Expr) -> Expr {
+    let [a, b] = p.cut(m, 0, [("a", a), ("b", b)]);
+    let product = a.mul_wide(b);
+    let [product] = p.cut(m, 1, [("product", product)]);
+    product
+}
+
+/// An integer multiplier as a module `int_mul_<s|u><A>x<B>_s<stages>[_en]`
+/// (`stages` of [`INT_MUL`]: 1 registers the product, 2 the operands as
+/// well): ports `a_i`, `b_i`, (`en_i`), `p_o` (A + B bits).
+pub fn int_mul_unit(
+    design: &mut Design,
+    a: Ty,
+    b: Ty,
+    stages: u32,
+    with_enable: bool,
+) -> Rc<ModuleDef> {
+    assert_eq!(a.signed, b.signed, "both operands signed, or both unsigned");
+    let base = format!(
+        "int_mul_{}{}x{}",
+        if a.signed { "s" } else { "u" },
+        a.width,
+        b.width
+    );
+    let doc = "integer multiplier, full product, registers where DSP blocks have them";
+    let inputs = [("a_i", a), ("b_i", b)];
+    let unit = UnitModule {
+        base: &base,
+        doc,
+        plan: INT_MUL,
+        inputs: &inputs,
+    };
+    unit_module(design, unit, stages, with_enable, |m, p, v| {
+        vec![("p_o", int_mul_piped(m, p, v[0], v[1]))]
+    })
+}
+
+/// fp32 multiplication on a pipeline of `stages` ([`FP32_MUL`]) as a
+/// module `fp32_mul_s<stages>[_en]`: ports `a_i`, `b_i`, (`en_i`), `p_o`.
+pub fn fp32_mul_unit(design: &mut Design, stages: u32, with_enable: bool) -> Rc<ModuleDef> {
+    let inputs = [("a_i", Ty::u(32)), ("b_i", Ty::u(32))];
+    let doc = "fp32 multiplier, FTZ-RNE, canonical NaN (docs/numerics.md)";
+    let unit = UnitModule {
+        base: "fp32_mul",
+        doc,
+        plan: FP32_MUL,
+        inputs: &inputs,
+    };
+    unit_module(design, unit, stages, with_enable, |m, p, v| {
+        vec![("p_o", fp32_mul_piped(m, p, v[0], v[1]))]
+    })
+}
+
+/// fp32 min/max on a pipeline of `stages` ([`FP32_ORDER`]) as a module
+/// `fp32_min_max_s<stages>[_en]`: ports `a_i`, `b_i`, `max_i` (1: max,
+/// 0: min), (`en_i`), `y_o`.
+pub fn fp32_min_max_unit(design: &mut Design, stages: u32, with_enable: bool) -> Rc<ModuleDef> {
+    let inputs = [("a_i", Ty::u(32)), ("b_i", Ty::u(32)), ("max_i", Ty::BOOL)];
+    let doc = "fp32 min/max, -0 below +0, canonical NaN (docs/numerics.md)";
+    let unit = UnitModule {
+        base: "fp32_min_max",
+        doc,
+        plan: FP32_ORDER,
+        inputs: &inputs,
+    };
+    unit_module(design, unit, stages, with_enable, |m, p, v| {
+        vec![("y_o", fp32_min_max_piped(m, p, v[0], v[1], v[2]))]
+    })
+}
+
+/// fp32 compares on a pipeline of `stages` ([`FP32_ORDER`]) as a module
+/// `fp32_compare_s<stages>[_en]`: ports `a_i`, `b_i`, (`en_i`), `eq_o`,
+/// `ne_o`, `lt_o`, `le_o`.
+pub fn fp32_compare_unit(design: &mut Design, stages: u32, with_enable: bool) -> Rc<ModuleDef> {
+    let inputs = [("a_i", Ty::u(32)), ("b_i", Ty::u(32))];
+    let doc = "fp32 compares, -0 == +0, unordered with a NaN (docs/numerics.md)";
+    let unit = UnitModule {
+        base: "fp32_compare",
+        doc,
+        plan: FP32_ORDER,
+        inputs: &inputs,
+    };
+    unit_module(design, unit, stages, with_enable, |m, p, v| {
+        let c = fp32_compare_piped(m, p, v[0], v[1]);
+        vec![
+            ("eq_o", c.eq),
+            ("ne_o", c.ne),
+            ("lt_o", c.lt),
+            ("le_o", c.le),
+        ]
+    })
+}
+
+/// A conversion on a pipeline of `stages` as a module `<name>_s<stages>[_en]`
+/// with ports `x_i`, (`en_i`), `y_o`.
+fn conversion_unit(
+    design: &mut Design,
+    unit: UnitModule<'_>,
+    stages: u32,
+    with_enable: bool,
+    logic: fn(&mut ModuleBuilder, &mut Pipeline, Expr) -> Expr,
+) -> Rc<ModuleDef> {
+    unit_module(design, unit, stages, with_enable, |m, p, v| {
+        vec![("y_o", logic(m, p, v[0]))]
+    })
+}
+
+/// int32 -> fp32 as a module `i32_to_f32_s<stages>[_en]` ([`I32_TO_F32`]):
+/// ports `x_i` (u32 bits), (`en_i`), `y_o`.
+pub fn i32_to_f32_unit(design: &mut Design, stages: u32, with_enable: bool) -> Rc<ModuleDef> {
+    let unit = UnitModule {
+        base: "i32_to_f32",
+        doc: "int32 -> fp32, round to nearest even (docs/numerics.md)",
+        plan: I32_TO_F32,
+        inputs: &[("x_i", Ty::u(32))],
+    };
+    conversion_unit(design, unit, stages, with_enable, i32_to_f32_piped)
+}
+
+/// fp32 -> int32 as a module `f32_to_i32_s<stages>[_en]` ([`F32_TO_I32`]):
+/// ports `x_i`, (`en_i`), `y_o` (u32 bits).
+pub fn f32_to_i32_unit(design: &mut Design, stages: u32, with_enable: bool) -> Rc<ModuleDef> {
+    let unit = UnitModule {
+        base: "f32_to_i32",
+        doc: "fp32 -> int32, nearest even, saturating (docs/numerics.md)",
+        plan: F32_TO_I32,
+        inputs: &[("x_i", Ty::u(32))],
+    };
+    conversion_unit(design, unit, stages, with_enable, f32_to_i32_piped)
+}
+
+/// fp32 -> bf16 as a module `f32_to_bf16_s<stages>[_en]` ([`F32_TO_BF16`]):
+/// ports `x_i`, (`en_i`), `y_o` (u16).
+pub fn f32_to_bf16_unit(design: &mut Design, stages: u32, with_enable: bool) -> Rc<ModuleDef> {
+    let unit = UnitModule {
+        base: "f32_to_bf16",
+        doc: "fp32 -> bf16, FTZ-RNE, canonical NaN (docs/numerics.md)",
+        plan: F32_TO_BF16,
+        inputs: &[("x_i", Ty::u(32))],
+    };
+    conversion_unit(design, unit, stages, with_enable, f32_to_bf16_piped)
+}
+
+/// bf16 -> fp32 as a module `bf16_to_f32_s<stages>[_en]` ([`BF16_TO_F32`]):
+/// ports `x_i` (u16), (`en_i`), `y_o`.
+pub fn bf16_to_f32_unit(design: &mut Design, stages: u32, with_enable: bool) -> Rc<ModuleDef> {
+    let unit = UnitModule {
+        base: "bf16_to_f32",
+        doc: "bf16 -> fp32, FTZ, canonical NaN (docs/numerics.md)",
+        plan: BF16_TO_F32,
+        inputs: &[("x_i", Ty::u(16))],
+    };
+    conversion_unit(design, unit, stages, with_enable, bf16_to_f32_piped)
 }

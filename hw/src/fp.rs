@@ -8,8 +8,11 @@
 //! result is the canonical 0x7FC00000; x + (-x) = +0.
 //!
 //! Each unit exists as plain logic (`*_logic`, for use inside another module)
-//! and as a module definition interned in a [`Design`]. The adder is split into
-//! two stages so that a pipeline register can sit between them:
+//! and as a module definition interned in a [`Design`]; and pipelined
+//! (`*_piped` on a [`Pipeline`], `*_unit` as a module), with the cut points
+//! and their ranking in a [`CutPlan`] per unit ([`FP32_ADD`], [`BF16_MUL`],
+//! [`BF16_MAC`]). The adder is also split into two stages, which a block may
+//! put its own pipeline register between:
 //!
 //! 1. decode, special cases, order the operands by magnitude, align the smaller
 //!    significand (with guard, round and sticky bits) and add or subtract;
@@ -19,6 +22,7 @@
 use crate::builder::{cat, mux, mux_bitwise, Expr, ModuleBuilder};
 use crate::design::Design;
 use crate::ir::ModuleDef;
+use crate::pipeline::{unit_module, CutPlan, Pipeline, UnitModule};
 use crate::ty::Ty;
 use std::rc::Rc;
 
@@ -57,37 +61,115 @@ fn decode(x: Expr, exp_bits: u32, frac_bits: u32) -> Decoded {
 /// flushes below 2^-126 and overflows to infinity; nothing is ever rounded.
 #[track_caller]
 pub fn bf16_mul_logic(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Expr {
+    let mut p = Pipeline::combinational_from(BF16_MUL, 0);
+    bf16_mul_piped(m, &mut p, a, b)
+}
+
+/// Cut points of the bf16 multiplier. The longest path runs through the
+/// 8 x 8 significand product, the carry it produces, the exponent sum that
+/// adds that carry (10 bits), the over/underflow compares on that sum, and
+/// the final select. Ranking, from the critical paths nextpnr reports on an
+/// iCE40 UP5K (`docs/hw.md`), where the product is one `SB_MAC16` and the
+/// exponent arithmetic dominates: `exponent` first (the compares and the
+/// select, 21 ns of 31, from the rest), then `product` (the multiplier
+/// from the exponent sum), then `operands` (input registers: they cut only
+/// the wires from the unit's sources, and sit where a DSP block's input
+/// registers are).
+pub const BF16_MUL: CutPlan = CutPlan {
+    unit: "bf16_mul",
+    cuts: &["operands", "product", "exponent"],
+    ranking: &[2, 1, 0],
+};
+
+/// [`bf16_mul_logic`] on a pipeline of [`BF16_MUL`].
+#[track_caller]
+pub fn bf16_mul_piped(m: &mut ModuleBuilder, p: &mut Pipeline, a: Expr, b: Expr) -> Expr {
+    bf16_mul_carrying(m, p, 0, a, b, &[]).0
+}
+
+/// Crosses cut `cut` with `own` values followed by `carried` ones (values
+/// that only ride along, such as a MAC's addend); returns both, registered
+/// or not, and the carried ones keep their names for the next cut.
+fn cut_carrying(
+    m: &mut ModuleBuilder,
+    p: &mut Pipeline,
+    cut: usize,
+    own: &[(&str, Expr)],
+    carried: &mut [(&str, Expr)],
+) -> Vec<Expr> {
+    let mut all = own.to_vec();
+    all.extend_from_slice(carried);
+    let out = p.cut_vec(m, cut, &all);
+    for (c, &v) in carried.iter_mut().zip(&out[own.len()..]) {
+        c.1 = v;
+    }
+    out[..own.len()].to_vec()
+}
+
+/// The bf16 product on cuts `first..first + 3` of `p`, with `carried`
+/// values riding through the same registers; returns the product and the
+/// carried values as they leave the last cut.
+#[track_caller]
+fn bf16_mul_carrying(
+    m: &mut ModuleBuilder,
+    p: &mut Pipeline,
+    first: usize,
+    a: Expr,
+    b: Expr,
+    carried: &[(&str, Expr)],
+) -> (Expr, Vec<Expr>) {
     assert_eq!(
         (a.ty(), b.ty()),
         (Ty::u(16), Ty::u(16)),
         "bf16 operands are u16"
     );
-    let da = decode(a, 8, 7);
-    let db = decode(b, 8, 7);
+    let mut carried = carried.to_vec();
+    let ops = cut_carrying(m, p, first, &[("a", a), ("b", b)], &mut carried);
+    let da = decode(ops[0], 8, 7);
+    let db = decode(ops[1], 8, 7);
     let sign = da.sign ^ db.sign;
     let one = m.lit(Ty::BOOL, 1);
     let product = cat(&[one, da.frac]).mul_wide(cat(&[one, db.frac])); // 16 bits
+    let class_names = ["nan_a", "inf_a", "zero_a", "nan_b", "inf_b", "zero_b"];
+    let classes = [da.nan, da.inf, da.zero, db.nan, db.inf, db.zero];
+    let mut own = vec![
+        ("sign", sign),
+        ("product", product),
+        ("exp_a", da.exp),
+        ("exp_b", db.exp),
+    ];
+    own.extend(class_names.into_iter().zip(classes));
+    let out = cut_carrying(m, p, first + 1, &own, &mut carried);
+    let (sign, product, exp_a, exp_b) = (out[0], out[1], out[2], out[3]);
+    let classes = &out[4..];
     let carry = product.msb();
     // Biased exponent of the product, signed so under- and overflow show.
     let ext = |e: Expr| e.zext(10).as_signed();
-    let exp = ext(da.exp) + ext(db.exp) - 127 + carry.zext(10).as_signed();
+    let exp = ext(exp_a) + ext(exp_b) - 127 + carry.zext(10).as_signed();
     // Without a carry the leading one is at bit 14: shift it up by one
     // (a shift by data rather than a select, which simulators branch on).
     let pad8 = m.lit(Ty::u(8), 0);
     let normalised = product.slice(0, 15) << (!carry);
+    let mut own = vec![("sign", sign), ("exp", exp), ("normalised", normalised)];
+    own.extend(class_names.into_iter().zip(classes.iter().copied()));
+    let out = cut_carrying(m, p, first + 2, &own, &mut carried);
+    let (sign, exp, normalised) = (out[0], out[1], out[2]);
+    let [nan_a, inf_a, zero_a, nan_b, inf_b, zero_b]: [Expr; 6] =
+        out[3..].try_into().expect("six class bits");
     let frac = cat(&[normalised, pad8]);
     let finite = cat(&[sign, exp.trunc(8).as_unsigned(), frac]);
     let signed_zero = cat(&[sign, m.lit(Ty::u(31), 0)]);
     let signed_inf = cat(&[sign, m.lit(Ty::u(8), 0xff), m.lit(Ty::u(23), 0)]);
-    let nan = da.nan | db.nan | (da.inf & db.zero) | (da.zero & db.inf);
-    let inf = da.inf | db.inf | exp.is_ge(255);
-    let zero = da.zero | db.zero | exp.is_le(0);
+    let nan = nan_a | nan_b | (inf_a & zero_b) | (zero_a & inf_b);
+    let inf = inf_a | inf_b | exp.is_ge(255);
+    let zero = zero_a | zero_b | exp.is_le(0);
     let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
-    mux(
+    let product = mux(
         nan,
         canonical,
         mux(inf, signed_inf, mux(zero, signed_zero, finite)),
-    )
+    );
+    (product, carried.into_iter().map(|(_, v)| v).collect())
 }
 
 /// What the first adder stage hands to the second.
@@ -128,9 +210,46 @@ impl AddStage1 {
     }
 }
 
+/// Cut points of the fp32 adder, in datapath order: `ordered` (after the
+/// special cases and the magnitude compare that orders the operands),
+/// `aligned` (after the smaller significand's shift and sticky bit), `sum`
+/// (after the significand addition: [`AddStage1`]), `normalised` (after the
+/// leading-zero shift), `rounded` (after the rounding increment).
+///
+/// The longest path runs compare (31-bit carry chain), select, exponent
+/// difference, alignment shift and its sticky test (two 27-bit shifters and
+/// a compare), the 28-bit add, the five-step normalising shift, the 23-bit
+/// rounding increment and the exponent's range compares. Ranking, from the
+/// critical paths nextpnr reports on an iCE40 UP5K (`docs/hw.md`): `sum`
+/// first (the two-stage adder's cut; the back half, normalisation and
+/// rounding, is the longer: 92 ns of 193), then `normalised` (splits that
+/// back half), `aligned` (the front half), `ordered` (the compare off the
+/// alignment, which is then the longest segment), `rounded` (the increment
+/// from the final select).
+pub const FP32_ADD: CutPlan = CutPlan {
+    unit: "fp32_add",
+    cuts: &["ordered", "aligned", "sum", "normalised", "rounded"],
+    ranking: &[2, 3, 1, 0, 4],
+};
+
 /// First adder stage: decode, special cases, order by magnitude, align, add.
 #[track_caller]
 pub fn fp32_add_stage1(m: &mut ModuleBuilder, a: Expr, b: Expr) -> AddStage1 {
+    let mut p = Pipeline::combinational_from(FP32_ADD, 0);
+    add_front(m, &mut p, 0, a, b, &mut [])
+}
+
+/// The adder up to its `sum` cut, on cuts `first` and `first + 1` of `p`
+/// (`carried` values ride along).
+#[track_caller]
+fn add_front(
+    m: &mut ModuleBuilder,
+    p: &mut Pipeline,
+    first: usize,
+    a: Expr,
+    b: Expr,
+    carried: &mut [(&str, Expr)],
+) -> AddStage1 {
     assert_eq!(
         (a.ty(), b.ty()),
         (Ty::u(32), Ty::u(32)),
@@ -165,6 +284,22 @@ pub fn fp32_add_stage1(m: &mut ModuleBuilder, a: Expr, b: Expr) -> AddStage1 {
     let swap = b.slice(0, 31).is_gt(a.slice(0, 31));
     let big = mux_bitwise(swap, b, a);
     let small = mux_bitwise(swap, a.slice(0, 31), b.slice(0, 31));
+    let out = cut_carrying(
+        m,
+        p,
+        first,
+        &[
+            ("special", special),
+            ("special_value", special_value),
+            ("big", big),
+            ("small", small),
+            ("sign_a", da.sign),
+            ("sign_b", db.sign),
+        ],
+        carried,
+    );
+    let [special, special_value, big, small, sign_a, sign_b]: [Expr; 6] =
+        out.try_into().expect("six values");
     let one = m.lit(Ty::BOOL, 1);
     let guard_bits = m.lit(Ty::u(3), 0);
     let big_sig = cat(&[one, big.slice(0, 23), guard_bits]); // 27 bits
@@ -174,7 +309,30 @@ pub fn fp32_add_stage1(m: &mut ModuleBuilder, a: Expr, b: Expr) -> AddStage1 {
     // Bits shifted out show up as a difference when shifting back.
     let sticky = (shifted << shift).is_ne(small_sig);
     let aligned = shifted | sticky.zext(27);
-    let subtract = da.sign ^ db.sign;
+    // Past this cut only the larger operand's sign and exponent are needed.
+    let big_top = if p.registers(first + 1) {
+        big.slice(23, 9)
+    } else {
+        big
+    };
+    let out = cut_carrying(
+        m,
+        p,
+        first + 1,
+        &[
+            ("special", special),
+            ("special_value", special_value),
+            ("big_sign_exp", big_top),
+            ("big_sig", big_sig),
+            ("aligned", aligned),
+            ("sign_a", sign_a),
+            ("sign_b", sign_b),
+        ],
+        carried,
+    );
+    let [special, special_value, big_top, big_sig, aligned, sign_a, sign_b]: [Expr; 7] =
+        out.try_into().expect("seven values");
+    let subtract = sign_a ^ sign_b;
     let sum = mux_bitwise(
         subtract,
         big_sig.zext(28) - aligned.zext(28),
@@ -183,8 +341,8 @@ pub fn fp32_add_stage1(m: &mut ModuleBuilder, a: Expr, b: Expr) -> AddStage1 {
     AddStage1 {
         special,
         special_value,
-        sign: big.msb(),
-        exp: big.slice(23, 8),
+        sign: big_top.msb(),
+        exp: big_top.slice(big_top.width() - 9, 8),
         sum,
     }
 }
@@ -192,6 +350,19 @@ pub fn fp32_add_stage1(m: &mut ModuleBuilder, a: Expr, b: Expr) -> AddStage1 {
 /// Second adder stage: normalise, round to nearest-even, overflow/underflow.
 #[track_caller]
 pub fn fp32_add_stage2(m: &mut ModuleBuilder, s: &AddStage1) -> Expr {
+    let mut p = Pipeline::combinational_from(FP32_ADD, 3);
+    add_back(m, &mut p, 3, s, &mut [])
+}
+
+/// The adder after its `sum` cut, on cuts `first` and `first + 1` of `p`.
+#[track_caller]
+fn add_back(
+    m: &mut ModuleBuilder,
+    p: &mut Pipeline,
+    first: usize,
+    s: &AddStage1,
+    carried: &mut [(&str, Expr)],
+) -> Expr {
     let sum = s.sum;
     let carry = sum.msb();
     // The normalised significand without its leading one (26 bits: 23 fraction
@@ -203,6 +374,26 @@ pub fn fp32_add_stage2(m: &mut ModuleBuilder, s: &AddStage1) -> Expr {
     let norm = mux_bitwise(carry, right, left);
     let exp_big = s.exp.zext(10).as_signed();
     let exp = mux_bitwise(carry, exp_big + 1, exp_big - zeros.zext(10).as_signed());
+    // Whether the sum cancelled: tested before the first registered cut that
+    // it crosses, so that one bit crosses instead of 28.
+    let early = p.registers(first) || p.registers(first + 1);
+    let cancel = if early { sum.is_eq(0) } else { sum };
+    let out = cut_carrying(
+        m,
+        p,
+        first,
+        &[
+            ("special", s.special),
+            ("special_value", s.special_value),
+            ("sign", s.sign),
+            ("norm", norm),
+            ("exp", exp),
+            ("cancelled", cancel),
+        ],
+        carried,
+    );
+    let [special, special_value, sign, norm, exp, cancel]: [Expr; 6] =
+        out.try_into().expect("six values");
 
     let frac = norm.slice(3, 23);
     let guard = norm.bit(2);
@@ -212,16 +403,31 @@ pub fn fp32_add_stage2(m: &mut ModuleBuilder, s: &AddStage1) -> Expr {
     // the exponent takes one more step.
     let frac = frac + round_up.zext(23);
     let exp = exp + (frac.is_eq(0) & round_up).zext(10).as_signed();
+    let out = cut_carrying(
+        m,
+        p,
+        first + 1,
+        &[
+            ("special", special),
+            ("special_value", special_value),
+            ("sign", sign),
+            ("frac", frac),
+            ("exp", exp),
+            ("cancelled", cancel),
+        ],
+        carried,
+    );
+    let [special, special_value, sign, frac, exp, cancel]: [Expr; 6] =
+        out.try_into().expect("six values");
 
-    let sign = s.sign;
     let finite = cat(&[sign, exp.trunc(8).as_unsigned(), frac]);
     let signed_zero = cat(&[sign, m.lit(Ty::u(31), 0)]);
     let signed_inf = cat(&[sign, m.lit(Ty::u(8), 0xff), m.lit(Ty::u(23), 0)]);
     let positive_zero = m.lit(Ty::u(32), 0);
-    let cancelled = sum.is_eq(0);
+    let cancelled = if early { cancel } else { cancel.is_eq(0) };
     mux(
-        s.special,
-        s.special_value,
+        special,
+        special_value,
         mux(
             cancelled,
             positive_zero,
@@ -232,6 +438,27 @@ pub fn fp32_add_stage2(m: &mut ModuleBuilder, s: &AddStage1) -> Expr {
             ),
         ),
     )
+}
+
+/// The whole adder on a pipeline of [`FP32_ADD`].
+#[track_caller]
+pub fn fp32_add_piped(m: &mut ModuleBuilder, p: &mut Pipeline, a: Expr, b: Expr) -> Expr {
+    let s1 = add_front(m, p, 0, a, b, &mut []);
+    let s1 = add_sum_cut(m, p, 2, &s1, &mut []);
+    add_back(m, p, 3, &s1, &mut [])
+}
+
+/// The adder's `sum` cut: [`AddStage1`] crossing cut `cut` of `p`.
+fn add_sum_cut(
+    m: &mut ModuleBuilder,
+    p: &mut Pipeline,
+    cut: usize,
+    s: &AddStage1,
+    carried: &mut [(&str, Expr)],
+) -> AddStage1 {
+    let names = ["special", "special_value", "sign", "exp", "sum"];
+    let own: Vec<(&str, Expr)> = names.into_iter().zip(s.to_vec()).collect();
+    AddStage1::from_vec(&cut_carrying(m, p, cut, &own, carried))
 }
 
 /// Shifts `x` left until its most significant bit is set (if `x` is not zero),
@@ -317,5 +544,101 @@ pub fn bf16_mul(design: &mut Design) -> Rc<ModuleDef> {
         let b = m.input("b_i", Ty::u(16));
         let p = bf16_mul_logic(m, a, b);
         m.output("p_o", p);
+    })
+}
+
+/// Cut points of the MXU PE's bf16 multiply-add, `add32(psum,
+/// bf16_mul(a, w))`: the multiplier's three ([`BF16_MUL`]), then the
+/// adder's five ([`FP32_ADD`]); the addend rides through the multiplier's
+/// registers. The longest path is the whole chain, the multiplier's
+/// exponent and select feeding the adder's compare (208 ns on an iCE40
+/// UP5K). Ranking, each cut splitting the longest segment the ones before
+/// it leave, as nextpnr's critical paths showed (`docs/hw.md`): `aligned`
+/// (near the middle: 121 ns remain, the adder's back half), `normalised`
+/// (100 ns remain, the front), `ordered` (the multiplier from the adder's
+/// alignment; 56 ns remain, the rounding), `rounded`, `sum`, `exponent`,
+/// `product`, `operands`.
+pub const BF16_MAC: CutPlan = CutPlan {
+    unit: "bf16_mac",
+    cuts: &[
+        "operands",
+        "product",
+        "exponent",
+        "ordered",
+        "aligned",
+        "sum",
+        "normalised",
+        "rounded",
+    ],
+    ranking: &[4, 6, 3, 7, 5, 2, 1, 0],
+};
+
+/// `add32(psum, bf16_mul(a, w))` on a pipeline of [`BF16_MAC`]: `psum`
+/// u32 (fp32), `a` and `w` u16 (bf16).
+#[track_caller]
+pub fn bf16_mac_piped(
+    m: &mut ModuleBuilder,
+    p: &mut Pipeline,
+    psum: Expr,
+    a: Expr,
+    w: Expr,
+) -> Expr {
+    assert_eq!(psum.ty(), Ty::u(32), "the partial sum is fp32 (u32)");
+    let (product, carried) = bf16_mul_carrying(m, p, 0, a, w, &[("psum", psum)]);
+    let s1 = add_front(m, p, 3, carried[0], product, &mut []);
+    let s1 = add_sum_cut(m, p, 5, &s1, &mut []);
+    add_back(m, p, 6, &s1, &mut [])
+}
+
+/// The fp32 adder on a pipeline of `stages` ([`FP32_ADD`]) as a module
+/// `fp32_add_s<stages>[_en]`: ports `a_i`, `b_i`, (`en_i`), `sum_o`.
+pub fn fp32_add_unit(design: &mut Design, stages: u32, with_enable: bool) -> Rc<ModuleDef> {
+    let inputs = [("a_i", Ty::u(32)), ("b_i", Ty::u(32))];
+    let doc = "fp32 adder, FTZ-RNE, canonical NaN (docs/numerics.md)";
+    let unit = UnitModule {
+        base: "fp32_add",
+        doc,
+        plan: FP32_ADD,
+        inputs: &inputs,
+    };
+    unit_module(design, unit, stages, with_enable, |m, p, v| {
+        vec![("sum_o", fp32_add_piped(m, p, v[0], v[1]))]
+    })
+}
+
+/// The bf16 multiplier on a pipeline of `stages` ([`BF16_MUL`]) as a
+/// module `bf16_mul_s<stages>[_en]`: ports `a_i`, `b_i`, (`en_i`), `p_o`.
+pub fn bf16_mul_unit(design: &mut Design, stages: u32, with_enable: bool) -> Rc<ModuleDef> {
+    let inputs = [("a_i", Ty::u(16)), ("b_i", Ty::u(16))];
+    let doc = "bf16 x bf16 -> fp32 product, exact, FTZ, canonical NaN (docs/numerics.md)";
+    let unit = UnitModule {
+        base: "bf16_mul",
+        doc,
+        plan: BF16_MUL,
+        inputs: &inputs,
+    };
+    unit_module(design, unit, stages, with_enable, |m, p, v| {
+        vec![("p_o", bf16_mul_piped(m, p, v[0], v[1]))]
+    })
+}
+
+/// The bf16 multiply-add on a pipeline of `stages` ([`BF16_MAC`]) as a
+/// module `bf16_mac_s<stages>[_en]`: ports `psum_i` (fp32), `a_i`, `w_i`
+/// (bf16), (`en_i`), `psum_o` = add32(psum_i, a_i x w_i).
+pub fn bf16_mac_unit(design: &mut Design, stages: u32, with_enable: bool) -> Rc<ModuleDef> {
+    let inputs = [
+        ("psum_i", Ty::u(32)),
+        ("a_i", Ty::u(16)),
+        ("w_i", Ty::u(16)),
+    ];
+    let doc = "psum + bf16 x bf16, FTZ-RNE, canonical NaN (docs/numerics.md)";
+    let unit = UnitModule {
+        base: "bf16_mac",
+        doc,
+        plan: BF16_MAC,
+        inputs: &inputs,
+    };
+    unit_module(design, unit, stages, with_enable, |m, p, v| {
+        vec![("psum_o", bf16_mac_piped(m, p, v[0], v[1], v[2]))]
     })
 }

@@ -36,6 +36,7 @@ mod eval;
 pub mod fp;
 pub mod ir;
 mod names;
+pub mod pipeline;
 mod ty;
 
 pub use block::{
@@ -54,6 +55,7 @@ pub use error::{catch_elab, quiet_elab_errors, ElabError, ELAB_ERROR_PREFIX};
 pub use eval::Evaluator;
 pub use ir::{Dir, ModuleDef, SimLayout};
 pub use names::identifier_problem;
+pub use pipeline::{unit_module, CutPlan, Pipeline, UnitModule};
 /// The TOML crate the block trait's tables come from, for block crates that
 /// write them (an [`FpgaSearch`]'s base configuration).
 pub use toml;
