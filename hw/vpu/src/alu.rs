@@ -181,8 +181,8 @@ pub fn cuts(depth: u32) -> Vec<Cut> {
         Cut::Product,
         Cut::High,
         Cut::Scaled,
-        Cut::Result,
         Cut::Operands,
+        Cut::Result,
     ];
     assert!(
         depth as usize <= ORDER.len(),

@@ -129,7 +129,7 @@
 //! 1 + d cycles by registers between today's `hw::arith` and `hw::fp`
 //! functions (`alu::cuts`, in this order: the shared multiplier's product,
 //! the fp32 adder between its stages and every short operation's result;
-//! SRDHM's result; RDBPOT's; the selected result; the operands), and the
+//! SRDHM's result; RDBPOT's; the operands; the selected result), and the
 //! cross-lane result rides through the same registers. The store writes
 //! VMEM as its bundle leaves the last execute stage, the ALU result is
 //! written back the cycle after. A load still writes back the cycle after
