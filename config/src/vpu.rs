@@ -19,6 +19,9 @@ pub const VREGS_RANGE: std::ops::RangeInclusive<u32> = 4..=64;
 pub const VMEM_WORDS_RANGE: std::ops::RangeInclusive<u32> = 2..=1 << 20;
 /// The largest vector memory, in elements (64 MiB of 32-bit elements).
 pub const MAX_VMEM_ELEMS: u64 = 1 << 24;
+/// Extra execute stages: 0 (today's single execute cycle) up to this, one
+/// per pipeline cut of the element ALU (`vpu` crate docs, "Pipeline").
+pub const MAX_DEPTH: u32 = 5;
 
 /// Which arithmetic units a VPU has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -69,7 +72,8 @@ impl std::str::FromStr for VpuUnits {
 ///
 /// A vector holds W = `lanes` x `sublanes` 32-bit elements; element
 /// `s * lanes + l` sits in lane `l` of sublane `s`. The register file holds
-/// `vregs` vectors, the vector memory `vmem_words` vectors.
+/// `vregs` vectors, the vector memory `vmem_words` vectors. `depth` extra
+/// execute stages pipeline the element ALU (0: one execute cycle).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct VpuConfig {
     lanes: u32,
@@ -77,18 +81,20 @@ pub struct VpuConfig {
     vregs: u32,
     vmem_words: u32,
     units: VpuUnits,
+    depth: u32,
 }
 
 impl VpuConfig {
     /// What `gen --block vpu` builds and `sim vpu` runs on when given no
     /// flags: 8 lanes, one sublane, 32 registers, 1024 words of vector memory,
-    /// every unit.
+    /// every unit, no extra execute stages.
     pub const DEFAULT: VpuConfig = VpuConfig {
         lanes: 8,
         sublanes: 1,
         vregs: 32,
         vmem_words: 1024,
         units: VpuUnits::Full,
+        depth: 0,
     };
 
     /// A validated configuration with the default register file, memory and
@@ -146,7 +152,19 @@ impl VpuConfig {
             vregs,
             vmem_words,
             units,
+            depth: 0,
         })
+    }
+
+    /// The same configuration with `depth` extra execute stages (0 to
+    /// [`MAX_DEPTH`]).
+    pub fn with_depth(&self, depth: u32) -> Result<Self, ConfigError> {
+        if depth > MAX_DEPTH {
+            return Err(ConfigError(format!(
+                "VPU depth must be between 0 and {MAX_DEPTH}, got {depth}"
+            )));
+        }
+        Ok(VpuConfig { depth, ..*self })
     }
 
     /// Lanes: elements along the minor dimension of a vector.
@@ -179,6 +197,12 @@ impl VpuConfig {
         self.units
     }
 
+    /// Extra execute stages: an element operation's result is ready
+    /// `1 + depth` cycles after its operands (see the `vpu` crate docs).
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
     /// The same configuration with other units.
     pub fn with_units(&self, units: VpuUnits) -> VpuConfig {
         VpuConfig { units, ..*self }
@@ -190,7 +214,7 @@ impl VpuConfig {
     }
 
     /// Parses the TOML form (`lanes = 8`, `sublanes = 1`, `vregs = 32`,
-    /// `vmem_words = 1024`, `units = "full"`), missing keys taken from
+    /// `vmem_words = 1024`, `units = "full"`, `depth = 0`), missing keys taken from
     /// [`VpuConfig::DEFAULT`]; unknown keys are an error.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
         let raw: RawVpuConfig =
@@ -214,9 +238,13 @@ impl fmt::Display for VpuConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} {}x{} ({} registers, {} memory words)",
+            "{} {}x{} ({} registers, {} memory words",
             self.units, self.lanes, self.sublanes, self.vregs, self.vmem_words
-        )
+        )?;
+        if self.depth > 0 {
+            write!(f, ", depth {}", self.depth)?;
+        }
+        f.write_str(")")
     }
 }
 
@@ -229,6 +257,7 @@ struct RawVpuConfig {
     vregs: Option<u32>,
     vmem_words: Option<u32>,
     units: Option<VpuUnits>,
+    depth: Option<u32>,
 }
 
 impl RawVpuConfig {
@@ -240,7 +269,8 @@ impl RawVpuConfig {
             self.vregs.unwrap_or(d.vregs),
             self.vmem_words.unwrap_or(d.vmem_words),
             self.units.unwrap_or(d.units),
-        )
+        )?
+        .with_depth(self.depth.unwrap_or(d.depth))
     }
 }
 
@@ -275,6 +305,9 @@ mod tests {
     fn toml_round_trips_and_errors_are_one_line() {
         let c = VpuConfig::with(4, 2, 16, 256, VpuUnits::Int32).unwrap();
         assert_eq!(VpuConfig::from_toml(&c.to_toml()).unwrap(), c);
+        let deep = c.with_depth(MAX_DEPTH).unwrap();
+        assert_eq!(VpuConfig::from_toml(&deep.to_toml()).unwrap(), deep);
+        assert!(c.with_depth(MAX_DEPTH + 1).is_err());
         let partial = VpuConfig::from_toml("lanes = 16").unwrap();
         assert_eq!((partial.lanes(), partial.sublanes()), (16, 1));
         for bad in [
@@ -282,6 +315,7 @@ mod tests {
             "lane = 4",
             "units = \"fp64\"",
             "vregs = 3",
+            "depth = 6",
             "[[",
         ] {
             let err = VpuConfig::from_toml(bad).unwrap_err().to_string();

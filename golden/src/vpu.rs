@@ -28,17 +28,34 @@
 //!
 //! # Timing contract
 //!
-//! A bundle occupies the execute stage for E cycles: E = max(1, log2 W) for
-//! a legal reduction (one level of the fold per cycle), E = 1 for everything
-//! else. When the bundles are presented back to back, bundle 0 is accepted
-//! in cycle 0 and bundle i+1 in cycle `accept(i) + E(i)`: hazards between
-//! bundles never cost a cycle (every result is forwarded), only a reduction
-//! holds the issue. A bundle's store writes VMEM in cycle `accept + E` (the
-//! last execute cycle). The unit is busy from the cycle after the first
-//! acceptance through cycle `accept(last) + E(last) + 1` (the last bundle's
-//! write-back). A program's cycles run from its first acceptance through its
-//! last store: `store(last) + 1` (a program without stores: through its
-//! last write-back).
+//! The pipeline has an issue stage, 1 + `depth` execute stages (`depth`
+//! from the configuration) and a write-back stage. A bundle occupies the
+//! first execute stage for E cycles: E = max(1, log2 W) for a legal
+//! reduction (one level of the fold per cycle), E = 1 for everything else;
+//! while it folds, every stage holds. Each other cycle every stage passes
+//! its bundle on. A bundle's store writes VMEM in the cycle it leaves the
+//! last execute stage; its ALU result is written at the end of the cycle
+//! after, its load at the end of the cycle after it leaves the first
+//! execute stage.
+//!
+//! Bundles presented back to back: bundle 0 is accepted in cycle 0, bundle
+//! i+1 in the first cycle in which the stages advance and it has no hazard.
+//! At depth 0 there is none: bundle i+1 is accepted in cycle
+//! `accept(i) + E(i)` (every result is forwarded). At depth d >= 1 a bundle
+//! waits while a bundle in execute stages 1 to d
+//! - has an ALU result still to write to a register the bundle reads (an
+//!   operand its operation uses, `Op::sources`; or the register it stores,
+//!   unless its own ALU result is that register) and its own load does not
+//!   write that register, or
+//! - stores to the VMEM word the bundle loads.
+//!
+//! A load of a register cancels the older ALU writes to it still in stages
+//! 1 to d (no bundle between reads it, or it would have waited), so loads
+//! never wait for results they replace.
+//!
+//! The unit is busy while any stage holds a bundle. A program's cycles run
+//! from its first acceptance through its last store: `store(last) + 1` (a
+//! program without stores: through its last write-back).
 
 use crate::numerics::{
     add32, eq_f32, f32_to_i32, i32_to_f32, le_f32, lt_f32, max32, min32, mul32, narrow_bf16,
@@ -361,12 +378,24 @@ pub struct Schedule {
     pub cycles: u64,
 }
 
-/// Cycles bundle `b` spends in the execute stage on `cfg`.
+/// Cycles bundle `b` spends in the first execute stage on `cfg`.
 pub fn execute_cycles(cfg: &VpuConfig, b: &Bundle) -> u64 {
     match legal_op(cfg, b) {
         Some(op) if op.is_reduction() => u64::from(cfg.fold_levels().max(1)),
         _ => 1,
     }
+}
+
+/// A bundle in an execute stage, as the interlock sees it.
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    /// Its index in the program.
+    index: usize,
+    /// The register its ALU result is still to write (none if it writes
+    /// none, or a younger load cancelled the write).
+    writes: Option<usize>,
+    /// The VMEM word it stores.
+    stores: Option<usize>,
 }
 
 /// The cycle model of `program` on `cfg` (see the module docs).
@@ -376,20 +405,68 @@ pub fn execute_cycles(cfg: &VpuConfig, b: &Bundle) -> u64 {
 /// If `program` is empty.
 pub fn schedule(cfg: &VpuConfig, program: &[Bundle]) -> Schedule {
     assert!(!program.is_empty(), "an empty program has no schedule");
+    let depth = cfg.depth() as usize;
+    let reg = |r: u8| usize::from(r) & (cfg.vregs() as usize - 1);
+    let word = |a: u32| a as usize & (cfg.vmem_words() as usize - 1);
     let mut accept = Vec::with_capacity(program.len());
     let mut stores = Vec::new();
+    // Execute stages 1 to 1 + depth, then write-back.
+    let mut stages: Vec<Option<InFlight>> = vec![None; depth + 2];
+    // Cycles the bundle in the first execute stage has still to fold.
+    let mut fold_left = 0u64;
+    let mut next = 0usize;
     let mut cycle = 0u64;
-    let mut last_ex = 0u64;
-    for b in program {
-        accept.push(cycle);
-        let e = execute_cycles(cfg, b);
-        last_ex = cycle + e;
-        if b.store.is_some() {
-            stores.push(last_ex);
+    let mut last_busy = 0u64;
+    loop {
+        let advance = fold_left == 0;
+        let busy = stages.iter().any(Option::is_some);
+        if busy {
+            last_busy = cycle;
         }
-        cycle += e;
+        if next == program.len() && !busy {
+            break;
+        }
+        let mut accepted = None;
+        if advance && next < program.len() {
+            let b = &program[next];
+            if !waits(cfg, b, &stages[..depth], reg, word) {
+                accept.push(cycle);
+                accepted = Some(next);
+                next += 1;
+            }
+        }
+        if advance {
+            if let Some(Some(last)) = stages.get(depth) {
+                if program[last.index].store.is_some() {
+                    stores.push(cycle);
+                }
+            }
+            if let Some(i) = accepted {
+                if let Some(l) = program[i].load {
+                    for s in stages[..depth].iter_mut().flatten() {
+                        if s.writes == Some(reg(l.reg)) {
+                            s.writes = None;
+                        }
+                    }
+                }
+            }
+            stages.rotate_right(1);
+            stages[0] = accepted.map(|i| {
+                let b = &program[i];
+                let op = legal_op(cfg, b);
+                fold_left = execute_cycles(cfg, b) - 1;
+                InFlight {
+                    index: i,
+                    writes: op.filter(|o| o.writes()).map(|_| reg(b.alu.vd)),
+                    stores: b.store.map(|s| word(s.addr)),
+                }
+            });
+        } else {
+            fold_left -= 1;
+        }
+        cycle += 1;
     }
-    let last_busy = last_ex + 1;
+    // Cycles were counted from the first acceptance, which is cycle 0.
     let cycles = stores.last().map_or(last_busy, |&s| s) + 1;
     Schedule {
         accept,
@@ -397,6 +474,37 @@ pub fn schedule(cfg: &VpuConfig, program: &[Bundle]) -> Schedule {
         last_busy,
         cycles,
     }
+}
+
+/// Whether bundle `b` waits in the stream behind the bundles in execute
+/// stages 1 to depth (`ahead`): the interlock of the module docs.
+fn waits(
+    cfg: &VpuConfig,
+    b: &Bundle,
+    ahead: &[Option<InFlight>],
+    reg: impl Fn(u8) -> usize,
+    word: impl Fn(u32) -> usize,
+) -> bool {
+    let own_load = b.load.map(|l| reg(l.reg));
+    let pending =
+        |r: usize| own_load != Some(r) && ahead.iter().flatten().any(|s| s.writes == Some(r));
+    let op = legal_op(cfg, b);
+    let alu_reads = op.map_or(0, |o| o.sources());
+    let a = &b.alu;
+    let operand = [a.vs1, a.vs2, a.vs3][..alu_reads]
+        .iter()
+        .any(|&r| pending(reg(r)));
+    let own_alu = op.filter(|o| o.writes()).map(|_| reg(a.vd));
+    let store = b
+        .store
+        .is_some_and(|s| own_alu != Some(reg(s.reg)) && pending(reg(s.reg)));
+    let memory = b.load.is_some_and(|l| {
+        ahead
+            .iter()
+            .flatten()
+            .any(|s| s.stores == Some(word(l.addr)))
+    });
+    operand || store || memory
 }
 
 #[cfg(test)]
@@ -476,6 +584,52 @@ mod tests {
         // W = 1 and W = 2 reduce in one cycle.
         assert_eq!(execute_cycles(&cfg(1, 1), &p[1]), 1);
         assert_eq!(execute_cycles(&cfg(2, 1), &p[1]), 1);
+    }
+
+    #[test]
+    fn extra_stages_delay_dependent_bundles_only() {
+        let c = cfg(8, 1).with_depth(2).unwrap();
+        // Independent bundles stream; the store lands 1 + depth cycles on.
+        let stream = [
+            Bundle::op(Op::AddI32, 0, &[1, 1]).with_store(0, 0),
+            Bundle::op(Op::AddI32, 2, &[1, 1]).with_store(2, 1),
+        ];
+        let s = schedule(&c, &stream);
+        assert_eq!(s.accept, [0, 1]);
+        assert_eq!(s.stores, [3, 4]);
+        assert_eq!(s.last_busy, 5);
+        // A result used one bundle later costs the depth, two later one
+        // cycle less; a load of the register instead cancels the write.
+        let chain = [
+            Bundle::op(Op::AddI32, 0, &[1, 1]),
+            Bundle::op(Op::AddI32, 2, &[0, 1]),
+            Bundle::op(Op::AddI32, 3, &[1, 1]),
+            Bundle::op(Op::AddI32, 4, &[2, 1]),
+            Bundle::op(Op::AddI32, 4, &[1, 1]),
+            Bundle::nop().with_load(4, 0),
+            Bundle::op(Op::AddI32, 5, &[4, 4]),
+        ];
+        assert_eq!(schedule(&c, &chain).accept, [0, 3, 4, 6, 7, 8, 9]);
+        // A load waits for a store to its word still in the stages.
+        let memory = [
+            Bundle::nop().with_store(1, 3),
+            Bundle::nop().with_load(1, 3),
+        ];
+        assert_eq!(schedule(&c, &memory).accept, [0, 3]);
+        // A reduction's result: its fold levels, then the depth.
+        let reduce = [
+            Bundle::op(Op::ReduceSumI32, 0, &[1]),
+            Bundle::op(Op::Splat, 2, &[0]),
+        ];
+        assert_eq!(schedule(&c, &reduce).accept, [0, 5]);
+        // The model's results do not depend on the depth.
+        let mut shallow = Vpu::new(&cfg(8, 1));
+        let mut deep = Vpu::new(&c);
+        shallow.set_reg(1, &[1, 2, 3, 4, 5, 6, 7, 8]);
+        deep.set_reg(1, &[1, 2, 3, 4, 5, 6, 7, 8]);
+        shallow.run(&chain);
+        deep.run(&chain);
+        assert_eq!(shallow.regs(), deep.regs());
     }
 
     #[test]

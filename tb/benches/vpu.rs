@@ -1,7 +1,8 @@
 //! VPU benchmarks: sustained elements per cycle against the bound the VMEM
 //! ports set, Verilator build times and simulation speed, for the 8 x 1 and
 //! the TPU's 128 x 8 VPU (the configurations `sim vpu` runs: 32 registers,
-//! 1024 VMEM words). Printed as Markdown tables on stdout, progress on
+//! 1024 VMEM words), and the 8 x 1 again at the `fmax` preset's depth (extra
+//! execute stages). Printed as Markdown tables on stdout, progress on
 //! stderr; nothing here passes or fails.
 //!
 //! Tables:
@@ -39,8 +40,28 @@ use std::time::{Duration, Instant};
 
 const QUICK_ENV: &str = "SYSTOLE_BENCH_QUICK";
 
-/// The shapes measured: (lanes, sublanes).
-const SHAPES: [(u32, u32); 2] = [(8, 1), (128, 8)];
+/// The shapes measured: (lanes, sublanes, at the `fmax` preset's depth).
+const SHAPES: [(u32, u32, bool); 3] = [(8, 1, false), (8, 1, true), (128, 8, false)];
+
+/// The `fmax` preset's extra execute stages.
+fn fmax_depth() -> u32 {
+    use hw::Block;
+    vpu::Vpu
+        .presets()
+        .into_iter()
+        .find(|p| p.name == "fmax")
+        .expect("the VPU has an fmax preset")
+        .config
+        .depth()
+}
+
+/// How a shape is named in the tables: `8x1`, `8x1 d5`.
+fn shape_name(cfg: &VpuConfig) -> String {
+    match cfg.depth() {
+        0 => format!("{}x{}", cfg.lanes(), cfg.sublanes()),
+        d => format!("{}x{} d{d}", cfg.lanes(), cfg.sublanes()),
+    }
+}
 
 /// The operations of the throughput table.
 const OPS: [Op; 4] = [Op::AddF32, Op::MulI32, Op::RequantI8, Op::ReduceSumF32];
@@ -115,8 +136,11 @@ fn main() {
         &["shape", "top", "status", "time"],
     );
     let mut shapes: Vec<Measured> = Vec::new();
-    for (lanes, sublanes) in SHAPES {
-        let cfg = VpuConfig::new(lanes, sublanes).expect("a valid shape");
+    for (lanes, sublanes, deep) in SHAPES {
+        let depth = if deep { fmax_depth() } else { 0 };
+        let cfg = VpuConfig::new(lanes, sublanes)
+            .and_then(|c| c.with_depth(depth))
+            .expect("a valid shape");
         eprintln!("bench: building or loading the {cfg} VPU...");
         let start = Instant::now();
         let mut driver = VpuDriver::new(&cfg).unwrap_or_else(|e| panic!("{cfg}: {e}"));
@@ -126,7 +150,7 @@ fn main() {
             CacheStatus::Reused => "loaded from the cache",
         };
         row(&[
-            format!("{lanes}x{sublanes}"),
+            shape_name(&cfg),
             vpu::top_name(&cfg),
             status.into(),
             secs(took),
@@ -184,7 +208,7 @@ fn main() {
             let bound = vpu_ops::port_bound(&cfg, op);
             let agree = rtl.output == golden.output && rtl.cycles == golden.cycles;
             row(&[
-                format!("{}x{}", cfg.lanes(), cfg.sublanes()),
+                shape_name(&cfg),
                 op.name().into(),
                 rtl.cycles.to_string(),
                 format!("{epc:.3}"),
@@ -207,7 +231,7 @@ fn main() {
     for m in &mut shapes {
         let native = native_speed(&mut m.driver);
         row(&[
-            format!("{}x{}", m.cfg.lanes(), m.cfg.sublanes()),
+            shape_name(&m.cfg),
             si(native),
             si(m.cycles as f64 / m.wall.as_secs_f64()),
         ]);

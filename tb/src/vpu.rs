@@ -22,6 +22,16 @@ pub fn preset(name: &str) -> VpuConfig {
         .config
 }
 
+/// `cfg` at the depths every VPU check covers: 0, 1 and the `fmax`
+/// preset's.
+pub fn depths(cfg: &VpuConfig) -> Vec<VpuConfig> {
+    let fmax = preset("fmax").depth();
+    [0, 1, fmax]
+        .iter()
+        .map(|&d| cfg.with_depth(d).expect("valid depths"))
+        .collect()
+}
+
 /// Builds the Verilated VPU for `cfg` (once per test process and shape: a
 /// build costs seconds).
 pub fn driver(cfg: &VpuConfig) -> VpuDriver {

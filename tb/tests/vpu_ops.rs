@@ -3,7 +3,8 @@
 //! oracle written apart from this project) and special values on both
 //! operands, run as the run CLI runs them (`sim::drivers::vpu_ops`), checked
 //! against the file, against the golden model bit for bit, and against the
-//! cycle model cycle for cycle.
+//! cycle model cycle for cycle; and every operation again with extra
+//! execute stages (depth 1 and the `fmax` preset's).
 
 use config::vpu_isa::Op;
 use config::{VpuConfig, VpuUnits};
@@ -12,10 +13,11 @@ use rand::Rng;
 use rstest::rstest;
 use sim::drivers::vpu::VpuDriver;
 use sim::drivers::vpu_ops::Requant;
+use sim::drivers::vpu_ops::{kind, Kind};
 use tb::seed::rng_for;
 use tb::vpu::{
-    check_elementwise, check_reduction, driver, expect_rows, preset, random_word, random_words,
-    SPECIAL_WORDS,
+    check_elementwise, check_reduction, depths, driver, expect_rows, preset, random_word,
+    random_words, SPECIAL_WORDS,
 };
 
 /// The shape of the directed tests: 4 lanes x 2 sublanes, every unit.
@@ -346,8 +348,13 @@ fn small(lanes: u32, sublanes: u32) -> VpuConfig {
 // 128 elements: lanes, rotators and reduction units as shared code in the
 // Verilator model, as the TPU's shape is.
 #[case::w128(small(16, 8))]
+#[case::w8_4x2_d1(preset("full-4x2").with_depth(1).unwrap())]
+#[case::w4_fmax(preset("fmax"))]
 fn reduce_sum_f32_in_the_contract_order(#[case] cfg: VpuConfig) {
-    let shape = format!("{}x{}", cfg.lanes(), cfg.sublanes());
+    let mut shape = format!("{}x{}", cfg.lanes(), cfg.sublanes());
+    if cfg.depth() > 0 {
+        shape += &format!("_d{}", cfg.depth());
+    }
     let mut d = driver(&cfg);
     let rows = reduce_sum_rows(&mut d);
     assert!(rows >= 100, "only {rows} rows for {shape}");
@@ -394,7 +401,13 @@ fn reductions_at_the_edges(#[case] op: Op) {
 
 #[test]
 fn an_int32_only_vpu_computes_the_integer_operations() {
-    let mut d = driver(&preset("int32-4x2"));
+    for cfg in depths(&preset("int32-4x2")) {
+        int32_only(&cfg);
+    }
+}
+
+fn int32_only(cfg: &VpuConfig) {
+    let mut d = driver(cfg);
     let mut rng = rng_for("an_int32_only_vpu_computes_the_integer_operations");
     let (a, b) = int_pairs(&mut rng);
     for op in [Op::AddI32, Op::MulI32, Op::SraI32, Op::LtI32] {
@@ -408,5 +421,55 @@ fn an_int32_only_vpu_computes_the_integer_operations() {
     check_elementwise(&mut d, Op::RequantI8, &[&a], Some(q), "int32-only");
     for op in [Op::ReduceSumI32, Op::ReduceMaxI32, Op::ReduceMinI32] {
         check_reduction(&mut d, op, &a, "int32-only");
+    }
+}
+
+/// Every operation with extra execute stages: the operand patterns of the
+/// directed tests (edge pairs, special values, random words), each array
+/// operation as the run CLI runs it, against the golden model bit for bit
+/// and the cycle model cycle for cycle.
+#[rstest]
+#[case::d1(preset("full-4x2").with_depth(1).unwrap())]
+#[case::fmax(preset("fmax"))]
+fn every_operation_with_extra_execute_stages(#[case] cfg: VpuConfig) {
+    let mut d = driver(&cfg);
+    let what = format!("depth {}", cfg.depth());
+    let mut rng = rng_for(&format!("every_operation_depth_{}", cfg.depth()));
+    let (mut a, mut b) = int_pairs(&mut rng);
+    let (sa, sb) = special_pairs();
+    a.extend(sa);
+    b.extend(sb);
+    let n = a.len();
+    let c: Vec<u32> = (0..n).map(|_| random_word(&mut rng)).collect();
+    let params: Vec<u32> = (0..n)
+        .map(|_| {
+            config::vpu_isa::requant_param_word(rng.gen_range(0..32), rng.gen_range(-128..128))
+        })
+        .collect();
+    for &op in Op::ALL {
+        match kind(op) {
+            Some(Kind::Unary) => {
+                check_elementwise(&mut d, op, &[&a], None, &what);
+            }
+            Some(Kind::Binary) => {
+                check_elementwise(&mut d, op, &[&a, &b], None, &what);
+            }
+            Some(Kind::Select) => {
+                check_elementwise(&mut d, op, &[&c, &a, &b], None, &what);
+            }
+            Some(Kind::Requant) => {
+                check_elementwise(&mut d, op, &[&a, &b, &params], None, &what);
+                let q = Requant {
+                    multiplier: (b[7] | 1) as i32 & i32::MAX,
+                    shift: 5,
+                    zero_point: -3,
+                };
+                check_elementwise(&mut d, op, &[&a], Some(q), &what);
+            }
+            Some(Kind::Reduction) => {
+                check_reduction(&mut d, op, &a, &what);
+            }
+            None => {}
+        }
     }
 }

@@ -2,16 +2,19 @@
 //! model: random instruction sequences whose read-after-write chains cover
 //! every hazard distance, on several shapes; directed programs for each
 //! forwarding path, the reduction interlock, the cross-lane operations,
-//! illegal instructions and the host port's rules. Every check compares the
-//! final register file, VMEM and error flag bit for bit and every
-//! acceptance and store cycle exactly.
+//! illegal instructions and the host port's rules, at depth 0, 1 and the
+//! `fmax` preset's depth (extra execute stages: the interlock and the
+//! cancelled writes). Every check compares the final register file, VMEM
+//! and error flag bit for bit and every acceptance and store cycle exactly.
 
 use config::vpu_isa::{AluSlot, Bundle, Op};
 use config::VpuConfig;
 use rstest::rstest;
 use sim::drivers::vpu::{Space, VpuDriver};
 use tb::seed::{rng_for, soak_rounds};
-use tb::vpu::{check_program, driver, hazards, preset, random_program, random_words, HazardCounts};
+use tb::vpu::{
+    check_program, depths, driver, hazards, preset, random_program, random_words, HazardCounts,
+};
 
 /// Random register file and VMEM images for `cfg`.
 fn random_images(cfg: &VpuConfig, rng: &mut impl rand::Rng) -> (Vec<u32>, Vec<u32>) {
@@ -32,8 +35,17 @@ fn random_images(cfg: &VpuConfig, rng: &mut impl rand::Rng) -> (Vec<u32>, Vec<u3
 // Verilator model, as the TPU's shape is
 // (the mode Verilator warns may order evaluation wrongly; this checks it).
 #[case::full_16x8(VpuConfig::with(16, 8, 8, 16, config::VpuUnits::Full).unwrap())]
+// Extra execute stages: every depth on the small shapes, the fmax preset.
+#[case::full_4x2_d1(preset("full-4x2").with_depth(1).unwrap())]
+#[case::int32_4x2_d2(preset("int32-4x2").with_depth(2).unwrap())]
+#[case::full_2x1_d3(preset("full-2x1").with_depth(3).unwrap())]
+#[case::full_1x1_d4(preset("full-1x1").with_depth(4).unwrap())]
+#[case::fmax(preset("fmax"))]
 fn random_programs(#[case] cfg: VpuConfig) {
-    let shape = format!("{}_{}x{}", cfg.units(), cfg.lanes(), cfg.sublanes());
+    let mut shape = format!("{}_{}x{}", cfg.units(), cfg.lanes(), cfg.sublanes());
+    if cfg.depth() > 0 {
+        shape += &format!("_d{}", cfg.depth());
+    }
     let mut rng = rng_for(&format!("random_programs_{shape}"));
     let mut d = driver(&cfg);
     let mut seen = HazardCounts::default();
@@ -70,10 +82,13 @@ fn check_directed(d: &mut VpuDriver, program: &[Bundle], what: &str) {
     check_program(d, &regs, &vmem, program, what);
 }
 
-#[test]
-fn every_forwarding_path_at_every_distance() {
-    let mut d = driver(&preset("full-4x2"));
-    for distance in 0..=4usize {
+#[rstest]
+#[case::d0(0)]
+#[case::d1(1)]
+#[case::fmax(preset("fmax").depth())]
+fn every_forwarding_path_at_every_distance(#[case] depth: u32) {
+    let mut d = driver(&preset("full-4x2").with_depth(depth).unwrap());
+    for distance in 0..=depth as usize + 4 {
         // ALU result to each ALU operand and to the store.
         for operand in 0..3 {
             let mut sources = [5u8, 6, 7];
@@ -148,7 +163,13 @@ fn every_forwarding_path_at_every_distance() {
 #[case::w2("full-2x1")]
 #[case::w1("full-1x1")]
 fn reductions_hold_the_issue_for_their_fold_levels(#[case] shape: &str) {
-    let mut d = driver(&preset(shape));
+    for cfg in depths(&preset(shape)) {
+        reductions_hold_the_issue(&cfg);
+    }
+}
+
+fn reductions_hold_the_issue(cfg: &VpuConfig) {
+    let mut d = driver(cfg);
     let mut program = Vec::new();
     for op in Op::ALL.iter().filter(|o| o.is_reduction()) {
         // Back to back, each result used by the next bundle, the store of
@@ -160,15 +181,17 @@ fn reductions_hold_the_issue_for_their_fold_levels(#[case] shape: &str) {
     check_directed(&mut d, &program, "reductions");
     let timing = golden::vpu::schedule(d.config(), &program);
     let levels = u64::from(d.config().fold_levels().max(1));
+    // The splat reads the reduction's result: at depth d it waits d more.
     assert_eq!(
-        timing.accept[1], levels,
+        timing.accept[1],
+        levels + u64::from(cfg.depth()),
         "the bundle after a reduction waits"
     );
 }
 
 #[test]
 fn rotations_and_broadcasts() {
-    for shape in ["full-4x2", "full-8x1", "full-1x1"] {
+    for shape in ["full-4x2", "full-8x1", "full-1x1", "fmax"] {
         let cfg = preset(shape);
         let mut d = driver(&cfg);
         let mut program = Vec::new();
@@ -188,7 +211,7 @@ fn rotations_and_broadcasts() {
         );
         check_directed(&mut d, &program, &format!("rotations on {shape}"));
         // One result stated outright: register 2 rotated by one lane.
-        if shape == "full-4x2" {
+        if cfg.lanes() == 4 {
             d.reset();
             let w = cfg.elems() as usize;
             let v: Vec<u32> = (0..w as u32).collect();
@@ -196,15 +219,23 @@ fn rotations_and_broadcasts() {
             d.run(&[Bundle::op(Op::RotLane, 1, &[2]).with_imm(1)])
                 .unwrap();
             let got = d.read(Space::Registers, 1, 1).unwrap();
-            assert_eq!(got, [1, 2, 3, 0, 5, 6, 7, 4]);
+            let want: Vec<u32> = (0..w as u32).map(|e| e / 4 * 4 + (e + 1) % 4).collect();
+            assert_eq!(got, want);
         }
     }
 }
 
 #[test]
 fn illegal_instructions_write_nothing_and_set_the_error_flag() {
-    for shape in ["int32-4x2", "full-4x2"] {
-        let mut d = driver(&preset(shape));
+    let shapes = [
+        preset("int32-4x2"),
+        preset("full-4x2"),
+        preset("full-4x2").with_depth(1).unwrap(),
+        preset("fmax"),
+    ];
+    for cfg in shapes {
+        let shape = cfg.to_string();
+        let mut d = driver(&cfg);
         let undefined = Bundle {
             alu: AluSlot {
                 opcode: 0x7F,
@@ -237,10 +268,12 @@ fn illegal_instructions_write_nothing_and_set_the_error_flag() {
     }
 }
 
-#[test]
-fn the_host_waits_for_the_pipeline_and_holds_the_stream() {
+#[rstest]
+#[case::d0(0)]
+#[case::fmax(preset("fmax").depth())]
+fn the_host_waits_for_the_pipeline_and_holds_the_stream(#[case] depth: u32) {
     use vpu::ports::*;
-    let mut d = driver(&preset("full-8x1"));
+    let mut d = driver(&preset("full-8x1").with_depth(depth).unwrap());
     d.reset();
     let m = d.model_mut();
     let port = |m: &sim::Model, n: &str| m.port(n).unwrap();
@@ -268,8 +301,8 @@ fn the_host_waits_for_the_pipeline_and_holds_the_stream() {
         waited += 1;
         assert!(waited < 10, "the host port never became ready");
     }
-    // Three execute cycles and one write-back.
-    assert_eq!(waited, 4);
+    // Three execute cycles (the fold), `depth` more stages and one write-back.
+    assert_eq!(waited, 4 + depth);
     m.poke(hv, 0);
     m.poke(iv, 0);
     m.step();

@@ -2,7 +2,7 @@
 //! need to cover it, with [`config::VpuConfig`] as its configuration.
 
 use crate::{build, top_name};
-use config::vpu::{MAX_LANES, MAX_SUBLANES, VMEM_WORDS_RANGE, VREGS_RANGE};
+use config::vpu::{MAX_DEPTH, MAX_LANES, MAX_SUBLANES, VMEM_WORDS_RANGE, VREGS_RANGE};
 use config::{VpuConfig, VpuUnits};
 use hw::{
     Block, Companions, Design, FpgaFacts, FpgaSearch, Has, ModuleDef, Multipliers, Owners, Param,
@@ -14,21 +14,25 @@ use std::rc::Rc;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Vpu;
 
-/// The presets: (name, lanes, sublanes, registers, VMEM words, units, in the
-/// FPGA report). `tpu-128x8` is the TPU's shape (with the default register
+/// The presets: (name, lanes, sublanes, registers, VMEM words, units, extra
+/// execute stages, in the FPGA report). `tpu-128x8` is the TPU's shape (with the default register
 /// file and VMEM, so it is the model `sim vpu --lanes 128 --sublanes 8` and
 /// the benchmark run); 8x1 and 4x2 are the
 /// FPGA-sized ones (full and int32-only), with 16 registers and 256 words of
 /// VMEM (one block RAM deep on every family); 1x1 and 2x1 are the edge cases
 /// of the generator (no reduction unit, a one-level fold, no rotators).
-const PRESETS: [(&str, u32, u32, u32, u32, VpuUnits, bool); 7] = [
-    ("tpu-128x8", 128, 8, 32, 1024, VpuUnits::Full, false),
-    ("full-8x1", 8, 1, 16, 256, VpuUnits::Full, true),
-    ("full-4x2", 4, 2, 16, 256, VpuUnits::Full, true),
-    ("int32-8x1", 8, 1, 16, 256, VpuUnits::Int32, true),
-    ("int32-4x2", 4, 2, 16, 256, VpuUnits::Int32, false),
-    ("full-1x1", 1, 1, 4, 16, VpuUnits::Full, false),
-    ("full-2x1", 2, 1, 4, 16, VpuUnits::Full, false),
+/// `fmax` is the full 4x1 FPGA shape with every cut of the element ALU
+/// registered (the clock-speed target of docs/vpu.md, "Timing").
+type PresetRow = (&'static str, u32, u32, u32, u32, VpuUnits, u32, bool);
+const PRESETS: [PresetRow; 8] = [
+    ("tpu-128x8", 128, 8, 32, 1024, VpuUnits::Full, 0, false),
+    ("full-8x1", 8, 1, 16, 256, VpuUnits::Full, 0, true),
+    ("full-4x2", 4, 2, 16, 256, VpuUnits::Full, 0, true),
+    ("int32-8x1", 8, 1, 16, 256, VpuUnits::Int32, 0, true),
+    ("int32-4x2", 4, 2, 16, 256, VpuUnits::Int32, 0, false),
+    ("full-1x1", 1, 1, 4, 16, VpuUnits::Full, 0, false),
+    ("full-2x1", 2, 1, 4, 16, VpuUnits::Full, 0, false),
+    ("fmax", 4, 1, 16, 256, VpuUnits::Full, MAX_DEPTH, true),
 ];
 
 impl Block for Vpu {
@@ -78,6 +82,15 @@ impl Block for Vpu {
                 kind: ParamKind::Choice(VpuUnits::ALL.iter().map(|u| u.name()).collect()),
                 help: "Arithmetic units: full (int32 and fp32) or int32 only",
             },
+            Param {
+                name: "depth",
+                value_name: "N",
+                kind: ParamKind::Int {
+                    min: 0,
+                    max: u64::from(MAX_DEPTH),
+                },
+                help: "Extra execute stages (pipeline registers in the element ALU)",
+            },
         ]
     }
 
@@ -89,9 +102,10 @@ impl Block for Vpu {
         PRESETS
             .iter()
             .map(
-                |&(name, lanes, sublanes, vregs, words, units, fpga_report)| Preset {
+                |&(name, lanes, sublanes, vregs, words, units, depth, fpga_report)| Preset {
                     name: name.to_string(),
                     config: VpuConfig::with(lanes, sublanes, vregs, words, units)
+                        .and_then(|c| c.with_depth(depth))
                         .expect("presets are valid"),
                     fpga_report,
                 },
@@ -101,6 +115,23 @@ impl Block for Vpu {
 
     fn top_name(&self, cfg: &VpuConfig) -> String {
         top_name(cfg)
+    }
+
+    /// Every parameter, but `depth` only when it is not 0: at depth 0 the
+    /// generated files are the ones from before the parameter existed.
+    fn design_params(&self, cfg: &VpuConfig) -> Vec<(String, String)> {
+        let table = hw::toml::Value::try_from(cfg).expect("VpuConfig always serialises");
+        Block::params(self)
+            .iter()
+            .filter(|p| p.name != "depth" || cfg.depth() > 0)
+            .filter_map(|p| {
+                let v = table.get(p.name)?;
+                Some((
+                    p.name.to_string(),
+                    v.as_str().map_or(v.to_string(), str::to_string),
+                ))
+            })
+            .collect()
     }
 
     fn elaborate(&self, design: &mut Design, cfg: &VpuConfig) -> Rc<ModuleDef> {
@@ -211,7 +242,12 @@ mod tests {
                         assert!(Vpu.configure(&t).is_ok(), "{n}");
                     }
                 }
-                ParamKind::Int { .. } => unreachable!("no plain integers"),
+                ParamKind::Int { min, max } => {
+                    let at = |v: u64| table(&format!("{} = {v}", p.name));
+                    assert!(Vpu.configure(&at(min)).is_ok(), "{} = {min}", p.name);
+                    assert!(Vpu.configure(&at(max)).is_ok(), "{} = {max}", p.name);
+                    assert!(Vpu.configure(&at(max + 1)).is_err(), "{} above", p.name);
+                }
             }
         }
     }

@@ -5,7 +5,7 @@
 //! module, the same for every lane; a lane holds only data. See the crate
 //! docs for the pipeline this implements.
 
-use crate::alu::alu;
+use crate::alu::{alu, alu_pipelined};
 use crate::Fwd;
 use config::vpu_isa::Op;
 use config::VpuConfig;
@@ -14,25 +14,34 @@ use std::rc::Rc;
 
 /// The lane module for `cfg` (its registers, VMEM depth and units).
 pub fn lane(design: &mut Design, cfg: &VpuConfig) -> Rc<ModuleDef> {
-    let name = format!(
+    let mut name = format!(
         "vpu_lane_{}_v{}_m{}",
         cfg.units(),
         cfg.vregs(),
         cfg.vmem_words()
     );
-    let params = [
+    let mut params = vec![
         ("units", cfg.units().to_string()),
         ("vregs", cfg.vregs().to_string()),
         ("vmem_words", cfg.vmem_words().to_string()),
     ];
+    if cfg.depth() > 0 {
+        name += &format!("_d{}", cfg.depth());
+        params.push(("depth", cfg.depth().to_string()));
+    }
     let cfg = *cfg;
     design.define(&name, &params, |design, m| {
         m.doc("VPU lane: register file and VMEM slice, forwarding, element ALU, write-back");
         if let Some(reason) = crate::shared_code(&cfg) {
             m.shared_code(reason);
         }
-        let alu = alu(design, cfg.units());
-        build(m, &cfg, &alu);
+        if cfg.depth() == 0 {
+            let alu = alu(design, cfg.units());
+            build(m, &cfg, &alu);
+        } else {
+            let alu = alu_pipelined(design, cfg.units(), cfg.depth());
+            build_pipelined(m, &cfg, &alu);
+        }
     })
 }
 
@@ -61,7 +70,7 @@ impl LaneControl {
         let rw = cfg.vregs().trailing_zeros();
         let aw = cfg.vmem_words().trailing_zeros();
         let fwd = Fwd::ty().width;
-        let list: [(&'static str, u32); 23] = [
+        let mut list: Vec<(&'static str, u32)> = vec![
             // Register file reads in the issue cycle (or for the host): the
             // three operands and the store source.
             ("rf_rd_en", 1),
@@ -94,6 +103,11 @@ impl LaneControl {
             // Host read data: the register file (1) or VMEM (0).
             ("host_rd_rf", 1),
         ];
+        if cfg.depth() > 0 {
+            // The last execute stage's store takes its own bundle's ALU
+            // result (1) or the value chosen in the first (0).
+            list.push(("st_alu", 1));
+        }
         let mut fields = Vec::new();
         let mut lo = 0;
         for (name, width) in list {
@@ -262,6 +276,139 @@ fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
     m.set_enable(wb_load, wb_load_en);
     m.set_next(wb_alu, result);
     m.set_enable(wb_alu, wb_load_en);
+
+    m.output("opnd_a_o", a);
+    let host_rdata = mux(host_reads_rf, rf_data[0], loaded);
+    m.output("host_rdata_o", host_rdata);
+}
+
+/// The lane of a VPU with `depth` >= 1 extra execute stages: operands and
+/// the store's value are forwarded in the first execute stage as at depth
+/// 0 (the register file's and VMEM's ports are the same); the ALU takes
+/// `depth` more cycles, the cross-lane result rides through it, and the store
+/// in the last execute stage takes the ALU result or the value carried from
+/// the first.
+fn build_pipelined(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
+    let rw = cfg.vregs().trailing_zeros();
+    let aw = cfg.vmem_words().trailing_zeros();
+    let word = Ty::u(32);
+
+    let control = LaneControl::of(cfg);
+    let ctl = m.input("ctl_i", Ty::u(control.width()));
+    let f = |m: &mut ModuleBuilder, name: &str| control.field(m, ctl, name);
+    let rf_rd_en = f(m, "rf_rd_en");
+    let rf_rd_addr: Vec<Expr> = ["rf_rd_a", "rf_rd_b", "rf_rd_c", "rf_rd_s"]
+        .iter()
+        .map(|p| f(m, p))
+        .collect();
+    let rf_load_we = f(m, "rf_load_we");
+    let rf_load_wa = f(m, "rf_load_wa");
+    let rf_alu_we = f(m, "rf_alu_we");
+    let rf_alu_wa = f(m, "rf_alu_wa");
+    let rf_write_host = f(m, "rf_write_host");
+    let vmem_rd_en = f(m, "vmem_rd_en");
+    let vmem_rd_addr = f(m, "vmem_rd_addr");
+    let vmem_we = f(m, "vmem_we");
+    let vmem_wa = f(m, "vmem_wa");
+    let vmem_write_host = f(m, "vmem_write_host");
+    let fwd: Vec<Expr> = ["fwd_a", "fwd_b", "fwd_c", "fwd_s"]
+        .iter()
+        .map(|p| f(m, p))
+        .collect();
+    let op = f(m, "op");
+    let imm = f(m, "imm");
+    let advance = f(m, "wb_en");
+    let host_reads_rf = f(m, "host_rd_rf");
+    let store_alu = f(m, "st_alu");
+    let splat = m.input("splat_i", word);
+    let rot_lane = m.input("rot_lane_i", word);
+    let rot_sublane = m.input("rot_sublane_i", word);
+    let reduced = m.input("reduce_i", word);
+    let host_wdata = m.input("host_wdata_i", word);
+
+    let rf = m.memory("rf", word, rw);
+    let vmem = m.memory("vmem", word, aw);
+    let wb_load = m.reg("wb_load", word);
+    let wb_alu = m.reg("wb_alu", word);
+
+    m.mem_write(rf, rf_load_we, rf_load_wa, wb_load.q());
+    let rf_alu_data = mux(rf_write_host, host_wdata, wb_alu.q());
+    m.mem_write(rf, rf_alu_we, rf_alu_wa, rf_alu_data);
+    let store_data = m.wire_decl("store_data", word);
+    let vmem_wdata = mux(vmem_write_host, host_wdata, store_data.value());
+    m.mem_write(vmem, vmem_we, vmem_wa, vmem_wdata);
+
+    let rf_data: Vec<Expr> = rf_rd_addr
+        .iter()
+        .map(|&addr| m.mem_read_write_first(rf, Some(rf_rd_en), addr))
+        .collect();
+    let loaded = m.mem_read_write_first(vmem, Some(vmem_rd_en), vmem_rd_addr);
+    let loaded = m.wire("loaded", loaded);
+
+    // First execute stage: operands from the register file or forwarded.
+    let earlier = [
+        (Fwd::Load, loaded),
+        (Fwd::WbAlu, wb_alu.q()),
+        (Fwd::WbLoad, wb_load.q()),
+    ];
+    let names = ["opnd_a", "opnd_b", "opnd_c"];
+    let operands: Vec<Expr> = (0..3)
+        .map(|i| {
+            let v = forward(fwd[i], &earlier, rf_data[i]);
+            m.wire(names[i], v)
+        })
+        .collect();
+    let (a, b, c) = (operands[0], operands[1], operands[2]);
+
+    // The element's cross-lane result, into the ALU's pipeline.
+    let cross = m.comb_default("cross_lane", word, 0u32);
+    m.switch(op)
+        .case(u32::from(Op::RotLane.code()), |m| m.assign(cross, rot_lane))
+        .case(u32::from(Op::RotSublane.code()), |m| {
+            m.assign(cross, rot_sublane)
+        })
+        .case(u32::from(Op::Splat.code()), |m| m.assign(cross, splat))
+        .cases(
+            &Op::ALL
+                .iter()
+                .filter(|o| o.is_reduction())
+                .map(|o| u32::from(o.code()))
+                .collect::<Vec<_>>(),
+            |m| m.assign(cross, reduced),
+        );
+
+    let unit = m.instance("alu", alu);
+    m.connect(unit, "op_i", op);
+    m.connect(unit, "a_i", a);
+    m.connect(unit, "b_i", b);
+    m.connect(unit, "c_i", c);
+    m.connect(unit, "imm_i", imm);
+    m.connect(unit, "x_i", cross.value());
+    m.connect(unit, "en_i", advance);
+    let result = m.inst_output(unit, "result_o");
+    let result = m.wire("result", result);
+
+    // The store's value from older bundles or its own load, chosen in the
+    // first execute stage and carried to the last; there its own ALU
+    // result takes precedence.
+    let older = [
+        (Fwd::Load, loaded),
+        (Fwd::WbAlu, wb_alu.q()),
+        (Fwd::WbLoad, wb_load.q()),
+    ];
+    let mut carried = forward(fwd[3], &older, rf_data[3]);
+    for k in 0..cfg.depth() {
+        let r = m.reg(&format!("store_carry{}", k + 2), word);
+        m.set_next(r, carried);
+        m.set_enable(r, advance);
+        carried = r.q();
+    }
+    m.drive(store_data, mux(store_alu, result, carried));
+
+    m.set_next(wb_load, loaded);
+    m.set_enable(wb_load, advance);
+    m.set_next(wb_alu, result);
+    m.set_enable(wb_alu, advance);
 
     m.output("opnd_a_o", a);
     let host_rdata = mux(host_reads_rf, rf_data[0], loaded);

@@ -123,10 +123,23 @@
 //! reduction's extra cycles the bundle behind it waits in the stream and the
 //! write-back stage holds (rewriting its values, which changes nothing).
 //!
+//! With `depth` = d >= 1 (`VpuConfig::depth`) there are 1 + d execute
+//! stages. The first is the one above (operands forwarded, the cross-lane
+//! unit, a reduction's fold, the load's data); the element ALU is cut into
+//! 1 + d cycles by registers between today's `hw::arith` and `hw::fp`
+//! functions (`alu::cuts`, in this order: the shared multiplier's product,
+//! the fp32 adder between its stages and every short operation's result;
+//! SRDHM's result; RDBPOT's; the operands; the selected result), and the
+//! cross-lane result rides through the same registers. The store writes
+//! VMEM as its bundle leaves the last execute stage, the ALU result is
+//! written back the cycle after. A load still writes back the cycle after
+//! the first execute stage. While a reduction folds in the first stage,
+//! every stage holds.
+//!
 //! # Hazards
 //!
-//! Any program gives the result of executing its slots in order, and no
-//! hazard costs a cycle; the only interlock is a reduction's E cycles.
+//! Any program gives the result of executing its slots in order. At depth 0
+//! no hazard costs a cycle; the only interlock is a reduction's E cycles.
 //! - Within a bundle, the ALU's operands come from the same bundle's load
 //!   (the VMEM read data) and the store's from the same bundle's ALU result
 //!   or load, when they name its register.
@@ -139,17 +152,41 @@
 //!   bundle just ahead) reads write-first and sees the stored value; a load
 //!   in the same bundle as a store reads before it.
 //!
+//! At depth d >= 1 an ALU result is ready 1 + d cycles after its operands,
+//! so a bundle waits in the stream (`instr_ready_o` low) while a bundle in
+//! execute stages 1 to d
+//! - is still to write an ALU result to a register the waiting bundle reads:
+//!   an operand its operation uses (`Op::sources`), or the register it
+//!   stores unless its own ALU result is that register; a register its own
+//!   load writes does not count (the operand is that load);
+//! - or stores to the VMEM word the waiting bundle loads.
+//!
+//! A dependent bundle therefore issues d cycles later than at depth 0 when
+//! its producer is the bundle just ahead (d - k + 1 when k bundles ahead,
+//! none from k = d + 1 on); loads and results of the same bundle, a load
+//! one bundle ahead, and everything d + 1 or more ahead are forwarded as at
+//! depth 0 (in the first execute stage: its own load, the load writing back,
+//! the ALU result writing back, the write-first register file). A load of a
+//! register whose older ALU write is still in stages 1 to d cancels that
+//! write (the load writes back first; no bundle between reads the register,
+//! or it would have waited), so loads never wait for the results they
+//! replace, and streaming programs (`vld`; op; `vst` of the result) run at
+//! the same rate at every depth.
+//!
 //! # Timing contract
 //!
 //! - `instr_ready_o` is high unless `host_valid_i` is high or the execute
-//!   stage holds a reduction before its last cycle. A bundle is accepted in
-//!   a cycle with `instr_valid_i` and `instr_ready_o` high.
+//!   stage holds a reduction before its last cycle, or (depth >= 1) the
+//!   bundle on `instr_i` waits for a result (so it depends on `instr_i`,
+//!   never on `instr_valid_i`). A bundle is accepted in a cycle with
+//!   `instr_valid_i` and `instr_ready_o` high.
 //! - Presented back to back from cycle 0, bundle i+1 is accepted in cycle
-//!   `accept(i) + E(i)`.
+//!   `accept(i) + E(i)` at depth 0; at depth d, in the first cycle from then
+//!   on in which it does not wait.
 //! - A bundle accepted in cycle t with E execute cycles writes its store in
-//!   cycle t + E (`store_o` high) and its registers at the end of cycle
-//!   t + E + 1.
-//! - `busy_o` is high while a bundle is in execute or write-back.
+//!   cycle t + E + d (`store_o` high; later if a reduction behind it holds
+//!   the stages) and its ALU result at the end of the cycle after.
+//! - `busy_o` is high while a bundle is in an execute stage or write-back.
 //!
 //! `golden::vpu::schedule` states the same contract as a cycle model.
 //!
@@ -222,15 +259,20 @@ hw::hw_enum! {
 }
 
 /// The Verilog name of the top module for `cfg`, e.g. `vpu_full_8x1_v32_m1024`.
+/// With extra execute stages it ends in `_d<depth>`.
 pub fn top_name(cfg: &VpuConfig) -> String {
-    format!(
+    let name = format!(
         "vpu_{}_{}x{}_v{}_m{}",
         cfg.units(),
         cfg.lanes(),
         cfg.sublanes(),
         cfg.vregs(),
         cfg.vmem_words()
-    )
+    );
+    match cfg.depth() {
+        0 => name,
+        d => format!("{name}_d{d}"),
+    }
 }
 
 /// Width of `host_addr_i`: enough for a VMEM word and a register.
@@ -247,13 +289,16 @@ pub fn reduction_cycles(cfg: &VpuConfig) -> u32 {
 
 /// Builds the VPU for `cfg` into `design` and returns its top module.
 pub fn build(design: &mut Design, cfg: &VpuConfig) -> Rc<ModuleDef> {
-    let params = [
+    let mut params = vec![
         ("units", cfg.units().to_string()),
         ("lanes", cfg.lanes().to_string()),
         ("sublanes", cfg.sublanes().to_string()),
         ("vregs", cfg.vregs().to_string()),
         ("vmem_words", cfg.vmem_words().to_string()),
     ];
+    if cfg.depth() > 0 {
+        params.push(("depth", cfg.depth().to_string()));
+    }
     let cfg = *cfg;
     design.define(&top_name(&cfg), &params, |design, m| {
         m.doc("vector unit: load/ALU/store bundles, forwarding, cross-lane unit");
@@ -389,8 +434,15 @@ fn build_top(m: &mut ModuleBuilder, cfg: &VpuConfig, parts: &Parts) {
         "register fields above log2 V bits, address fields above log2 D bits and the two \
          reserved bits are ignored by the instruction set",
     );
-    let flow = Flow::control(m, cfg, &d, instr_valid, host.valid);
-    let st = Stages::registers(m, &d, &flow);
+    // With extra execute stages a bundle waits in the stream while it
+    // depends on a result still in the pipeline (see `Late::hazard`).
+    let hazard = (cfg.depth() > 0).then(|| m.wire_decl("hazard", Ty::BOOL));
+    let flow = Flow::control(m, cfg, &d, instr_valid, host.valid, hazard);
+    let st = Stages::registers(m, cfg, &d, &flow);
+    if let (Some(hazard), Some(late)) = (hazard, &st.late) {
+        let h = late.hazard(m, cfg, &d);
+        m.drive(hazard, h);
+    }
     let fwd = Forwarding::sources(m, &st);
     let mem = MemPorts::select(m, cfg, &d, &flow, &st, &host);
     let ctl = lane_control(cfg, &d, &flow, &st, &fwd, &mem);
@@ -439,6 +491,9 @@ struct Flow {
     /// A reduction is folding, and its fold step (when W > 2).
     folding: Option<(Expr, Expr)>,
     error: Expr,
+    /// With extra execute stages: the valid bits of execute stages 2 to
+    /// 1 + depth.
+    late_valid: Vec<Expr>,
 }
 
 impl Flow {
@@ -451,9 +506,13 @@ impl Flow {
         d: &Decoded,
         instr_valid: Expr,
         host_valid: Expr,
+        hazard: Option<hw::Wire>,
     ) -> Flow {
         let ex_cycles = reduction_cycles(cfg);
         let ex_valid = m.reg_reset("ex_valid", Ty::BOOL, 0);
+        let late_valid: Vec<_> = (2..=cfg.depth() + 1)
+            .map(|k| m.reg_reset(&format!("x{k}_valid"), Ty::BOOL, 0))
+            .collect();
         let wb_valid = m.reg_reset("wb_valid", Ty::BOOL, 0);
         // A reduction holds the execute stage for its fold levels: `ex_multi`
         // marks one, `fold_step` counts its cycles. The execute stage's last
@@ -473,15 +532,24 @@ impl Flow {
             None => m.lit(Ty::BOOL, 1),
         };
         let advance = m.wire("advance", !ex_valid.q() | ex_last);
-        let busy = m.wire("busy", ex_valid.q() | wb_valid.q());
+        let busy = late_valid.iter().fold(ex_valid.q(), |any, v| any | v.q());
+        let busy = m.wire("busy", busy | wb_valid.q());
         let host_ready = !busy;
         let host_accept = m.wire("host_accept", host_valid & host_ready);
-        let instr_ready = m.wire("instr_ready", !host_valid & advance);
+        let instr_ready = match hazard {
+            None => m.wire("instr_ready", !host_valid & advance),
+            Some(h) => m.wire("instr_ready", !host_valid & advance & !h.value()),
+        };
         let accept = m.wire("accept", instr_valid & instr_ready);
 
         m.if_(advance, |m| {
             m.assign(ex_valid, accept);
-            m.assign(wb_valid, ex_valid.q());
+            let mut previous = ex_valid.q();
+            for v in &late_valid {
+                m.assign(*v, previous);
+                previous = v.q();
+            }
+            m.assign(wb_valid, previous);
             if let Some((multi, _)) = fold {
                 m.assign(multi, accept & d.reduction);
             }
@@ -508,6 +576,7 @@ impl Flow {
             accept,
             folding,
             error: error.q(),
+            late_valid: late_valid.iter().map(|v| v.q()).collect(),
         }
     }
 }
@@ -530,10 +599,12 @@ struct Stages {
     /// Write-back writes a loaded vector / an ALU result this cycle.
     wb_ld_we: Expr,
     wb_alu_we: Expr,
+    /// The execute stages after the first, with extra execute stages.
+    late: Option<Late>,
 }
 
 impl Stages {
-    fn registers(m: &mut ModuleBuilder, d: &Decoded, flow: &Flow) -> Stages {
+    fn registers(m: &mut ModuleBuilder, cfg: &VpuConfig, d: &Decoded, flow: &Flow) -> Stages {
         let advance = flow.advance;
         let op = stage_reg(m, "ex_op", d.opcode, advance);
         let writes = stage_reg(m, "ex_writes", d.writes, advance);
@@ -549,9 +620,33 @@ impl Stages {
         let st_addr = stage_reg(m, "ex_st_addr", d.st_addr, advance);
         let wb_ld_en = stage_reg(m, "wb_ld_en", ld_en, advance);
         let wb_ld_reg = stage_reg(m, "wb_ld_reg", ld_reg, advance);
-        let wb_alu_en = stage_reg(m, "wb_alu_en", writes, advance);
-        let wb_alu_reg = stage_reg(m, "wb_alu_reg", vd, advance);
-        let wb_ld_we = m.wire("wb_load_write", flow.wb_valid & wb_ld_en);
+        // With extra execute stages a load still writes back the cycle after
+        // the first execute stage; the ALU's write-back follows the last.
+        let (wb_alu_en, wb_alu_reg, wb_ld_valid, late) = match flow.late_valid.first() {
+            None => (
+                stage_reg(m, "wb_alu_en", writes, advance),
+                stage_reg(m, "wb_alu_reg", vd, advance),
+                flow.wb_valid,
+                None,
+            ),
+            Some(&x2_valid) => {
+                let first = FirstStage {
+                    writes,
+                    vd,
+                    st_en,
+                    st_reg,
+                    st_addr,
+                };
+                let late = Late::registers(m, cfg, d, flow, &first);
+                (
+                    stage_reg(m, "wb_alu_en", late.last(&late.writes), advance),
+                    stage_reg(m, "wb_alu_reg", late.last(&late.vd), advance),
+                    x2_valid,
+                    Some(late),
+                )
+            }
+        };
+        let wb_ld_we = m.wire("wb_load_write", wb_ld_valid & wb_ld_en);
         let wb_alu_we = m.wire("wb_alu_write", flow.wb_valid & wb_alu_en);
         Stages {
             op,
@@ -568,8 +663,132 @@ impl Stages {
             wb_alu_reg,
             wb_ld_we,
             wb_alu_we,
+            late,
         }
     }
+}
+
+/// The first execute stage's fields that the later stages carry.
+struct FirstStage {
+    writes: Expr,
+    vd: Expr,
+    st_en: Expr,
+    st_reg: Expr,
+    st_addr: Expr,
+}
+
+/// The execute stages of a VPU with extra execute stages, 1 to 1 + depth:
+/// what each bundle in them writes and stores, and the interlock.
+struct Late {
+    /// Per execute stage 1 to 1 + depth: valid, the ALU writes `vd` (and no
+    /// younger load cancelled it), `vd`, store enable, store address.
+    valid: Vec<Expr>,
+    writes: Vec<Expr>,
+    vd: Vec<Expr>,
+    st_en: Vec<Expr>,
+    st_addr: Vec<Expr>,
+    /// The last stage's store takes its own ALU result.
+    st_alu: Expr,
+}
+
+impl Late {
+    /// The stage registers. A load of a register that an older bundle's ALU
+    /// result in stages 1 to depth is still to write cancels that write: the
+    /// load is younger but writes back first (the cycle after stage 1), and
+    /// no bundle between them reads the register (it would have waited for
+    /// the result, and the load behind it too).
+    fn registers(
+        m: &mut ModuleBuilder,
+        cfg: &VpuConfig,
+        d: &Decoded,
+        flow: &Flow,
+        first: &FirstStage,
+    ) -> Late {
+        let depth = cfg.depth() as usize;
+        let advance = flow.advance;
+        let load_now = flow.accept & d.ld_en;
+        let mut valid = vec![flow.ex_valid];
+        valid.extend(flow.late_valid.iter().copied());
+        let mut writes = vec![first.writes];
+        let mut vd = vec![first.vd];
+        let mut st_en = vec![first.st_en];
+        let mut st_addr = vec![first.st_addr];
+        let mut st_alu = m.wire("ex_st_alu", first.writes & first.vd.is_eq(first.st_reg));
+        for k in 2..=depth + 1 {
+            let prev = k - 2;
+            let cancelled = load_now & d.ld_reg.is_eq(vd[prev]);
+            let kept = writes[prev] & !cancelled;
+            writes.push(stage_reg(m, &format!("x{k}_writes"), kept, advance));
+            vd.push(stage_reg(m, &format!("x{k}_vd"), vd[prev], advance));
+            st_en.push(stage_reg(m, &format!("x{k}_st_en"), st_en[prev], advance));
+            let addr = st_addr[prev];
+            st_addr.push(stage_reg(m, &format!("x{k}_st_addr"), addr, advance));
+            st_alu = stage_reg(m, &format!("x{k}_st_alu"), st_alu, advance);
+        }
+        Late {
+            valid,
+            writes,
+            vd,
+            st_en,
+            st_addr,
+            st_alu,
+        }
+    }
+
+    /// The last execute stage's value of a per-stage field.
+    fn last(&self, field: &[Expr]) -> Expr {
+        *field.last().expect("at least one execute stage")
+    }
+
+    /// The interlock: the bundle on `instr_i` waits while an older bundle in
+    /// execute stages 1 to depth is still to write a register it reads (an
+    /// operand its operation uses, or the register it stores, unless its own
+    /// load or, for the store, its own ALU writes it first), or to store to
+    /// the VMEM word it loads. From the last execute stage on, results reach
+    /// it by forwarding and write-first reads, as at depth 0.
+    fn hazard(&self, m: &mut ModuleBuilder, cfg: &VpuConfig, d: &Decoded) -> Expr {
+        let depth = cfg.depth() as usize;
+        let pending = |reg: Expr| {
+            (0..depth)
+                .map(|k| self.valid[k] & self.writes[k] & self.vd[k].is_eq(reg))
+                .reduce(|a, b| a | b)
+                .expect("depth >= 1")
+        };
+        let own_load = |reg: Expr| d.ld_en & d.ld_reg.is_eq(reg);
+        let reads = operand_reads(m, cfg, d.opcode);
+        let mut waits = Vec::new();
+        for (i, &r) in reads.iter().enumerate() {
+            let wait = r & !own_load(d.vs[i]) & pending(d.vs[i]);
+            waits.push(m.wire(&format!("wait_vs{}", i + 1), wait));
+        }
+        let own_alu = d.writes & d.vd.is_eq(d.st_reg);
+        let wait_store = d.st_en & !own_alu & !own_load(d.st_reg) & pending(d.st_reg);
+        waits.push(m.wire("wait_store", wait_store));
+        let stored = (0..depth)
+            .map(|k| self.valid[k] & self.st_en[k] & self.st_addr[k].is_eq(d.ld_addr))
+            .reduce(|a, b| a | b)
+            .expect("depth >= 1");
+        waits.push(m.wire("wait_load", d.ld_en & stored));
+        waits.into_iter().reduce(|a, b| a | b).expect("waits")
+    }
+}
+
+/// Whether the operation `opcode` (legal on `cfg`) reads `vs1`, `vs2`,
+/// `vs3`.
+fn operand_reads(m: &mut ModuleBuilder, cfg: &VpuConfig, opcode: Expr) -> [Expr; 3] {
+    [1, 2, 3].map(|n| {
+        let codes: Vec<u32> = Op::ALL
+            .iter()
+            .filter(|o| cfg.units().has_fp32() || !o.needs_fp32())
+            .filter(|o| o.sources() >= n)
+            .map(|o| u32::from(o.code()))
+            .collect();
+        let reads = m.comb_default(&format!("reads_vs{n}"), Ty::BOOL, 0u32);
+        m.switch(opcode)
+            .cases(&codes, |m| m.assign(reads, 1u32))
+            .default(|m| m.assign(reads, 0u32));
+        reads.value()
+    })
 }
 
 /// Forwarding: where each operand of the bundle in execute comes from, the
@@ -583,6 +802,9 @@ struct Forwarding {
 
 impl Forwarding {
     fn sources(m: &mut ModuleBuilder, st: &Stages) -> Forwarding {
+        if st.late.is_some() {
+            return Forwarding::sources_late(m, st);
+        }
         let source = |m: &mut ModuleBuilder, reg: Expr| {
             let rf = m.enum_lit(Fwd::Rf);
             mux(
@@ -603,6 +825,35 @@ impl Forwarding {
             .collect();
         let store_older = source(m, st.st_reg);
         let store = mux(st.writes & st.vd.is_eq(st.st_reg), Fwd::Alu, store_older);
+        let store = m.wire("fwd_store", store);
+        Forwarding { abc, store }
+    }
+
+    /// With extra execute stages, in the first execute stage: the bundle's
+    /// own load, then the load of the bundle one ahead (writing back now),
+    /// then the ALU result writing back now (its bundle depth + 1 or more
+    /// ahead), then the register file. ALU results between are waited for.
+    /// The store's own ALU result is taken in the last stage (`st_alu`).
+    fn sources_late(m: &mut ModuleBuilder, st: &Stages) -> Forwarding {
+        let source = |m: &mut ModuleBuilder, reg: Expr| {
+            let rf = m.enum_lit(Fwd::Rf);
+            mux(
+                st.ld_en & st.ld_reg.is_eq(reg),
+                Fwd::Load,
+                mux(
+                    st.wb_ld_we & st.wb_ld_reg.is_eq(reg),
+                    Fwd::WbLoad,
+                    mux(st.wb_alu_we & st.wb_alu_reg.is_eq(reg), Fwd::WbAlu, rf),
+                ),
+            )
+        };
+        let abc: Vec<Expr> = (0..3)
+            .map(|i| {
+                let s = source(m, st.vs[i]);
+                m.wire(&format!("fwd_vs{}", i + 1), s)
+            })
+            .collect();
+        let store = source(m, st.st_reg);
         let store = m.wire("fwd_store", store);
         Forwarding { abc, store }
     }
@@ -648,7 +899,21 @@ impl MemPorts {
         let host_vmem_write = m.wire("host_vmem_write", host_vmem & host.write);
         let host_reg = host.addr.slice(0, rw);
         let host_word = host.addr.slice(0, aw);
-        let store_now = m.wire("store_now", flow.ex_valid & st.st_en & flow.ex_last);
+        let (store_now, store_addr) = match &st.late {
+            None => (
+                m.wire("store_now", flow.ex_valid & st.st_en & flow.ex_last),
+                st.st_addr,
+            ),
+            // The last execute stage stores as it advances (a reduction in
+            // the first holds every stage).
+            Some(late) => (
+                m.wire(
+                    "store_now",
+                    late.last(&late.valid) & late.last(&late.st_en) & flow.advance,
+                ),
+                late.last(&late.st_addr),
+            ),
+        };
         let host_rvalid = m.reg_reset("host_rvalid", Ty::BOOL, 0);
         m.set_next(host_rvalid, host_rf_read | host_vmem_read);
         let host_rd_rf = m.reg("host_rd_rf", Ty::BOOL);
@@ -663,7 +928,7 @@ impl MemPorts {
             vmem_rd_en: (flow.accept & d.ld_en) | host_vmem_read,
             vmem_rd_addr: mux(host_vmem_read, host_word, d.ld_addr),
             vmem_we: store_now | host_vmem_write,
-            vmem_wa: mux(host_vmem_write, host_word, st.st_addr),
+            vmem_wa: mux(host_vmem_write, host_word, store_addr),
             host_vmem_write,
             store_now,
             host_rvalid: host_rvalid.q(),
@@ -682,7 +947,7 @@ fn lane_control(
     mem: &MemPorts,
 ) -> Expr {
     let control = lane::LaneControl::of(cfg);
-    control.pack(&[
+    let mut fields = vec![
         ("rf_rd_en", mem.rf_rd_en),
         ("rf_rd_a", mem.rf_rd_a),
         ("rf_rd_b", d.vs[1]),
@@ -706,7 +971,11 @@ fn lane_control(
         ("imm", st.imm),
         ("wb_en", flow.advance),
         ("host_rd_rf", mem.host_rd_rf),
-    ])
+    ];
+    if let Some(late) = &st.late {
+        fields.push(("st_alu", late.st_alu));
+    }
+    control.pack(&fields)
 }
 
 /// The lanes (element e = s * lanes + l) and the element buses between them

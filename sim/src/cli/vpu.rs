@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! sim vpu --op OP --a A.npy [--b B.npy] [--mask M.npy] [--mult M --shift S --zp Z]
-//!     --out C.npy [--lanes L --sublanes S] [--golden] [--stats]
+//!     --out C.npy [--lanes L --sublanes S] [--depth N] [--golden] [--stats]
 //! ```
 //!
 //! The arrays are flattened in C order, cut into vectors and VMEM tiles, and
@@ -52,6 +52,9 @@ pub struct VpuArgs {
     /// Sublanes of the VPU (a power of two); a vector holds lanes x sublanes elements.
     #[arg(long, value_name = "S", default_value_t = VpuConfig::DEFAULT.sublanes())]
     sublanes: u32,
+    /// Extra execute stages of the VPU (0..=5; docs/vpu.md, "Timing").
+    #[arg(long, value_name = "N", default_value_t = VpuConfig::DEFAULT.depth())]
+    depth: u32,
     /// Compute with the golden model (cycles from its cycle model) instead of the RTL.
     #[arg(long)]
     golden: bool,
@@ -276,7 +279,9 @@ pub fn run(args: &VpuArgs) -> Result<(), Failure> {
         return Err(bad(format!("{op} takes no --mask")));
     }
     let requant = requant_params(args, op)?;
-    let cfg = VpuConfig::new(args.lanes, args.sublanes).map_err(|e| bad(e.to_string()))?;
+    let cfg = VpuConfig::new(args.lanes, args.sublanes)
+        .and_then(|c| c.with_depth(args.depth))
+        .map_err(|e| bad(e.to_string()))?;
 
     let a = read_input(a_path, "A", c.input)?;
     let mut inputs = vec![];
@@ -331,6 +336,7 @@ pub fn run(args: &VpuArgs) -> Result<(), Failure> {
             "sublanes": cfg.sublanes(),
             "vregs": cfg.vregs(),
             "vmem_words": cfg.vmem_words(),
+            "depth": cfg.depth(),
             "n": n,
             "cycles": cycles,
             "elements_per_cycle": n as f64 / cycles as f64,

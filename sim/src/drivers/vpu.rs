@@ -222,7 +222,11 @@ impl VpuDriver {
         // Cycle 0 is the first acceptance: the unit is idle and the host
         // port quiet, so the first bundle is accepted at once.
         let mut cycle = 0u64;
-        let limit = program.len() as u64 * u64::from(vpu::reduction_cycles(&self.cfg)) + 16;
+        // A bundle waits at most its fold levels or, with extra execute
+        // stages, the depth for a result; the last drains through the stages.
+        let depth = u64::from(self.cfg.depth());
+        let per_bundle = u64::from(vpu::reduction_cycles(&self.cfg)) + depth;
+        let limit = program.len() as u64 * per_bundle + 16 + depth;
         self.model.poke(p.host_valid, 0);
         loop {
             if next < program.len() {
