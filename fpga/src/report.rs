@@ -393,7 +393,10 @@ mod tests {
 
     #[test]
     fn rows_show_the_depth_and_the_critical_path() {
-        let table = flow_table(&[routed(&[("depth", "3")]), routed(&[])], true);
+        // A block without a depth key shows "-".
+        let mut no_depth = routed(&[]);
+        no_depth.design.config.remove("depth");
+        let table = flow_table(&[routed(&[("depth", "3")]), no_depth], true);
         let rows: Vec<&str> = table.lines().collect();
         let header: Vec<&str> = rows[0].split(" | ").collect();
         let cells = |row: &str| -> Vec<String> { row.split(" | ").map(str::to_string).collect() };
