@@ -195,7 +195,7 @@ impl<'a> PortTable<'a> {
 /// name, with `of(&Model)` and `prefixed(&Model, prefix)` constructors that
 /// look every port up through a [`PortTable`](crate::drivers::PortTable).
 ///
-/// ```ignore
+/// ```text
 /// sim::block_ports! {
 ///     /// The VPU's ports.
 ///     pub struct VpuPorts {
