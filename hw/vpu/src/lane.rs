@@ -157,13 +157,32 @@ impl LaneControl {
     }
 }
 
-fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
+/// What both lane forms share: the control fields, the element's inputs, the
+/// register file and VMEM with their write and write-first read ports, the
+/// write-back registers, and the operands of the (first) execute stage.
+struct LaneFront {
+    op: Expr,
+    imm: Expr,
+    /// A bundle leaves the execute stage(s): the write-back registers load.
+    advance: Expr,
+    host_reads_rf: Expr,
+    fwd: Vec<Expr>,
+    splat: Expr,
+    rot_lane: Expr,
+    rot_sublane: Expr,
+    reduced: Expr,
+    rf_data: Vec<Expr>,
+    loaded: Expr,
+    wb_load: hw::Reg,
+    wb_alu: hw::Reg,
+    store_data: hw::Wire,
+    operands: [Expr; 3],
+}
+
+fn front(m: &mut ModuleBuilder, cfg: &VpuConfig, control: &LaneControl, ctl: Expr) -> LaneFront {
     let rw = cfg.vregs().trailing_zeros();
     let aw = cfg.vmem_words().trailing_zeros();
     let word = Ty::u(32);
-
-    let control = LaneControl::of(cfg);
-    let ctl = m.input("ctl_i", Ty::u(control.width()));
     let f = |m: &mut ModuleBuilder, name: &str| control.field(m, ctl, name);
     let rf_rd_en = f(m, "rf_rd_en");
     let rf_rd_addr: Vec<Expr> = ["rf_rd_a", "rf_rd_b", "rf_rd_c", "rf_rd_s"]
@@ -186,7 +205,7 @@ fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
         .collect();
     let op = f(m, "op");
     let imm = f(m, "imm");
-    let wb_load_en = f(m, "wb_en");
+    let advance = f(m, "wb_en");
     let host_reads_rf = f(m, "host_rd_rf");
     let splat = m.input("splat_i", word);
     // The element's own inputs: the cross-lane results and the host's data.
@@ -235,6 +254,54 @@ fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
         .collect();
     let (a, b, c) = (operands[0], operands[1], operands[2]);
 
+    LaneFront {
+        op,
+        imm,
+        advance,
+        host_reads_rf,
+        fwd,
+        splat,
+        rot_lane,
+        rot_sublane,
+        reduced,
+        rf_data,
+        loaded,
+        wb_load,
+        wb_alu,
+        store_data,
+        operands: [a, b, c],
+    }
+}
+
+/// Drives `target` with the cross-lane unit's result for the operations that
+/// take one (rotations, splat, reductions); others keep its default.
+fn select_cross_lane(m: &mut ModuleBuilder, fr: &LaneFront, target: hw::Comb) {
+    m.switch(fr.op)
+        .case(u32::from(Op::RotLane.code()), |m| {
+            m.assign(target, fr.rot_lane)
+        })
+        .case(u32::from(Op::RotSublane.code()), |m| {
+            m.assign(target, fr.rot_sublane)
+        })
+        .case(u32::from(Op::Splat.code()), |m| m.assign(target, fr.splat))
+        .cases(
+            &Op::ALL
+                .iter()
+                .filter(|o| o.is_reduction())
+                .map(|o| u32::from(o.code()))
+                .collect::<Vec<_>>(),
+            |m| m.assign(target, fr.reduced),
+        );
+}
+
+fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
+    let word = Ty::u(32);
+    let control = LaneControl::of(cfg);
+    let ctl = m.input("ctl_i", Ty::u(control.width()));
+    let fr = front(m, cfg, &control, ctl);
+    let [a, b, c] = fr.operands;
+    let (op, imm, loaded, wb_load, wb_alu) = (fr.op, fr.imm, fr.loaded, fr.wb_load, fr.wb_alu);
+
     let unit = m.instance("alu", alu);
     m.connect(unit, "op_i", op);
     m.connect(unit, "a_i", a);
@@ -243,22 +310,7 @@ fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
     m.connect(unit, "imm_i", imm);
     let element = m.inst_output(unit, "result_o");
     let result = m.comb_default("result", word, element);
-    m.switch(op)
-        .case(u32::from(Op::RotLane.code()), |m| {
-            m.assign(result, rot_lane)
-        })
-        .case(u32::from(Op::RotSublane.code()), |m| {
-            m.assign(result, rot_sublane)
-        })
-        .case(u32::from(Op::Splat.code()), |m| m.assign(result, splat))
-        .cases(
-            &Op::ALL
-                .iter()
-                .filter(|o| o.is_reduction())
-                .map(|o| u32::from(o.code()))
-                .collect::<Vec<_>>(),
-            |m| m.assign(result, reduced),
-        );
+    select_cross_lane(m, &fr, result);
     let result = result.value();
 
     // The store sees the load and the ALU result of its own bundle.
@@ -268,17 +320,21 @@ fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
         (Fwd::WbAlu, wb_alu.q()),
         (Fwd::WbLoad, wb_load.q()),
     ];
-    let stored = forward(fwd[3], &store_sources, rf_data[3]);
-    m.drive(store_data, stored);
+    let stored = forward(fr.fwd[3], &store_sources, fr.rf_data[3]);
+    m.drive(fr.store_data, stored);
+    write_back(m, &fr, result);
+}
 
-    // Write-back registers, loaded as a bundle leaves the execute stage.
-    m.set_next(wb_load, loaded);
-    m.set_enable(wb_load, wb_load_en);
-    m.set_next(wb_alu, result);
-    m.set_enable(wb_alu, wb_load_en);
+/// The write-back registers, loaded as a bundle leaves the execute stage(s),
+/// and the lane's outputs.
+fn write_back(m: &mut ModuleBuilder, fr: &LaneFront, result: Expr) {
+    m.set_next(fr.wb_load, fr.loaded);
+    m.set_enable(fr.wb_load, fr.advance);
+    m.set_next(fr.wb_alu, result);
+    m.set_enable(fr.wb_alu, fr.advance);
 
-    m.output("opnd_a_o", a);
-    let host_rdata = mux(host_reads_rf, rf_data[0], loaded);
+    m.output("opnd_a_o", fr.operands[0]);
+    let host_rdata = mux(fr.host_reads_rf, fr.rf_data[0], fr.loaded);
     m.output("host_rdata_o", host_rdata);
 }
 
@@ -289,93 +345,17 @@ fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
 /// in the last execute stage takes the ALU result or the value carried from
 /// the first.
 fn build_pipelined(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
-    let rw = cfg.vregs().trailing_zeros();
-    let aw = cfg.vmem_words().trailing_zeros();
     let word = Ty::u(32);
-
     let control = LaneControl::of(cfg);
     let ctl = m.input("ctl_i", Ty::u(control.width()));
-    let f = |m: &mut ModuleBuilder, name: &str| control.field(m, ctl, name);
-    let rf_rd_en = f(m, "rf_rd_en");
-    let rf_rd_addr: Vec<Expr> = ["rf_rd_a", "rf_rd_b", "rf_rd_c", "rf_rd_s"]
-        .iter()
-        .map(|p| f(m, p))
-        .collect();
-    let rf_load_we = f(m, "rf_load_we");
-    let rf_load_wa = f(m, "rf_load_wa");
-    let rf_alu_we = f(m, "rf_alu_we");
-    let rf_alu_wa = f(m, "rf_alu_wa");
-    let rf_write_host = f(m, "rf_write_host");
-    let vmem_rd_en = f(m, "vmem_rd_en");
-    let vmem_rd_addr = f(m, "vmem_rd_addr");
-    let vmem_we = f(m, "vmem_we");
-    let vmem_wa = f(m, "vmem_wa");
-    let vmem_write_host = f(m, "vmem_write_host");
-    let fwd: Vec<Expr> = ["fwd_a", "fwd_b", "fwd_c", "fwd_s"]
-        .iter()
-        .map(|p| f(m, p))
-        .collect();
-    let op = f(m, "op");
-    let imm = f(m, "imm");
-    let advance = f(m, "wb_en");
-    let host_reads_rf = f(m, "host_rd_rf");
-    let store_alu = f(m, "st_alu");
-    let splat = m.input("splat_i", word);
-    let rot_lane = m.input("rot_lane_i", word);
-    let rot_sublane = m.input("rot_sublane_i", word);
-    let reduced = m.input("reduce_i", word);
-    let host_wdata = m.input("host_wdata_i", word);
-
-    let rf = m.memory("rf", word, rw);
-    let vmem = m.memory("vmem", word, aw);
-    let wb_load = m.reg("wb_load", word);
-    let wb_alu = m.reg("wb_alu", word);
-
-    m.mem_write(rf, rf_load_we, rf_load_wa, wb_load.q());
-    let rf_alu_data = mux(rf_write_host, host_wdata, wb_alu.q());
-    m.mem_write(rf, rf_alu_we, rf_alu_wa, rf_alu_data);
-    let store_data = m.wire_decl("store_data", word);
-    let vmem_wdata = mux(vmem_write_host, host_wdata, store_data.value());
-    m.mem_write(vmem, vmem_we, vmem_wa, vmem_wdata);
-
-    let rf_data: Vec<Expr> = rf_rd_addr
-        .iter()
-        .map(|&addr| m.mem_read_write_first(rf, Some(rf_rd_en), addr))
-        .collect();
-    let loaded = m.mem_read_write_first(vmem, Some(vmem_rd_en), vmem_rd_addr);
-    let loaded = m.wire("loaded", loaded);
-
-    // First execute stage: operands from the register file or forwarded.
-    let earlier = [
-        (Fwd::Load, loaded),
-        (Fwd::WbAlu, wb_alu.q()),
-        (Fwd::WbLoad, wb_load.q()),
-    ];
-    let names = ["opnd_a", "opnd_b", "opnd_c"];
-    let operands: Vec<Expr> = (0..3)
-        .map(|i| {
-            let v = forward(fwd[i], &earlier, rf_data[i]);
-            m.wire(names[i], v)
-        })
-        .collect();
-    let (a, b, c) = (operands[0], operands[1], operands[2]);
+    let fr = front(m, cfg, &control, ctl);
+    let store_alu = control.field(m, ctl, "st_alu");
+    let [a, b, c] = fr.operands;
+    let (op, imm, advance) = (fr.op, fr.imm, fr.advance);
 
     // The element's cross-lane result, into the ALU's pipeline.
     let cross = m.comb_default("cross_lane", word, 0u32);
-    m.switch(op)
-        .case(u32::from(Op::RotLane.code()), |m| m.assign(cross, rot_lane))
-        .case(u32::from(Op::RotSublane.code()), |m| {
-            m.assign(cross, rot_sublane)
-        })
-        .case(u32::from(Op::Splat.code()), |m| m.assign(cross, splat))
-        .cases(
-            &Op::ALL
-                .iter()
-                .filter(|o| o.is_reduction())
-                .map(|o| u32::from(o.code()))
-                .collect::<Vec<_>>(),
-            |m| m.assign(cross, reduced),
-        );
+    select_cross_lane(m, &fr, cross);
 
     let unit = m.instance("alu", alu);
     m.connect(unit, "op_i", op);
@@ -392,25 +372,17 @@ fn build_pipelined(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) 
     // first execute stage and carried to the last; there its own ALU
     // result takes precedence.
     let older = [
-        (Fwd::Load, loaded),
-        (Fwd::WbAlu, wb_alu.q()),
-        (Fwd::WbLoad, wb_load.q()),
+        (Fwd::Load, fr.loaded),
+        (Fwd::WbAlu, fr.wb_alu.q()),
+        (Fwd::WbLoad, fr.wb_load.q()),
     ];
-    let mut carried = forward(fwd[3], &older, rf_data[3]);
+    let mut carried = forward(fr.fwd[3], &older, fr.rf_data[3]);
     for k in 0..cfg.depth() {
         let r = m.reg(&format!("store_carry{}", k + 2), word);
         m.set_next(r, carried);
         m.set_enable(r, advance);
         carried = r.q();
     }
-    m.drive(store_data, mux(store_alu, result, carried));
-
-    m.set_next(wb_load, loaded);
-    m.set_enable(wb_load, advance);
-    m.set_next(wb_alu, result);
-    m.set_enable(wb_alu, advance);
-
-    m.output("opnd_a_o", a);
-    let host_rdata = mux(host_reads_rf, rf_data[0], loaded);
-    m.output("host_rdata_o", host_rdata);
+    m.drive(fr.store_data, mux(store_alu, result, carried));
+    write_back(m, &fr, result);
 }
