@@ -111,33 +111,9 @@ fn build(
         let sum = m.wire("fp_sum", sum);
         let fmul = fp32_mul_from_product(m, a, b, product);
         let fmul = m.wire("fp_product", fmul);
-        let min_max = fp32_min_max_logic(m, a, b, is(Op::MaxF32));
-        let min_max = m.wire("fp_min_max", min_max);
-        let cmp = fp32_compare_logic(m, a, b);
-        let relu = fp32_relu_logic(m, a);
-        let relu6 = fp32_relu6_logic(m, a);
-        let to_f32 = i32_to_f32_logic(m, a);
-        let to_i32 = f32_to_i32_logic(m, a);
-        let to_bf16 = f32_to_bf16_logic(m, a);
-        let from_bf16 = bf16_to_f32_logic(m, a.slice(0, 16));
-        let half_zero = m.lit(Ty::u(16), 0);
-        cases.extend([
-            (Op::AddF32, sum),
-            (Op::SubF32, sum),
-            (Op::MulF32, fmul),
-            (Op::MinF32, min_max),
-            (Op::MaxF32, min_max),
-            (Op::ReluF32, relu),
-            (Op::Relu6F32, relu6),
-            (Op::EqF32, flag(cmp.eq)),
-            (Op::NeF32, flag(cmp.ne)),
-            (Op::LtF32, flag(cmp.lt)),
-            (Op::LeF32, flag(cmp.le)),
-            (Op::CvtI32F32, to_f32),
-            (Op::CvtF32I32, to_i32),
-            (Op::CvtF32Bf16, cat(&[half_zero, to_bf16])),
-            (Op::CvtBf16F32, from_bf16),
-        ]);
+        cases.extend([(Op::AddF32, sum), (Op::SubF32, sum), (Op::MulF32, fmul)]);
+        let max = is(Op::MaxF32);
+        cases.extend(short_fp32_ops(m, a, b, max));
     }
     let result = m.comb_default("result", Ty::u(32), 0u32);
     let mut sw = m.switch(op);
@@ -330,30 +306,7 @@ fn build_pipelined(
     );
     let add_stage1 = units.has_fp32().then(|| {
         let b_signed = mux(is(op, Op::SubF32), b ^ 0x8000_0000u32, b);
-        let min_max = fp32_min_max_logic(m, a, b, is(op, Op::MaxF32));
-        let min_max = m.wire("fp_min_max", min_max);
-        let cmp = fp32_compare_logic(m, a, b);
-        let relu = fp32_relu_logic(m, a);
-        let relu6 = fp32_relu6_logic(m, a);
-        let to_f32 = i32_to_f32_logic(m, a);
-        let to_i32 = f32_to_i32_logic(m, a);
-        let to_bf16 = f32_to_bf16_logic(m, a);
-        let from_bf16 = bf16_to_f32_logic(m, a.slice(0, 16));
-        let half_zero = m.lit(Ty::u(16), 0);
-        cases.extend([
-            (Op::MinF32, min_max),
-            (Op::MaxF32, min_max),
-            (Op::ReluF32, relu),
-            (Op::Relu6F32, relu6),
-            (Op::EqF32, flag(cmp.eq)),
-            (Op::NeF32, flag(cmp.ne)),
-            (Op::LtF32, flag(cmp.lt)),
-            (Op::LeF32, flag(cmp.le)),
-            (Op::CvtI32F32, to_f32),
-            (Op::CvtF32I32, to_i32),
-            (Op::CvtF32Bf16, cat(&[half_zero, to_bf16])),
-            (Op::CvtBf16F32, from_bf16),
-        ]);
+        cases.extend(short_fp32_ops(m, a, b, is(op, Op::MaxF32)));
         fp32_add_stage1(m, a, b_signed)
     });
     let simple = select(m, "simple", op, cases);
@@ -471,4 +424,34 @@ fn select(m: &mut ModuleBuilder, name: &str, op: Expr, cases: Vec<(Op, Expr)>) -
     }
     sw.default(|m| m.assign(result, 0u32));
     result.value()
+}
+
+/// The fp32 operations short enough for one cycle in every ALU form:
+/// min/max (`want_max` picks), compares, ReLUs and the conversions, each
+/// with the operation it answers.
+fn short_fp32_ops(m: &mut ModuleBuilder, a: Expr, b: Expr, want_max: Expr) -> Vec<(Op, Expr)> {
+    let min_max = fp32_min_max_logic(m, a, b, want_max);
+    let min_max = m.wire("fp_min_max", min_max);
+    let cmp = fp32_compare_logic(m, a, b);
+    let relu = fp32_relu_logic(m, a);
+    let relu6 = fp32_relu6_logic(m, a);
+    let to_f32 = i32_to_f32_logic(m, a);
+    let to_i32 = f32_to_i32_logic(m, a);
+    let to_bf16 = f32_to_bf16_logic(m, a);
+    let from_bf16 = bf16_to_f32_logic(m, a.slice(0, 16));
+    let half_zero = m.lit(Ty::u(16), 0);
+    vec![
+        (Op::MinF32, min_max),
+        (Op::MaxF32, min_max),
+        (Op::ReluF32, relu),
+        (Op::Relu6F32, relu6),
+        (Op::EqF32, cmp.eq.zext(32)),
+        (Op::NeF32, cmp.ne.zext(32)),
+        (Op::LtF32, cmp.lt.zext(32)),
+        (Op::LeF32, cmp.le.zext(32)),
+        (Op::CvtI32F32, to_f32),
+        (Op::CvtF32I32, to_i32),
+        (Op::CvtF32Bf16, cat(&[half_zero, to_bf16])),
+        (Op::CvtBf16F32, from_bf16),
+    ]
 }
