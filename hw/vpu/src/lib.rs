@@ -801,50 +801,31 @@ struct Forwarding {
 }
 
 impl Forwarding {
-    fn sources(m: &mut ModuleBuilder, st: &Stages) -> Forwarding {
-        if st.late.is_some() {
-            return Forwarding::sources_late(m, st);
-        }
-        let source = |m: &mut ModuleBuilder, reg: Expr| {
-            let rf = m.enum_lit(Fwd::Rf);
-            mux(
-                st.ld_en & st.ld_reg.is_eq(reg),
-                Fwd::Load,
-                mux(
-                    st.wb_alu_we & st.wb_alu_reg.is_eq(reg),
-                    Fwd::WbAlu,
-                    mux(st.wb_ld_we & st.wb_ld_reg.is_eq(reg), Fwd::WbLoad, rf),
-                ),
-            )
-        };
-        let abc: Vec<Expr> = (0..3)
-            .map(|i| {
-                let s = source(m, st.vs[i]);
-                m.wire(&format!("fwd_vs{}", i + 1), s)
-            })
-            .collect();
-        let store_older = source(m, st.st_reg);
-        let store = mux(st.writes & st.vd.is_eq(st.st_reg), Fwd::Alu, store_older);
-        let store = m.wire("fwd_store", store);
-        Forwarding { abc, store }
-    }
-
-    /// With extra execute stages, in the first execute stage: the bundle's
+    /// Where each operand comes from, judged in the (first) execute stage:
+    /// the nearest older producer of its register, else the register file.
+    /// At depth 0 the nearest are the bundle's own load, then the ALU result
+    /// and then the load writing back now, and the store takes its own
+    /// bundle's ALU result first. With extra execute stages: the bundle's
     /// own load, then the load of the bundle one ahead (writing back now),
     /// then the ALU result writing back now (its bundle depth + 1 or more
-    /// ahead), then the register file. ALU results between are waited for.
-    /// The store's own ALU result is taken in the last stage (`st_alu`).
-    fn sources_late(m: &mut ModuleBuilder, st: &Stages) -> Forwarding {
+    /// ahead); ALU results between are waited for, and the store's own ALU
+    /// result is taken in the last stage (`st_alu`).
+    fn sources(m: &mut ModuleBuilder, st: &Stages) -> Forwarding {
+        let load = (Fwd::Load, st.ld_en, st.ld_reg);
+        let wb_alu = (Fwd::WbAlu, st.wb_alu_we, st.wb_alu_reg);
+        let wb_load = (Fwd::WbLoad, st.wb_ld_we, st.wb_ld_reg);
+        let nearest_first = if st.late.is_some() {
+            [load, wb_load, wb_alu]
+        } else {
+            [load, wb_alu, wb_load]
+        };
         let source = |m: &mut ModuleBuilder, reg: Expr| {
+            let [(f0, we0, r0), (f1, we1, r1), (f2, we2, r2)] = nearest_first;
             let rf = m.enum_lit(Fwd::Rf);
             mux(
-                st.ld_en & st.ld_reg.is_eq(reg),
-                Fwd::Load,
-                mux(
-                    st.wb_ld_we & st.wb_ld_reg.is_eq(reg),
-                    Fwd::WbLoad,
-                    mux(st.wb_alu_we & st.wb_alu_reg.is_eq(reg), Fwd::WbAlu, rf),
-                ),
+                we0 & r0.is_eq(reg),
+                f0,
+                mux(we1 & r1.is_eq(reg), f1, mux(we2 & r2.is_eq(reg), f2, rf)),
             )
         };
         let abc: Vec<Expr> = (0..3)
@@ -853,7 +834,12 @@ impl Forwarding {
                 m.wire(&format!("fwd_vs{}", i + 1), s)
             })
             .collect();
-        let store = source(m, st.st_reg);
+        let older = source(m, st.st_reg);
+        let store = if st.late.is_some() {
+            older
+        } else {
+            mux(st.writes & st.vd.is_eq(st.st_reg), Fwd::Alu, older)
+        };
         let store = m.wire("fwd_store", store);
         Forwarding { abc, store }
     }
