@@ -472,26 +472,27 @@ fn random_ops(unit: Unit, rng: &mut ChaCha8Rng, n: usize) -> Vec<Op> {
         .collect()
 }
 
+/// The rows of a three-column fp32 vector file (a, b, expected) as binary
+/// operations, with `b_flip` XORed into b (the sign bit turns a - b into
+/// a + (-b)).
+fn f32_pairs(file: &str, b_flip: u32) -> Vec<(Op, u64)> {
+    read_vectors(file, 3)
+        .iter()
+        .map(|r| {
+            let f = |k: usize| hex32(&r.fields[k]);
+            (op2(f(0), f(1) ^ b_flip), f(2).into())
+        })
+        .collect()
+}
+
 #[test]
 fn adder_matches_every_reference_vector_at_every_depth() {
     let mut rng = rng_for("adder_matches_every_reference_vector_at_every_depth");
     let mut rtl = Rtl::new();
-    let add: Vec<(Op, u64)> = read_vectors("f32_add.tsv", 3)
-        .iter()
-        .map(|r| {
-            let f = |k: usize| hex32(&r.fields[k]);
-            (op2(f(0), f(1)), f(2).into())
-        })
-        .collect();
+    let add = f32_pairs("f32_add.tsv", 0);
     stream(&mut rtl, Unit::Add, "f32_add.tsv", &add, &mut rng, GAPS);
     // a - b is a + (-b) under every rule of the contract.
-    let sub: Vec<(Op, u64)> = read_vectors("f32_sub.tsv", 3)
-        .iter()
-        .map(|r| {
-            let f = |k: usize| hex32(&r.fields[k]);
-            (op2(f(0), f(1) ^ 0x8000_0000), f(2).into())
-        })
-        .collect();
+    let sub = f32_pairs("f32_sub.tsv", 0x8000_0000);
     stream(&mut rtl, Unit::Add, "f32_sub.tsv", &sub, &mut rng, GAPS);
 }
 
@@ -499,13 +500,7 @@ fn adder_matches_every_reference_vector_at_every_depth() {
 fn multipliers_match_every_reference_vector_at_every_depth() {
     let mut rng = rng_for("multipliers_match_every_reference_vector_at_every_depth");
     let mut rtl = Rtl::new();
-    let mul: Vec<(Op, u64)> = read_vectors("f32_mul.tsv", 3)
-        .iter()
-        .map(|r| {
-            let f = |k: usize| hex32(&r.fields[k]);
-            (op2(f(0), f(1)), f(2).into())
-        })
-        .collect();
+    let mul = f32_pairs("f32_mul.tsv", 0);
     stream(&mut rtl, Unit::Mul, "f32_mul.tsv", &mul, &mut rng, GAPS);
     let bf16: Vec<(Op, u64)> = read_vectors("bf16_mul.tsv", 3)
         .iter()
