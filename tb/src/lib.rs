@@ -8,6 +8,7 @@
 //! design generator, the simulated UART to the board tops); the tests are in `tests/`.
 
 pub mod board;
+pub mod fp;
 pub mod fuzz;
 pub mod icarus;
 pub mod mxu;
