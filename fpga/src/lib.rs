@@ -72,6 +72,7 @@ pub mod timing;
 pub mod tools;
 
 pub use design::FlowDesign;
+pub use gen::preset_table;
 
 /// The designs of the report, from the block registry (`gen::registry`):
 /// every preset marked for the FPGA report of the blocks named in `blocks`
@@ -124,24 +125,6 @@ pub fn report_presets(
         }
     }
     Ok((designs, notes))
-}
-
-/// The configuration of `block`'s preset `name`, every key present (what
-/// `gen --preset` starts from); the error (one line) names the block's
-/// presets.
-pub fn preset_table(block: &dyn hw::AnyBlock, name: &str) -> Result<toml::Table, String> {
-    let presets = block.presets();
-    match presets.iter().find(|p| p.name == name) {
-        Some(p) => Ok(p.config.to_table()),
-        None => {
-            let names: Vec<&str> = presets.iter().map(|p| p.name.as_str()).collect();
-            Err(format!(
-                "unknown preset '{name}' for block {} (known presets: {})",
-                block.name(),
-                names.join(", ")
-            ))
-        }
-    }
 }
 
 /// Checks that `key` is a parameter of `block`'s configuration (`setting`

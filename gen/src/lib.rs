@@ -56,6 +56,24 @@ pub fn find_block(name: &str) -> Result<&'static dyn AnyBlock, String> {
     }
 }
 
+/// The configuration of `block`'s preset `name`, every key present (what
+/// `gen --preset` starts from, and `fpga --preset`); the error (one line)
+/// names the block's presets.
+pub fn preset_table(block: &dyn AnyBlock, name: &str) -> Result<toml::Table, String> {
+    let presets = block.presets();
+    match presets.iter().find(|p| p.name == name) {
+        Some(p) => Ok(p.config.to_table()),
+        None => {
+            let names: Vec<&str> = presets.iter().map(|p| p.name.as_str()).collect();
+            Err(format!(
+                "unknown preset '{name}' for block {} (known presets: {})",
+                block.name(),
+                names.join(", ")
+            ))
+        }
+    }
+}
+
 /// Reads a `--config` file as a TOML table (not yet validated: the block's
 /// `configure` does that).
 pub fn read_config(path: &Path) -> Result<toml::Table, String> {

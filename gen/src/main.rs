@@ -280,23 +280,6 @@ fn preset_values(block: &dyn AnyBlock, table: &toml::Table) -> String {
         .join(" ")
 }
 
-/// The configuration of `block`'s preset `name`, every key present; the
-/// error (one line) names the block's presets.
-fn preset_table(block: &dyn AnyBlock, name: &str) -> Result<toml::Table, String> {
-    let presets = block.presets();
-    match presets.iter().find(|p| p.name == name) {
-        Some(p) => Ok(p.config.to_table()),
-        None => {
-            let names: Vec<&str> = presets.iter().map(|p| p.name.as_str()).collect();
-            Err(format!(
-                "unknown preset '{name}' for block {} (known presets: {})",
-                block.name(),
-                names.join(", ")
-            ))
-        }
-    }
-}
-
 fn run(args: &Args, block: &dyn AnyBlock, matches: &ArgMatches) -> Result<(), String> {
     let tc_board = block.name() == hw::Block::name(&tensorcore::TensorCore);
     match args.board {
@@ -341,7 +324,7 @@ fn run(args: &Args, block: &dyn AnyBlock, matches: &ArgMatches) -> Result<(), St
         None => block.default_table(),
     };
     if let Some(name) = &args.preset {
-        table.extend(preset_table(block, name)?);
+        table.extend(gen::preset_table(block, name)?);
     }
     if let Some(path) = &args.config {
         table.extend(gen::read_config(path)?);
