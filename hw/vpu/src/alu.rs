@@ -52,29 +52,9 @@ fn build(
     let (sa, sb) = (a.as_signed(), b.as_signed());
     let flag = |bit: Expr| bit.zext(32);
 
-    // The shared multiplier: significands for mul_f32, the operands otherwise.
-    let (mul_a, mul_b) = if units.has_fp32() {
-        let fp = is(Op::MulF32);
-        let sig_a = fp32_significand(m, a).zext(32).as_signed();
-        let sig_b = fp32_significand(m, b).zext(32).as_signed();
-        (mux(fp, sig_a, sa), mux(fp, sig_b, sb))
-    } else {
-        (sa, sb)
-    };
-    let product = m.wire("product", mul_a.mul_wide(mul_b));
+    let product = shared_product(m, units, is, (a, b), (sa, sb));
 
-    let shift = b.slice(0, 5);
-    let left = is(Op::ShlI32);
-    let fill = is(Op::SraI32) & a.msb();
-    let shifter_in = cat(&[fill, mux(left, reversed(a), a)]).as_signed();
-    let shifter_out = m.wire("shifter_out", shifter_in >> shift);
-    m.waive(
-        "UNUSEDSIGNAL",
-        "shifter_out",
-        "bit 32 only carries the fill bit; the result is the low 32 bits",
-    );
-    let shifted = shifter_out.trunc(32).as_unsigned();
-    let shifts = m.wire("shifts", mux(left, reversed(shifted), shifted));
+    let shifts = shifter(m, is, a, b);
     let min_i = mux(sa.is_lt(sb), a, b);
     let max_i = mux(sa.is_lt(sb), b, a);
     let zero_point = c.slice(8, 8).as_signed();
@@ -124,7 +104,45 @@ fn build(
     result.value()
 }
 
-/// `x` with its bits in the opposite order (bit 0 becomes the MSB): wiring.
+/// The multiplier every ALU form shares: the significands for `mul_f32`,
+/// the signed operands (`sa`, `sb`: `a`, `b` as signed) otherwise; the full
+/// 64-bit product. `is` tells whether the bundle's operation is the given one.
+fn shared_product(
+    m: &mut ModuleBuilder,
+    units: VpuUnits,
+    is: impl Fn(Op) -> Expr,
+    (a, b): (Expr, Expr),
+    (sa, sb): (Expr, Expr),
+) -> Expr {
+    let (mul_a, mul_b) = if units.has_fp32() {
+        let fp = is(Op::MulF32);
+        let sig_a = fp32_significand(m, a).zext(32).as_signed();
+        let sig_b = fp32_significand(m, b).zext(32).as_signed();
+        (mux(fp, sig_a, sa), mux(fp, sig_b, sb))
+    } else {
+        (sa, sb)
+    };
+    m.wire("product", mul_a.mul_wide(mul_b))
+}
+
+/// shl, shr and sra by `b`'s low five bits through one 33-bit arithmetic
+/// right shifter: a left shift is the right shift of the bit-reversed
+/// operand, reversed back; sra fills with the sign.
+fn shifter(m: &mut ModuleBuilder, is: impl Fn(Op) -> Expr, a: Expr, b: Expr) -> Expr {
+    let shift = b.slice(0, 5);
+    let left = is(Op::ShlI32);
+    let fill = is(Op::SraI32) & a.msb();
+    let shifter_in = cat(&[fill, mux(left, reversed(a), a)]).as_signed();
+    let shifter_out = m.wire("shifter_out", shifter_in >> shift);
+    m.waive(
+        "UNUSEDSIGNAL",
+        "shifter_out",
+        "bit 32 only carries the fill bit; the result is the low 32 bits",
+    );
+    let shifted = shifter_out.trunc(32).as_unsigned();
+    m.wire("shifts", mux(left, reversed(shifted), shifted))
+}
+
 fn reversed(x: Expr) -> Expr {
     let bits: Vec<Expr> = (0..x.width()).map(|i| x.bit(i)).collect();
     cat(&bits)
@@ -253,27 +271,9 @@ fn build_pipelined(
 
     // Level 1: the product; every operation but the multiplies, the
     // requantization and the fp32 add finishes here.
-    let (mul_a, mul_b) = if units.has_fp32() {
-        let fp = is(op, Op::MulF32);
-        let sig_a = fp32_significand(m, a).zext(32).as_signed();
-        let sig_b = fp32_significand(m, b).zext(32).as_signed();
-        (mux(fp, sig_a, sa), mux(fp, sig_b, sb))
-    } else {
-        (sa, sb)
-    };
-    let product = m.wire("product", mul_a.mul_wide(mul_b));
-    let shift = b.slice(0, 5);
-    let left = is(op, Op::ShlI32);
-    let fill = is(op, Op::SraI32) & a.msb();
-    let shifter_in = cat(&[fill, mux(left, reversed(a), a)]).as_signed();
-    let shifter_out = m.wire("shifter_out", shifter_in >> shift);
-    m.waive(
-        "UNUSEDSIGNAL",
-        "shifter_out",
-        "bit 32 only carries the fill bit; the result is the low 32 bits",
-    );
-    let shifted = shifter_out.trunc(32).as_unsigned();
-    let shifts = m.wire("shifts", mux(left, reversed(shifted), shifted));
+    let is_op = |o: Op| is(op, o);
+    let product = shared_product(m, units, is_op, (a, b), (sa, sb));
+    let shifts = shifter(m, is_op, a, b);
     let min_i = mux(sa.is_lt(sb), a, b);
     let max_i = mux(sa.is_lt(sb), b, a);
     let mut cases: Vec<(Op, Expr)> = vec![
