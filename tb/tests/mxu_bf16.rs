@@ -27,10 +27,10 @@ fn open(cfg: &MxuConfig) -> MxuDriver {
     MxuDriver::new(cfg).unwrap_or_else(|e| panic!("cannot build the {cfg} MXU: {e}"))
 }
 
-/// Special values against each other, across tiles, and random matrices
-/// (seeded as `name`): the checks every depth gets.
-fn specials_and_random(d: &mut MxuDriver, name: &str, rounds: usize) {
-    let (r, c) = (d.config().rows() as usize, d.config().cols() as usize);
+/// Every special value against every other, as single products, and summed
+/// in a tile and across tiles.
+fn special_products(d: &mut MxuDriver) {
+    let r = d.config().rows() as usize;
     for (m, k, n) in [
         (SPECIAL_BF16.len(), 1, SPECIAL_BF16.len()),
         (5, 2 * r + 1, 3),
@@ -43,6 +43,13 @@ fn specials_and_random(d: &mut MxuDriver, name: &str, rounds: usize) {
             .collect();
         check_bf16(d, &a, &b, (m, k, n), "special values");
     }
+}
+
+/// Special values against each other, across tiles, and random matrices
+/// (seeded as `name`): the checks every depth gets.
+fn specials_and_random(d: &mut MxuDriver, name: &str, rounds: usize) {
+    let (r, c) = (d.config().rows() as usize, d.config().cols() as usize);
+    special_products(d);
     let mut rng = rng_for(name);
     for round in 0..rounds {
         let m = rng.gen_range(1..=2 * r + 3);
@@ -85,20 +92,7 @@ fn random_matrices(#[case] rows: u32, #[case] cols: u32) {
 fn adversarial_values(#[case] rows: u32, #[case] cols: u32) {
     let mut d = driver(rows, cols);
     let r = rows as usize;
-    // Every special value against every other, as single products, and summed
-    // in a tile and across tiles.
-    for (m, k, n) in [
-        (SPECIAL_BF16.len(), 1, SPECIAL_BF16.len()),
-        (5, 2 * r + 1, 3),
-    ] {
-        let a: Vec<u16> = (0..m * k)
-            .map(|i| SPECIAL_BF16[i % SPECIAL_BF16.len()])
-            .collect();
-        let b: Vec<u16> = (0..k * n)
-            .map(|i| SPECIAL_BF16[(i * 7 + 3) % SPECIAL_BF16.len()])
-            .collect();
-        check_bf16(&mut d, &a, &b, (m, k, n), "special values");
-    }
+    special_products(&mut d);
     // Exact cancellation: x*1 + (-x)*1 across the K dimension gives +0.
     let k = 2 * r;
     let a: Vec<u16> = (0..k)
