@@ -134,8 +134,21 @@ fn netlist_vs_rtl(dir: &Path, sources: &[String], top: &str, synth: &str) -> (u6
     ];
     args.extend(sources.iter().cloned());
     args.push(ice40_cells_sim().display().to_string());
+    let text = icarus_run(dir, &args);
+    let last = text
+        .lines()
+        .find(|l| l.starts_with("mismatches "))
+        .unwrap_or_else(|| panic!("no summary from the bench:\n{text}"));
+    let w: Vec<&str> = last.split_whitespace().collect();
+    println!("{text}");
+    (w[1].parse().unwrap(), w[3].parse().unwrap())
+}
+
+/// Compiles with Icarus (`args` name the output `gl.vvp` and the sources) in
+/// `dir` and runs the bench; returns what it printed.
+fn icarus_run(dir: &Path, args: &[String]) -> String {
     let out = Command::new("iverilog")
-        .args(&args)
+        .args(args)
         .current_dir(dir)
         .output()
         .expect("iverilog runs");
@@ -149,14 +162,7 @@ fn netlist_vs_rtl(dir: &Path, sources: &[String], top: &str, synth: &str) -> (u6
         .current_dir(dir)
         .output()
         .expect("vvp runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let last = text
-        .lines()
-        .find(|l| l.starts_with("mismatches "))
-        .unwrap_or_else(|| panic!("no summary from the bench:\n{text}"));
-    let w: Vec<&str> = last.split_whitespace().collect();
-    println!("{text}");
-    (w[1].parse().unwrap(), w[3].parse().unwrap())
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A netlist of the recipe that matched its RTL: the run folder (kept for
@@ -389,22 +395,7 @@ fn the_icebreaker_board_netlist_with_its_pll_matches_the_rtl_over_the_uart() {
             .filter(|f| f.module.is_some())
             .map(|f| f.name.clone()),
     );
-    let out = Command::new("iverilog")
-        .args(&args)
-        .current_dir(dir.path())
-        .output()
-        .expect("iverilog runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = Command::new("vvp")
-        .args(["-n", "gl.vvp"])
-        .current_dir(dir.path())
-        .output()
-        .expect("vvp runs");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = icarus_run(dir.path(), &args);
     println!("{text}");
     assert!(
         text.contains("PASS:") && !text.contains("FAIL"),
