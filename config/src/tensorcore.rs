@@ -18,11 +18,19 @@ pub const MAX_TC_MEM_ROWS: u32 = 1 << 22;
 /// Largest bias memory in rows: the bias-row field is 16 bits.
 pub const MAX_TC_BIAS_ROWS: u32 = 1 << 16;
 
+/// The pipeline depths a TensorCore takes (`hw/tensorcore` documents what
+/// each adds). 0 is the unpipelined design.
+pub const TC_DEPTH_RANGE: std::ops::RangeInclusive<u32> = 0..=MAX_TC_DEPTH;
+
+/// The deepest TensorCore pipeline.
+pub const MAX_TC_DEPTH: u32 = 3;
+
 /// Configuration of a TensorCore: an int8 MXU of `rows` x `cols` with
 /// `acc_rows` accumulator rows, a unified buffer of `ub_rows` rows of `rows`
 /// int8 activations, a weight memory of `weight_rows` rows of `cols` int8
 /// weights, a bias memory of `bias_rows` rows of `cols` int32 biases, and a
-/// queue of `weight_queue` pending weight reads.
+/// queue of `weight_queue` pending weight reads; `depth` pipeline registers
+/// (0 to [`MAX_TC_DEPTH`]) in the MXU, the activation unit and the sequencer.
 ///
 /// The array is square (`rows == cols`): the activation unit turns one
 /// accumulator row of C results into one unified-buffer row that the next
@@ -37,6 +45,7 @@ pub struct TensorCoreConfig {
     weight_rows: u32,
     bias_rows: u32,
     weight_queue: u32,
+    depth: u32,
 }
 
 impl TensorCoreConfig {
@@ -50,6 +59,7 @@ impl TensorCoreConfig {
         weight_rows: 65536,
         bias_rows: 1024,
         weight_queue: 4,
+        depth: 0,
     };
 
     /// The default memories around an R x C array.
@@ -76,8 +86,14 @@ impl TensorCoreConfig {
             weight_rows,
             bias_rows,
             weight_queue,
+            depth: 0,
         }
         .validate()
+    }
+
+    /// This configuration with pipeline depth `depth` (in [`TC_DEPTH_RANGE`]).
+    pub fn with_depth(self, depth: u32) -> Result<Self, ConfigError> {
+        TensorCoreConfig { depth, ..self }.validate()
     }
 
     fn validate(self) -> Result<Self, ConfigError> {
@@ -123,6 +139,14 @@ impl TensorCoreConfig {
                 self.weight_queue
             )));
         }
+        if !TC_DEPTH_RANGE.contains(&self.depth) {
+            return Err(ConfigError(format!(
+                "TensorCore depth must be between {} and {}, got {}",
+                TC_DEPTH_RANGE.start(),
+                TC_DEPTH_RANGE.end(),
+                self.depth
+            )));
+        }
         Ok(self)
     }
 
@@ -162,13 +186,30 @@ impl TensorCoreConfig {
         self.weight_queue
     }
 
-    /// The MXU inside: int8, R x C, `acc_rows` accumulator rows.
+    /// Pipeline depth: 0 is the unpipelined design; `hw/tensorcore`'s
+    /// crate docs list the registers each depth adds and the latencies.
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// The MXU inside: int8, R x C, `acc_rows` accumulator rows, at the
+    /// MXU depth [`TensorCoreConfig::mxu_depth`].
     pub fn mxu(&self) -> MxuConfig {
         MxuConfig::with_acc_rows(self.rows, self.cols, ElemType::Int8, self.acc_rows)
+            .and_then(|m| m.with_depth(self.mxu_depth()))
             .expect("a valid TensorCore holds a valid MXU")
     }
 
-    /// Parameters as (name, value) pairs, in a fixed order.
+    /// The depth of the MXU inside: the TensorCore's, up to 2 (the MXU's
+    /// product and operand registers; its depth 3 would widen the gap its
+    /// accumulator's read-modify-write needs between two rows of one
+    /// address, a rule the programs would have to keep).
+    pub fn mxu_depth(&self) -> u32 {
+        self.depth.min(2)
+    }
+
+    /// Parameters as (name, value) pairs, in a fixed order; `depth` only
+    /// when it is not 0.
     pub fn params(&self) -> Vec<(String, String)> {
         [
             ("rows", self.rows),
@@ -178,8 +219,11 @@ impl TensorCoreConfig {
             ("weight_rows", self.weight_rows),
             ("bias_rows", self.bias_rows),
             ("weight_queue", self.weight_queue),
+            ("depth", self.depth),
         ]
         .into_iter()
+        // Depth 0's files keep the header they had before depths existed.
+        .filter(|&(k, v)| k != "depth" || v != 0)
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
     }
@@ -208,7 +252,7 @@ impl fmt::Display for TensorCoreConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "TensorCore int8 {}x{} ({} accumulator rows, {} buffer rows, {} weight rows, {} bias rows, weight queue {})",
+            "TensorCore int8 {}x{} ({} accumulator rows, {} buffer rows, {} weight rows, {} bias rows, weight queue {}",
             self.rows,
             self.cols,
             self.acc_rows,
@@ -216,7 +260,11 @@ impl fmt::Display for TensorCoreConfig {
             self.weight_rows,
             self.bias_rows,
             self.weight_queue
-        )
+        )?;
+        if self.depth != 0 {
+            write!(f, ", depth {}", self.depth)?;
+        }
+        f.write_str(")")
     }
 }
 
@@ -230,6 +278,7 @@ struct RawTensorCoreConfig {
     weight_rows: Option<u32>,
     bias_rows: Option<u32>,
     weight_queue: Option<u32>,
+    depth: Option<u32>,
 }
 
 impl RawTensorCoreConfig {
@@ -243,7 +292,8 @@ impl RawTensorCoreConfig {
             self.weight_rows.unwrap_or(d.weight_rows),
             self.bias_rows.unwrap_or(d.bias_rows),
             self.weight_queue.unwrap_or(d.weight_queue),
-        )
+        )?
+        .with_depth(self.depth.unwrap_or(d.depth))
     }
 }
 
@@ -265,6 +315,13 @@ mod tests {
         assert_eq!(TensorCoreConfig::from_toml(&d.to_toml()).unwrap(), d);
         assert_eq!(TensorCoreConfig::new(8, 8).unwrap(), d);
         assert_eq!(d.mxu().acc_rows(), 512);
+        assert_eq!((d.depth(), d.mxu().depth()), (0, 0));
+        let deep = d.with_depth(MAX_TC_DEPTH).unwrap();
+        assert_eq!(TensorCoreConfig::from_toml(&deep.to_toml()).unwrap(), deep);
+        assert_eq!(deep.mxu().depth(), deep.mxu_depth());
+        assert!(d.with_depth(MAX_TC_DEPTH + 1).is_err());
+        assert!(!d.params().iter().any(|(k, _)| k == "depth"));
+        assert!(deep.params().iter().any(|(k, _)| k == "depth"));
     }
 
     #[test]
@@ -279,6 +336,7 @@ mod tests {
             "bias_rows = 8388608",
             "weight_queue = 1",
             "weight_queue = 17",
+            "depth = 99",
             "colz = 4",
         ] {
             let err = TensorCoreConfig::from_toml(bad).unwrap_err().to_string();

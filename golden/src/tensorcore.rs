@@ -31,7 +31,11 @@
 //! tile's first row accepted only when R rows are loaded and two cycles
 //! after the previous first row). Every cycle is charged to one of the
 //! sequencer's counters of [`Stats`]; the unit's run beside them. The model
-//! needs no data: timing never depends on values.
+//! needs no data: timing never depends on values. The configuration's
+//! `depth` D moves the two late writes only: an accepted MXU row lands
+//! after the write latency of [`crate::mxu::MxuTiming`] for the MXU inside
+//! (`TensorCoreConfig::mxu`, R + P + C), an `ACT` row 4 + D cycles after
+//! its read ([`act_latency`]).
 
 use crate::numerics::requant_int8;
 use config::tensorcore_isa::{Activation, Instr};
@@ -39,10 +43,14 @@ use config::TensorCoreConfig;
 use std::collections::VecDeque;
 use std::fmt;
 
-/// Cycles from an `ACT` row's accumulator read to its write.
+/// Cycles from an `ACT` row's accumulator read to its write at depth 0;
+/// each depth adds one.
 const ACT_LATENCY: u64 = 4;
-/// Cycles that must pass between two accepted first rows of tiles.
-const FIRST_ROW_GAP: u64 = 2;
+
+/// Cycles from an `ACT` row's accumulator read to its write at `cfg`'s depth.
+pub fn act_latency(cfg: &TensorCoreConfig) -> u64 {
+    ACT_LATENCY + u64::from(cfg.depth())
+}
 
 /// Why a program cannot run; names the instruction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -377,7 +385,12 @@ pub fn cycle_model(cfg: &TensorCoreConfig, words: &[u128]) -> Result<Stats, Prog
     let c = u64::from(cfg.cols());
     let wf = (2 * r).next_power_of_two();
     let queue_depth = cfg.weight_queue() as usize;
-    let write_latency = r + c;
+    // The MXU inside at its depth: its write latency R + P + C and the gap
+    // between two first rows (hw/mxu/TIMING.md, D1 and A2).
+    let mxu = crate::mxu::MxuTiming::new(&cfg.mxu(), 1, 1, 1);
+    let write_latency = mxu.write_latency();
+    let first_row_gap = mxu.first_row_gap();
+    let act_latency = act_latency(cfg);
     // No event for this long means the program waits forever.
     let patience = 4 * (r + c + wf) + 64;
 
@@ -388,7 +401,7 @@ pub fn cycle_model(cfg: &TensorCoreConfig, words: &[u128]) -> Result<Stats, Prog
     let mut held: Option<Held> = None;
     // The MXU's weight side.
     let (mut count, mut head) = (0u64, false);
-    let (mut loaded, mut hold, mut since_first) = (0u64, 0u64, FIRST_ROW_GAP);
+    let (mut loaded, mut hold, mut since_first) = (0u64, 0u64, first_row_gap);
     // The current instruction's progress.
     let mut pc = 0usize;
     let mut started: Option<u64> = None;
@@ -478,7 +491,7 @@ pub fn cycle_model(cfg: &TensorCoreConfig, words: &[u128]) -> Result<Stats, Prog
             if yi > h.drain {
                 unit_read = true;
                 stats.act_rows += 1;
-                ub_busy = (y + ACT_LATENCY) as i64;
+                ub_busy = (y + act_latency) as i64;
                 h.done += 1;
             } else {
                 stats.act_drain += 1;
@@ -499,7 +512,7 @@ pub fn cycle_model(cfg: &TensorCoreConfig, words: &[u128]) -> Result<Stats, Prog
                 .is_some_and(|q| q.enqueued < y && q.rows_left > 0);
         // The MXU's weight side and its acceptance of the presented row.
         let first = present && done == 0;
-        let ready = loaded == r && since_first >= FIRST_ROW_GAP;
+        let ready = loaded == r && since_first >= first_row_gap;
         let accept = present && (!first || ready);
         let first_accept = accept && first;
         let loaded_now = if first_accept { 0 } else { loaded };
@@ -521,7 +534,7 @@ pub fn cycle_model(cfg: &TensorCoreConfig, words: &[u128]) -> Result<Stats, Prog
         since_first = if first_accept {
             1
         } else {
-            (since_first + 1).min(FIRST_ROW_GAP)
+            (since_first + 1).min(first_row_gap)
         };
         if present {
             if accept {
@@ -604,7 +617,8 @@ mod tests {
     /// has its row accepted in 4 (stall_weights 2, 3), written in 4 + 2 = 6.
     /// ACT hands itself over in 5 (issue, drain 6); the unit holds it from
     /// 6, waits in 6 (act_drain), reads in 7 (act_rows) and writes in 11;
-    /// HALT waits from 6 through 11 and retires in 12 (sync 6..12).
+    /// HALT waits from 6 through 11 and retires in 12 (sync 6..12). Then
+    /// the same at depth 1.
     #[test]
     fn a_hand_stepped_program_on_a_1x1_core() {
         let cfg = TensorCoreConfig::with(1, 1, 2, 2, 2, 2, 2).unwrap();
@@ -647,6 +661,19 @@ mod tests {
                 instructions: 5,
                 act_rows: 1,
                 act_drain: 1,
+            }
+        );
+        // At depth 1 the MXU's write lands a cycle later (4 + 3 = 7) and the
+        // ACT's four plus one after its read: the unit waits in 6 and 7,
+        // reads in 8, writes in 13; HALT retires in 14.
+        let deep = cfg.with_depth(1).unwrap();
+        assert_eq!(
+            cycle_model(&deep, &program).unwrap(),
+            Stats {
+                cycles: 15,
+                sync: 9,
+                act_drain: 2,
+                ..s
             }
         );
         let mem = Memories {

@@ -9,8 +9,10 @@ use compiler::Mlp;
 use config::tensorcore_isa::{Activation, Instr};
 use config::TensorCoreConfig;
 use golden::tensorcore::Memories;
+use hw::Block;
 use rand::Rng;
 use sim::drivers::tensorcore::{load_model, memories, TensorCoreDriver};
+use sim::drivers::Driver;
 use std::path::Path;
 use tb::seed::{rng_for, soak_rounds};
 use tb::tensorcore::random_layer;
@@ -47,9 +49,21 @@ fn random_mlps_on_small_cores_match_golden_bits_and_cycles() {
     // 1x1 (no loader hold), 3x3 (not a power of two), 4x4; small memories.
     for (size, acc, ub, q) in [(1u32, 16u32, 64u32, 2u32), (3, 8, 128, 3), (4, 64, 256, 4)] {
         let cfg = TensorCoreConfig::with(size, size, acc, ub, 1024, 64, q).unwrap();
-        let mut driver = TensorCoreDriver::new(&cfg).unwrap();
+        random_mlps(
+            &mut rng,
+            &mut TensorCoreDriver::new(&cfg).unwrap(),
+            soak_rounds(8),
+        );
+    }
+}
+
+/// `rounds` random MLPs of 1 to 3 layers of 1 to 12 units at batches of 1
+/// to 40, compiled for `driver`'s core, RTL against golden.
+fn random_mlps<R: Rng>(rng: &mut R, driver: &mut TensorCoreDriver, rounds: usize) {
+    {
+        let cfg = *driver.config();
         let mut ran = 0;
-        for round in 0..soak_rounds(8) {
+        for round in 0..rounds {
             let layers = rng.gen_range(1..=3);
             let mut sizes = vec![rng.gen_range(1..=12)];
             for _ in 0..layers {
@@ -57,7 +71,7 @@ fn random_mlps_on_small_cores_match_golden_bits_and_cycles() {
             }
             let mlp = Mlp::new(
                 (0..layers)
-                    .map(|i| random_layer(&mut rng, sizes[i], sizes[i + 1], i + 1 < layers))
+                    .map(|i| random_layer(rng, sizes[i], sizes[i + 1], i + 1 < layers))
                     .collect(),
             )
             .unwrap();
@@ -69,12 +83,7 @@ fn random_mlps_on_small_cores_match_golden_bits_and_cycles() {
                 Err(e) if e.0.contains("does not fit") => continue,
                 Err(e) => panic!("{what}: {e}"),
             };
-            agree(
-                &mut driver,
-                &program.words(),
-                &memories(&program, &x),
-                &what,
-            );
+            agree(driver, &program.words(), &memories(&program, &x), &what);
             ran += 1;
         }
         assert!(ran > 0, "{cfg}: every model was too big");
@@ -84,7 +93,14 @@ fn random_mlps_on_small_cores_match_golden_bits_and_cycles() {
 #[test]
 fn hand_written_programs_edge_cases() {
     let cfg = TensorCoreConfig::with(4, 4, 64, 256, 1024, 64, 2).unwrap();
-    let mut driver = TensorCoreDriver::new(&cfg).unwrap();
+    edge_cases(&mut TensorCoreDriver::new(&cfg).unwrap());
+}
+
+/// The hand-written program of [`hand_written_programs_edge_cases`] on a
+/// 4x4 core with a weight queue of 2.
+fn edge_cases(driver: &mut TensorCoreDriver) {
+    let cfg = *driver.config();
+    assert_eq!((cfg.rows(), cfg.weight_queue()), (4, 2));
     // -128 everywhere, bias i32::MAX (wraps), requantization saturating to
     // both ends, ReLU at zp = -128 (passes everything) and without ReLU, and
     // a weight queue of 2 that MM prefetches fill (stall_weights).
@@ -142,7 +158,7 @@ fn hand_written_programs_edge_cases() {
     .iter()
     .map(Instr::encode)
     .collect();
-    let out = agree(&mut driver, &program, &mem, "edge cases");
+    let out = agree(driver, &program, &mem, &format!("{cfg}: edge cases"));
     // Row 0 is [-128, 127, 127, -128], every weight -128, two k-tiles:
     // 2 * -128 * (-128 + 127 + 127 - 128) = 512 per column.
     assert_eq!(&out[..4], &[i32::MIN + 512, 511, 512, 513]);
@@ -152,26 +168,65 @@ fn hand_written_programs_edge_cases() {
 
 #[test]
 fn the_digits_model_on_the_rtl_gives_the_numpy_logits_and_the_golden_cycles() {
+    // 4x4 with a 1024-row buffer: blocks of 42 images, 64 accumulator rows.
+    let cfg = TensorCoreConfig::with(4, 4, 64, 1024, 1024, 64, 4).unwrap();
+    digits(&mut TensorCoreDriver::new(&cfg).unwrap());
+}
+
+/// The digits model on all 450 test images: numpy's logits, the golden
+/// model's cycles.
+fn digits(driver: &mut TensorCoreDriver) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/digits");
     let mlp = load_model(&dir).unwrap();
     let x: matrix::Matrix<i8> = matrix::read(&dir.join("x_test.npy"), "X").unwrap();
     let expect: matrix::Array<i32> =
         matrix::read_array(&dir.join("logits_numpy.npy"), "logits").unwrap();
-    // 4x4 with a 1024-row buffer: blocks of 42 images, 64 accumulator rows.
-    let cfg = TensorCoreConfig::with(4, 4, 64, 1024, 1024, 64, 4).unwrap();
-    let mut driver = TensorCoreDriver::new(&cfg).unwrap();
+    let cfg = *driver.config();
     let program = compiler::compile(&mlp, x.rows, &cfg).unwrap();
     let window = agree(
-        &mut driver,
+        driver,
         &program.words(),
         &memories(&program, &x.data),
-        "digits",
+        &format!("{cfg}: digits"),
     );
     assert_eq!(
         program.unpack_output(&window),
         expect.data,
-        "digits logits differ from numpy's"
+        "{cfg}: digits logits differ from numpy's"
     );
+}
+
+/// Depth 1 and the `fmax` preset's depth (the MXU's product and operand
+/// registers, the activation unit's extra stages): the edge cases, random
+/// MLPs, the digits model and random programs on 4x4 cores, bits and
+/// cycles equal to the golden model's at that depth.
+#[test]
+fn pipelined_cores_match_golden_bits_and_cycles() {
+    let mut rng = rng_for("pipelined_cores_match_golden_bits_and_cycles");
+    let fmax = <TensorCoreDriver as Driver>::Block::default()
+        .presets()
+        .into_iter()
+        .find(|p| p.name == "fmax")
+        .expect("the TensorCore has an fmax preset")
+        .config;
+    assert!(fmax.depth() > 1);
+    for depth in [1, fmax.depth()] {
+        let cfg = TensorCoreConfig::with(4, 4, 64, 1024, 1024, 64, 2)
+            .and_then(|c| c.with_depth(depth))
+            .unwrap();
+        let mut driver = TensorCoreDriver::new(&cfg).unwrap();
+        edge_cases(&mut driver);
+        digits(&mut driver);
+        random_mlps(&mut rng, &mut driver, soak_rounds(3));
+        let small = TensorCoreConfig::with(4, 4, 16, 32, 64, 4, 3)
+            .and_then(|c| c.with_depth(depth))
+            .unwrap();
+        random_programs(
+            &mut rng,
+            &mut TensorCoreDriver::new(&small).unwrap(),
+            soak_rounds(12),
+        );
+    }
 }
 
 /// A random program the golden model accepts: RHM, RW, MM (with and without
@@ -318,11 +373,22 @@ fn random_programs_match_golden_bits_and_cycles() {
     for (size, q) in [(1u32, 2u32), (2, 16), (3, 2), (4, 3), (8, 2)] {
         let cfg = TensorCoreConfig::with(size, size, 16, 32, 64, 4, q).unwrap();
         let mut driver = TensorCoreDriver::new(&cfg).unwrap();
+        random_programs(&mut rng, &mut driver, soak_rounds(30));
+    }
+}
+
+/// `rounds` random programs ([`random_program`]) on `driver`'s core (16
+/// accumulator rows, 32 buffer rows, 64 weight rows, 4 bias rows), RTL
+/// against golden; most must run (a few wait forever by chance).
+fn random_programs<R: Rng>(rng: &mut R, driver: &mut TensorCoreDriver, rounds: usize) {
+    {
+        let cfg = *driver.config();
+        let size = cfg.rows();
         let (c, r) = (size as usize, size as usize);
         let mut ran = 0;
-        for round in 0..soak_rounds(30) {
+        for round in 0..rounds {
             let (hin, hout) = (32u32, 16u32);
-            let words = random_program(&mut rng, &cfg, hin, hout);
+            let words = random_program(rng, &cfg, hin, hout);
             let mem = Memories {
                 weights: (0..64 * c).map(|_| rng.gen()).collect(),
                 biases: (0..4 * c).map(|_| rng.gen()).collect(),
@@ -336,13 +402,10 @@ fn random_programs_match_golden_bits_and_cycles() {
                 Err(e) => panic!("{cfg}, round {round}: {e}"),
                 Ok(_) => {}
             }
-            agree(&mut driver, &words, &mem, &format!("{cfg}, round {round}"));
+            agree(driver, &words, &mem, &format!("{cfg}, round {round}"));
             ran += 1;
         }
         println!("{cfg}: {ran} programs");
-        assert!(
-            ran >= soak_rounds(30) * 2 / 3,
-            "{cfg}: only {ran} programs ran"
-        );
+        assert!(ran >= rounds * 2 / 3, "{cfg}: only {ran} programs ran");
     }
 }

@@ -1,8 +1,8 @@
 //! The TensorCore as a [`hw::Block`], with [`config::TensorCoreConfig`] as
 //! its configuration.
 
-use crate::{build, top_name};
-use config::tensorcore::{MAX_TC_ACC_ROWS, MAX_TC_BIAS_ROWS, MAX_TC_MEM_ROWS};
+use crate::{build, top_name, ActStages};
+use config::tensorcore::{MAX_TC_ACC_ROWS, MAX_TC_BIAS_ROWS, MAX_TC_MEM_ROWS, TC_DEPTH_RANGE};
 use config::{TensorCoreConfig, MAX_ARRAY_DIM};
 use hw::{
     Block, Companions, Design, FpgaFacts, Has, ModuleDef, Multipliers, Owners, Param, ParamKind,
@@ -22,6 +22,10 @@ const PRESETS: [(u32, u32, u32, u32, u32, u32); 3] = [
     (4, 64, 256, 256, 16, 4),
     (8, 64, 256, 256, 16, 4),
 ];
+
+/// The depth of the `fmax` preset (the 4x4 report shape): the one with the
+/// highest clock in place and route (`docs/tensorcore.md`, "Pipeline depth").
+pub const FMAX_DEPTH: u32 = 3;
 
 impl Block for TensorCore {
     type Config = TensorCoreConfig;
@@ -86,6 +90,15 @@ impl Block for TensorCore {
                 kind: ParamKind::Int { min: 2, max: 16 },
                 help: "Weight reads the weight engine holds",
             },
+            Param {
+                name: "depth",
+                value_name: "D",
+                kind: ParamKind::Int {
+                    min: u64::from(*TC_DEPTH_RANGE.start()),
+                    max: u64::from(*TC_DEPTH_RANGE.end()),
+                },
+                help: "Pipeline depth: registers in the MXU, the activation unit and the sequencer (docs/tensorcore.md)",
+            },
         ]
     }
 
@@ -93,16 +106,26 @@ impl Block for TensorCore {
         TensorCoreConfig::DEFAULT
     }
 
+    /// The sized presets at depth 0, and `fmax`: the 4x4 report shape at
+    /// [`FMAX_DEPTH`].
     fn presets(&self) -> Vec<Preset<TensorCoreConfig>> {
-        PRESETS
-            .iter()
-            .map(|&(n, acc, ub, w, b, q)| Preset {
-                name: format!("int8-{n}x{n}"),
-                config: TensorCoreConfig::with(n, n, acc, ub, w, b, q).expect("presets are valid"),
-                // The FPGA report builds the 4x4.
-                fpga_report: n == 4,
-            })
-            .collect()
+        let sized = PRESETS.iter().map(|&(n, acc, ub, w, b, q)| Preset {
+            name: format!("int8-{n}x{n}"),
+            config: TensorCoreConfig::with(n, n, acc, ub, w, b, q).expect("presets are valid"),
+            // The FPGA report builds the 4x4.
+            fpga_report: n == 4,
+        });
+        let (n, acc, ub, w, b, q) = PRESETS[1];
+        let fmax = Preset {
+            name: "fmax".to_string(),
+            config: TensorCoreConfig::with(n, n, acc, ub, w, b, q)
+                .and_then(|c| c.with_depth(FMAX_DEPTH))
+                .expect("presets are valid"),
+            // `fpga report --preset fmax` builds it; the full report keeps
+            // one TensorCore place and route.
+            fpga_report: false,
+        };
+        sized.chain([fmax]).collect()
     }
 
     fn top_name(&self, cfg: &TensorCoreConfig) -> String {
@@ -114,7 +137,8 @@ impl Block for TensorCore {
     }
 
     /// The MXU's processing elements first, one 8x8 multiplier each; then
-    /// the activation unit's C signed 32x32 requantization products, which
+    /// the activation unit's C signed 32x32 requantization products (from
+    /// depth 2 four 17x17 partial products each), which
     /// the flows cannot select one by one (they sit in the top), so they
     /// take DSP blocks only when everything fits. The accumulator, the
     /// unified buffer and the weight memory in block RAM.
@@ -133,13 +157,24 @@ impl Block for TensorCore {
                     }),
                     min_lut4s_in_logic: 0,
                 },
-                Multipliers {
-                    what: "requantization products",
-                    count: u64::from(cfg.cols()),
-                    widths: (32, 32),
-                    signed: true,
-                    owners: None,
-                    min_lut4s_in_logic: 0,
+                if ActStages::of(cfg.depth()).partials {
+                    Multipliers {
+                        what: "requantization partial products",
+                        count: 4 * u64::from(cfg.cols()),
+                        widths: (17, 17),
+                        signed: true,
+                        owners: None,
+                        min_lut4s_in_logic: 0,
+                    }
+                } else {
+                    Multipliers {
+                        what: "requantization products",
+                        count: u64::from(cfg.cols()),
+                        widths: (32, 32),
+                        signed: true,
+                        owners: None,
+                        min_lut4s_in_logic: 0,
+                    }
                 },
             ],
             block_ram: vec!["m:*acc", "m:*ub", "m:*wmem"],
@@ -157,5 +192,11 @@ impl Block for TensorCore {
 
     fn describe(&self, cfg: &TensorCoreConfig) -> String {
         cfg.to_string()
+    }
+
+    /// [`TensorCoreConfig::params`]: `depth` only when it is not 0, so depth
+    /// 0's files are the ones from before the parameter existed.
+    fn design_params(&self, cfg: &TensorCoreConfig) -> Vec<(String, String)> {
+        cfg.params()
     }
 }

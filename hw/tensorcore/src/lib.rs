@@ -82,11 +82,12 @@
 //! exactly one of the counters named in brackets.
 //!
 //! Two kinds of writes land late: an MXU row accepted in cycle y is written
-//! to the accumulators in cycle y + R + C (the MXU's write latency), and an
-//! `ACT` row read in cycle y is written to the UB or the host window in
-//! cycle y + 4 (accumulator and bias read, bias add, the multiply of the
-//! requantization, the rounding shift and clamp). A read in cycle y sees
-//! the writes of cycles before y. `acc_busy` is the last cycle an MXU write
+//! to the accumulators in cycle y + R + P + C (the MXU's write latency, P =
+//! min(D, 2) at depth D, see below), and an `ACT` row read in cycle y is
+//! written to the UB or the host window in cycle y + 4 + D (accumulator and
+//! bias read, bias add, the multiply of the requantization, the rounding
+//! shift and clamp, and D more stages). A read in cycle y sees the writes of
+//! cycles before y. `acc_busy` is the last cycle an MXU write
 //! is scheduled for, `ub_busy` the last cycle an `ACT` write is.
 //!
 //! The activation unit runs beside the sequencer: it *holds* at most one
@@ -145,13 +146,31 @@
 //! `instructions` (retired, `HALT` included); the activation unit's are
 //! `act_rows` and `act_drain`.
 //!
+//! # Pipeline depth
+//!
+//! `depth` D (0 to 3, [`config::TensorCoreConfig::depth`]) adds registers
+//! on the longest paths; each depth keeps those of the one before. Only the
+//! two late-write latencies above change, so a program computes the same
+//! bits at every depth and its cycles follow from the same rules.
+//!
+//! | D | MXU depth (P) | activation unit registers added | `ACT` latency |
+//! | --- | --- | --- | --- |
+//! | 0 | 0 (0) | none | 4 |
+//! | 1 | 1 (1): each PE's product | after the rounding doubling high multiply (SRDHM) | 5 |
+//! | 2 | 2 (2): the PEs' multiplier operands too | the 32 x 32 multiply as four registered 17 x 17 partial products | 6 |
+//! | 3 | 2 (2) | after the rounding shift (RDBPOT), before the zero point and the clamp | 7 |
+//!
+//! The MXU stays at its depth 2 beyond: its depth 3 widens the gap its
+//! accumulator needs between two rows of one address (`hw/mxu/TIMING.md`,
+//! A3), a rule programs would have to keep.
+//!
 //! # The RTL and its ports
 //!
 //! `tensorcore_RxC_acc…` ([`top_name`]) instantiates the `hw/mxu` array and
 //! holds the unified buffer, the weight and bias memories (synchronous
 //! block-RAM style memories), the weight queue (registers, slot 0 the
 //! oldest read), the sequencer and the activation pipeline (C lanes of
-//! `hw::arith`'s requantization, four stages). Ports ([`ports`]):
+//! `hw::arith`'s requantization, 4 + D stages). Ports ([`ports`]):
 //!
 //! | port | width | meaning |
 //! | --- | --- | --- |
@@ -180,9 +199,55 @@ pub use config::TensorCoreConfig;
 
 mod block;
 mod rtl;
-pub use block::TensorCore;
+pub use block::{TensorCore, FMAX_DEPTH};
 pub use rtl::{build, ports, top_name, COUNTER_BITS};
 
-/// Cycles from an `ACT` row's accumulator read to its write (the contract's
-/// activation latency).
+/// The activation unit's stages at a pipeline depth: four at depth 0 (read,
+/// bias add, multiply, rounding shift and clamp), and at greater depths
+/// registers that cut the requantization further.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActStages {
+    /// The 32 x 32 multiply as four registered 17 x 17 partial products,
+    /// summed in the next cycle.
+    pub partials: bool,
+    /// A register after the rounding doubling high multiply (SRDHM).
+    pub high: bool,
+    /// A register after the rounding shift (RDBPOT), before the zero point
+    /// and the clamp.
+    pub scaled: bool,
+}
+
+impl ActStages {
+    /// The stages at TensorCore depth `depth`.
+    pub fn of(depth: u32) -> ActStages {
+        ActStages {
+            partials: depth >= 2,
+            high: depth >= 1,
+            scaled: depth >= 3,
+        }
+    }
+
+    /// Cycles from an `ACT` row's accumulator read to its write (the
+    /// contract's activation latency): 4 plus one per register added.
+    pub fn latency(&self) -> u32 {
+        4 + u32::from(self.partials) + u32::from(self.high) + u32::from(self.scaled)
+    }
+
+    /// The cycle after the read in which the product is in its register.
+    fn product_cycle(&self) -> u32 {
+        3 + u32::from(self.partials)
+    }
+
+    /// The cycle in which the rounding shift's input is ready.
+    fn scaled_cycle(&self) -> u32 {
+        self.product_cycle() + u32::from(self.high)
+    }
+
+    /// The cycle of the zero point, the clamp and the ReLU.
+    fn clamp_cycle(&self) -> u32 {
+        self.scaled_cycle() + u32::from(self.scaled)
+    }
+}
+
+/// Cycles from an `ACT` row's accumulator read to its write at depth 0.
 pub const ACT_LATENCY: u64 = 4;

@@ -12,12 +12,12 @@
 //! enqueued when the queue is empty). The activation unit holds the word of
 //! the `ACT` handed to it, counts down the accumulator writes it waits for
 //! (`u_wait`, loaded from `acc_wait` at the hand-over), reads one
-//! accumulator and bias row a cycle and has four stages (read, bias add,
-//! multiply, rounding shift and clamp), so it writes in cycle y + 4 as the
-//! contract says; its stages carry their control with them, so the next
+//! accumulator and bias row a cycle and has 4 + D stages (read, bias add,
+//! multiply, rounding shift and clamp, and the registers of [`ActStages`]),
+//! so it writes in cycle y + 4 + D as the contract says; its stages carry their control with them, so the next
 //! `ACT` starts behind the last row of the one before.
 
-use crate::ACT_LATENCY;
+use crate::ActStages;
 use config::tensorcore_isa::{
     field, Opcode, FLAG_ACCUMULATE, FLAG_PREFETCH, FLAG_RELU, FLAG_TO_HOST, FLAG_WAIT_ACT,
 };
@@ -64,9 +64,11 @@ pub mod ports {
 /// Bits of a performance counter (they wrap).
 pub const COUNTER_BITS: u32 = 32;
 
-/// The Verilog name of the top module, e.g. `tensorcore_8x8_acc512_ub32768`.
+/// The Verilog name of the top module, e.g.
+/// `tensorcore_8x8_acc512_ub32768_w65536_b1024_q4`, with `_d<depth>` at a
+/// depth other than 0.
 pub fn top_name(cfg: &TensorCoreConfig) -> String {
-    format!(
+    let name = format!(
         "tensorcore_{}x{}_acc{}_ub{}_w{}_b{}_q{}",
         cfg.rows(),
         cfg.cols(),
@@ -75,7 +77,11 @@ pub fn top_name(cfg: &TensorCoreConfig) -> String {
         cfg.weight_rows(),
         cfg.bias_rows(),
         cfg.weight_queue()
-    )
+    );
+    match cfg.depth() {
+        0 => name,
+        d => format!("{name}_d{d}"),
+    }
 }
 
 fn log2(v: u32) -> u32 {
@@ -115,6 +121,53 @@ fn field_w(word: Expr, (lo, bits): (u32, u32), width: u32) -> Expr {
 
 fn field_of(word: Expr, (lo, bits): (u32, u32)) -> Expr {
     word.slice(lo, bits)
+}
+
+/// `e` through a register named `name` when `on`, else `e` itself.
+fn cut(m: &mut ModuleBuilder, on: bool, name: &str, e: Expr) -> Expr {
+    if on {
+        let q = delay(m, name, e, 1, None);
+        if e.ty().signed {
+            q.as_signed()
+        } else {
+            q
+        }
+    } else {
+        e
+    }
+}
+
+/// The s64 product `a x b` of two s32 from four registered 17 x 17 signed
+/// partial products (one ECP5 `MULT18X18D` or iCE40 `SB_MAC16` each), summed
+/// after the registers: a = a_hi 2^16 + a_lo with a_lo unsigned, so
+/// a b = a_hi b_hi 2^32 + (a_hi b_lo + a_lo b_hi) 2^16 + a_lo b_lo, exact in
+/// 64 bits (|a b| <= 2^62).
+fn partial_products_summed(m: &mut ModuleBuilder, lane: u32, a: Expr, b: Expr) -> Expr {
+    let lo = |e: Expr| e.slice(0, 16).zext(17).as_signed();
+    let hi = |e: Expr| e.slice(16, 16).as_signed().sext(17);
+    let parts = [
+        ("hh", hi(a), hi(b)),
+        ("hl", hi(a), lo(b)),
+        ("lh", lo(a), hi(b)),
+        ("ll", lo(a), lo(b)),
+    ];
+    let [hh, hl, lh, ll] = parts.map(|(name, x, y)| {
+        let p = delay(m, &format!("act_pp_{name}{lane}"), x.mul_wide(y), 1, None);
+        p.as_signed().sext(64)
+    });
+    (hh << 32u32) + ((hl + lh) << 16u32) + ll
+}
+
+/// The requantization's last step (`docs/numerics.md`): zp + scaled clamped
+/// to int8, as `hw::arith::requant_int8_from_product` ends.
+fn clamp_with_zero_point(m: &mut ModuleBuilder, scaled: Expr, zero_point: Expr) -> Expr {
+    // In 34 bits the zero point's addition cannot wrap before the clamp.
+    let sum = scaled.sext(34) + zero_point.sext(34);
+    let below = sum.is_lt(m.lit(Ty::s(34), -128));
+    let above = sum.is_gt(m.lit(Ty::s(34), 127));
+    let lo = m.lit(Ty::s(8), -128);
+    let hi = m.lit(Ty::s(8), 127);
+    mux(below, lo, mux(above, hi, sum.trunc(8)))
 }
 
 fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleDef>) {
@@ -174,12 +227,25 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     // Progress of the current instruction.
     let started = m.reg_reset("started", Ty::BOOL, 0);
     let done = m.reg_reset("done", count_ty, 0);
-    let last_row = m.wire("last_row", done.q().is_eq(rows - m.lit(count_ty, 1)));
+    // From depth 3 the sequencer's sums come from registers loaded a cycle
+    // ahead (the same values, off the path from a ready to an address).
+    let seq_regs = cfg.depth() >= 3;
+    let last_index = if seq_regs {
+        let r = m.reg("cur_last", count_ty);
+        let next = field_of(instr, field::COUNT) - m.lit(count_ty, 1);
+        m.set_next(r, mux(load, next, r.q()));
+        r.q()
+    } else {
+        rows - m.lit(count_ty, 1)
+    };
+    let last_row = m.wire("last_row", done.q().is_eq(last_index));
 
     // Late-write windows: nonzero while a write is still to land.
-    let late_ty = Ty::u(bits_for(r + c));
+    // The MXU's write latency, R + C at depth 0 (R + P + C deeper).
+    let write_latency = mxu::Timing::of(&cfg.mxu()).write_latency();
+    let late_ty = Ty::u(bits_for(write_latency));
     let acc_wait = m.reg_reset("acc_wait", late_ty, 0);
-    let act_ty = Ty::u(bits_for(ACT_LATENCY as u32));
+    let act_ty = Ty::u(bits_for(ActStages::of(cfg.depth()).latency()));
     let ub_wait = m.reg_reset("ub_wait", act_ty, 0);
     let acc_idle = m.wire("acc_idle", acc_wait.q().is_eq(0));
     let ub_idle = m.wire("ub_idle", ub_wait.q().is_eq(0));
@@ -213,11 +279,32 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     // read (in 18 bits: a row plus a count does not wrap).
     let w18 = |e: Expr| fit(e, 18);
     let mm_b = w18(field_w(word, field::B, acc_aw));
-    let u_from = w18(field_w(uw.q(), field::A, acc_aw)) + w18(u_done.q());
-    let u_to = w18(field_w(uw.q(), field::A, acc_aw)) + w18(u_rows);
+    let (u_from, u_to, mm_end) = if seq_regs {
+        // The unit's bounds from the hand-over on, the MM's end from its load.
+        let from = m.reg("u_from", Ty::u(18));
+        let to = m.reg("u_to", Ty::u(18));
+        let end = m.reg("cur_acc_end", Ty::u(18));
+        let hand_a = w18(field_w(word, field::A, acc_aw));
+        let one18 = m.lit(Ty::u(18), 1);
+        let hand = is_act & !u_valid.q();
+        m.set_next(
+            from,
+            mux(hand, hand_a, mux(unit_go, from.q() + one18, from.q())),
+        );
+        m.set_next(to, mux(hand, hand_a + w18(rows), to.q()));
+        let instr_end = w18(field_w(instr, field::B, acc_aw)) + w18(field_of(instr, field::COUNT));
+        m.set_next(end, mux(load, instr_end, end.q()));
+        (from.q(), to.q(), end.q())
+    } else {
+        (
+            w18(field_w(uw.q(), field::A, acc_aw)) + w18(u_done.q()),
+            w18(field_w(uw.q(), field::A, acc_aw)) + w18(u_rows),
+            mm_b + w18(rows),
+        )
+    };
     let overlap = m.wire(
         "overlap",
-        u_valid.q() & u_from.is_lt(mm_b + w18(rows)) & mm_b.is_lt(u_to),
+        u_valid.q() & u_from.is_lt(mm_end) & mm_b.is_lt(u_to),
     );
 
     // ---- Per-instruction behaviour (see the timing contract).
@@ -292,7 +379,21 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
         field_w(instr, field::A, ub_aw),
         field_w(word, field::A, ub_aw),
     );
-    let ub_rd_addr = m.wire("ub_rd_addr", next_a + fit(done_next, ub_aw));
+    let ub_rd_addr = if seq_regs {
+        // Next cycle's row of the current instruction is this cycle's or the
+        // one after it (registers of the address and its successor); only a
+        // newly loaded word starts over, at its A field. (When the current
+        // one retires with no word to load, nothing reads the row.)
+        let row = m.reg("ub_row", Ty::u(ub_aw));
+        let row_next = m.reg("ub_row_next", Ty::u(ub_aw));
+        let same = mux(moved, row_next.q(), row.q());
+        let addr = m.wire("ub_rd_addr", mux(load, next_a, same));
+        m.set_next(row, addr);
+        m.set_next(row_next, addr + m.lit(Ty::u(ub_aw), 1));
+        addr
+    } else {
+        m.wire("ub_rd_addr", next_a + fit(done_next, ub_aw))
+    };
 
     // ---- Unified buffer: one write port (host rows or activations), one
     // write-first read port feeding the MXU.
@@ -329,36 +430,50 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     let shift = field_of(u, field::SHIFT);
     let zp = field_of(u, field::ZP);
     // Control of stage k is the ACT cycle's, delayed k cycles.
+    let st = ActStages::of(cfg.depth());
+    let latency = st.latency();
+    let (p_at, s_at, f_at) = (st.product_cycle(), st.scaled_cycle(), st.clamp_cycle());
     let d =
         |m: &mut ModuleBuilder, n: &str, e: Expr, k: u32, rst: Option<i64>| delay(m, n, e, k, rst);
-    let valid4 = d(m, "act_valid_d", unit_go, ACT_LATENCY as u32, Some(0));
-    let host4 = d(m, "act_host_d", to_host, ACT_LATENCY as u32, None);
-    let dest4 = d(m, "act_dest_d", act_dest, ACT_LATENCY as u32, None);
+    let valid4 = d(m, "act_valid_d", unit_go, latency, Some(0));
+    let host4 = d(m, "act_host_d", to_host, latency, None);
+    let dest4 = d(m, "act_dest_d", act_dest, latency, None);
     let mult2 = d(m, "act_mult_d", fd.as_signed(), 2, None);
-    let shift3 = d(m, "act_shift_d", shift, 3, None);
-    let zp3 = d(m, "act_zp_d", zp.as_signed(), 3, None);
-    let relu3 = d(m, "act_relu_d", relu, 3, None);
-    let mult3 = delay(m, "act_mult_d3", mult2, 1, None).as_signed();
+    let shift3 = d(m, "act_shift_d", shift, s_at, None);
+    let zp3 = d(m, "act_zp_d", zp.as_signed(), f_at, None);
+    let relu3 = d(m, "act_relu_d", relu, f_at, None);
+    let mult3 = delay(m, "act_mult_d3", mult2, p_at - 2, None).as_signed();
     let mut q_lanes = Vec::new();
     let mut h_lanes = Vec::new();
     for lane in 0..c {
         let a = acc_row.slice(32 * lane, 32).as_signed();
         let b = bias_row.slice(32 * lane, 32).as_signed();
         let s1 = delay(m, &format!("act_sum{lane}"), a + b, 1, None).as_signed();
-        let prod = delay(
-            m,
-            &format!("act_prod{lane}"),
-            s1.mul_wide(mult2.as_signed()),
-            1,
-            None,
-        )
-        .as_signed();
-        let s2 = delay(m, &format!("act_sum2_{lane}"), s1, 1, None).as_signed();
-        let h = hw::arith::requant_int8_from_product(m, s2, mult3, prod, shift3, zp3.as_signed());
+        let product = if st.partials {
+            partial_products_summed(m, lane, s1, mult2.as_signed())
+        } else {
+            s1.mul_wide(mult2.as_signed())
+        };
+        let prod = delay(m, &format!("act_prod{lane}"), product, 1, None).as_signed();
+        // (A line of several stages gets a name its stage wires cannot clash with.)
+        let s2_name = match p_at - 2 {
+            1 => format!("act_sum2_{lane}"),
+            _ => format!("act_v{lane}"),
+        };
+        let s2 = delay(m, &s2_name, s1, p_at - 2, None).as_signed();
+        let h = if st.high || st.scaled {
+            let high = hw::arith::srdhm_from_product(m, s2, mult3, prod);
+            let high = cut(m, st.high, &format!("act_high{lane}"), high);
+            let scaled = hw::arith::rdbpot_logic(m, high, shift3);
+            let scaled = cut(m, st.scaled, &format!("act_scaled{lane}"), scaled);
+            clamp_with_zero_point(m, scaled, zp3.as_signed())
+        } else {
+            hw::arith::requant_int8_from_product(m, s2, mult3, prod, shift3, zp3.as_signed())
+        };
         let floor = zp3.as_signed();
         let h = mux(relu3 & h.is_lt(floor), floor, h);
         q_lanes.push(delay(m, &format!("act_q{lane}"), h, 1, None));
-        h_lanes.push(delay(m, &format!("act_i{lane}"), s2, 1, None));
+        h_lanes.push(delay(m, &format!("act_i{lane}"), s2, latency - p_at, None));
     }
     q_lanes.reverse();
     h_lanes.reverse();
@@ -383,7 +498,7 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     m.connect(mx, mxu::ports::A_ACC_ADD, accumulate);
 
     // Late-write windows.
-    let late_full = m.lit(late_ty, u64::from(r + c));
+    let late_full = m.lit(late_ty, u64::from(write_latency));
     let late_zero = m.lit(late_ty, 0);
     m.set_next(
         acc_wait,
@@ -393,7 +508,7 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
             mux(acc_idle, late_zero, acc_wait.q() - m.lit(late_ty, 1)),
         ),
     );
-    let act_full = m.lit(act_ty, ACT_LATENCY);
+    let act_full = m.lit(act_ty, u64::from(ActStages::of(cfg.depth()).latency()));
     let act_zero = m.lit(act_ty, 0);
     m.set_next(
         ub_wait,

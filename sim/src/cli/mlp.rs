@@ -35,6 +35,9 @@ pub struct MlpArgs {
     /// Weight-memory rows of C int8 (a power of two).
     #[arg(long, value_name = "N", default_value_t = TensorCoreConfig::DEFAULT.weight_rows())]
     weight_rows: u32,
+    /// Pipeline depth 0..=3 (docs/tensorcore.md, "Pipeline depth").
+    #[arg(long, value_name = "D", default_value_t = TensorCoreConfig::DEFAULT.depth())]
+    depth: u32,
     /// Run on the golden TensorCore (results and cycle model) instead of the RTL.
     #[arg(long)]
     golden: bool,
@@ -56,6 +59,7 @@ pub fn run(args: &MlpArgs) -> Result<(), Failure> {
         d.bias_rows(),
         d.weight_queue(),
     )
+    .and_then(|c| c.with_depth(args.depth))
     .map_err(|e| bad(e.to_string()))?;
     let mlp = load_model(&args.model).map_err(bad)?;
     let x: Matrix<i8> = matrix::read(&args.x, "X").map_err(bad)?;
@@ -97,6 +101,7 @@ pub fn run(args: &MlpArgs) -> Result<(), Failure> {
             "cols": cfg.cols(),
             "acc_rows": cfg.acc_rows(),
             "ub_rows": cfg.ub_rows(),
+            "depth": cfg.depth(),
             "layers": sizes,
             "batch": x.rows,
             "block_rows": program.block_rows,
