@@ -28,6 +28,10 @@ pub const HBM_INFLIGHT_RANGE: std::ops::RangeInclusive<u32> = 4..=256;
 /// The fixed HBM latency of the cycle model and the benchmark, in cycles
 /// (the interface needs at least 2, see the `sparsecore` crate docs).
 pub const HBM_LATENCY_RANGE: std::ops::RangeInclusive<u32> = 2..=4096;
+/// Pipeline depth: the stages of the combine lanes' fp32 multiplier (ahead
+/// of their add, outside the read-modify-write loop) and of the fold lanes'
+/// fp32 adder, 0 (combinational) to this (the multiplier's most stages).
+pub const MAX_DEPTH: u32 = 3;
 /// The largest partial-sum scratchpad, in 32-byte words (8 fp32 each).
 pub const MAX_SCRATCHPAD_WORDS: u32 = 1 << 16;
 /// fp32 elements per HBM word (32 bytes) and per scratchpad word.
@@ -46,6 +50,7 @@ pub struct SparseCoreConfig {
     queue_depth: u32,
     hbm_inflight: u32,
     hbm_latency: u32,
+    depth: u32,
 }
 
 impl SparseCoreConfig {
@@ -60,6 +65,7 @@ impl SparseCoreConfig {
         queue_depth: 16,
         hbm_inflight: 128,
         hbm_latency: 100,
+        depth: 0,
     };
 
     /// A validated configuration with the default queue and HBM settings.
@@ -134,7 +140,27 @@ impl SparseCoreConfig {
             queue_depth,
             hbm_inflight,
             hbm_latency,
+            depth: 0,
         })
+    }
+
+    /// The same configuration with pipeline depth `depth` (0 to
+    /// [`MAX_DEPTH`]): the combine lanes' multiplier and the fold lanes'
+    /// adder each get `depth` stages, so a combine writes its partial sum
+    /// `depth` cycles later and a fold its activation word `depth` cycles
+    /// later (see the `sparsecore` crate docs).
+    pub fn with_depth(&self, depth: u32) -> Result<Self, ConfigError> {
+        if depth > MAX_DEPTH {
+            return Err(ConfigError(format!(
+                "SparseCore depth must be between 0 and {MAX_DEPTH}, got {depth}"
+            )));
+        }
+        Ok(SparseCoreConfig { depth, ..*self })
+    }
+
+    /// Pipeline stages of the combine's multiplier and of the fold's adder.
+    pub fn depth(&self) -> u32 {
+        self.depth
     }
 
     /// T: tiles; tile t owns the ids with id mod T = t.
@@ -177,7 +203,8 @@ impl SparseCoreConfig {
             self.queue_depth,
             self.hbm_inflight,
             self.hbm_latency,
-        )
+        )?
+        .with_depth(self.depth)
     }
 
     /// The same configuration with another HBM latency.
@@ -189,7 +216,8 @@ impl SparseCoreConfig {
             self.queue_depth,
             self.hbm_inflight,
             hbm_latency,
-        )
+        )?
+        .with_depth(self.depth)
     }
 
     /// Scratchpad words (8 fp32) one row of `dim` elements occupies: ceil(D / 8).
@@ -204,7 +232,8 @@ impl SparseCoreConfig {
     }
 
     /// Parses the TOML form (`tiles = 4`, `max_dim = 128`, `max_batch = 64`,
-    /// `queue_depth = 16`, `hbm_inflight = 128`, `hbm_latency = 100`), missing
+    /// `queue_depth = 16`, `hbm_inflight = 128`, `hbm_latency = 100`,
+    /// `depth = 0`), missing
     /// keys taken from [`SparseCoreConfig::DEFAULT`]; unknown keys are an error.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
         let raw: RawSparseCoreConfig =
@@ -235,7 +264,11 @@ impl fmt::Display for SparseCoreConfig {
             self.queue_depth,
             self.hbm_inflight,
             self.hbm_latency
-        )
+        )?;
+        if self.depth > 0 {
+            write!(f, ", depth {}", self.depth)?;
+        }
+        Ok(())
     }
 }
 
@@ -249,6 +282,7 @@ struct RawSparseCoreConfig {
     queue_depth: Option<u32>,
     hbm_inflight: Option<u32>,
     hbm_latency: Option<u32>,
+    depth: Option<u32>,
 }
 
 impl RawSparseCoreConfig {
@@ -261,7 +295,8 @@ impl RawSparseCoreConfig {
             self.queue_depth.unwrap_or(d.queue_depth),
             self.hbm_inflight.unwrap_or(d.hbm_inflight),
             self.hbm_latency.unwrap_or(d.hbm_latency),
-        )
+        )?
+        .with_depth(self.depth.unwrap_or(d.depth))
     }
 }
 
@@ -293,12 +328,18 @@ mod tests {
         assert!(SparseCoreConfig::with(4, 8, 4, 4, 4, 1).is_err());
         assert!(SparseCoreConfig::with(4, 8, 4, 4, 512, 10).is_err());
         assert!(SparseCoreConfig::with(4, 8, 4, 4, 4, 2).is_ok());
+        let c = SparseCoreConfig::new(1, 8, 4).unwrap();
+        assert_eq!(c.with_depth(MAX_DEPTH).unwrap().depth(), MAX_DEPTH);
+        assert!(c.with_depth(MAX_DEPTH + 1).is_err());
+        assert_eq!(c.with_depth(2).unwrap().with_tiles(3).unwrap().depth(), 2);
     }
 
     #[test]
     fn toml_round_trips_and_errors_are_one_line() {
         let c = SparseCoreConfig::with(3, 21, 6, 8, 16, 7).unwrap();
         assert_eq!(SparseCoreConfig::from_toml(&c.to_toml()).unwrap(), c);
+        let deep = c.with_depth(2).unwrap();
+        assert_eq!(SparseCoreConfig::from_toml(&deep.to_toml()).unwrap(), deep);
         let partial = SparseCoreConfig::from_toml("tiles = 16").unwrap();
         assert_eq!(partial.tiles(), 16);
         assert_eq!(partial.max_dim(), SparseCoreConfig::DEFAULT.max_dim());
@@ -307,6 +348,7 @@ mod tests {
             "tile = 4",
             "queue_depth = 5",
             "max_dim = -1",
+            "depth = 4",
             "[[",
         ] {
             let err = SparseCoreConfig::from_toml(bad).unwrap_err().to_string();

@@ -128,6 +128,9 @@ pub struct Timing {
     pub hbm_inflight: u32,
     /// Entries each tile's queue holds.
     pub queue_depth: u32,
+    /// Pipeline stages of the combine's multiplier and the fold's adder:
+    /// each combine and each fold write lands this many cycles later.
+    pub depth: u32,
 }
 
 impl Timing {
@@ -137,6 +140,7 @@ impl Timing {
             hbm_latency,
             hbm_inflight: cfg.hbm_inflight(),
             queue_depth: cfg.queue_depth(),
+            depth: cfg.depth(),
         }
     }
 }
@@ -187,10 +191,11 @@ struct TileWalk {
 /// (else the lowest-numbered) gets the read, if fewer than `hbm_inflight`
 /// reads are outstanding (a read answered in cycle r no longer counts from
 /// cycle r + 1); the pointer moves past it, and the entry leaves with its
-/// last word. Tile t is finished at fin_t = max(marker + 1, last response +
-/// 2); its fold starts at f_t = max(fin_t, g_t) + 1 with g_0 = S + 1 and
-/// g_t = f_(t-1) + S, and lasts S cycles; the pass ends one cycle after the
-/// last fold's last read (its write).
+/// last word. With pipeline depth P, tile t is finished at fin_t =
+/// max(marker + 1, last response + 2 + P); its fold starts at f_t =
+/// max(fin_t, g_t) + 1 with g_0 = S + 1 and g_t = f_(t-1) + S + P, and lasts
+/// S cycles; the pass ends 1 + P cycles after the last fold's last read (its
+/// write).
 pub fn forward_cycles(
     prepared: &Prepared,
     rows: u32,
@@ -201,6 +206,7 @@ pub fn forward_cycles(
     let latency = u64::from(timing.hbm_latency);
     let inflight = timing.hbm_inflight as usize;
     let depth = timing.queue_depth as usize;
+    let stages = u64::from(timing.depth);
     let span = u64::from(batch) * u64::from(dim.div_ceil(8));
     let n_tiles = prepared.tiles.len();
     // The stream, in order: (tile, entry or marker).
@@ -281,12 +287,12 @@ pub fn forward_cycles(
     for tile in &tiles {
         let marker = tile.marker.expect("every tile took its marker");
         let finished = match tile.last_response {
-            Some(r) => (marker + 1).max(r + 2),
+            Some(r) => (marker + 1).max(r + 2 + stages),
             None => marker + 1,
         };
         let fold = finished.max(ready) + 1;
-        ready = fold + span;
-        end = fold + span + 1;
+        ready = fold + span + stages;
+        end = fold + span + 1 + stages;
     }
     ForwardCycles {
         cycles: end,
@@ -343,10 +349,10 @@ fn issue_reads(
 /// one cycle. An id's first entry takes one cycle, then every entry of the
 /// id ceil(D/8) cycles (its gradient row into U) and one more (looking at
 /// the next entry). Then the id's row is read, one word per cycle under the
-/// in-flight rule, each word written back the cycle after its response and
-/// leaving the write queue two cycles later; the walk resumes one cycle
-/// after the last read was issued, or 5 cycles after the last response if
-/// that is later.
+/// in-flight rule, each word written back 1 + P cycles after its response
+/// (P the pipeline depth) and leaving the write queue two cycles later; the
+/// walk resumes one cycle after the last read was issued, or 5 + P cycles
+/// after the last response if that is later.
 pub fn update_cycles(
     prepared: &Prepared,
     rows: u32,
@@ -357,6 +363,7 @@ pub fn update_cycles(
     let latency = u64::from(timing.hbm_latency);
     let inflight = timing.hbm_inflight as usize;
     let chunks = u64::from(dim.div_ceil(8));
+    let stages = u64::from(timing.depth);
     let mut outstanding = std::collections::VecDeque::new();
     let mut t = 2u64;
     let mut words = 0u64;
@@ -378,7 +385,7 @@ pub fn update_cycles(
             let words_of_row = row_words(u64::from(e.id as u32) * u64::from(dim), dim);
             words += words_of_row;
             let (after, last) = issue_reads(t, words_of_row, latency, inflight, &mut outstanding);
-            t = (after + 1).max(last + 5);
+            t = (after + 1).max(last + 5 + stages);
         }
         // The marker.
         if i + 1 == prepared.tiles.len() {

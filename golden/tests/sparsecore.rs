@@ -212,6 +212,7 @@ fn zipf_workload(tiles: u32, dim: u32) -> (golden::sparsecore::ForwardCycles, us
         hbm_latency: 100,
         hbm_inflight: 128,
         queue_depth: 16,
+        depth: 0,
     };
     (forward_cycles(&p, rows, dim, 64, timing), p.entries)
 }

@@ -26,9 +26,13 @@
 //!    written per cycle, and whether table and cycles equal the golden
 //!    model's. The update handles one id at a time, so each row pays the
 //!    HBM latency.
-//! 4. `sim`: simulated cycles per second of the forward runs, per T.
+//! 4. `depth`: forward and update at depth 0 against the `fmax` preset's
+//!    depth (3), per D, for T = 1 and 4: cycles and HBM bandwidth use at
+//!    each depth, and their ratio (what the pipeline costs in throughput).
+//! 5. `sim`: simulated cycles per second of the forward runs, per T.
 //!
-//! `SYSTOLE_BENCH_QUICK=1` runs 512 entries instead of 4,096.
+//! `SYSTOLE_BENCH_QUICK=1` runs 512 entries instead of 4,096;
+//! `SYSTOLE_BENCH_TILES=1,4` runs only those tile counts.
 //!
 //! ```text
 //! cargo bench -p tb --bench sparsecore
@@ -44,6 +48,9 @@ use sim::CacheStatus;
 use std::time::{Duration, Instant};
 
 const QUICK_ENV: &str = "SYSTOLE_BENCH_QUICK";
+const TILES_ENV: &str = "SYSTOLE_BENCH_TILES";
+/// The tile counts of the depth table.
+const DEPTH_TILES: [u32; 2] = [1, 4];
 const TILES: [u32; 5] = [1, 2, 4, 8, 16];
 const DIMS: [u32; 3] = [8, 21, 128];
 const ROWS: u32 = 10_000;
@@ -107,8 +114,15 @@ fn main() {
         "build: Verilator model of the SparseCore (rows up to 128, batches up to 64)",
         &["T", "top", "status", "time"],
     );
+    let tiles: Vec<u32> = match std::env::var(TILES_ENV) {
+        Ok(v) if !v.is_empty() => v
+            .split(',')
+            .map(|t| t.trim().parse().expect("SYSTOLE_BENCH_TILES: tile counts"))
+            .collect(),
+        _ => TILES.to_vec(),
+    };
     let mut drivers = Vec::new();
-    for t in TILES {
+    for t in tiles {
         let cfg = SparseCoreConfig::new(t, 128, BATCH).expect("valid");
         eprintln!("bench: building or loading T = {t}...");
         let start = Instant::now();
@@ -219,6 +233,91 @@ fn main() {
                 run.cycles.to_string(),
                 format!("{:.4}", want.rows_written as f64 / c),
                 format!("{:.3}", (run.words_read + run.words_written) as f64 / c),
+                if same { "yes".into() } else { "NO".into() },
+            ]);
+        }
+    }
+
+    let deep = config::sparsecore::MAX_DEPTH;
+    header(
+        &format!("depth: depth 0 against depth {deep}, HBM latency {LATENCY}, B = {BATCH}, V = {ROWS}, n = {n}"),
+        &[
+            "pass",
+            "D",
+            "T",
+            "cycles (depth 0)",
+            &format!("cycles (depth {deep})"),
+            "bandwidth use (depth 0)",
+            &format!("bandwidth use (depth {deep})"),
+            "ratio",
+            "= golden",
+        ],
+    );
+    for (t, shallow, _, _) in drivers.iter_mut().filter(|(t, ..)| DEPTH_TILES.contains(t)) {
+        let cfg = shallow.config().with_depth(deep).expect("valid");
+        eprintln!("bench: building or loading T = {t} at depth {deep}...");
+        let mut deeper = SparseCoreDriver::new(&cfg).unwrap_or_else(|e| panic!("T = {t}: {e}"));
+        let p = prepare(&ids, &samples, &gains, ROWS, BATCH, *t).expect("valid entries");
+        for (di, &dim) in DIMS.iter().enumerate() {
+            let table = &tables[di];
+            eprintln!("bench: depth, D = {dim}, T = {t}...");
+            let want = forward(Table::new(table, ROWS, dim), &p, BATCH);
+            let mut cycles = Vec::new();
+            let mut same = true;
+            for d in [&mut *shallow, &mut deeper] {
+                let run = d
+                    .forward(table, ROWS, dim, BATCH, &p, HbmBehaviour::Fixed(LATENCY))
+                    .unwrap_or_else(|e| panic!("D = {dim}, T = {t}: {e}"));
+                let model = forward_cycles(&p, ROWS, dim, BATCH, Timing::of(d.config(), LATENCY));
+                same &= want.activations == run.activations && model.cycles == run.cycles;
+                cycles.push(run.cycles);
+            }
+            let useful = p.entries as f64 * f64::from(dim) * 4.0 / 32.0;
+            row(&[
+                "forward".into(),
+                dim.to_string(),
+                t.to_string(),
+                cycles[0].to_string(),
+                cycles[1].to_string(),
+                format!("{:.4}", useful / cycles[0] as f64),
+                format!("{:.4}", useful / cycles[1] as f64),
+                format!("{:.4}", cycles[0] as f64 / cycles[1] as f64),
+                if same { "yes".into() } else { "NO".into() },
+            ]);
+            let grad: Vec<u32> = (0..BATCH * dim).map(|i| 0x3C00_0000 + (i << 8)).collect();
+            let lr = 0x3DCC_CCCD; // 0.1
+            let want = update(Table::new(table, ROWS, dim), &p, &grad, BATCH, lr);
+            let mut cycles = Vec::new();
+            let mut same = true;
+            for d in [&mut *shallow, &mut deeper] {
+                let run = d
+                    .update(
+                        table,
+                        ROWS,
+                        dim,
+                        BATCH,
+                        &p,
+                        &grad,
+                        lr,
+                        HbmBehaviour::Fixed(LATENCY),
+                    )
+                    .unwrap_or_else(|e| panic!("update D = {dim}, T = {t}: {e}"));
+                let model = update_cycles(&p, ROWS, dim, BATCH, Timing::of(d.config(), LATENCY));
+                same &= want.table == run.table && model.cycles == run.cycles;
+                cycles.push(run.cycles);
+            }
+            // An update's bandwidth: the rows' words read and written.
+            let words = 2.0
+                * update_cycles(&p, ROWS, dim, BATCH, Timing::of(&cfg, LATENCY)).words_read as f64;
+            row(&[
+                "update".into(),
+                dim.to_string(),
+                t.to_string(),
+                cycles[0].to_string(),
+                cycles[1].to_string(),
+                format!("{:.4}", words / cycles[0] as f64),
+                format!("{:.4}", words / cycles[1] as f64),
+                format!("{:.4}", cycles[0] as f64 / cycles[1] as f64),
                 if same { "yes".into() } else { "NO".into() },
             ]);
         }

@@ -631,3 +631,60 @@ fn sixteen_tiles_walk_in_parallel_for_every_row_length() {
         );
     }
 }
+
+/// Forward and update passes at depth 1 (two tiles) and at the `fmax`
+/// preset (one tile, the deepest pipeline): the same bits as the golden
+/// model and, with a fixed latency, the cycles of its cycle model at that
+/// depth; random latency and backpressure too (the combine's write-first
+/// read must still see the write one stage ahead, even with responses back
+/// to back).
+#[test]
+fn deeper_pipelines_keep_bits_and_cycles() {
+    use hw::Block;
+    let mut rng = tb::seed::rng_for("sparsecore_depths");
+    let fmax = sparsecore::SparseCore
+        .presets()
+        .into_iter()
+        .find(|p| p.name == "fmax")
+        .expect("an fmax preset")
+        .config;
+    assert_eq!(fmax.depth(), config::sparsecore::MAX_DEPTH);
+    for c in [small(2).with_depth(1).unwrap(), fmax] {
+        let mut d = SparseCoreDriver::new(&c).unwrap();
+        for round in 0..tb::seed::soak_rounds(4) {
+            let b = random_batch(&mut rng, c.max_dim(), c.max_batch());
+            let tiles = c.tiles();
+            let p = prepare(&b.ids, &b.samples, &b.gains, b.rows, b.batch, tiles).unwrap();
+            let latency = rng.gen_range(2..=12);
+            let what = format!(
+                "depth {} T={tiles} round {round}: V={} D={} B={} n={} latency {latency}",
+                c.depth(),
+                b.rows,
+                b.dim,
+                b.batch,
+                b.ids.len()
+            );
+            let fixed = HbmBehaviour::Fixed(latency);
+            let random = HbmBehaviour::Random {
+                min: 2,
+                max: 2 + rng.gen_range(0..=20),
+                ready: [1.0, 0.6][rng.gen_range(0..2)],
+                seed: rng.gen(),
+            };
+            for hbm in [fixed, random] {
+                let what = format!("{what} {hbm:?}");
+                check(&mut d, &what, &b.table, b.rows, b.dim, b.batch, &p, hbm);
+            }
+            let grad: Vec<u32> = (0..b.batch * b.dim)
+                .map(|_| value(&mut rng, 0.02))
+                .collect();
+            let lr = value(&mut rng, 0.02);
+            for hbm in [fixed, random] {
+                let what = format!("update {what} {hbm:?}");
+                check_update(
+                    &mut d, &what, &b.table, b.rows, b.dim, b.batch, &p, &grad, lr, hbm,
+                );
+            }
+        }
+    }
+}

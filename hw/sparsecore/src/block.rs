@@ -3,7 +3,8 @@
 
 use crate::{build, top_name};
 use config::sparsecore::{
-    HBM_INFLIGHT_RANGE, HBM_LATENCY_RANGE, MAX_BATCH, MAX_DIM, MAX_TILES, QUEUE_DEPTH_RANGE,
+    HBM_INFLIGHT_RANGE, HBM_LATENCY_RANGE, MAX_BATCH, MAX_DEPTH, MAX_DIM, MAX_TILES,
+    QUEUE_DEPTH_RANGE,
 };
 use config::SparseCoreConfig;
 use hw::{
@@ -16,14 +17,20 @@ use std::rc::Rc;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SparseCore;
 
+/// A preset's row: (name, tiles, max D, max B, queue depth, reads in flight,
+/// depth, in the FPGA report).
+type PresetRow = (&'static str, u32, u32, u32, u32, u32, u32, bool);
+
 /// The presets: (name, tiles, max D, max B, queue depth, reads in flight,
-/// in the FPGA report). `t4-d128` is the default; the small ones are what the
-/// tests simulate; `t16-d128` is a TPU v4 SparseCore's tile count.
-const PRESETS: [(&str, u32, u32, u32, u32, u32, bool); 4] = [
-    ("t4-d128", 4, 128, 64, 16, 128, false),
-    ("t1-d8", 1, 8, 4, 4, 4, true),
-    ("t4-d24", 4, 24, 8, 8, 8, true),
-    ("t16-d128", 16, 128, 64, 16, 128, false),
+/// depth, in the FPGA report). `t4-d128` is the default; the small ones are
+/// what the tests simulate; `t16-d128` is a TPU v4 SparseCore's tile count;
+/// `fmax` is `t1-d8` at the deepest pipeline (one tile on an FPGA).
+const PRESETS: [PresetRow; 5] = [
+    ("t4-d128", 4, 128, 64, 16, 128, 0, false),
+    ("t1-d8", 1, 8, 4, 4, 4, 0, true),
+    ("t4-d24", 4, 24, 8, 8, 8, 0, true),
+    ("t16-d128", 16, 128, 64, 16, 128, 0, false),
+    ("fmax", 1, 8, 4, 4, 4, MAX_DEPTH, true),
 ];
 
 impl Block for SparseCore {
@@ -84,6 +91,12 @@ impl Block for SparseCore {
                 help:
                     "Fixed HBM latency of the cycle model and benchmark (does not change the RTL)",
             },
+            Param {
+                name: "depth",
+                value_name: "N",
+                kind: int(0, MAX_DEPTH),
+                help: "Pipeline stages of the combine lanes' multiplier and the fold lanes' adder",
+            },
         ]
     }
 
@@ -96,9 +109,10 @@ impl Block for SparseCore {
         PRESETS
             .iter()
             .map(
-                |&(name, tiles, dim, batch, queue, inflight, fpga_report)| Preset {
+                |&(name, tiles, dim, batch, queue, inflight, depth, fpga_report)| Preset {
                     name: name.to_string(),
                     config: SparseCoreConfig::with(tiles, dim, batch, queue, inflight, latency)
+                        .and_then(|c| c.with_depth(depth))
                         .expect("presets are valid"),
                     fpga_report,
                 },
@@ -108,6 +122,23 @@ impl Block for SparseCore {
 
     fn top_name(&self, cfg: &SparseCoreConfig) -> String {
         top_name(cfg)
+    }
+
+    /// Every parameter, but `depth` only when it is not 0: at depth 0 the
+    /// generated files are the ones from before the parameter existed.
+    fn design_params(&self, cfg: &SparseCoreConfig) -> Vec<(String, String)> {
+        let table = hw::toml::Value::try_from(cfg).expect("SparseCoreConfig always serialises");
+        Block::params(self)
+            .iter()
+            .filter(|p| p.name != "depth" || cfg.depth() > 0)
+            .filter_map(|p| {
+                let v = table.get(p.name)?;
+                Some((
+                    p.name.to_string(),
+                    v.as_str().map_or(v.to_string(), str::to_string),
+                ))
+            })
+            .collect()
     }
 
     fn elaborate(&self, design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {

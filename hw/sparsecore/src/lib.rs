@@ -132,14 +132,14 @@
 //!   moves to its next word and p becomes that tile + 1 (mod T). p is 0
 //!   at the start of a pass. A read answered in
 //!   cycle r stops counting as outstanding in cycle r + 1; its combine writes
-//!   in cycle r + 1.
-//! - Tile t is finished from the cycle after it took its marker, or 2 cycles
-//!   after its last response if that is later (fin_t).
+//!   in cycle r + 1 + P, P the pipeline depth (below).
+//! - Tile t is finished from the cycle after it took its marker, or 2 + P
+//!   cycles after its last response if that is later (fin_t).
 //! - The fold of tile t starts in cycle f_t = max(fin_t, g_t) + 1, where
-//!   g_0 = S + 1 and g_t = f_(t-1) + S; it reads one word per cycle
-//!   (f_t .. f_t + S - 1) and writes each one cycle later. After tile T-1's
-//!   fold, `busy_o` is high through cycle f_(T-1) + S and low from
-//!   f_(T-1) + S + 1.
+//!   g_0 = S + 1 and g_t = f_(t-1) + S + P; it reads one word per cycle
+//!   (f_t .. f_t + S - 1) and writes each 1 + P cycles later. After tile
+//!   T-1's fold, `busy_o` is high through cycle f_(T-1) + S + P and low from
+//!   f_(T-1) + S + P + 1.
 //!
 //! Update pass (tile by tile): no clear; tile 0 walks from cycle 1 (an entry
 //! pushed in the start's cycle reaches the head of its queue in cycle 2),
@@ -148,11 +148,30 @@
 //! cycle; an id's first entry one cycle, then each of the id's entries
 //! ceil(D/8) cycles (one gradient word each) plus one cycle that looks at
 //! the next entry. Then the row's reads issue as in a forward walk; each
-//! response's result is queued for writing in the cycle after it, reaches
+//! response's result is queued for writing 1 + P cycles after it, reaches
 //! `hbm_wr_valid_o` two cycles later, and the walk resumes one cycle after
 //! the last read was issued or when the queue has been empty for a cycle,
-//! whichever is later (5 cycles after the last response with HBM writes
+//! whichever is later (5 + P cycles after the last response with HBM writes
 //! always ready).
+//!
+//! # Pipeline depth
+//!
+//! `depth` (P, 0 to 3) gives each combine lane's fp32 multiplier P stages
+//! (`hw::arith::fp32_mul_unit`) and each fold lane's fp32 adder P stages
+//! (`hw::fp::fp32_add_unit`); at P = 0 both are combinational, the design
+//! before the parameter existed. The multiply sits outside the combine's
+//! read-modify-write loop: its operands (the gain or the learning rate, the
+//! HBM word, the gradient word, an update's U read with the response) are
+//! all there one cycle after the response, and the partial sum it is added
+//! to is read P cycles later, so that it arrives with the product and, on
+//! the scratchpad's write-first port, sees the write of the item one stage
+//! ahead. The loop is then the add alone, so responses still combine one
+//! per cycle, in order, and the bits are the same at every depth; only the
+//! writes (and what waits for them: a tile's finish, the next fold, an
+//! update's next row) come P cycles later. An update's accumulation of U
+//! ends at least four cycles before the row's first response, so the
+//! accumulation's deferred writes (P <= 3) are in place when the row reads
+//! U.
 //!
 //! So with HBM always ready, a fixed latency L and a host that pushes
 //! whenever `ent_ready_o` is high, the cycles depend on the entry lists
@@ -165,9 +184,9 @@ pub use block::SparseCore;
 
 use config::sparsecore::WORD_ELEMS;
 use config::SparseCoreConfig;
-use hw::arith::fp32_mul_logic;
+use hw::arith::{fp32_mul_logic, fp32_mul_unit};
 use hw::blocks::{fifo, FifoMode};
-use hw::fp::fp32_add_logic;
+use hw::fp::{fp32_add_logic, fp32_add_unit};
 use hw::{bits_for, cat, mux, Design, Expr, ModuleDef, RecordTy, Ty};
 use std::rc::Rc;
 
@@ -244,14 +263,18 @@ pub const WORD_BITS: u32 = 32 * WORD_ELEMS;
 
 /// The top module's name for `cfg`.
 pub fn top_name(cfg: &SparseCoreConfig) -> String {
-    format!(
+    let name = format!(
         "sparsecore_t{}_d{}_b{}_q{}_f{}",
         cfg.tiles(),
         cfg.max_dim(),
         cfg.max_batch(),
         cfg.queue_depth(),
         cfg.hbm_inflight()
-    )
+    );
+    match cfg.depth() {
+        0 => name,
+        d => format!("{name}_p{d}"),
+    }
 }
 
 /// Width of `dim_i`.
@@ -323,6 +346,53 @@ fn combine_lane(design: &mut Design) -> Rc<ModuleDef> {
     })
 }
 
+/// The add half of a combine lane at depth > 0: add32(x, (neg ? -1 : 1) x
+/// p), p the product the lane's staged multiplier delivered.
+fn combine_lane_add(design: &mut Design) -> Rc<ModuleDef> {
+    design.define("sparsecore_lane_add", &[], |_, m| {
+        m.doc("SparseCore combine lane's add: add32(x, (neg ? -1 : 1) x p)");
+        let x = m.input("x_i", Ty::u(32));
+        let p = m.input("p_i", Ty::u(32));
+        let neg = m.input("neg_i", Ty::BOOL);
+        let addend = m.wire("addend", p ^ cat(&[neg, m.lit(Ty::u(31), 0)]));
+        let sum = fp32_add_logic(m, x, addend);
+        m.output("sum_o", sum);
+    })
+}
+
+/// The combine lanes' modules: one combinational lane at depth 0, else a
+/// staged multiplier and the add it feeds.
+enum LaneDefs {
+    Combinational(Rc<ModuleDef>),
+    Staged {
+        mul: Rc<ModuleDef>,
+        add: Rc<ModuleDef>,
+    },
+}
+
+/// `first` (a stage-1 value) and its copies delayed by 1 ..= `extra`
+/// cycles, in registers `s<k>_<name>` (reset to `reset` when given):
+/// element k - 1 is the value at stage k.
+fn stages(
+    m: &mut hw::ModuleBuilder,
+    name: &str,
+    first: Expr,
+    extra: u32,
+    reset: Option<u64>,
+) -> Vec<Expr> {
+    let mut out = vec![first];
+    for k in 2..=extra + 1 {
+        let reg_name = format!("s{k}_{name}");
+        let r = match reset {
+            Some(v) => m.reg_reset(&reg_name, Ty::u(first.width()), v),
+            None => m.reg(&reg_name, Ty::u(first.width())),
+        };
+        m.set_next(r, *out.last().expect("stage 1"));
+        out.push(r.q());
+    }
+    out
+}
+
 /// One element of the fold unit: add32(a, p).
 fn fold_lane(design: &mut Design) -> Rc<ModuleDef> {
     design.define("sparsecore_fold_lane", &[], |_, m| {
@@ -343,6 +413,10 @@ pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
         ("queue_depth", cfg.queue_depth().to_string()),
         ("hbm_inflight", cfg.hbm_inflight().to_string()),
     ];
+    let mut params = params.to_vec();
+    if cfg.depth() > 0 {
+        params.push(("depth", cfg.depth().to_string()));
+    }
     let cfg = *cfg;
     let types = Types {
         entry: entry_ty(&cfg),
@@ -357,7 +431,10 @@ pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
         FifoMode::Fwft,
     );
     let tile = tile_module(design, &cfg, &types);
-    let fold = fold_lane(design);
+    let fold = match cfg.depth() {
+        0 => fold_lane(design),
+        d => fp32_add_unit(design, d, false),
+    };
     design.define(&top_name(&cfg), &params, |_, m| {
         m.doc("SparseCore: embedding gather, combine and scatter-add over HBM, T parallel tiles");
         let defs = Defs {
@@ -477,19 +554,29 @@ fn lowest_set(m: &hw::ModuleBuilder, bits: Expr, width: u32) -> Expr {
 
 /// The tile module's name for `cfg` (its widths depend on all but T).
 fn tile_name(cfg: &SparseCoreConfig) -> String {
-    format!(
+    let name = format!(
         "sparsecore_tile_d{}_b{}_q{}_f{}",
         cfg.max_dim(),
         cfg.max_batch(),
         cfg.queue_depth(),
         cfg.hbm_inflight(),
-    )
+    );
+    match cfg.depth() {
+        0 => name,
+        d => format!("{name}_p{d}"),
+    }
 }
 
 /// One tile: entry queue, walker, partial-sum scratchpad and combine unit.
 fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc<ModuleDef> {
     let entry_fifo = fifo(design, types.entry.ty(), cfg.queue_depth(), FifoMode::Fwft);
-    let lane = combine_lane(design);
+    let lane = match cfg.depth() {
+        0 => LaneDefs::Combinational(combine_lane(design)),
+        d => LaneDefs::Staged {
+            mul: fp32_mul_unit(design, d, false),
+            add: combine_lane_add(design),
+        },
+    };
     let cfg = *cfg;
     let entry = types.entry.clone();
     design.define(&tile_name(&cfg), &[], |_, m| {
@@ -503,9 +590,12 @@ fn tile_body(
     cfg: &SparseCoreConfig,
     entry: &RecordTy,
     entry_fifo: &Rc<ModuleDef>,
-    lane_def: &Rc<ModuleDef>,
+    lane_defs: &LaneDefs,
 ) {
     let lanes = WORD_ELEMS;
+    // Stages of the combine's multiplier: the add (and the scratchpad write)
+    // happens at stage 1 + depth.
+    let depth = cfg.depth();
     let db = dim_bits(cfg);
     let bb = batch_bits(cfg);
     let sb = sample_bits(cfg);
@@ -656,6 +746,38 @@ fn tile_body(
     m.set_next(s1_off, rsp_off);
     m.set_next(s1_lanes, rsp_lanes);
     let s1_upd = m.wire("s1_update", s1_valid.q() & updating);
+    // The add stage A = 1 + depth: the stage-1 values the add and the
+    // writes need, delayed by the multiplier's latency.
+    let valid_at = stages(m, "valid", s1_valid.q(), depth, Some(0));
+    let acc_at = stages(m, "acc", s1_acc.q(), depth, Some(0));
+    let a_valid = *valid_at.last().expect("a stage");
+    let a_acc = *acc_at.last().expect("a stage");
+    let a_en = *stages(m, "en", s1_en.q(), depth, None)
+        .last()
+        .expect("a stage");
+    let a_first = *stages(m, "first", s1_first.q(), depth, None)
+        .last()
+        .expect("a stage");
+    let a_off = *stages(m, "off", s1_off.q(), depth, None)
+        .last()
+        .expect("a stage");
+    let a_lanes = *stages(m, "lanes", s1_lanes.q(), depth, None)
+        .last()
+        .expect("a stage");
+    let a_data = *stages(m, "data", s1_data.q(), depth, None)
+        .last()
+        .expect("a stage");
+    let a_upd = if depth == 0 {
+        s1_upd
+    } else {
+        m.wire("a_update", a_valid & updating)
+    };
+    // A combine item still in the multiplier (not yet written).
+    let in_flight = valid_at
+        .iter()
+        .copied()
+        .reduce(|a, b| a | b)
+        .expect("a stage");
     // Update: the gradient word of the head's sample, chunk acc_ctr.
     let acc_bits = (sb + nc_bits).max(nc_bits) + 1;
     let acc_addr_wide = sample.mul_wide(row_words).zext(acc_bits) + acc_ctr.q().zext(acc_bits);
@@ -686,30 +808,69 @@ fn tile_body(
         let addr = m.wire(&format!("bank{b}_addr"), rsp_base - wraps.zext(aw));
         let s1_addr = m.reg(&format!("s1_bank{b}_addr"), Ty::u(aw));
         m.set_next(s1_addr, mux(accumulating, acc_word, addr));
+        let addr_at = stages(m, &format!("bank{b}_addr"), s1_addr.q(), depth, None);
+        let a_addr = *addr_at.last().expect("a stage");
         let bank = m.memory_depth(&format!("psum_bank{b}"), Ty::u(32), u64::from(words));
-        let lane = m.instance(&format!("lane{b}"), lane_def);
-        let sum = m.inst_output(lane, "sum_o");
-        let write_en = clear | s1_acc.q() | (s1_valid.q() & !updating & s1_en.q().bit(b));
-        let write_addr = mux(clear, clear_addr, s1_addr.q());
-        let write_data = mux(clear, zero32, sum);
-        m.mem_write(bank, write_en, write_addr, write_data);
-        let p = m.mem_read_write_first(
-            bank,
-            None,
-            mux(fold, fold_addr, mux(accumulating, acc_word, addr)),
-        );
         let e = s1_data.q().slice(32 * b, 32);
         let g_lane = grad.slice(32 * b, 32);
-        // accumulate: U + g x G (U read as +0 for an id's first row);
-        // update: E - lr x U; forward: P + g x E.
-        let x = mux(s1_acc.q(), mux(s1_first.q(), zero32, p), mux(s1_upd, e, p));
-        let y = mux(s1_acc.q(), g_lane, mux(s1_upd, p, e));
-        m.connect(lane, "x_i", x);
-        m.connect(lane, "y_i", y);
-        m.connect(lane, "g_i", mux(s1_upd, lr, s1_gain.q()));
-        m.connect(lane, "neg_i", s1_upd);
-        sums.push(sum);
-        psums.push(p);
+        match lane_defs {
+            LaneDefs::Combinational(lane_def) => {
+                let lane = m.instance(&format!("lane{b}"), lane_def);
+                let sum = m.inst_output(lane, "sum_o");
+                let write_en = clear | s1_acc.q() | (s1_valid.q() & !updating & s1_en.q().bit(b));
+                let write_addr = mux(clear, clear_addr, s1_addr.q());
+                let write_data = mux(clear, zero32, sum);
+                m.mem_write(bank, write_en, write_addr, write_data);
+                let p = m.mem_read_write_first(
+                    bank,
+                    None,
+                    mux(fold, fold_addr, mux(accumulating, acc_word, addr)),
+                );
+                // accumulate: U + g x G (U read as +0 for an id's first row);
+                // update: E - lr x U; forward: P + g x E.
+                let x = mux(s1_acc.q(), mux(s1_first.q(), zero32, p), mux(s1_upd, e, p));
+                let y = mux(s1_acc.q(), g_lane, mux(s1_upd, p, e));
+                m.connect(lane, "x_i", x);
+                m.connect(lane, "y_i", y);
+                m.connect(lane, "g_i", mux(s1_upd, lr, s1_gain.q()));
+                m.connect(lane, "neg_i", s1_upd);
+                sums.push(sum);
+                psums.push(p);
+            }
+            LaneDefs::Staged { mul, add } => {
+                // The product's operands are all there at stage 1 (an
+                // update's U was read with the response); the add's x, a
+                // partial sum or U, is read at stage `depth` so that it
+                // arrives with the product and, on the write-first port,
+                // sees the write of the item one stage ahead: the
+                // read-modify-write loop is the add alone.
+                let add_lane = m.instance(&format!("lane{b}_add"), add);
+                let sum = m.inst_output(add_lane, "sum_o");
+                let write_en = clear | a_acc | (a_valid & !updating & a_en.bit(b));
+                let write_addr = mux(clear, clear_addr, a_addr);
+                let write_data = mux(clear, zero32, sum);
+                m.mem_write(bank, write_en, write_addr, write_data);
+                let stage_before = depth as usize - 1;
+                let read_addr = mux(
+                    updating & !acc_at[stage_before],
+                    addr,
+                    addr_at[stage_before],
+                );
+                let p = m.mem_read_write_first(bank, None, mux(fold, fold_addr, read_addr));
+                let mul_lane = m.instance(&format!("lane{b}"), mul);
+                let y = mux(s1_acc.q(), g_lane, mux(s1_upd, p, e));
+                m.connect(mul_lane, "a_i", mux(s1_upd, lr, s1_gain.q()));
+                m.connect(mul_lane, "b_i", y);
+                let product = m.inst_output(mul_lane, "p_o");
+                let a_e = a_data.slice(32 * b, 32);
+                let x = mux(a_acc, mux(a_first, zero32, p), mux(a_upd, a_e, p));
+                m.connect(add_lane, "x_i", x);
+                m.connect(add_lane, "p_i", product);
+                m.connect(add_lane, "neg_i", a_upd);
+                sums.push(sum);
+                psums.push(p);
+            }
+        }
     }
     sums.reverse();
     psums.reverse();
@@ -719,14 +880,14 @@ fn tile_body(
     // ------------------------------------------------- update: HBM writes
     // Back from bank order to the word's lanes: lane l takes bank
     // (l - o) mod 8.
-    let back = m.lit(Ty::u(3), 0) - s1_off.q();
+    let back = m.lit(Ty::u(3), 0) - a_off;
     let kw = m.reg_reset("write_k", Ty::u(k_bits), 0);
-    m.output("wr_valid_o", s1_upd);
+    m.output("wr_valid_o", a_upd);
     m.output("wr_addr_o", w0.zext(hab) + kw.q().zext(hab));
     m.output("wr_data_o", rotate(sums, 32, back));
-    m.output("wr_mask_o", s1_lanes.q());
+    m.output("wr_mask_o", a_lanes);
 
-    let drained = m.wire("drained", outstanding.q().is_eq(0) & !s1_valid.q());
+    let drained = m.wire("drained", outstanding.q().is_eq(0) & !in_flight);
     m.output("finished_o", state.is(TileState::Idle) & drained);
     let row_done = m.wire("row_done", drained & writes_idle);
     let take_entry = m.wire(
@@ -748,7 +909,7 @@ fn tile_body(
         mux(
             row_start,
             m.lit(Ty::u(k_bits), 0),
-            kw.q() + s1_upd.zext(k_bits),
+            kw.q() + a_upd.zext(k_bits),
         ),
     );
     m.fsm_states(state, |t| {
@@ -994,12 +1155,32 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     m.output(ACT_RD_DATA, act_rd);
 
     // --------------------------------------------------------- fold unit
+    // The fold adder has `depth` stages: a word read in cycle c is written
+    // in c + 1 + depth.
+    let depth = cfg.depth();
     let s1_fold = m.reg_reset("s1_fold", Ty::BOOL, 0);
     let s1_fold_first = m.reg("s1_fold_first", Ty::BOOL);
     let s1_fold_addr = m.reg("s1_fold_addr", Ty::u(aw));
     m.set_next(s1_fold, folding);
     m.set_next(s1_fold_first, fold_tile.q().is_eq(0));
     m.set_next(s1_fold_addr, ctr_word);
+    let fold_at = stages(m, "fold", s1_fold.q(), depth, Some(0));
+    let fold_write = *fold_at.last().expect("a stage");
+    let fold_write_addr = *stages(m, "fold_addr", s1_fold_addr.q(), depth, None)
+        .last()
+        .expect("a stage");
+    // A fold word read and not yet written (busy), and one still before the
+    // adder's last stage (the next tile's fold waits for those: its first
+    // read must see the last write).
+    let fold_pending = fold_at
+        .iter()
+        .copied()
+        .reduce(|a, b| a | b)
+        .expect("a stage");
+    let fold_ahead = fold_at[..depth as usize]
+        .iter()
+        .copied()
+        .reduce(|a, b| a | b);
     let p_word = if tiles == 1 {
         m.wire("fold_psum", psums[0])
     } else {
@@ -1013,19 +1194,24 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         let lane = m.instance(&format!("fold{b}"), &defs.fold);
         // A = +0.0 plus P_0, then add32 with P_1, ...
         let a = mux(s1_fold_first.q(), zero32, act_rd.slice(32 * b, 32));
-        m.connect(lane, "a_i", a);
-        m.connect(lane, "p_i", p_word.slice(32 * b, 32));
+        let (a_port, p_port) = if depth == 0 {
+            ("a_i", "p_i")
+        } else {
+            ("a_i", "b_i")
+        };
+        m.connect(lane, a_port, a);
+        m.connect(lane, p_port, p_word.slice(32 * b, 32));
         folded.push(m.inst_output(lane, "sum_o"));
     }
     folded.reverse();
     let folded = m.wire("fold_sums", cat(&folded));
     // One write port: the fold's, or the host's (gradients) while idle.
-    let host_write = act_wr_en & idle & !s1_fold.q();
+    let host_write = act_wr_en & idle & !fold_pending;
     m.mem_write(
         acts,
-        s1_fold.q() | host_write,
-        mux(s1_fold.q(), s1_fold_addr.q(), act_wr_addr),
-        mux(s1_fold.q(), folded, act_wr_data),
+        fold_write | host_write,
+        mux(fold_write, fold_write_addr, act_wr_addr),
+        mux(fold_write, folded, act_wr_data),
     );
 
     // --------------------------------------------- update: HBM writes
@@ -1095,8 +1281,12 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     m.output(INVALID, invalid.q());
 
     // ------------------------------------------------------------ sequencer
-    m.output(BUSY, !idle | s1_fold.q());
-    let fold_ready = m.wire("fold_ready", select(fold_tile.q(), &finished));
+    m.output(BUSY, !idle | fold_pending);
+    let tile_finished = select(fold_tile.q(), &finished);
+    let fold_ready = match fold_ahead {
+        None => m.wire("fold_ready", tile_finished),
+        Some(ahead) => m.wire("fold_ready", tile_finished & !ahead),
+    };
     let update_marker = m.wire("update_marker", select(update_tile.q(), &markers));
     m.fsm_states(state, |t| {
         t.state(PassState::Idle, |m| {

@@ -36,6 +36,11 @@ pub struct EntryArgs {
     /// result depends on T.
     #[arg(long, value_name = "T", default_value_t = SparseCoreConfig::DEFAULT.tiles())]
     tiles: u32,
+    /// Pipeline depth (0..=3): stages of the combine's multiplier and the
+    /// fold's adder; the results are the same at every depth, the cycles
+    /// not.
+    #[arg(long, value_name = "N", default_value_t = SparseCoreConfig::DEFAULT.depth())]
+    depth: u32,
     /// Send ids outside [0, V) to the hardware, which skips and counts them,
     /// instead of refusing them.
     #[arg(long)]
@@ -109,6 +114,13 @@ fn read_inputs(args: &EntryArgs, batch: u32) -> Result<Inputs, Failure> {
             args.tiles
         )));
     }
+    if args.depth > config::sparsecore::MAX_DEPTH {
+        return Err(bad(format!(
+            "--depth must be between 0 and {}, got {}",
+            config::sparsecore::MAX_DEPTH,
+            args.depth
+        )));
+    }
     if !(1..=MAX_BATCH).contains(&batch) {
         return Err(bad(format!(
             "the batch must be between 1 and {MAX_BATCH}, got {batch}"
@@ -170,7 +182,7 @@ fn read_inputs(args: &EntryArgs, batch: u32) -> Result<Inputs, Failure> {
 /// The SparseCore the RTL runs on: rows up to D and batches up to B, both
 /// rounded up to powers of two (at least 8 elements), so that runs of
 /// similar shapes share one cached model.
-fn rtl_config(tiles: u32, dim: u32, batch: u32) -> Result<SparseCoreConfig, Failure> {
+fn rtl_config(tiles: u32, depth: u32, dim: u32, batch: u32) -> Result<SparseCoreConfig, Failure> {
     let max_dim = dim.next_power_of_two().clamp(8, MAX_DIM);
     let max_batch = batch.next_power_of_two().min(MAX_BATCH);
     let d = SparseCoreConfig::DEFAULT;
@@ -182,6 +194,7 @@ fn rtl_config(tiles: u32, dim: u32, batch: u32) -> Result<SparseCoreConfig, Fail
         d.hbm_inflight(),
         d.hbm_latency(),
     )
+    .and_then(|c| c.with_depth(depth))
     .map_err(|e| bad(e.to_string()))
 }
 
@@ -202,7 +215,7 @@ fn write_f32(path: &Path, shape: Vec<u64>, data: &[u32]) -> Result<(), Failure> 
 pub fn run_embed(args: &EmbedArgs) -> Result<(), Failure> {
     let a = &args.entries;
     let inp = read_inputs(a, args.batch)?;
-    let cfg = rtl_config(a.tiles, inp.dim, args.batch)?;
+    let cfg = rtl_config(a.tiles, a.depth, inp.dim, args.batch)?;
     let table = Table::new(&inp.table, inp.rows, inp.dim);
     let (acts, invalid, cycles, words) = if a.golden {
         let f = forward(table, &inp.prepared, args.batch);
@@ -235,6 +248,7 @@ pub fn run_embed(args: &EmbedArgs) -> Result<(), Failure> {
             "op": "embed",
             "backend": if a.golden { "golden" } else { "rtl" },
             "tiles": a.tiles,
+            "depth": a.depth,
             "rows": inp.rows,
             "dim": inp.dim,
             "batch": args.batch,
@@ -295,7 +309,7 @@ pub fn run_update(args: &EmbedUpdateArgs) -> Result<(), Failure> {
             grad.shape[0], grad.shape[1], inp.dim
         )));
     }
-    let cfg = rtl_config(a.tiles, inp.dim, batch)?;
+    let cfg = rtl_config(a.tiles, a.depth, inp.dim, batch)?;
     let timing = Timing::of(&cfg, cfg.hbm_latency());
     let (table_out, invalid, cycles, read, written, rows_written) = if a.golden {
         let u = update(
@@ -348,6 +362,7 @@ pub fn run_update(args: &EmbedUpdateArgs) -> Result<(), Failure> {
             "op": "embed-update",
             "backend": if a.golden { "golden" } else { "rtl" },
             "tiles": a.tiles,
+            "depth": a.depth,
             "rows": inp.rows,
             "dim": inp.dim,
             "batch": batch,
