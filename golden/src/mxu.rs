@@ -18,9 +18,10 @@
 //! the next tile in place, when the last first row was accepted, rows
 //! accepted), not the design's registers. The rules it applies, in short (R,
 //! C the array's rows and columns, D the configuration's pipeline depth; L
-//! the PE latency: 1 for int8, 2 for bf16; P the product latency, min(D, 2);
-//! La the accumulator adder's latency: 0 for int8, 2 for bf16, one more when
-//! D = 3; WF the next power of two >= 2R):
+//! the PE latency: 1 for int8, 2 for bf16 (6 at D = 4); P the product
+//! latency, min(D, 2) (int8 3, bf16 4 at D = 4); La the accumulator adder's
+//! latency: 0 for int8, 2 for bf16, one more when D >= 3 (bf16 7 at D = 4);
+//! WF the next power of two >= 2R):
 //!
 //! * H1, H2: a row transfers in a cycle where valid and ready are both high;
 //!   the readies follow from the state at the start of the cycle (and
@@ -213,20 +214,23 @@ impl MxuTiming {
     pub fn new(cfg: &MxuConfig, m: usize, k: usize, n: usize) -> Self {
         let plan = MatmulPlan::new(cfg, m, k, n)
             .unwrap_or_else(|e| panic!("MxuTiming: {e} (they must be nonzero)"));
-        // The contract's L, P and La (its "Terms"): L by element type alone,
-        // P and the extra accumulator stage by the depth D.
-        let (pe_latency, acc_add_latency) = match cfg.dtype() {
-            ElemType::Int8 => (1, 0),
-            ElemType::Bf16 => (2, 2),
-        };
+        // The contract's L, P and La (its "Terms" and the depth table):
+        // through depth 3, L by element type alone, P = min(D, 2), La one
+        // more at D = 3; depth 4 as its own row of the table.
         let depth = u64::from(cfg.depth());
+        let (pe_latency, product_latency, acc_add_latency) = match (cfg.dtype(), depth) {
+            (ElemType::Int8, 0..=3) => (1, depth.min(2), u64::from(depth >= 3)),
+            (ElemType::Bf16, 0..=3) => (2, depth.min(2), 2 + u64::from(depth >= 3)),
+            (ElemType::Int8, _) => (1, 3, 1),
+            (ElemType::Bf16, _) => (6, 4, 7),
+        };
         MxuTiming {
             plan,
             rows: u64::from(cfg.rows()),
             cols: u64::from(cfg.cols()),
             pe_latency,
-            product_latency: depth.min(2),
-            acc_add_latency: acc_add_latency + u64::from(depth >= 3),
+            product_latency,
+            acc_add_latency,
         }
     }
 
@@ -534,6 +538,8 @@ mod tests {
             (1, Bf16, 0, 1, 3, 17),
             (8, Int8, 2, 256, 8, 2076),
             (1, Int8, 3, 1, 3, 15),
+            (8, Bf16, 4, 256, 8, 2125),
+            (1, Bf16, 4, 1, 3, 40),
         ] {
             let t = one_pass_at(rows, rows, dtype, depth, m, k_tiles);
             assert_eq!(
@@ -681,6 +687,25 @@ mod tests {
         let t = one_pass_at(1, 1, ElemType::Bf16, 3, 1, 3);
         assert_eq!(t.first_row_gap(), 5);
         assert_eq!(t.acceptance_cycles(1, 1), [3, 8, 13]);
+    }
+
+    #[test]
+    fn depth_4_stages_the_multipliers_and_the_bf16_adders() {
+        // int8: the partial products add a product cycle, nothing else.
+        let t = one_pass_at(4, 4, ElemType::Int8, 4, 5, 3);
+        let d3 = one_pass_at(4, 4, ElemType::Int8, 3, 5, 3);
+        assert_eq!((t.pe_latency(), t.product_latency()), (1, 3));
+        assert_eq!(t.acc_add_latency(), d3.acc_add_latency());
+        assert_eq!(t.acceptance_cycles(5, 1), d3.acceptance_cycles(5, 1));
+        assert_eq!(t.write_latency(), d3.write_latency() + 1);
+        // bf16: six cycles per PE (R·L = 24), product 4, accumulator 7.
+        let t = one_pass_at(4, 4, ElemType::Bf16, 4, 5, 3);
+        assert_eq!(
+            (t.pe_latency(), t.product_latency(), t.acc_add_latency()),
+            (6, 4, 7)
+        );
+        assert_eq!(t.write_latency(), 24 + 4 + 4 + 7);
+        assert_eq!((t.loader_hold(), t.first_row_gap()), (18, 9));
     }
 
     #[test]

@@ -14,6 +14,12 @@ use std::rc::Rc;
 pub const PE_ROW_PATTERN: &str = "n:*g_pe_row?{row}?.*";
 /// Yosys pattern of every cell of processing element (`{row}`, `{col}`).
 pub const PE_PATTERN: &str = "n:*g_pe_row?{row}?.g_pe_col?{col}?.*";
+/// The same for the int8 PEs' partial-product multipliers at depth 4
+/// ([`crate::PARTIAL_PRODUCT_HIGH`], [`crate::PARTIAL_PRODUCT_LOW`]).
+const HIGH_ROW_PATTERN: &str = "n:*g_pe_row?{row}?.*mul_hi*";
+const HIGH_PATTERN: &str = "n:*g_pe_row?{row}?.g_pe_col?{col}?.*mul_hi*";
+const LOW_ROW_PATTERN: &str = "n:*g_pe_row?{row}?.*mul_lo*";
+const LOW_PATTERN: &str = "n:*g_pe_row?{row}?.g_pe_col?{col}?.*mul_lo*";
 
 /// The weight-stationary matrix unit.
 #[derive(Debug, Clone, Copy, Default)]
@@ -39,7 +45,7 @@ const PRESETS: [(ElemType, u32, u32, bool); 10] = [
 
 /// The depth of the `fmax` presets (int8 and bf16 4x4): the one with the
 /// highest clock in place and route (`docs/mxu.md`, "Pipeline depth").
-pub const FMAX_DEPTH: u32 = 2;
+pub const FMAX_DEPTH: u32 = 4;
 
 /// The presets with the highest clock: (name, element type), 4x4 arrays at
 /// [`FMAX_DEPTH`].
@@ -97,7 +103,7 @@ impl Block for Mxu {
                     min: u64::from(*MXU_DEPTH_RANGE.start()),
                     max: u64::from(*MXU_DEPTH_RANGE.end()),
                 },
-                help: "Pipeline depth: 1 registers each PE's product, 2 its multiplier's operands too, 3 the accumulator adder's inputs too",
+                help: "Pipeline depth: 1 registers each PE's product, 2 its multiplier's operands too, 3 the accumulator adder's inputs too, 4 splits the multipliers (and the bf16 adders) into stages",
             },
         ]
     }
@@ -135,7 +141,34 @@ impl Block for Mxu {
     /// One multiplier per processing element (8x8: int8 operands, or bf16
     /// significands with their hidden bit), row-major; the accumulator in
     /// block RAM (32 * C bits wide, read twice).
+    ///
+    /// The int8 PEs of depth 4 have two multipliers each, 8 x 4 and 8 x 5
+    /// (the partial products): the high ones get DSP blocks first.
     fn fpga(&self, cfg: &MxuConfig) -> Result<FpgaFacts, String> {
+        let pes = u64::from(cfg.rows()) * u64::from(cfg.cols());
+        if cfg.dtype() == ElemType::Int8 && cfg.depth() >= 4 {
+            let half = |what, width, row, element| Multipliers {
+                what,
+                count: pes,
+                widths: (8, width),
+                signed: true,
+                owners: Some(Owners {
+                    cols: u64::from(cfg.cols()),
+                    row: Some(row),
+                    element,
+                }),
+                // Half a multiplier and its share of the adders.
+                min_lut4s_in_logic: 50,
+            };
+            return Ok(FpgaFacts {
+                multipliers: vec![
+                    half("high partial products", 4, HIGH_ROW_PATTERN, HIGH_PATTERN),
+                    half("low partial products", 5, LOW_ROW_PATTERN, LOW_PATTERN),
+                ],
+                block_ram: vec!["m:*acc"],
+                ..FpgaFacts::default()
+            });
+        }
         Ok(FpgaFacts {
             multipliers: vec![Multipliers {
                 what: "processing elements",

@@ -48,7 +48,12 @@
 //! in every PE, so it delays every row's sums alike: the skews stay as they
 //! are (the weight is still chosen as the activation arrives, so the shadow
 //! swap is untouched) and only the row's latency to the accumulator grows, by
-//! P, and by one more cycle of La at depth 3.
+//! P, and by one more cycle of La at depth 3. Depth 4 splits the multipliers
+//! into registered stages (int8: two partial products, a x w\[7:4\] and
+//! a x w\[3:0\], summed a cycle later; bf16: the staged multiplier of
+//! `hw::fp` at its `product` and `exponent` cuts) and, for bf16, registers
+//! every cut of the fp32 adders, in the PEs (L = 6: the row skews grow with
+//! it) and in the accumulator.
 //!
 //! **Accumulator.** Every activation row carries an accumulator address and an
 //! `add` flag. When its output row leaves the array (cycle T) the accumulator
@@ -66,6 +71,7 @@
 
 use config::{ElemType, MxuConfig};
 use hw::blocks::FifoMode;
+use hw::pipeline::Pipeline;
 use hw::{
     bits_for, cat, delay, delay_taps, mux, Bus, Design, Expr, Mem, ModuleBuilder, ModuleDef, Reg,
     Ty, Wire,
@@ -118,13 +124,12 @@ pub struct Timing {
 impl Timing {
     pub fn of(cfg: &MxuConfig) -> Timing {
         let (r, c) = (cfg.rows(), cfg.cols());
-        let (pe_latency, acc_add_latency) = match cfg.dtype() {
-            ElemType::Int8 => (1, 0),
-            ElemType::Bf16 => (2, 2),
-        };
-        let depth = cfg.depth();
-        let product_latency = depth.min(2);
-        let acc_add_latency = acc_add_latency + u32::from(depth >= 3);
+        let Stages {
+            pe_latency,
+            product_latency,
+            acc_adder_latency,
+        } = Stages::of(cfg.dtype(), cfg.depth());
+        let acc_add_latency = acc_adder_latency + u32::from(Timing::acc_input_register(cfg));
         Timing {
             pe_latency,
             product_latency,
@@ -146,6 +151,52 @@ impl Timing {
     fn acc_input_register(cfg: &MxuConfig) -> bool {
         cfg.depth() >= 3
     }
+}
+
+/// Where a depth puts the registers of the datapath, as cycle counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stages {
+    /// L: the PE's partial-sum adder, input to the psum register.
+    pe_latency: u32,
+    /// P: from an activation's arrival to its product entering the adder.
+    product_latency: u32,
+    /// The accumulator's adder alone (without depth 3's input registers).
+    acc_adder_latency: u32,
+}
+
+impl Stages {
+    fn of(dtype: ElemType, depth: u32) -> Stages {
+        let (pe_latency, acc_adder_latency) = match (dtype, depth) {
+            (ElemType::Int8, _) => (1, 0),
+            // The fp32 adder in two stages (a register at its `sum` cut).
+            (ElemType::Bf16, 0..=3) => (2, 2),
+            // Every cut of `fp::FP32_ADD` registered, and the result.
+            (ElemType::Bf16, _) => (ACC_ADD_STAGES + 1, ACC_ADD_STAGES + 1),
+        };
+        let product_latency = match (dtype, depth) {
+            (_, 0..=3) => depth.min(2),
+            // Operands, the two partial products, their sum.
+            (ElemType::Int8, _) => 3,
+            // Operands, the bf16 multiplier's `product` and `exponent`
+            // cuts, the product.
+            (ElemType::Bf16, _) => 4,
+        };
+        Stages {
+            pe_latency,
+            product_latency,
+            acc_adder_latency,
+        }
+    }
+}
+
+/// Registered cuts of the fp32 adders (PE and accumulator) at depth 4: all
+/// of `fp::FP32_ADD`'s.
+const ACC_ADD_STAGES: u32 = 5;
+
+/// Whether the multipliers are split into registered stages (depth 4):
+/// int8 into two partial products, bf16 at the staged multiplier's cuts.
+fn staged_multiplier(depth: u32) -> bool {
+    depth >= 4
 }
 
 /// The Verilog name of the top module for `cfg`, e.g. `mxu_int8_8x8_acc256`,
@@ -189,13 +240,34 @@ pub fn build(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
     let cfg = *cfg;
     design.define(&name, &params, |design, m| {
         m.doc("weight-stationary systolic array: weight FIFO, shadow weights, accumulator");
-        let pe = pe(design, cfg.dtype(), Timing::of(&cfg).product_latency);
+        let pe = pe(design, cfg.dtype(), cfg.depth());
         let acc_adder = match cfg.dtype() {
             ElemType::Int8 => None,
-            ElemType::Bf16 => Some(hw::fp::fp32_add(design, 2)),
+            ElemType::Bf16 => Some(acc_adder(design, cfg.depth())),
         };
         let weight_fifo = weight_fifo(design, &cfg);
         build_top(m, &cfg, &pe, acc_adder.as_ref(), &weight_fifo);
+    })
+}
+
+/// The accumulator's fp32 adder at `depth`: two stages up to depth 3
+/// (`fp32_add_l2`), every cut of `fp::FP32_ADD` and the result registered
+/// at depth 4. Ports `a_i`, `b_i`, `sum_o`.
+fn acc_adder(design: &mut Design, depth: u32) -> Rc<ModuleDef> {
+    if !staged_multiplier(depth) {
+        return hw::fp::fp32_add(design, 2);
+    }
+    let latency = Stages::of(ElemType::Bf16, depth).acc_adder_latency;
+    let name = format!("mxu_acc_add_l{latency}");
+    design.define(&name, &[("latency", latency.to_string())], |_, m| {
+        m.doc("fp32 adder, FTZ-RNE, canonical NaN (docs/numerics.md), every cut registered, registered result");
+        let a = m.input("a_i", Ty::u(32));
+        let b = m.input("b_i", Ty::u(32));
+        let mut p = Pipeline::new(hw::fp::FP32_ADD, "add", ACC_ADD_STAGES, None);
+        let sum = hw::fp::fp32_add_piped(m, &mut p, a, b);
+        p.finish();
+        let sum = register(m, "sum", sum);
+        m.output("sum_o", sum);
     })
 }
 
@@ -571,10 +643,7 @@ fn accumulator(
     } else {
         (read, None)
     };
-    let la = match cfg.dtype() {
-        ElemType::Int8 => 0,
-        ElemType::Bf16 => 2,
-    };
+    let la = Stages::of(cfg.dtype(), cfg.depth()).acc_adder_latency;
     let write = match acc_adder {
         None => add_int32(cfg.cols(), &read),
         Some(adder) => add_fp32(m, cfg.cols(), la, adder, &read),
@@ -674,14 +743,18 @@ fn add_fp32(
     }
 }
 
-/// The processing element for `dtype` with product latency
-/// `product_latency` (0, 1 or 2; see [`Timing::product_latency`]).
+/// The processing element for `dtype` at pipeline depth `depth` (its
+/// product latency and PE latency: [`Timing`]).
 #[track_caller]
-pub fn pe(design: &mut Design, dtype: ElemType, product_latency: u32) -> Rc<ModuleDef> {
-    assert!(product_latency <= 2, "a PE's product latency is 0, 1 or 2");
+pub fn pe(design: &mut Design, dtype: ElemType, depth: u32) -> Rc<ModuleDef> {
+    assert!(
+        config::MXU_DEPTH_RANGE.contains(&depth),
+        "MXU depth {depth} is out of range"
+    );
+    let stages = Stages::of(dtype, depth);
     match dtype {
-        ElemType::Int8 => pe_int8(design, product_latency),
-        ElemType::Bf16 => pe_bf16(design, product_latency),
+        ElemType::Int8 => pe_int8(design, stages.product_latency),
+        ElemType::Bf16 => pe_bf16(design, stages),
     }
 }
 
@@ -693,6 +766,33 @@ fn pe_name(dtype: ElemType, product_latency: u32) -> (String, Vec<(&'static str,
     }
     params.push(("product_latency", product_latency.to_string()));
     (format!("mxu_pe_{dtype}_p{product_latency}"), params)
+}
+
+/// Instance names of the int8 PE's two partial-product multipliers at
+/// depth 4 (the FPGA flows name them in their DSP budget).
+pub const PARTIAL_PRODUCT_HIGH: &str = "mul_hi";
+pub const PARTIAL_PRODUCT_LOW: &str = "mul_lo";
+
+/// a x w as two registered partial products, a x w\[7:4\] (signed) and
+/// a x w\[3:0\] (unsigned, as a 5-bit signed operand), each a multiplier
+/// of half the depth of the 8 x 8 one, summed in the next stage:
+/// a x w = 16 (a x w\[7:4\]) + a x w\[3:0\] exactly. Each half is a
+/// multiplier module of its own (`hw::arith::int_mul_unit`, product
+/// registered), so the FPGA flows can tell the halves apart.
+fn split_product(design: &mut Design, m: &mut ModuleBuilder, a: Expr, w: Expr) -> Expr {
+    let high_mul = hw::arith::int_mul_unit(design, Ty::s(8), Ty::s(4), 1, false);
+    let low_mul = hw::arith::int_mul_unit(design, Ty::s(8), Ty::s(5), 1, false);
+    let high = m.instance(PARTIAL_PRODUCT_HIGH, &high_mul);
+    m.connect(high, "a_i", a);
+    m.connect(high, "b_i", w.slice(4, 4).as_signed());
+    let low = m.instance(PARTIAL_PRODUCT_LOW, &low_mul);
+    m.connect(low, "a_i", a);
+    let zero = m.lit(Ty::BOOL, 0);
+    m.connect(low, "b_i", cat(&[zero, w.slice(0, 4)]).as_signed());
+    let high = m.inst_output(high, "p_o"); // s12
+    let low = m.inst_output(low, "p_o"); // s13
+    let nibble = m.lit(Ty::u(4), 0);
+    cat(&[high, nibble]).as_signed() + low.sext(16)
 }
 
 /// The multiplier's activation operand: with product latency 2 the register
@@ -754,7 +854,7 @@ fn pass_right(m: &mut ModuleBuilder, a: Expr) -> Expr {
 
 fn pe_int8(design: &mut Design, product_latency: u32) -> Rc<ModuleDef> {
     let (name, params) = pe_name(ElemType::Int8, product_latency);
-    design.define(&name, &params, |_, m| {
+    design.define(&name, &params, |design, m| {
         // Inlined (no `no_inline`): the int8 PE is a few operations, which
         // Verilator folds into straight-line code across the array; calls into
         // a separate PE per instance ran slower (int8 16x16, Verilator 5.048:
@@ -762,7 +862,8 @@ fn pe_int8(design: &mut Design, product_latency: u32) -> Rc<ModuleDef> {
         let doc = match product_latency {
             0 => "int8 PE: shadow/active weights, psum += a * w (int32, wrapping)",
             1 => "int8 PE: shadow/active weights, product register, psum += product (int32, wrapping)",
-            _ => "int8 PE: shadow/active weights, operand and product registers, psum += product (int32, wrapping)",
+            2 => "int8 PE: shadow/active weights, operand and product registers, psum += product (int32, wrapping)",
+            _ => "int8 PE: shadow/active weights, operand registers, two registered partial products, product register, psum += product (int32, wrapping)",
         };
         m.doc(doc);
         let a = m.input("a_i", Ty::s(8));
@@ -782,7 +883,12 @@ fn pe_int8(design: &mut Design, product_latency: u32) -> Rc<ModuleDef> {
         let x = multiplier_activation(product_latency, a, a_q);
         // The exact 16-bit product, registered as it is: the multiplier alone
         // in its stage (a DSP block's multiplier and its output register).
-        let product = m.wire("product", x.mul_wide(weight));
+        let product = if product_latency >= 3 {
+            split_product(design, m, x, weight)
+        } else {
+            x.mul_wide(weight)
+        };
+        let product = m.wire("product", product);
         let product = product_stage(m, product_latency, product);
         let psum = m.reg("psum", Ty::s(32));
         m.set_next(psum, psum_in + product.sext(32));
@@ -805,13 +911,22 @@ fn pe_int8(design: &mut Design, product_latency: u32) -> Rc<ModuleDef> {
 /// where 1,024 specialised copies no longer fit the processor's caches, it
 /// was 1.8 times as fast even with its inputs fully `public`, and built in
 /// 46 s instead of 176 s.
-fn pe_bf16(design: &mut Design, product_latency: u32) -> Rc<ModuleDef> {
-    let (name, params) = pe_name(ElemType::Bf16, product_latency);
+fn pe_bf16(design: &mut Design, stages: Stages) -> Rc<ModuleDef> {
+    let Stages {
+        product_latency,
+        pe_latency,
+        ..
+    } = stages;
+    let (name, mut params) = pe_name(ElemType::Bf16, product_latency);
+    if pe_latency != 2 {
+        params.push(("pe_latency", pe_latency.to_string()));
+    }
     design.define(&name, &params, |_, m| {
         let doc = match product_latency {
             0 => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, two pipeline stages",
             1 => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, product register and two adder stages",
-            _ => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, operand and product registers and two adder stages",
+            2 => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, operand and product registers and two adder stages",
+            _ => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, operand registers, a three-stage multiplier, product register and a six-stage adder",
         };
         m.doc(doc);
         m.shared_code(
@@ -829,14 +944,32 @@ fn pe_bf16(design: &mut Design, product_latency: u32) -> Rc<ModuleDef> {
                 multiplier_activation(product_latency, a, a_q)
             }
         };
-        let product = hw::fp::bf16_mul_logic(m, x, weight);
+        let product = if product_latency >= 3 {
+            // The operands are registered already (`a_q` and the active
+            // weight): the multiplier's `product` and `exponent` cuts.
+            let mut p = Pipeline::with_cuts(hw::fp::BF16_MUL, "mul", vec![false, true, true], None);
+            let product = hw::fp::bf16_mul_piped(m, &mut p, x, weight);
+            p.finish();
+            product
+        } else {
+            hw::fp::bf16_mul_logic(m, x, weight)
+        };
         let product = m.wire("product", product);
         let product = product_stage(m, product_latency, product);
-        // Stage 1 (this cycle): s = add32(psum, product) up to the significand
-        // sum; stage 2 (next cycle): normalise and round into the psum register.
-        let stage1 = hw::fp::fp32_add_stage1(m, psum_in, product);
-        let stage1 = hw::fp::register_stage(m, "stage1_", &stage1.to_vec());
-        let sum = hw::fp::fp32_add_stage2(m, &hw::fp::AddStage1::from_vec(&stage1));
+        let sum = if pe_latency > 2 {
+            // Every cut of the adder registered, then the psum register.
+            let mut p = Pipeline::new(hw::fp::FP32_ADD, "add", pe_latency - 1, None);
+            let sum = hw::fp::fp32_add_piped(m, &mut p, psum_in, product);
+            p.finish();
+            sum
+        } else {
+            // Stage 1 (this cycle): s = add32(psum, product) up to the
+            // significand sum; stage 2 (next cycle): normalise and round
+            // into the psum register.
+            let stage1 = hw::fp::fp32_add_stage1(m, psum_in, product);
+            let stage1 = hw::fp::register_stage(m, "stage1_", &stage1.to_vec());
+            hw::fp::fp32_add_stage2(m, &hw::fp::AddStage1::from_vec(&stage1))
+        };
         let psum = m.reg("psum", Ty::u(32));
         m.set_next(psum, sum);
         m.output("psum_o", psum.q());
