@@ -213,6 +213,29 @@ impl VpuConfig {
         self.elems().trailing_zeros()
     }
 
+    /// Pipeline registers in each level of a reduction's fold: 0 at depth
+    /// 0 (one combinational level per cycle), `depth` otherwise (the fp32
+    /// adder of `hw::fp::FP32_ADD` plan at that many stages, at most
+    /// its five), with the fold's operands registered before the first
+    /// level (`vpu` crate docs, "Pipeline").
+    pub fn fold_stages(&self) -> u32 {
+        self.depth
+    }
+
+    /// Cycles a legal reduction holds the first execute stage (E): at depth
+    /// 0, max(1, log2 W), one fold level per cycle; at depth d >= 1 with
+    /// W >= 2, one cycle to register the operands and then d + 1 per level
+    /// (the level's inputs held while its d-stage unit fills), 1 + log2 W x
+    /// (d + 1); W = 1 has nothing to fold: 1.
+    pub fn reduction_cycles(&self) -> u32 {
+        let levels = self.fold_levels();
+        match (self.depth, levels) {
+            (_, 0) => 1,
+            (0, l) => l,
+            (d, l) => 1 + l * (d + 1),
+        }
+    }
+
     /// Parses the TOML form (`lanes = 8`, `sublanes = 1`, `vregs = 32`,
     /// `vmem_words = 1024`, `units = "full"`, `depth = 0`), missing keys taken from
     /// [`VpuConfig::DEFAULT`]; unknown keys are an error.
@@ -328,5 +351,18 @@ mod tests {
         assert_eq!(VpuConfig::new(1, 1).unwrap().fold_levels(), 0);
         assert_eq!(VpuConfig::new(8, 1).unwrap().fold_levels(), 3);
         assert_eq!(VpuConfig::new(128, 8).unwrap().fold_levels(), 10);
+    }
+
+    #[test]
+    fn reduction_cycles_grow_with_the_fold_stages() {
+        let at = |l: u32, d: u32| {
+            VpuConfig::new(l, 1)
+                .unwrap()
+                .with_depth(d)
+                .unwrap()
+                .reduction_cycles()
+        };
+        assert_eq!((at(1, 0), at(2, 0), at(8, 0)), (1, 1, 3));
+        assert_eq!((at(1, 5), at(2, 1), at(4, 5), at(8, 5)), (1, 3, 13, 19));
     }
 }

@@ -30,9 +30,12 @@
 //!
 //! The pipeline has an issue stage, 1 + `depth` execute stages (`depth`
 //! from the configuration) and a write-back stage. A bundle occupies the
-//! first execute stage for E cycles: E = max(1, log2 W) for a legal
-//! reduction (one level of the fold per cycle), E = 1 for everything else;
-//! while it folds, every stage holds. Each other cycle every stage passes
+//! first execute stage for E cycles: for a legal reduction at depth 0,
+//! E = max(1, log2 W) (one level of the fold per cycle); at depth d >= 1,
+//! E = 1 + log2 W x (d + 1) for W >= 2 (a cycle to register the fold's
+//! operands, then d + 1 cycles per level, its d-stage unit filling) and 1
+//! for W = 1 (`VpuConfig::reduction_cycles`); E = 1 for everything else.
+//! While a reduction folds, every stage holds. Each other cycle every stage passes
 //! its bundle on. A bundle's store writes VMEM in the cycle it leaves the
 //! last execute stage; its ALU result is written at the end of the cycle
 //! after, its load at the end of the cycle after it leaves the first
@@ -381,7 +384,7 @@ pub struct Schedule {
 /// Cycles bundle `b` spends in the first execute stage on `cfg`.
 pub fn execute_cycles(cfg: &VpuConfig, b: &Bundle) -> u64 {
     match legal_op(cfg, b) {
-        Some(op) if op.is_reduction() => u64::from(cfg.fold_levels().max(1)),
+        Some(op) if op.is_reduction() => u64::from(cfg.reduction_cycles()),
         _ => 1,
     }
 }
@@ -616,12 +619,14 @@ mod tests {
             Bundle::nop().with_load(1, 3),
         ];
         assert_eq!(schedule(&c, &memory).accept, [0, 3]);
-        // A reduction's result: its fold levels, then the depth.
+        // A reduction's result: its pipelined fold (a cycle for the
+        // operands, then 3 levels of 1 + depth cycles), then the depth.
         let reduce = [
             Bundle::op(Op::ReduceSumI32, 0, &[1]),
             Bundle::op(Op::Splat, 2, &[0]),
         ];
-        assert_eq!(schedule(&c, &reduce).accept, [0, 5]);
+        assert_eq!(execute_cycles(&c, &reduce[0]), 10);
+        assert_eq!(schedule(&c, &reduce).accept, [0, 12]);
         // The model's results do not depend on the depth.
         let mut shallow = Vpu::new(&cfg(8, 1));
         let mut deep = Vpu::new(&c);

@@ -122,6 +122,12 @@
 //! which folds one level per cycle: E = max(1, log2 W). During a
 //! reduction's extra cycles the bundle behind it waits in the stream and the
 //! write-back stage holds (rewriting its values, which changes nothing).
+//! With `depth` = d >= 1 the fold is pipelined too (`VpuConfig::fold_stages`
+//! = d): the reduction units register their operands in the first cycle,
+//! and each level's combine holds its inputs for d + 1 cycles through up to
+//! d registers (the fp32 adder's `FP32_ADD` cuts, min and max's
+//! `FP32_ORDER` cuts), so E = 1 + log2 W x (d + 1) for W >= 2
+//! (`VpuConfig::reduction_cycles`).
 //!
 //! With `depth` = d >= 1 (`VpuConfig::depth`) there are 1 + d execute
 //! stages. The first is the one above (operands forwarded, the cross-lane
@@ -282,9 +288,10 @@ pub fn host_addr_bits(cfg: &VpuConfig) -> u32 {
         .max(cfg.vregs().trailing_zeros())
 }
 
-/// Execute cycles of a reduction, max(1, log2 W).
+/// Execute cycles of a reduction (`VpuConfig::reduction_cycles`): max(1,
+/// log2 W) at depth 0, 1 + log2 W x (depth + 1) with a pipelined fold.
 pub fn reduction_cycles(cfg: &VpuConfig) -> u32 {
-    cfg.fold_levels().max(1)
+    cfg.reduction_cycles()
 }
 
 /// Builds the VPU for `cfg` into `design` and returns its top module.
@@ -309,7 +316,8 @@ pub fn build(design: &mut Design, cfg: &VpuConfig) -> Rc<ModuleDef> {
             rot_sublanes: (cfg.sublanes() >= 2)
                 .then(|| xlu::rotator(design, cfg.sublanes(), shared_code(&cfg))),
             reduce: (cfg.fold_levels() >= 1).then(|| {
-                xlu::reduce_unit(design, cfg.fold_levels(), cfg.units(), shared_code(&cfg))
+                let (levels, stages) = (cfg.fold_levels(), cfg.fold_stages());
+                xlu::reduce_unit(design, levels, cfg.units(), stages, shared_code(&cfg))
             }),
         };
         build_top(m, &cfg, &parts);
@@ -1134,6 +1142,26 @@ fn reduction(
     m.array_connect(arr, "b1_i", opnd, &[j.clone() + i64::from(half)]);
     m.array_connect(arr, "y_o", outputs, std::slice::from_ref(&j));
     m.array_broadcast(arr, "op_i", ex_op.slice(0, 3));
+    let stages = cfg.fold_stages();
+    // With a pipelined fold the step counts cycles: the operands load in
+    // step 0, level k (from 0) takes steps 1 + k (s + 1) to (k + 1) (s + 1),
+    // and each unit keeps its level's result in the last of them.
+    let piped = (stages > 0).then(|| {
+        let (folding, step) = folding.expect("a pipelined fold has a step counter");
+        let load = m.wire("fold_load", folding & step.is_eq(0));
+        m.array_broadcast(arr, "load_i", load);
+        let per_level = u64::from(stages + 1);
+        let level_end = (1..=u64::from(levels))
+            .map(|k| step.is_eq(k * per_level))
+            .reduce(|a, b| a | b)
+            .expect("levels >= 1");
+        let level_ty = Ty::u(hw::bits_for(u64::from(levels.max(2) - 1)));
+        let mut level = m.lit(level_ty, 0);
+        for k in 1..u64::from(levels) {
+            level = mux(step.is_gt(k * per_level), m.lit(level_ty, k), level);
+        }
+        (folding & level_end, level)
+    });
     if levels >= 2 {
         // Level k reads unit j + W/2^k's previous result: up to W/2 + W/4 - 1,
         // so the partial results sit in a bus padded with zeros (never used).
@@ -1151,7 +1179,12 @@ fn reduction(
                 &[j.clone() + i64::from(w >> k)],
             );
         }
-        let (folding, step) = folding.expect("a fold of two or more levels has a step counter");
+        let (folding, step) = match piped {
+            Some((level_end, level)) => {
+                (m.wire("fold_keep", level_end), m.wire("fold_level", level))
+            }
+            None => folding.expect("a fold of two or more levels has a step counter"),
+        };
         m.array_broadcast(arr, "step_i", step);
         m.array_broadcast(arr, "en_i", folding);
         m.waive(

@@ -1,8 +1,11 @@
 //! The cross-lane unit's parts: a rotator of n elements and the reduction
-//! unit, one level of the fold in halves per cycle.
+//! unit, one level of the fold in halves per cycle (or, pipelined, per
+//! stages + 1 cycles).
 
 use config::VpuUnits;
-use hw::arith::fp32_min_max_logic;
+use hw::arith::{fp32_min_max_logic, fp32_min_max_piped, FP32_ORDER};
+use hw::fp::{fp32_add_piped, FP32_ADD};
+use hw::pipeline::Pipeline;
 use hw::{bits_for, cat, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
@@ -34,28 +37,45 @@ pub fn rotator(design: &mut Design, n: u32, shared: Option<&str>) -> Rc<ModuleDe
 }
 
 /// The reduction unit for a fold of `levels` levels (W = 2^levels elements,
-/// W/2 units) with `units`.
+/// W/2 units) with `units`, and `stages` pipeline registers in each level
+/// (`VpuConfig::fold_stages`).
 ///
-/// Unit j combines two elements per cycle with the operation `op_i` (the
+/// Unit j combines two elements per level with the operation `op_i` (the
 /// reduction opcode's low three bits: 0 sum, 1 max, 2 min of int32; 3 sum,
 /// 4 max, 5 min of fp32). In level 1 (`step_i` = 0) it takes the operand's
 /// elements j and j + W/2 (`a_i`, `b1_i`); in level k > 1 its own previous
 /// result and unit j + W/2^k's (`b<k>_i`). `y_o` is this level's result
 /// (unit 0's at the last level is the reduction), registered as `r_o` when
 /// `en_i` for the next level. The operand order of each step is the
-/// contract's: `acc[j] = f(acc[j], acc[j + len/2])`. `shared` as for
-/// [`rotator`].
+/// contract's: `acc[j] = f(acc[j], acc[j + len/2])`.
+///
+/// With `stages` = 0 a level is one combinational cycle. With s = `stages`
+/// of one or more the unit registers `a_i` and `b1_i` when `load_i` (the
+/// fold's first cycle) and each level's combine has up to s registers (the fp32 adder
+/// s of its `FP32_ADD` cuts, at most five; min and max their `FP32_ORDER`
+/// cuts, at most two; the int32 operations none): a level's inputs are held
+/// for s + 1 cycles, so `y_o` is its result in the last of them, whatever
+/// the latency of the path the operation takes. `shared` as for [`rotator`].
 pub fn reduce_unit(
     design: &mut Design,
     levels: u32,
     units: VpuUnits,
+    stages: u32,
     shared: Option<&str>,
 ) -> Rc<ModuleDef> {
     assert!(levels >= 1, "a fold needs at least one level");
-    let name = format!("vpu_reduce_{units}_l{levels}");
-    let params = [("levels", levels.to_string()), ("units", units.to_string())];
+    let mut name = format!("vpu_reduce_{units}_l{levels}");
+    let mut params = vec![("levels", levels.to_string()), ("units", units.to_string())];
+    if stages > 0 {
+        name += &format!("_s{stages}");
+        params.push(("stages", stages.to_string()));
+    }
     design.define(&name, &params, |_, m| {
-        m.doc("VPU reduction unit: one level of the fold in halves per cycle");
+        m.doc(if stages == 0 {
+            "VPU reduction unit: one level of the fold in halves per cycle"
+        } else {
+            "VPU reduction unit: one level of the fold in halves per stages + 1 cycles"
+        });
         if let Some(reason) = shared {
             m.shared_code(reason);
         }
@@ -65,21 +85,35 @@ pub fn reduce_unit(
         let b: Vec<Expr> = (1..=levels)
             .map(|k| m.input(&format!("b{k}_i"), word))
             .collect();
+        let (a_first, b_first) = if stages == 0 {
+            (a_first, b[0])
+        } else {
+            // The fold's operands, registered in its first cycle: the
+            // forwarding ahead of the fold ends here.
+            let load = m.input("load_i", Ty::BOOL);
+            let xa = m.reg("xa", word);
+            let xb = m.reg("xb", word);
+            for (r, v) in [(xa, a_first), (xb, b[0])] {
+                m.set_next(r, v);
+                m.set_enable(r, load);
+            }
+            (xa.q(), xb.q())
+        };
         let (a, b, register) = if levels == 1 {
-            (a_first, b[0], None)
+            (a_first, b_first, None)
         } else {
             let step = m.input("step_i", Ty::u(bits_for(u64::from(levels - 1))));
             let en = m.input("en_i", Ty::BOOL);
             let r = m.reg("r", word);
             m.output("r_o", r.q());
             let a = mux(step.is_eq(0), a_first, r.q());
-            let mut other = b[0];
+            let mut other = b_first;
             for (k, &bk) in b.iter().enumerate().skip(1) {
                 other = mux(step.is_eq(k as u64), bk, other);
             }
             (a, other, Some((r, en)))
         };
-        let y = combine(m, units, op, a, b);
+        let y = combine(m, units, stages, op, a, b);
         let y = m.wire("y", y);
         if let Some((r, en)) = register {
             m.set_next(r, y);
@@ -89,8 +123,16 @@ pub fn reduce_unit(
     })
 }
 
-/// `f(a, b)` for the reduction operation `op`.
-fn combine(m: &mut ModuleBuilder, units: VpuUnits, op: Expr, a: Expr, b: Expr) -> Expr {
+/// `f(a, b)` for the reduction operation `op`, the fp32 units with up to
+/// `stages` registers (none at 0: the combinational functions).
+fn combine(
+    m: &mut ModuleBuilder,
+    units: VpuUnits,
+    stages: u32,
+    op: Expr,
+    a: Expr,
+    b: Expr,
+) -> Expr {
     let (sa, sb) = (a.as_signed(), b.as_signed());
     let a_lt_b = sa.is_lt(sb);
     let sum = a + b;
@@ -100,7 +142,21 @@ fn combine(m: &mut ModuleBuilder, units: VpuUnits, op: Expr, a: Expr, b: Expr) -
     if !units.has_fp32() {
         return int;
     }
-    let fsum = hw::fp::fp32_add_logic(m, a, b);
-    let fminmax = fp32_min_max_logic(m, a, b, op.is_eq(4));
+    let (fsum, fminmax) = if stages == 0 {
+        (
+            hw::fp::fp32_add_logic(m, a, b),
+            fp32_min_max_logic(m, a, b, op.is_eq(4)),
+        )
+    } else {
+        let add_stages = stages.min(FP32_ADD.max_stages());
+        let mut add = Pipeline::new(FP32_ADD, "sum", add_stages, None);
+        let fsum = fp32_add_piped(m, &mut add, a, b);
+        add.finish();
+        let order_stages = stages.min(FP32_ORDER.max_stages());
+        let mut order = Pipeline::new(FP32_ORDER, "minmax", order_stages, None);
+        let fminmax = fp32_min_max_piped(m, &mut order, a, b, op.is_eq(4));
+        order.finish();
+        (fsum, fminmax)
+    };
     mux(op.is_lt(3), int, mux(op.is_eq(3), fsum, fminmax))
 }
