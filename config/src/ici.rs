@@ -21,6 +21,11 @@
 //!   dozen bits: there a short CRC still has the Hamming distance the error
 //!   model needs (see `hw/ici`'s crate docs), and the solver's work grows
 //!   with every XOR the CRC adds.
+//! - `depth`: pipeline registers in each receiver's check of an arriving
+//!   word, 0..=[`ICI_MAX_DEPTH`] (0 checks the word in the cycle it
+//!   arrives). Each one delays the receiver's view of the lanes by a cycle,
+//!   so the link behaves as one whose stub latency is `latency + depth`
+//!   ([`IciConfig::word_latency`]): the round trip grows by 2 x depth.
 
 use crate::{one_line, ConfigError};
 use serde::{Deserialize, Serialize};
@@ -37,7 +42,11 @@ pub struct IciConfig {
     max_retries: u32,
     train_words: u32,
     crc_bits: u32,
+    depth: u32,
 }
+
+/// The deepest receive pipeline (see [`IciConfig::with_depth`]).
+pub const ICI_MAX_DEPTH: u32 = 2;
 
 /// Bits of the CRC that closes every frame unless configured otherwise
 /// (CRC-32/ISO-HDLC, IEEE 802.3).
@@ -58,6 +67,7 @@ impl IciConfig {
         max_retries: 16,
         train_words: 8,
         crc_bits: ICI_CRC_BITS,
+        depth: 0,
     };
 
     /// The small configuration the formal checks run on
@@ -79,6 +89,7 @@ impl IciConfig {
         max_retries: 1,
         train_words: 1,
         crc_bits: 8,
+        depth: 0,
     };
 
     /// A validated configuration.
@@ -125,14 +136,40 @@ impl IciConfig {
             max_retries,
             train_words,
             crc_bits: ICI_CRC_BITS,
+            depth: 0,
         };
+        cfg.check_timeout()?;
+        Ok(cfg)
+    }
+
+    /// The replay timer must outlast the round trip, or every flit would be
+    /// replayed before its acknowledgement could arrive.
+    fn check_timeout(&self) -> Result<(), ConfigError> {
+        let replay_timeout = self.replay_timeout;
+        let cfg = self;
         if replay_timeout <= cfg.round_trip() {
             return Err(ConfigError(format!(
-                "ICI replay_timeout must exceed the round trip of {} cycles (2 x latency + {}), got {replay_timeout}",
+                "ICI replay_timeout must exceed the round trip of {} cycles (2 x (latency + depth) + {}), got {replay_timeout}",
                 cfg.round_trip(),
                 ROUND_TRIP_FIXED
             )));
         }
+        Ok(())
+    }
+
+    /// This configuration with `depth` (0..=[`ICI_MAX_DEPTH`]) pipeline
+    /// registers in each receiver's word check: 1 registers the word with
+    /// the CRC's partial sums (the CRC over each 32-bit part of the frame),
+    /// 2 also the check's verdict, so the protocol's logic starts from a
+    /// register. The replay timeout must still exceed the longer round trip.
+    pub fn with_depth(self, depth: u32) -> Result<IciConfig, ConfigError> {
+        if depth > ICI_MAX_DEPTH {
+            return Err(ConfigError(format!(
+                "ICI depth must be between 0 and {ICI_MAX_DEPTH}, got {depth}"
+            )));
+        }
+        let cfg = IciConfig { depth, ..self };
+        cfg.check_timeout()?;
         Ok(cfg)
     }
 
@@ -182,6 +219,15 @@ impl IciConfig {
     pub fn crc_bits(&self) -> u32 {
         self.crc_bits
     }
+    /// Pipeline registers in each receiver's word check.
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+    /// Cycles from a word offered to the stub to the receiver acting on it:
+    /// the stub's latency and the receive pipeline's depth.
+    pub fn word_latency(&self) -> u32 {
+        self.latency + self.depth
+    }
 
     /// Bits of a sequence number: log2(D) + 1.
     pub fn seq_bits(&self) -> u32 {
@@ -216,14 +262,17 @@ impl IciConfig {
     }
     /// Cycles from a flit's acceptance to its credit being back at the
     /// sender on an error-free link whose receiver pops at once:
-    /// 2 x latency + [`ROUND_TRIP_FIXED`]. A window D and a buffer B of at
-    /// least this many flits sustain one flit per cycle.
+    /// 2 x [`IciConfig::word_latency`] + [`ROUND_TRIP_FIXED`]. A window D
+    /// and a buffer B of at least this many flits sustain one flit per cycle.
     pub fn round_trip(&self) -> u32 {
-        2 * self.latency + ROUND_TRIP_FIXED
+        2 * self.word_latency() + ROUND_TRIP_FIXED
     }
 
-    /// Parameters as (name, value) pairs, for file headers and logs.
+    /// Parameters as (name, value) pairs, for file headers and logs; the
+    /// depth only when it is not 0, so depth 0's files are the ones from
+    /// before the parameter existed.
     pub fn params(&self) -> Vec<(String, String)> {
+        let depth = (self.depth != 0).then_some(("depth", self.depth));
         [
             ("flit_bytes", self.flit_bytes),
             ("replay_depth", self.replay_depth),
@@ -234,7 +283,8 @@ impl IciConfig {
             ("train_words", self.train_words),
             ("crc_bits", self.crc_bits),
         ]
-        .iter()
+        .into_iter()
+        .chain(depth)
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
     }
@@ -277,7 +327,11 @@ impl fmt::Display for IciConfig {
             self.replay_timeout,
             self.max_retries,
             self.crc_bits
-        )
+        )?;
+        if self.depth != 0 {
+            write!(f, ", depth {}", self.depth)?;
+        }
+        Ok(())
     }
 }
 
@@ -292,6 +346,7 @@ struct RawIciConfig {
     max_retries: Option<u32>,
     train_words: Option<u32>,
     crc_bits: Option<u32>,
+    depth: Option<u32>,
 }
 
 impl RawIciConfig {
@@ -306,7 +361,8 @@ impl RawIciConfig {
             self.max_retries.unwrap_or(d.max_retries),
             self.train_words.unwrap_or(d.train_words),
         )?
-        .with_crc_bits(self.crc_bits.unwrap_or(d.crc_bits))
+        .with_crc_bits(self.crc_bits.unwrap_or(d.crc_bits))?
+        .with_depth(self.depth.unwrap_or(d.depth))
     }
 }
 
@@ -352,6 +408,24 @@ mod tests {
     }
 
     #[test]
+    fn depth_lengthens_the_round_trip_and_is_listed_only_when_set() {
+        let small = IciConfig::new(4, 8, 8, 2, 32, 8, 4).unwrap();
+        assert_eq!(small.round_trip(), 10);
+        let deep = small.with_depth(2).unwrap();
+        assert_eq!((deep.word_latency(), deep.round_trip()), (4, 14));
+        assert!(!small.params().iter().any(|(k, _)| k == "depth"));
+        assert!(deep
+            .params()
+            .contains(&("depth".to_string(), "2".to_string())));
+        assert_eq!(
+            IciConfig::from_toml(&toml::to_string(&deep).unwrap()).unwrap(),
+            deep
+        );
+        // The formal configuration's timer leaves no room for a deeper pipeline.
+        assert!(IciConfig::FORMAL.with_depth(1).is_err());
+    }
+
+    #[test]
     fn bad_values_are_refused_in_one_line() {
         for bad in [
             "flit_bytes = 3",
@@ -362,6 +436,8 @@ mod tests {
             "replay_timeout = 10",
             "max_retries = 0",
             "crc_bits = 12",
+            "depth = 3",
+            "depth = 2\nreplay_timeout = 16",
             "flit = 2",
         ] {
             let e = IciConfig::from_toml(bad).unwrap_err().to_string();

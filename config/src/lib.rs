@@ -38,9 +38,10 @@ pub use stream_crc::{CrcAlgorithm, StreamCrcConfig};
 pub use tensorcore::TensorCoreConfig;
 pub use vpu::{VpuConfig, VpuUnits};
 
-pub use ici::{IciConfig, ICI_CRC_BITS, ICI_KIND_BITS};
+pub use ici::{IciConfig, ICI_CRC_BITS, ICI_KIND_BITS, ICI_MAX_DEPTH};
 pub use torus::{
-    Packet, TorusConfig, Wiring, LOCAL_PORT, TORUS_LOCAL_DEPTH, TORUS_PORTS, TORUS_VCS,
+    Packet, TorusConfig, Wiring, LOCAL_PORT, TORUS_LOCAL_DEPTH, TORUS_MAX_DEPTH, TORUS_PORTS,
+    TORUS_VCS,
 };
 
 use serde::{Deserialize, Serialize};

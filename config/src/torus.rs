@@ -11,6 +11,12 @@
 //!   `max_retries` and `train_words` (see [`IciConfig`]); the torus's flits
 //!   are always [`TORUS_FLIT_BYTES`] bytes (one router flit: a header and one
 //!   32-bit element).
+//! - `depth`: the router's pipeline, 0..=[`TORUS_MAX_DEPTH`]. 1 routes each
+//!   flit as it enters its input buffer (lookahead routing: the buffer holds
+//!   its output port and VC), so the route computation leaves the path from
+//!   a buffer's head through the arbiters to the links. A flit's route
+//!   depends only on where it is and where it goes, so the router's cycles
+//!   are the same at every depth.
 //!
 //! A chip's number is c = x + X * (y + Y * z) in logical torus coordinates.
 
@@ -47,7 +53,11 @@ pub struct TorusConfig {
     dims: [u32; 3],
     vc_depth: u32,
     link: IciConfig,
+    depth: u32,
 }
+
+/// The deepest router pipeline (see [`TorusConfig::with_depth`]).
+pub const TORUS_MAX_DEPTH: u32 = 1;
 
 impl TorusConfig {
     /// The link every default torus uses: 8-byte flits, a 32-flit window
@@ -80,7 +90,20 @@ impl TorusConfig {
             dims,
             vc_depth,
             link,
+            depth: 0,
         })
+    }
+
+    /// This configuration with router pipeline `depth`
+    /// (0..=[`TORUS_MAX_DEPTH`]; 1 computes each flit's route as it enters
+    /// its input buffer).
+    pub fn with_depth(self, depth: u32) -> Result<TorusConfig, ConfigError> {
+        if depth > TORUS_MAX_DEPTH {
+            return Err(ConfigError(format!(
+                "torus depth must be between 0 and {TORUS_MAX_DEPTH}, got {depth}"
+            )));
+        }
+        Ok(TorusConfig { depth, ..self })
     }
 
     /// The default VC depth and link for `dims`.
@@ -118,6 +141,10 @@ impl TorusConfig {
     pub fn link(&self) -> &IciConfig {
         &self.link
     }
+    /// The router's pipeline depth.
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
     /// Bits of a per-VC credit count carried in a flit header.
     pub fn credit_bits(&self) -> u32 {
         u32::BITS - self.vc_depth.leading_zeros()
@@ -150,6 +177,11 @@ impl TorusConfig {
                 .into_iter()
                 .filter(|(k, _)| k != "flit_bytes" && k != "crc_bits"),
         );
+        // Listed only when set, so depth 0's files are the ones from before
+        // the parameter existed.
+        if self.depth != 0 {
+            p.push(("depth".to_string(), self.depth.to_string()));
+        }
         p
     }
 
@@ -178,7 +210,11 @@ impl fmt::Display for TorusConfig {
             f,
             "{x}x{y}x{z} torus, {TORUS_VCS} VCs of {} flits, links: {}",
             self.vc_depth, self.link
-        )
+        )?;
+        if self.depth != 0 {
+            write!(f, ", router depth {}", self.depth)?;
+        }
+        Ok(())
     }
 }
 
@@ -195,6 +231,7 @@ struct RawTorusConfig {
     replay_timeout: Option<u32>,
     max_retries: Option<u32>,
     train_words: Option<u32>,
+    depth: Option<u32>,
 }
 
 impl RawTorusConfig {
@@ -218,7 +255,8 @@ impl RawTorusConfig {
             ],
             self.vc_depth.unwrap_or(d.vc_depth),
             link,
-        )
+        )?
+        .with_depth(self.depth.unwrap_or(d.depth))
     }
 }
 
@@ -236,6 +274,7 @@ impl Serialize for TorusConfig {
             replay_timeout: Some(l.replay_timeout()),
             max_retries: Some(l.max_retries()),
             train_words: Some(l.train_words()),
+            depth: Some(self.depth),
         }
         .serialize(s)
     }
@@ -422,15 +461,25 @@ mod tests {
         }
         assert!(TorusConfig::new([2, 1, 1], 1, TorusConfig::default_link()).is_err());
         assert!(TorusConfig::new([2, 1, 1], 2, IciConfig::DEFAULT).is_err());
-        for bad in ["x = 0", "vc_depth = 64", "latency = 0", "w = 1", "[[["] {
+        for bad in [
+            "x = 0",
+            "vc_depth = 64",
+            "latency = 0",
+            "depth = 2",
+            "w = 1",
+            "[[[",
+        ] {
             let e = TorusConfig::from_toml(bad).unwrap_err().to_string();
             assert!(!e.is_empty() && !e.contains('\n'), "{bad}: {e}");
         }
         let c = TorusConfig::new([3, 2, 4], 5, TorusConfig::default_link()).unwrap();
-        assert_eq!(
-            TorusConfig::from_toml(&toml::to_string(&c).unwrap()).unwrap(),
-            c
-        );
+        for c in [c, c.with_depth(TORUS_MAX_DEPTH).unwrap()] {
+            assert_eq!(
+                TorusConfig::from_toml(&toml::to_string(&c).unwrap()).unwrap(),
+                c
+            );
+        }
+        assert!(!c.params().iter().any(|(k, _)| k == "depth"));
         assert_eq!(TorusConfig::parse_dims("4x2x1").unwrap(), [4, 2, 1]);
         for bad in ["4x2", "4x2x1x1", "ax1x1", ""] {
             assert!(TorusConfig::parse_dims(bad).is_err(), "{bad}");

@@ -8,7 +8,10 @@
 //!
 //! **Cycle model** ([`cycle_model`]): the timing contract of the link
 //! (`hw/ici`'s crate docs, "Timing contract") stepped cycle by cycle for two
-//! nodes A and B exchanging flits over error-free lanes of latency L. It is
+//! nodes A and B exchanging flits over error-free lanes of latency L (the
+//! stub's latency plus the receive pipeline's depth,
+//! [`config::IciConfig::word_latency`]: a receiver `depth` registers
+//! deep sees the lanes as `depth` cycles longer). It is
 //! written from that contract in its own terms (a window of unacknowledged
 //! flits, unbounded sequence numbers, lanes as queues of words in flight),
 //! not from the RTL's registers. Its rules, per node and cycle t, all read
@@ -134,7 +137,7 @@ impl<T: Clone> LinkPair<T> {
         };
         LinkPair {
             replay_depth: cfg.replay_depth() as usize,
-            latency: u64::from(cfg.latency()),
+            latency: u64::from(cfg.word_latency()),
             ends: [end(), end()],
             lanes: [VecDeque::new(), VecDeque::new()],
             cycle: 0,
@@ -298,6 +301,9 @@ mod tests {
         let t = cycle_model(&cfg, 1, 0, &|_| (true, true), 1000).unwrap();
         assert_eq!(t.a_tx, [0]);
         assert_eq!(t.b_rx, [4 + u64::from(cfg.latency())]);
+        let deep = cfg.with_depth(2).unwrap();
+        let t = cycle_model(&deep, 1, 0, &|_| (true, true), 1000).unwrap();
+        assert_eq!(t.b_rx, [4 + 2 + u64::from(cfg.latency())]);
     }
 
     #[test]

@@ -33,7 +33,14 @@
 //! SYSTOLE_BENCH_QUICK=1 cargo bench -p tb --bench link    # 200k-flit soak, 20k-flit sweep points
 //! cargo bench -p tb --bench link -- sweep                 # one table
 //! SYSTOLE_LINK_SOAK_FLITS=1000000 SYSTOLE_SEED=7 cargo bench -p tb --bench link -- soak
+//! SYSTOLE_LINK_PRESET=fmax SYSTOLE_BENCH_QUICK=1 cargo bench -p tb --bench link -- sweep
+//! SYSTOLE_LINK_PRESET=fmax SYSTOLE_LINK_DEPTH=0 SYSTOLE_BENCH_QUICK=1 cargo bench -p tb --bench link -- sweep
 //! ```
+//!
+//! `SYSTOLE_LINK_PRESET` runs another of the `ici` block's presets instead
+//! of the default, `SYSTOLE_LINK_DEPTH` another receive pipeline depth (the
+//! preset's timer must still exceed the longer round trip); the sweep's CSV
+//! then names both (`ici_ber_sweep_fmax_d0.csv`).
 //!
 //! The soak runs at about 62,000 flits a second on one core (10M flits in
 //! under 3 minutes); the sweep's BER 1e-3 point, where most frames are hit,
@@ -50,6 +57,8 @@ use std::time::Instant;
 
 const QUICK_ENV: &str = "SYSTOLE_BENCH_QUICK";
 const SOAK_FLITS_ENV: &str = "SYSTOLE_LINK_SOAK_FLITS";
+const PRESET_ENV: &str = "SYSTOLE_LINK_PRESET";
+const DEPTH_ENV: &str = "SYSTOLE_LINK_DEPTH";
 const TABLES: [&str; 2] = ["soak", "sweep"];
 /// Flits each way in one round (a run from reset).
 const ROUND_FLITS: usize = 50_000;
@@ -330,7 +339,7 @@ fn soak_table(d: &mut IciDriver, quick: bool) {
     );
 }
 
-fn sweep_table(d: &mut IciDriver, quick: bool) {
+fn sweep_table(d: &mut IciDriver, quick: bool, variant: Option<&str>) {
     let cfg = *d.config();
     let flits: u64 = if quick { 20_000 } else { 1_000_000 };
     println!("## sweep\n");
@@ -385,11 +394,11 @@ fn sweep_table(d: &mut IciDriver, quick: bool) {
         ));
     }
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../build/bench");
-    let path = dir.join(if quick {
-        "ici_ber_sweep_quick.csv"
-    } else {
-        "ici_ber_sweep.csv"
-    });
+    let quick_tag = if quick { "_quick" } else { "" };
+    let path = match variant {
+        None => dir.join(format!("ici_ber_sweep{quick_tag}.csv")),
+        Some(v) => dir.join(format!("ici_ber_sweep_{v}{quick_tag}.csv")),
+    };
     std::fs::create_dir_all(&dir).expect("create build/bench");
     let mut f = std::fs::File::create(&path).expect("create the sweep CSV");
     f.write_all(csv.as_bytes()).expect("write the sweep CSV");
@@ -400,7 +409,33 @@ fn main() {
     // Waveforms would make the model a different, much slower build.
     std::env::remove_var("SYSTOLE_TRACE");
     let opts = Options::from_env();
-    let cfg = IciConfig::DEFAULT;
+    let preset = std::env::var(PRESET_ENV).ok().filter(|v| !v.is_empty());
+    let depth = std::env::var(DEPTH_ENV).ok().filter(|v| !v.is_empty());
+    let mut cfg = match &preset {
+        None => IciConfig::DEFAULT,
+        Some(name) => {
+            use hw::Block;
+            ici::Ici
+                .presets()
+                .into_iter()
+                .find(|p| &p.name == name)
+                .unwrap_or_else(|| panic!("{PRESET_ENV}: no ici preset named '{name}'"))
+                .config
+        }
+    };
+    if let Some(n) = &depth {
+        let n: u32 = n.parse().unwrap_or_else(|e| panic!("{DEPTH_ENV}={n}: {e}"));
+        cfg = cfg
+            .with_depth(n)
+            .unwrap_or_else(|e| panic!("{DEPTH_ENV}={n}: {e}"));
+    }
+    let variant = (preset.is_some() || depth.is_some()).then(|| {
+        format!(
+            "{}_d{}",
+            preset.as_deref().unwrap_or("default"),
+            cfg.depth()
+        )
+    });
     println!("# ICI link benchmark\n");
     println!(
         "Frame: {} bits = {} payload + {} header + {} CRC; overhead {:.1} % (ACKs and credits ride in every frame: \
@@ -415,7 +450,7 @@ fn main() {
     );
     let mut d = IciDriver::new(&cfg).unwrap_or_else(|e| panic!("cannot build the link: {e}"));
     if opts.wants("sweep") {
-        sweep_table(&mut d, opts.quick);
+        sweep_table(&mut d, opts.quick, variant.as_deref());
     }
     if opts.wants("soak") {
         soak_table(&mut d, opts.quick);

@@ -20,13 +20,17 @@ fn payload(n: usize, salt: u8) -> Vec<u8> {
         .collect()
 }
 
+/// Every preset (the fmax preset at the deepest receive pipeline), and the
+/// small one at depth 1.
 fn presets() -> Vec<(String, IciConfig)> {
     use hw::Block;
-    ici::Ici
+    let mut all: Vec<(String, IciConfig)> = ici::Ici
         .presets()
         .into_iter()
         .map(|p| (p.name, p.config))
-        .collect()
+        .collect();
+    all.push(("small at depth 1".into(), small().with_depth(1).unwrap()));
+    all
 }
 
 /// Delivery is exact and no alarm was raised.
@@ -119,9 +123,18 @@ fn small() -> IciConfig {
 
 #[test]
 fn each_error_kind_is_recovered_from_as_the_protocol_says() {
-    // Window and buffer above the round trip (2 x 2 + 6): A's flits are on
-    // the lanes in consecutive cycles from cycle 2 on.
-    let cfg = IciConfig::new(4, 16, 16, 2, 32, 8, 4).unwrap();
+    // Window and buffer above the round trip (2 x (2 + depth) + 6): A's
+    // flits are on the lanes in consecutive cycles from cycle 2 on. The
+    // errors are injected in the stub, before the receive pipeline, so the
+    // same script holds at every depth.
+    let shallow = IciConfig::new(4, 16, 16, 2, 32, 8, 4).unwrap();
+    for depth in [0, ici::block::FMAX_DEPTH] {
+        recovers_from_each_error_kind(&shallow.with_depth(depth).unwrap());
+    }
+}
+
+fn recovers_from_each_error_kind(cfg: &IciConfig) {
+    let cfg = *cfg;
     let mut d = driver(&cfg);
     let a = flits_of(&payload(4 * 40, 3), &cfg);
     let b = flits_of(&payload(4 * 40, 4), &cfg);
@@ -184,7 +197,7 @@ fn each_error_kind_is_recovered_from_as_the_protocol_says() {
         .map(|t| (t, drop.clone()))
         .collect();
     let r = run_with(&mut d, outage);
-    check_delivery(&r, &a, &b, "outage");
+    check_delivery(&r, &a, &b, &format!("outage at depth {}", cfg.depth()));
     assert_eq!(r.a.link_downs, 1, "{:?}", r.a);
     assert_eq!(r.a.timeouts, u64::from(cfg.max_retries()) + 1, "{:?}", r.a);
 }
@@ -195,10 +208,19 @@ fn random_errors_never_lose_duplicate_or_reorder() {
     // rates 1e-3 (SYSTOLE_SOAK multiplies the rounds).
     let seed = tb::seed::seed_for("random_errors_never_lose_duplicate_or_reorder");
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let cfg = small();
-    let mut d = driver(&cfg);
+    // The last round runs on the fmax preset's deeper receive pipeline.
+    let fmax = presets()
+        .into_iter()
+        .find(|(name, _)| name == "fmax")
+        .expect("an fmax preset")
+        .1;
     let rounds = tb::seed::soak_rounds(4);
-    for round in 0..rounds {
+    let mut d = driver(&small());
+    for round in 0..=rounds {
+        if round == rounds {
+            d = driver(&fmax);
+        }
+        let cfg = *d.config();
         let n = 25_000 * cfg.flit_bytes() as usize;
         let pa: Vec<u8> = (0..n).map(|_| rng.gen()).collect();
         let pb: Vec<u8> = (0..n).map(|_| rng.gen()).collect();

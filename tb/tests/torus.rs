@@ -198,6 +198,8 @@ fn check_router(cfg: &TorusConfig) {
 fn the_router_routes_as_the_golden_model() {
     check_router(&torus::block::small([4, 4, 4]));
     check_router(&torus::block::small([3, 2, 1]));
+    // Lookahead routing: the routes stored in the buffers, the same cycles.
+    check_router(&torus::block::small([4, 4, 4]).with_depth(1).unwrap());
 }
 
 fn random_traffic(
@@ -416,7 +418,8 @@ fn allreduce_is_bit_exact_on_every_chip_with_and_without_errors() {
 }
 
 /// The tori the cycle-model tests run, with their wirings: 1x1x1 to 4x1x1,
-/// 2x2x1 plain and twisted, and 2x2x2 with VC buffers of 2; in a soak run
+/// 2x2x1 plain and twisted, 2x2x1 with the router at depth 1 (lookahead
+/// routing, the same cycles), and 2x2x2 with VC buffers of 2; in a soak run
 /// (`SYSTOLE_SOAK` above 1) also a 3x3x1 with VC buffers of 2 and a 4x2x1,
 /// each a model build of a few minutes cold, more than a plain run should
 /// spend.
@@ -430,6 +433,11 @@ fn cycle_model_tori() -> Vec<(&'static str, TorusConfig, Wiring)> {
         ("3x1x1", small([3, 1, 1]), false),
         ("2x2x1", small([2, 2, 1]), false),
         ("2x2x1 twisted", small([2, 2, 1]), true),
+        (
+            "2x2x1 depth 1",
+            small([2, 2, 1]).with_depth(1).unwrap(),
+            false,
+        ),
         ("4x1x1", small([4, 1, 1]), false),
         ("2x2x2 v2", with_vc_depth_2([2, 2, 2]), false),
     ];

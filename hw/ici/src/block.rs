@@ -6,6 +6,10 @@ use config::IciConfig;
 use hw::{Block, Companions, Design, FpgaFacts, Has, ModuleDef, Param, ParamKind, Preset};
 use std::rc::Rc;
 
+/// The receive pipeline depth of the `fmax` preset: the deepest, whose
+/// protocol logic starts from registers (`docs/ici.md`, "Pipeline depth").
+pub const FMAX_DEPTH: u32 = 2;
+
 /// The ICI link layer over its serdes stub.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Ici;
@@ -73,6 +77,12 @@ impl Block for Ici {
                 kind: pow2(8, 32),
                 help: "Bits of the frame CRC: 32 (CRC-32/ISO-HDLC), 16 (CRC-16/IBM-3740) or 8 (CRC-8/SMBUS, for the formal configuration's short frames)",
             },
+            Param {
+                name: "depth",
+                value_name: "N",
+                kind: int(0, u64::from(config::ICI_MAX_DEPTH)),
+                help: "Receive pipeline: 1 registers each arrived word with its CRC's partial sums, 2 the CRC check's verdict too (each adds a cycle to the lanes' latency)",
+            },
         ]
     }
 
@@ -82,6 +92,12 @@ impl Block for Ici {
 
     fn presets(&self) -> Vec<Preset<IciConfig>> {
         let small = IciConfig::new(4, 8, 8, 2, 32, 8, 4).expect("valid preset");
+        // The small link's flits at the deepest receive pipeline, with a
+        // window and a buffer of 16 flits: they cover its 14-cycle round
+        // trip, so it sends a flit every cycle.
+        let fmax = IciConfig::new(4, 16, 16, 2, 32, 8, 4)
+            .and_then(|c| c.with_depth(FMAX_DEPTH))
+            .expect("valid preset");
         // Small first: `fpga report --quick` takes each block's first report
         // preset, and the default's synthesis alone takes minutes.
         vec![
@@ -98,6 +114,11 @@ impl Block for Ici {
                 fpga_report: true,
             },
             Preset {
+                name: "fmax".into(),
+                config: fmax,
+                fpga_report: true,
+            },
+            Preset {
                 name: "formal".into(),
                 config: IciConfig::FORMAL,
                 fpga_report: false,
@@ -107,6 +128,12 @@ impl Block for Ici {
 
     fn top_name(&self, cfg: &IciConfig) -> String {
         pair_name(cfg)
+    }
+
+    /// Every parameter, but `depth` only when it is not 0: at depth 0 the
+    /// generated files are the ones from before the parameter existed.
+    fn design_params(&self, cfg: &IciConfig) -> Vec<(String, String)> {
+        cfg.params()
     }
 
     fn elaborate(&self, design: &mut Design, cfg: &IciConfig) -> Rc<ModuleDef> {
@@ -142,6 +169,7 @@ mod tests {
     fn every_parameter_is_a_config_key_and_presets_elaborate() {
         let keys = Ici.default_table();
         assert_eq!(Block::params(&Ici).len(), keys.len());
+        assert_eq!(Ici.design_params(&IciConfig::DEFAULT).len(), keys.len() - 1);
         for p in Block::params(&Ici) {
             assert!(keys.contains_key(p.name), "{}", p.name);
         }

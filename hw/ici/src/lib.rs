@@ -133,6 +133,13 @@
 //! acknowledged at a + 3 + 2L, and its credit is back at a + 6 + 2L if popped
 //! at once ([`config::IciConfig::round_trip`]). `golden::ici` states this
 //! contract as a cycle model, and the RTL meets it to the cycle.
+//!
+//! **Receive pipeline.** At `depth` d > 0 ([`config::IciConfig::depth`])
+//! each receiver checks an arriving word d cycles after the stub delivers it
+//! (stage 1 registers the word and the CRC's partial sums, stage 2 the
+//! check's verdict) and then acts on it as above. Every stage loads every
+//! cycle, so everything in this contract holds with L the stub's latency
+//! plus d ([`config::IciConfig::word_latency`]).
 
 pub mod block;
 pub mod frame;

@@ -3,7 +3,9 @@
 //! NAK requests, the receive buffer) of one port. See the crate docs for the
 //! protocol and the timing contract.
 
-use crate::frame::{covered, flit_ty, frame_crc, frame_ty, seal, FrameKind};
+use crate::frame::{
+    covered, crc_of_partials, crc_partials, flit_ty, frame_crc, frame_ty, seal, FrameKind,
+};
 use config::IciConfig;
 use hw::blocks::{credit_counter, fifo, FifoMode};
 use hw::{
@@ -58,15 +60,20 @@ pub mod ports {
 }
 
 /// The link module's Verilog name (`_c<bits>` at the end for a CRC other
-/// than the default CRC-32).
+/// than the default CRC-32, then `_p<depth>` for a receive pipeline).
 pub fn link_name(cfg: &IciConfig) -> String {
     let crc = if cfg.crc_bits() == config::ICI_CRC_BITS {
         String::new()
     } else {
         format!("_c{}", cfg.crc_bits())
     };
+    let depth = if cfg.depth() == 0 {
+        String::new()
+    } else {
+        format!("_p{}", cfg.depth())
+    };
     format!(
-        "ici_link_w{}_d{}_b{}_t{}_r{}_k{}{crc}",
+        "ici_link_w{}_d{}_b{}_t{}_r{}_k{}{crc}{depth}",
         cfg.flit_bytes(),
         cfg.replay_depth(),
         cfg.rx_buffer(),
@@ -199,11 +206,15 @@ impl Receiver {
     ) -> Receiver {
         let flit = flit_ty(cfg);
         let (s_bits, c_bits) = (cfg.seq_bits(), cfg.credit_bits());
+        let (des_valid, des_word, crc_ok) = if cfg.depth() == 0 {
+            let rf = frame_ty(cfg).unpack(des_word);
+            let ok = frame_crc(covered(des_word, cfg), cfg).is_eq(rf.get("crc"));
+            (des_valid, des_word, ok)
+        } else {
+            check_pipeline(m, cfg, des_valid, des_word)
+        };
         let rf = frame_ty(cfg).unpack(des_word);
-        let crc_ok = m.wire(
-            "rx_crc_ok",
-            frame_crc(covered(des_word, cfg), cfg).is_eq(rf.get("crc")),
-        );
+        let crc_ok = m.wire("rx_crc_ok", crc_ok);
         let good = m.wire("rx_good", des_valid & crc_ok);
         let bad = m.wire("rx_bad", des_valid & !crc_ok);
         let kind = rf.get("kind");
@@ -255,6 +266,55 @@ impl Receiver {
             nak_request,
         }
     }
+}
+
+/// The receive pipeline of a depth above 0: the arrived word (valid, bits)
+/// and whether its CRC matches, `depth` cycles after it arrived. Stage 1
+/// registers the word with the CRC's partial sums (one shallow XOR tree per
+/// 32-bit part, [`crc_partials`]); their XOR and the compare follow, and at
+/// depth 2 the verdict is registered too, so the protocol's logic starts
+/// from a register. Every stage loads every cycle: the receiver sees the
+/// lanes as if they were `depth` cycles longer.
+fn check_pipeline(
+    m: &mut ModuleBuilder,
+    cfg: &IciConfig,
+    des_valid: Expr,
+    des_word: Expr,
+) -> (Expr, Expr, Expr) {
+    let word_ty = Ty::u(cfg.frame_bits());
+    let valid1 = m.reg_reset("rx_p1_valid", Ty::BOOL, 0);
+    m.set_next(valid1, des_valid);
+    let word1 = m.reg("rx_p1_word", word_ty);
+    m.set_next(word1, des_word);
+    let partials: Vec<Expr> = crc_partials(covered(des_word, cfg), cfg)
+        .into_iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let r = m.reg(&format!("rx_p1_crc{k}"), Ty::u(cfg.crc_bits()));
+            m.set_next(r, p);
+            r.q()
+        })
+        .collect();
+    let crc_field = frame_ty(cfg).unpack(word1.q()).get("crc");
+    let ok1 = crc_of_partials(&partials, cfg).is_eq(crc_field);
+    if cfg.depth() == 1 {
+        return (valid1.q(), word1.q(), ok1);
+    }
+    let valid2 = m.reg_reset("rx_p2_valid", Ty::BOOL, 0);
+    m.set_next(valid2, valid1.q());
+    // The CRC field is checked: only the bits it covers go on (the word's
+    // CRC bits read as 0 from here).
+    let word2 = m.reg("rx_p2_word", Ty::u(cfg.frame_bits() - cfg.crc_bits()));
+    m.set_next(word2, covered(word1.q(), cfg));
+    let ok2 = m.reg("rx_p2_crc_ok", Ty::BOOL);
+    m.set_next(ok2, ok1);
+    let frame = m.wire("rx_p2_frame", word2.q().zext(word_ty.width));
+    m.waive(
+        "UNUSEDSIGNAL",
+        "rx_p2_frame",
+        "its CRC field reads as 0: the CRC was checked in stage 1",
+    );
+    (valid2.q(), frame, ok2.q())
 }
 
 /// The sender's registers: the link state, the replay window (`base`, the

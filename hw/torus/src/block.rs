@@ -79,7 +79,24 @@ fn params(node: bool) -> Vec<Param> {
             kind: int(1, 255),
             help: "Consecutive good words that end retraining",
         },
+        Param {
+            name: "depth",
+            value_name: "N",
+            kind: int(0, u64::from(config::TORUS_MAX_DEPTH)),
+            help: "Router pipeline: 1 routes each flit as it enters its input buffer (the same cycles, a shorter path to the links)",
+        },
     ]
+}
+
+/// Every parameter, but `depth` only when it is not 0: at depth 0 the
+/// generated files are the ones from before the parameter existed.
+fn design_params(cfg: &TorusConfig) -> Vec<(String, String)> {
+    let table = hw::toml::Value::try_from(cfg).expect("TorusConfig always serialises");
+    params(false)
+        .iter()
+        .filter(|p| p.name != "depth" || cfg.depth() > 0)
+        .filter_map(|p| Some((p.name.to_string(), table.get(p.name)?.to_string())))
+        .collect()
 }
 
 /// A small link for the presets the checks simulate: 8 flits of window and
@@ -133,6 +150,10 @@ impl Block for Torus {
         top_name(cfg, &Wiring::identity(cfg))
     }
 
+    fn design_params(&self, cfg: &TorusConfig) -> Vec<(String, String)> {
+        design_params(cfg)
+    }
+
     fn elaborate(&self, design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
         top(design, cfg, &Wiring::identity(cfg))
     }
@@ -177,15 +198,28 @@ impl Block for TorusNode {
     }
 
     fn presets(&self) -> Vec<Preset<TorusConfig>> {
-        vec![Preset {
-            name: "4x4x4-small".into(),
-            config: small([4, 4, 4]),
-            fpga_report: true,
-        }]
+        vec![
+            Preset {
+                name: "4x4x4-small".into(),
+                config: small([4, 4, 4]),
+                fpga_report: true,
+            },
+            Preset {
+                name: "fmax".into(),
+                config: small([4, 4, 4])
+                    .with_depth(config::TORUS_MAX_DEPTH)
+                    .expect("valid preset"),
+                fpga_report: true,
+            },
+        ]
     }
 
     fn top_name(&self, cfg: &TorusConfig) -> String {
         node_name(cfg)
+    }
+
+    fn design_params(&self, cfg: &TorusConfig) -> Vec<(String, String)> {
+        design_params(cfg)
     }
 
     fn elaborate(&self, design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
@@ -223,6 +257,12 @@ mod tests {
         for b in [&Torus as &dyn AnyBlock, &TorusNode] {
             let keys = b.default_table();
             assert_eq!(b.params().len(), keys.len());
+            let plain = b.presets().remove(0);
+            assert!(!plain
+                .config
+                .design_params()
+                .iter()
+                .any(|(k, _)| k == "depth"));
             for p in b.params() {
                 assert!(keys.contains_key(p.name), "{}", p.name);
             }

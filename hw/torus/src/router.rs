@@ -8,17 +8,42 @@ use hw::blocks::{credit_counter, fifo, round_robin_arbiter, FifoMode};
 use hw::{cat, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
-/// The router's Verilog name.
+/// The router's Verilog name (`_p<depth>` at the end for a pipelined one).
 pub fn router_name(cfg: &TorusConfig) -> String {
     let [x, y, z] = cfg.dims();
-    format!("torus_router_{x}x{y}x{z}_v{}", cfg.vc_depth())
+    let depth = if cfg.depth() == 0 {
+        String::new()
+    } else {
+        format!("_p{}", cfg.depth())
+    };
+    format!("torus_router_{x}x{y}x{z}_v{}{depth}", cfg.vc_depth())
+}
+
+/// Bits of a route stored with a buffered packet at depth 1: the output
+/// port (3) above the output VC (1).
+const ROUTE_BITS: u32 = 4;
+
+/// What an input buffer holds: the packet, and at depth 1 its route above it.
+fn entry_ty(cfg: &TorusConfig) -> Ty {
+    let pkt = packet_ty().ty();
+    if cfg.depth() == 0 {
+        pkt
+    } else {
+        Ty::u(pkt.width + ROUTE_BITS)
+    }
 }
 
 /// Builds the router for `cfg`.
 #[track_caller]
 pub fn router(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
     let pkt = packet_ty();
-    let vc_fifo = fifo(design, pkt.ty(), cfg.vc_depth(), FifoMode::Fwft);
+    let vc_fifo = fifo(design, entry_ty(cfg), cfg.vc_depth(), FifoMode::Fwft);
+    let inj_fifo = fifo(
+        design,
+        entry_ty(cfg),
+        config::TORUS_LOCAL_DEPTH,
+        FifoMode::Fwft,
+    );
     let local_fifo = fifo(design, pkt.ty(), config::TORUS_LOCAL_DEPTH, FifoMode::Fwft);
     let credits = credit_counter(design, cfg.vc_depth(), cfg.vc_depth());
     let requesters = 6 * TORUS_VCS + 1;
@@ -31,7 +56,12 @@ pub fn router(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
         .collect();
     design.define(&router_name(&cfg), &params, |_, m| {
         m.doc("ICI torus router: 6 torus ports + local, 2 dateline VCs with credits, dimension-order routing");
-        body(m, &cfg, &vc_fifo, &local_fifo, &credits, &arb);
+        let fifos = Buffers {
+            vc: vc_fifo,
+            inj: inj_fifo,
+            ej: local_fifo,
+        };
+        body(m, &cfg, &fifos, &credits, &arb);
     })
 }
 
@@ -72,14 +102,55 @@ fn route(
     (port, vc)
 }
 
+/// The router's buffer modules: each torus input VC's, the injection
+/// buffer (both hold routes at depth 1) and the ejection buffer.
+struct Buffers {
+    vc: Rc<ModuleDef>,
+    inj: Rc<ModuleDef>,
+    ej: Rc<ModuleDef>,
+}
+
+/// An input buffer's head: valid, packet, input port, input VC, and at
+/// depth 1 the route stored with it (output port, output VC).
+type Head = (Expr, Expr, usize, Expr, Option<(Expr, Expr)>);
+
+/// What a buffer takes in for `packet` arriving on `in_port` / `in_vc`: the
+/// packet, and at depth 1 its route above it.
+fn entry(
+    m: &mut ModuleBuilder,
+    cfg: &TorusConfig,
+    at: [Expr; 3],
+    packet: Expr,
+    in_port: usize,
+    in_vc: Expr,
+) -> Expr {
+    if cfg.depth() == 0 {
+        return packet;
+    }
+    let r = packet_ty().unpack(packet);
+    let dest = [r.get("dx"), r.get("dy"), r.get("dz")];
+    let (port, vc) = route(m, cfg, at, dest, in_port, in_vc);
+    cat(&[port, vc, packet])
+}
+
+/// A buffer's head from its `out_data_o`: the packet, and at depth 1 the
+/// route stored above it.
+fn head_of(cfg: &TorusConfig, out: Expr) -> (Expr, Option<(Expr, Expr)>) {
+    let w = packet_ty().ty().width;
+    if cfg.depth() == 0 {
+        return (out, None);
+    }
+    (out.slice(0, w), Some((out.slice(w + 1, 3), out.bit(w))))
+}
+
 fn body(
     m: &mut ModuleBuilder,
     cfg: &TorusConfig,
-    vc_fifo: &Rc<ModuleDef>,
-    local_fifo: &Rc<ModuleDef>,
+    fifos: &Buffers,
     credit_def: &Rc<ModuleDef>,
     arb_def: &Rc<ModuleDef>,
 ) {
+    let (vc_fifo, local_fifo) = (&fifos.vc, &fifos.ej);
     let pkt = packet_ty();
     let flit = flit_fields(cfg);
     let cb = cfg.credit_bits();
@@ -101,8 +172,8 @@ fn body(
     }
 
     // ---------------------------------------------------------- torus ports
-    // Heads of every input buffer: (valid, packet, input port, input VC).
-    let mut heads: Vec<(Expr, Expr, usize, Expr)> = Vec::new();
+    // Heads of every input buffer.
+    let mut heads: Vec<Head> = Vec::new();
     let mut pops: Vec<hw::Wire> = Vec::new();
     let mut returned: Vec<Vec<Expr>> = Vec::new();
     let mut alarms: Vec<Expr> = Vec::new();
@@ -124,7 +195,9 @@ fn body(
             let vc_match = if v == 0 { !f.get("vc") } else { f.get("vc") };
             let push = m.wire(&format!("{name}_vc{v}_push"), is_data & vc_match);
             m.connect(inst, "in_valid_i", push);
-            m.connect(inst, "in_data_i", f.get("packet"));
+            let in_vc = m.lit(Ty::BOOL, v as u64);
+            let stored = entry(m, cfg, at, f.get("packet"), p, in_vc);
+            m.connect(inst, "in_data_i", stored);
             let in_ready = m.inst_output(inst, "in_ready_o");
             alarms.push(push & !in_ready);
             let valid = m.inst_output(inst, "out_valid_o");
@@ -136,7 +209,8 @@ fn body(
                 &format!("{name}_vc{v}_buf_count_o"),
                 "credits, not the buffer's count, bound what arrives",
             );
-            heads.push((valid, data, p, m.lit(Ty::BOOL, v as u64)));
+            let (data, route) = head_of(cfg, data);
+            heads.push((valid, data, p, m.lit(Ty::BOOL, v as u64), route));
             pops.push(pop);
             let r = f.get(&format!("credit{v}"));
             ret.push(mux(rx_valid, r, r.lit(0)));
@@ -145,9 +219,11 @@ fn body(
     }
     // Local injection.
     let inj = m.stream_input("inj", &pkt);
-    let inj_fifo = m.instance("inj_buf", local_fifo);
+    let inj_fifo = m.instance("inj_buf", &fifos.inj);
     m.connect(inj_fifo, "in_valid_i", inj.stream.valid);
-    m.connect(inj_fifo, "in_data_i", inj.stream.data.bits());
+    let local_vc = m.lit(Ty::BOOL, 0);
+    let stored = entry(m, cfg, at, inj.stream.data.bits(), LOCAL_PORT, local_vc);
+    m.connect(inj_fifo, "in_data_i", stored);
     let inj_ready = m.inst_output(inj_fifo, "in_ready_o");
     m.drive(inj.ready, inj_ready);
     let inj_valid = m.inst_output(inj_fifo, "out_valid_o");
@@ -159,7 +235,14 @@ fn body(
         "inj_buf_count_o",
         "the injection stream's handshake is enough",
     );
-    heads.push((inj_valid, inj_data, LOCAL_PORT, m.lit(Ty::BOOL, 0)));
+    let (inj_data, inj_route) = head_of(cfg, inj_data);
+    heads.push((
+        inj_valid,
+        inj_data,
+        LOCAL_PORT,
+        m.lit(Ty::BOOL, 0),
+        inj_route,
+    ));
     pops.push(inj_pop);
 
     // Local ejection buffer.
@@ -173,10 +256,15 @@ fn body(
 
     // ------------------------------------------------------ route and VCs
     let mut routes = Vec::new();
-    for (h, (_, data, in_port, in_vc)) in heads.iter().enumerate() {
-        let r = pkt.unpack(*data);
-        let dest = [r.get("dx"), r.get("dy"), r.get("dz")];
-        let (port, vc) = route(m, cfg, at, dest, *in_port, *in_vc);
+    for (h, (_, data, in_port, in_vc, stored)) in heads.iter().enumerate() {
+        let (port, vc) = match stored {
+            Some(route) => *route,
+            None => {
+                let r = pkt.unpack(*data);
+                let dest = [r.get("dx"), r.get("dy"), r.get("dz")];
+                route(m, cfg, at, dest, *in_port, *in_vc)
+            }
+        };
         let port = m.wire(&format!("h{h}_out_port"), port);
         let vc = m.wire(&format!("h{h}_out_vc"), vc);
         routes.push((port, vc));
@@ -213,7 +301,7 @@ fn body(
     for o in 0..=LOCAL_PORT {
         let oname = TORUS_PORTS[o];
         let mut reqs = Vec::new();
-        for (h, (valid, _, _, _)) in heads.iter().enumerate() {
+        for (h, (valid, _, _, _, _)) in heads.iter().enumerate() {
             let (port, vc) = routes[h];
             let wants = *valid & port.is_eq(m.lit(Ty::u(3), o as u64));
             let ok = if o == LOCAL_PORT {
@@ -233,7 +321,7 @@ fn body(
         let grant = m.wire(&format!("{oname}_grant"), grant);
         let mut sel_pkt = m.lit(pkt.ty(), 0);
         let mut sel_vc = m.lit(Ty::BOOL, 0);
-        for (h, (_, data, _, _)) in heads.iter().enumerate() {
+        for (h, (_, data, _, _, _)) in heads.iter().enumerate() {
             let g = grant.bit(h as u32);
             granted_by[h].push(g);
             sel_pkt = sel_pkt | mux(g, *data, data.lit(0));

@@ -3,8 +3,9 @@
 //!
 //! Node A sends the payload to node B while B sends it back reversed to A;
 //! both deliveries are checked, and D (what B received) is written. The link
-//! is the default configuration ([`config::IciConfig::DEFAULT`]), the bytes
-//! cut into flits as [`config::ici::flits_of`] does.
+//! is the default configuration ([`config::IciConfig::DEFAULT`]) with the
+//! receive pipeline of `--depth`, the bytes cut into flits as
+//! [`config::ici::flits_of`] does.
 
 use super::{bad, broken, Failure};
 use config::ici::{bytes_of, flits_of};
@@ -33,6 +34,9 @@ pub struct LinkArgs {
     /// Seed of the stubs' LFSRs.
     #[arg(long, value_name = "S", default_value_t = 1)]
     seed: u64,
+    /// Receive pipeline depth of both link ends (0..=2; each adds a cycle to the lanes' latency).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    depth: u32,
     /// Use the golden model (delivery and the error-free cycle model) instead of the RTL.
     #[arg(long)]
     golden: bool,
@@ -62,7 +66,9 @@ pub fn run(args: &LinkArgs) -> Result<(), Failure> {
         ));
     }
     let p = matrix::read_array::<u8>(&args.payload, "P").map_err(bad)?;
-    let cfg = IciConfig::DEFAULT;
+    let cfg = IciConfig::DEFAULT
+        .with_depth(args.depth)
+        .map_err(|e| bad(e.to_string()))?;
     let back: Vec<u8> = p.data.iter().rev().copied().collect();
     let to_b = flits_of(&p.data, &cfg);
     let to_a = flits_of(&back, &cfg);
@@ -114,6 +120,7 @@ pub fn run(args: &LinkArgs) -> Result<(), Failure> {
             "bytes": p.data.len(),
             "flits": to_b.len() + to_a.len(),
             "frame_bits": cfg.frame_bits(),
+            "depth": cfg.depth(),
             "payload_bits_per_flit": cfg.payload_bits(),
             "ber": args.ber,
             "drop_rate": args.drop_rate,

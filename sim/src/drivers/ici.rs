@@ -350,7 +350,7 @@ impl IciDriver {
             self.model.poke(c.tx_valid, 0);
         }
         self.model
-            .run_cycles_native(u64::from(self.cfg.latency()) + 2);
+            .run_cycles_native(u64::from(self.cfg.word_latency()) + 2);
         let read = |m: &Model, ports: &[PortId]| -> Vec<u64> {
             ports.iter().map(|p| m.peek(*p)).collect()
         };
