@@ -23,7 +23,7 @@ pub const MAX_TC_BIAS_ROWS: u32 = 1 << 16;
 pub const TC_DEPTH_RANGE: std::ops::RangeInclusive<u32> = 0..=MAX_TC_DEPTH;
 
 /// The deepest TensorCore pipeline.
-pub const MAX_TC_DEPTH: u32 = 3;
+pub const MAX_TC_DEPTH: u32 = 4;
 
 /// Configuration of a TensorCore: an int8 MXU of `rows` x `cols` with
 /// `acc_rows` accumulator rows, a unified buffer of `ub_rows` rows of `rows`

@@ -25,7 +25,7 @@ const PRESETS: [(u32, u32, u32, u32, u32, u32); 3] = [
 
 /// The depth of the `fmax` preset (the 4x4 report shape): the one with the
 /// highest clock in place and route (`docs/tensorcore.md`, "Pipeline depth").
-pub const FMAX_DEPTH: u32 = 3;
+pub const FMAX_DEPTH: u32 = 4;
 
 impl Block for TensorCore {
     type Config = TensorCoreConfig;

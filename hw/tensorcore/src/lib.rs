@@ -148,7 +148,7 @@
 //!
 //! # Pipeline depth
 //!
-//! `depth` D (0 to 3, [`config::TensorCoreConfig::depth`]) adds registers
+//! `depth` D (0 to 4, [`config::TensorCoreConfig::depth`]) adds registers
 //! on the longest paths; each depth keeps those of the one before. Only the
 //! two late-write latencies above change, so a program computes the same
 //! bits at every depth and its cycles follow from the same rules.
@@ -159,6 +159,7 @@
 //! | 1 | 1 (1): each PE's product | after the rounding doubling high multiply (SRDHM) | 5 |
 //! | 2 | 2 (2): the PEs' multiplier operands too | the 32 x 32 multiply as four registered 17 x 17 partial products | 6 |
 //! | 3 | 2 (2) | after the rounding shift (RDBPOT), before the zero point and the clamp | 7 |
+//! | 4 | 2 (2) | after the zero point's addition, before the clamp and the ReLU | 8 |
 //!
 //! The MXU stays at its depth 2 beyond: its depth 3 widens the gap its
 //! accumulator needs between two rows of one address (`hw/mxu/TIMING.md`,
@@ -215,6 +216,9 @@ pub struct ActStages {
     /// A register after the rounding shift (RDBPOT), before the zero point
     /// and the clamp.
     pub scaled: bool,
+    /// A register after the zero point's addition, before the clamp and the
+    /// ReLU.
+    pub offset: bool,
 }
 
 impl ActStages {
@@ -224,13 +228,17 @@ impl ActStages {
             partials: depth >= 2,
             high: depth >= 1,
             scaled: depth >= 3,
+            offset: depth >= 4,
         }
     }
 
     /// Cycles from an `ACT` row's accumulator read to its write (the
     /// contract's activation latency): 4 plus one per register added.
     pub fn latency(&self) -> u32 {
-        4 + u32::from(self.partials) + u32::from(self.high) + u32::from(self.scaled)
+        4 + u32::from(self.partials)
+            + u32::from(self.high)
+            + u32::from(self.scaled)
+            + u32::from(self.offset)
     }
 
     /// The cycle after the read in which the product is in its register.
@@ -243,9 +251,14 @@ impl ActStages {
         self.product_cycle() + u32::from(self.high)
     }
 
-    /// The cycle of the zero point, the clamp and the ReLU.
-    fn clamp_cycle(&self) -> u32 {
+    /// The cycle of the zero point's addition.
+    fn offset_cycle(&self) -> u32 {
         self.scaled_cycle() + u32::from(self.scaled)
+    }
+
+    /// The cycle of the clamp and the ReLU.
+    fn clamp_cycle(&self) -> u32 {
+        self.offset_cycle() + u32::from(self.offset)
     }
 }
 

@@ -158,11 +158,15 @@ fn partial_products_summed(m: &mut ModuleBuilder, lane: u32, a: Expr, b: Expr) -
     (hh << 32u32) + ((hl + lh) << 16u32) + ll
 }
 
-/// The requantization's last step (`docs/numerics.md`): zp + scaled clamped
-/// to int8, as `hw::arith::requant_int8_from_product` ends.
-fn clamp_with_zero_point(m: &mut ModuleBuilder, scaled: Expr, zero_point: Expr) -> Expr {
-    // In 34 bits the zero point's addition cannot wrap before the clamp.
-    let sum = scaled.sext(34) + zero_point.sext(34);
+/// The rounding shift's result plus the zero point, in 34 bits: there the
+/// addition cannot wrap before the clamp.
+fn zero_point_sum(scaled: Expr, zero_point: Expr) -> Expr {
+    scaled.sext(34) + zero_point.sext(34)
+}
+
+/// A 34-bit zero-point sum saturated to int8: the requantization's last
+/// step (`docs/numerics.md`), as `hw::arith::requant_int8_from_product` ends.
+fn clamp_to_int8(m: &mut ModuleBuilder, sum: Expr) -> Expr {
     let below = sum.is_lt(m.lit(Ty::s(34), -128));
     let above = sum.is_gt(m.lit(Ty::s(34), 127));
     let lo = m.lit(Ty::s(8), -128);
@@ -432,7 +436,12 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     // Control of stage k is the ACT cycle's, delayed k cycles.
     let st = ActStages::of(cfg.depth());
     let latency = st.latency();
-    let (p_at, s_at, f_at) = (st.product_cycle(), st.scaled_cycle(), st.clamp_cycle());
+    let (p_at, s_at, o_at, f_at) = (
+        st.product_cycle(),
+        st.scaled_cycle(),
+        st.offset_cycle(),
+        st.clamp_cycle(),
+    );
     let d =
         |m: &mut ModuleBuilder, n: &str, e: Expr, k: u32, rst: Option<i64>| delay(m, n, e, k, rst);
     let valid4 = d(m, "act_valid_d", unit_go, latency, Some(0));
@@ -440,7 +449,10 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     let dest4 = d(m, "act_dest_d", act_dest, latency, None);
     let mult2 = d(m, "act_mult_d", fd.as_signed(), 2, None);
     let shift3 = d(m, "act_shift_d", shift, s_at, None);
-    let zp3 = d(m, "act_zp_d", zp.as_signed(), f_at, None);
+    let zp3 = d(m, "act_zp_d", zp.as_signed(), o_at, None).as_signed();
+    // The ReLU's floor is the zero point too, a cycle later than the sum
+    // when a register separates them.
+    let floor_zp = delay(m, "act_floor_d", zp3, f_at - o_at, None).as_signed();
     let relu3 = d(m, "act_relu_d", relu, f_at, None);
     let mult3 = delay(m, "act_mult_d3", mult2, p_at - 2, None).as_signed();
     let mut q_lanes = Vec::new();
@@ -466,11 +478,13 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
             let high = cut(m, st.high, &format!("act_high{lane}"), high);
             let scaled = hw::arith::rdbpot_logic(m, high, shift3);
             let scaled = cut(m, st.scaled, &format!("act_scaled{lane}"), scaled);
-            clamp_with_zero_point(m, scaled, zp3.as_signed())
+            let sum = zero_point_sum(scaled, zp3);
+            let sum = cut(m, st.offset, &format!("act_offset{lane}"), sum);
+            clamp_to_int8(m, sum)
         } else {
             hw::arith::requant_int8_from_product(m, s2, mult3, prod, shift3, zp3.as_signed())
         };
-        let floor = zp3.as_signed();
+        let floor = floor_zp;
         let h = mux(relu3 & h.is_lt(floor), floor, h);
         q_lanes.push(delay(m, &format!("act_q{lane}"), h, 1, None));
         h_lanes.push(delay(m, &format!("act_i{lane}"), s2, latency - p_at, None));

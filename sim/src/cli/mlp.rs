@@ -35,7 +35,7 @@ pub struct MlpArgs {
     /// Weight-memory rows of C int8 (a power of two).
     #[arg(long, value_name = "N", default_value_t = TensorCoreConfig::DEFAULT.weight_rows())]
     weight_rows: u32,
-    /// Pipeline depth 0..=3 (docs/tensorcore.md, "Pipeline depth").
+    /// Pipeline depth 0..=4 (docs/tensorcore.md, "Pipeline depth").
     #[arg(long, value_name = "D", default_value_t = TensorCoreConfig::DEFAULT.depth())]
     depth: u32,
     /// Run on the golden TensorCore (results and cycle model) instead of the RTL.
