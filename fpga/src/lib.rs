@@ -263,7 +263,7 @@ mod tests {
         assert_eq!(shapes(&quick), firsts);
         assert_eq!(shapes(&quick)[0], "mxu_int8_4x4_acc512");
         assert!(shapes(&quick).contains(&"tensorcore_4x4_acc64_ub256_w256_b16_q4".to_string()));
-        for (block, n) in [("tensorcore", 1), ("ici", 3), ("vpu", 4), ("sparsecore", 2)] {
+        for (block, n) in [("tensorcore", 1), ("ici", 3), ("vpu", 4), ("sparsecore", 3)] {
             let (only, _) = report_presets(false, &[block.into()], &none, None).unwrap();
             assert_eq!(only.len(), n, "{block}");
         }
