@@ -166,12 +166,16 @@ pub trait Block {
 
     /// The parameters written into every generated file's header, as
     /// (name, value) pairs. Defaults to every parameter in [`Block::params`]
-    /// order, with its value from the TOML form.
+    /// order, with its value from the TOML form, except a pipeline `depth`
+    /// of 0: a block's depth-0 design is the one from before it had the
+    /// parameter, and its files stay byte for byte what they were.
     fn design_params(&self, cfg: &Self::Config) -> Vec<(String, String)> {
         let table = to_table(cfg);
         self.params()
             .iter()
-            .filter_map(|p| Some((p.name.to_string(), value_text(table.get(p.name)?))))
+            .filter_map(|p| Some((p.name, table.get(p.name)?)))
+            .filter(|(name, v)| !(*name == "depth" && v.as_integer() == Some(0)))
+            .map(|(name, v)| (name.to_string(), value_text(v)))
             .collect()
     }
 }

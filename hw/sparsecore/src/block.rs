@@ -124,23 +124,6 @@ impl Block for SparseCore {
         top_name(cfg)
     }
 
-    /// Every parameter, but `depth` only when it is not 0: at depth 0 the
-    /// generated files are the ones from before the parameter existed.
-    fn design_params(&self, cfg: &SparseCoreConfig) -> Vec<(String, String)> {
-        let table = hw::toml::Value::try_from(cfg).expect("SparseCoreConfig always serialises");
-        Block::params(self)
-            .iter()
-            .filter(|p| p.name != "depth" || cfg.depth() > 0)
-            .filter_map(|p| {
-                let v = table.get(p.name)?;
-                Some((
-                    p.name.to_string(),
-                    v.as_str().map_or(v.to_string(), str::to_string),
-                ))
-            })
-            .collect()
-    }
-
     fn elaborate(&self, design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
         build(design, cfg)
     }

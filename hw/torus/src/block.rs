@@ -88,17 +88,6 @@ fn params(node: bool) -> Vec<Param> {
     ]
 }
 
-/// Every parameter, but `depth` only when it is not 0: at depth 0 the
-/// generated files are the ones from before the parameter existed.
-fn design_params(cfg: &TorusConfig) -> Vec<(String, String)> {
-    let table = hw::toml::Value::try_from(cfg).expect("TorusConfig always serialises");
-    params(false)
-        .iter()
-        .filter(|p| p.name != "depth" || cfg.depth() > 0)
-        .filter_map(|p| Some((p.name.to_string(), table.get(p.name)?.to_string())))
-        .collect()
-}
-
 /// A small link for the presets the checks simulate: 8 flits of window and
 /// buffer, 2 cycles in the stub.
 pub fn small_link() -> config::IciConfig {
@@ -148,10 +137,6 @@ impl Block for Torus {
 
     fn top_name(&self, cfg: &TorusConfig) -> String {
         top_name(cfg, &Wiring::identity(cfg))
-    }
-
-    fn design_params(&self, cfg: &TorusConfig) -> Vec<(String, String)> {
-        design_params(cfg)
     }
 
     fn elaborate(&self, design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
@@ -216,10 +201,6 @@ impl Block for TorusNode {
 
     fn top_name(&self, cfg: &TorusConfig) -> String {
         node_name(cfg)
-    }
-
-    fn design_params(&self, cfg: &TorusConfig) -> Vec<(String, String)> {
-        design_params(cfg)
     }
 
     fn elaborate(&self, design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
