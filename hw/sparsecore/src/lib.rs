@@ -187,7 +187,7 @@ use config::SparseCoreConfig;
 use hw::arith::{fp32_mul_logic, fp32_mul_unit};
 use hw::blocks::{fifo, FifoMode};
 use hw::fp::{fp32_add_logic, fp32_add_unit};
-use hw::{bits_for, cat, mux, Design, Expr, ModuleDef, RecordTy, Ty};
+use hw::{bits_for, cat, delay, delay_taps, mux, Design, Expr, ModuleDef, RecordTy, Ty};
 use std::rc::Rc;
 
 hw::hw_enum! {
@@ -368,29 +368,6 @@ enum LaneDefs {
         mul: Rc<ModuleDef>,
         add: Rc<ModuleDef>,
     },
-}
-
-/// `first` (a stage-1 value) and its copies delayed by 1 ..= `extra`
-/// cycles, in registers `s<k>_<name>` (reset to `reset` when given):
-/// element k - 1 is the value at stage k.
-fn stages(
-    m: &mut hw::ModuleBuilder,
-    name: &str,
-    first: Expr,
-    extra: u32,
-    reset: Option<u64>,
-) -> Vec<Expr> {
-    let mut out = vec![first];
-    for k in 2..=extra + 1 {
-        let reg_name = format!("s{k}_{name}");
-        let r = match reset {
-            Some(v) => m.reg_reset(&reg_name, Ty::u(first.width()), v),
-            None => m.reg(&reg_name, Ty::u(first.width())),
-        };
-        m.set_next(r, *out.last().expect("stage 1"));
-        out.push(r.q());
-    }
-    out
 }
 
 /// One element of the fold unit: add32(a, p).
@@ -748,25 +725,15 @@ fn tile_body(
     let s1_upd = m.wire("s1_update", s1_valid.q() & updating);
     // The add stage A = 1 + depth: the stage-1 values the add and the
     // writes need, delayed by the multiplier's latency.
-    let valid_at = stages(m, "valid", s1_valid.q(), depth, Some(0));
-    let acc_at = stages(m, "acc", s1_acc.q(), depth, Some(0));
+    let valid_at = delay_taps(m, "valid_stage", s1_valid.q(), depth, Some(0));
+    let acc_at = delay_taps(m, "acc_stage", s1_acc.q(), depth, Some(0));
     let a_valid = *valid_at.last().expect("a stage");
     let a_acc = *acc_at.last().expect("a stage");
-    let a_en = *stages(m, "en", s1_en.q(), depth, None)
-        .last()
-        .expect("a stage");
-    let a_first = *stages(m, "first", s1_first.q(), depth, None)
-        .last()
-        .expect("a stage");
-    let a_off = *stages(m, "off", s1_off.q(), depth, None)
-        .last()
-        .expect("a stage");
-    let a_lanes = *stages(m, "lanes", s1_lanes.q(), depth, None)
-        .last()
-        .expect("a stage");
-    let a_data = *stages(m, "data", s1_data.q(), depth, None)
-        .last()
-        .expect("a stage");
+    let a_en = delay(m, "en_stage", s1_en.q(), depth, None);
+    let a_first = delay(m, "first_stage", s1_first.q(), depth, None);
+    let a_off = delay(m, "off_stage", s1_off.q(), depth, None);
+    let a_lanes = delay(m, "lanes_stage", s1_lanes.q(), depth, None);
+    let a_data = delay(m, "data_stage", s1_data.q(), depth, None);
     let a_upd = if depth == 0 {
         s1_upd
     } else {
@@ -808,7 +775,7 @@ fn tile_body(
         let addr = m.wire(&format!("bank{b}_addr"), rsp_base - wraps.zext(aw));
         let s1_addr = m.reg(&format!("s1_bank{b}_addr"), Ty::u(aw));
         m.set_next(s1_addr, mux(accumulating, acc_word, addr));
-        let addr_at = stages(m, &format!("bank{b}_addr"), s1_addr.q(), depth, None);
+        let addr_at = delay_taps(m, &format!("bank{b}_addr_stage"), s1_addr.q(), depth, None);
         let a_addr = *addr_at.last().expect("a stage");
         let bank = m.memory_depth(&format!("psum_bank{b}"), Ty::u(32), u64::from(words));
         let e = s1_data.q().slice(32 * b, 32);
@@ -1164,11 +1131,9 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     m.set_next(s1_fold, folding);
     m.set_next(s1_fold_first, fold_tile.q().is_eq(0));
     m.set_next(s1_fold_addr, ctr_word);
-    let fold_at = stages(m, "fold", s1_fold.q(), depth, Some(0));
+    let fold_at = delay_taps(m, "fold_stage", s1_fold.q(), depth, Some(0));
     let fold_write = *fold_at.last().expect("a stage");
-    let fold_write_addr = *stages(m, "fold_addr", s1_fold_addr.q(), depth, None)
-        .last()
-        .expect("a stage");
+    let fold_write_addr = delay(m, "fold_addr_stage", s1_fold_addr.q(), depth, None);
     // A fold word read and not yet written (busy), and one still before the
     // adder's last stage (the next tile's fold waits for those: its first
     // read must see the last write).
