@@ -299,15 +299,9 @@ fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
     let control = LaneControl::of(cfg);
     let ctl = m.input("ctl_i", Ty::u(control.width()));
     let fr = front(m, cfg, &control, ctl);
-    let [a, b, c] = fr.operands;
-    let (op, imm, loaded, wb_load, wb_alu) = (fr.op, fr.imm, fr.loaded, fr.wb_load, fr.wb_alu);
+    let (loaded, wb_load, wb_alu) = (fr.loaded, fr.wb_load, fr.wb_alu);
 
-    let unit = m.instance("alu", alu);
-    m.connect(unit, "op_i", op);
-    m.connect(unit, "a_i", a);
-    m.connect(unit, "b_i", b);
-    m.connect(unit, "c_i", c);
-    m.connect(unit, "imm_i", imm);
+    let unit = alu_unit(m, alu, &fr);
     let element = m.inst_output(unit, "result_o");
     let result = m.comb_default("result", word, element);
     select_cross_lane(m, &fr, result);
@@ -323,6 +317,19 @@ fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
     let stored = forward(fr.fwd[3], &store_sources, fr.rf_data[3]);
     m.drive(fr.store_data, stored);
     write_back(m, &fr, result);
+}
+
+/// The ALU instance with the operands and the decoded op of the lane's front
+/// connected (the ports both lanes' ALUs have).
+fn alu_unit(m: &mut ModuleBuilder, alu: &Rc<ModuleDef>, fr: &LaneFront) -> hw::Inst {
+    let [a, b, c] = fr.operands;
+    let unit = m.instance("alu", alu);
+    m.connect(unit, "op_i", fr.op);
+    m.connect(unit, "a_i", a);
+    m.connect(unit, "b_i", b);
+    m.connect(unit, "c_i", c);
+    m.connect(unit, "imm_i", fr.imm);
+    unit
 }
 
 /// The write-back registers, loaded as a bundle leaves the execute stage(s),
@@ -350,19 +357,13 @@ fn build_pipelined(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) 
     let ctl = m.input("ctl_i", Ty::u(control.width()));
     let fr = front(m, cfg, &control, ctl);
     let store_alu = control.field(m, ctl, "st_alu");
-    let [a, b, c] = fr.operands;
-    let (op, imm, advance) = (fr.op, fr.imm, fr.advance);
+    let advance = fr.advance;
 
     // The element's cross-lane result, into the ALU's pipeline.
     let cross = m.comb_default("cross_lane", word, 0u32);
     select_cross_lane(m, &fr, cross);
 
-    let unit = m.instance("alu", alu);
-    m.connect(unit, "op_i", op);
-    m.connect(unit, "a_i", a);
-    m.connect(unit, "b_i", b);
-    m.connect(unit, "c_i", c);
-    m.connect(unit, "imm_i", imm);
+    let unit = alu_unit(m, alu, &fr);
     m.connect(unit, "x_i", cross.value());
     m.connect(unit, "en_i", advance);
     let result = m.inst_output(unit, "result_o");
