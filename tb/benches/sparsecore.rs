@@ -40,10 +40,10 @@
 
 use config::SparseCoreConfig;
 use golden::sparsecore::{forward, forward_cycles, update, update_cycles, Table, Timing};
-use golden::sparsecore_host::prepare;
+use golden::sparsecore_host::{prepare, Prepared};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sim::drivers::sparsecore::{HbmBehaviour, SparseCoreDriver};
+use sim::drivers::sparsecore::{ForwardRun, HbmBehaviour, SparseCoreDriver, UpdateRun};
 use sim::CacheStatus;
 use std::time::{Duration, Instant};
 
@@ -56,6 +56,60 @@ const DIMS: [u32; 3] = [8, 21, 128];
 const ROWS: u32 = 10_000;
 const BATCH: u32 = 64;
 const LATENCY: u32 = 100;
+
+/// The update's gradient (small positive fp32 values, one per sample and
+/// element) and learning rate (0.1).
+fn update_inputs(dim: u32) -> (Vec<u32>, u32) {
+    let grad = (0..BATCH * dim).map(|i| 0x3C00_0000 + (i << 8)).collect();
+    (grad, 0x3DCC_CCCD)
+}
+
+/// A forward pass of the batch on `d` at the bench's HBM latency, and
+/// whether its activations, cycles and words read equal the golden model's.
+fn checked_forward(
+    d: &mut SparseCoreDriver,
+    table: &[u32],
+    dim: u32,
+    p: &Prepared,
+) -> (ForwardRun, bool) {
+    let run = d
+        .forward(table, ROWS, dim, BATCH, p, HbmBehaviour::Fixed(LATENCY))
+        .unwrap_or_else(|e| panic!("forward D = {dim}, T = {}: {e}", d.config().tiles()));
+    let want = forward(Table::new(table, ROWS, dim), p, BATCH);
+    let model = forward_cycles(p, ROWS, dim, BATCH, Timing::of(d.config(), LATENCY));
+    let same = want.activations == run.activations
+        && model.cycles == run.cycles
+        && model.words_read == run.words_read;
+    (run, same)
+}
+
+/// An update of the batch on `d` at the bench's HBM latency, the rows the
+/// golden model writes, and whether the table and cycles equal the golden
+/// model's.
+fn checked_update(
+    d: &mut SparseCoreDriver,
+    table: &[u32],
+    dim: u32,
+    p: &Prepared,
+) -> (UpdateRun, u64, bool) {
+    let (grad, lr) = update_inputs(dim);
+    let run = d
+        .update(
+            table,
+            ROWS,
+            dim,
+            BATCH,
+            p,
+            &grad,
+            lr,
+            HbmBehaviour::Fixed(LATENCY),
+        )
+        .unwrap_or_else(|e| panic!("update D = {dim}, T = {}: {e}", d.config().tiles()));
+    let want = update(Table::new(table, ROWS, dim), p, &grad, BATCH, lr);
+    let model = update_cycles(p, ROWS, dim, BATCH, Timing::of(d.config(), LATENCY));
+    let same = want.table == run.table && model.cycles == run.cycles;
+    (run, want.rows_written, same)
+}
 
 fn header(title: &str, columns: &[&str]) {
     println!("\n### {title}\n");
@@ -161,17 +215,9 @@ fn main() {
             let p = prepare(&ids, &samples, &gains, ROWS, BATCH, *t).expect("valid entries");
             eprintln!("bench: D = {dim}, T = {t}...");
             let start = Instant::now();
-            let run = d
-                .forward(table, ROWS, dim, BATCH, &p, HbmBehaviour::Fixed(LATENCY))
-                .unwrap_or_else(|e| panic!("D = {dim}, T = {t}: {e}"));
+            let (run, same) = checked_forward(d, table, dim, &p);
             *wall += start.elapsed();
             *cycles_total += run.cycles;
-            let want = forward(Table::new(table, ROWS, dim), &p, BATCH);
-            let timing = Timing::of(d.config(), LATENCY);
-            let model = forward_cycles(&p, ROWS, dim, BATCH, timing);
-            let same = want.activations == run.activations
-                && model.cycles == run.cycles
-                && model.words_read == run.words_read;
             let c = run.cycles as f64;
             row(&[
                 dim.to_string(),
@@ -204,34 +250,17 @@ fn main() {
     );
     for (di, &dim) in DIMS.iter().enumerate() {
         let table = &tables[di];
-        let grad: Vec<u32> = (0..BATCH * dim).map(|i| 0x3C00_0000 + (i << 8)).collect();
-        let lr = 0x3DCC_CCCD; // 0.1
         for (t, d, _, _) in drivers.iter_mut().filter(|(t, ..)| [1, 4, 16].contains(t)) {
             let p = prepare(&ids, &samples, &gains, ROWS, BATCH, *t).expect("valid entries");
             eprintln!("bench: update, D = {dim}, T = {t}...");
-            let run = d
-                .update(
-                    table,
-                    ROWS,
-                    dim,
-                    BATCH,
-                    &p,
-                    &grad,
-                    lr,
-                    HbmBehaviour::Fixed(LATENCY),
-                )
-                .unwrap_or_else(|e| panic!("update D = {dim}, T = {t}: {e}"));
-            let want = update(Table::new(table, ROWS, dim), &p, &grad, BATCH, lr);
-            let timing = Timing::of(d.config(), LATENCY);
-            let model = update_cycles(&p, ROWS, dim, BATCH, timing);
-            let same = want.table == run.table && model.cycles == run.cycles;
+            let (run, rows_written, same) = checked_update(d, table, dim, &p);
             let c = run.cycles as f64;
             row(&[
                 dim.to_string(),
                 t.to_string(),
-                want.rows_written.to_string(),
+                rows_written.to_string(),
                 run.cycles.to_string(),
-                format!("{:.4}", want.rows_written as f64 / c),
+                format!("{:.4}", rows_written as f64 / c),
                 format!("{:.3}", (run.words_read + run.words_written) as f64 / c),
                 if same { "yes".into() } else { "NO".into() },
             ]);
@@ -261,15 +290,11 @@ fn main() {
         for (di, &dim) in DIMS.iter().enumerate() {
             let table = &tables[di];
             eprintln!("bench: depth, D = {dim}, T = {t}...");
-            let want = forward(Table::new(table, ROWS, dim), &p, BATCH);
             let mut cycles = Vec::new();
             let mut same = true;
             for d in [&mut *shallow, &mut deeper] {
-                let run = d
-                    .forward(table, ROWS, dim, BATCH, &p, HbmBehaviour::Fixed(LATENCY))
-                    .unwrap_or_else(|e| panic!("D = {dim}, T = {t}: {e}"));
-                let model = forward_cycles(&p, ROWS, dim, BATCH, Timing::of(d.config(), LATENCY));
-                same &= want.activations == run.activations && model.cycles == run.cycles;
+                let (run, run_same) = checked_forward(d, table, dim, &p);
+                same &= run_same;
                 cycles.push(run.cycles);
             }
             let useful = p.entries as f64 * f64::from(dim) * 4.0 / 32.0;
@@ -284,26 +309,11 @@ fn main() {
                 format!("{:.4}", cycles[0] as f64 / cycles[1] as f64),
                 if same { "yes".into() } else { "NO".into() },
             ]);
-            let grad: Vec<u32> = (0..BATCH * dim).map(|i| 0x3C00_0000 + (i << 8)).collect();
-            let lr = 0x3DCC_CCCD; // 0.1
-            let want = update(Table::new(table, ROWS, dim), &p, &grad, BATCH, lr);
             let mut cycles = Vec::new();
             let mut same = true;
             for d in [&mut *shallow, &mut deeper] {
-                let run = d
-                    .update(
-                        table,
-                        ROWS,
-                        dim,
-                        BATCH,
-                        &p,
-                        &grad,
-                        lr,
-                        HbmBehaviour::Fixed(LATENCY),
-                    )
-                    .unwrap_or_else(|e| panic!("update D = {dim}, T = {t}: {e}"));
-                let model = update_cycles(&p, ROWS, dim, BATCH, Timing::of(d.config(), LATENCY));
-                same &= want.table == run.table && model.cycles == run.cycles;
+                let (run, _, run_same) = checked_update(d, table, dim, &p);
+                same &= run_same;
                 cycles.push(run.cycles);
             }
             // An update's bandwidth: the rows' words read and written.
