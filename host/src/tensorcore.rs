@@ -24,6 +24,9 @@ pub struct TcInfo {
     pub input_rows: u32,
     /// Rows of the host output window (C int32 each).
     pub output_rows: u32,
+    /// The core's pipeline depth: its cycle counts (the golden cycle model
+    /// a run's counters are checked against) depend on it, its results not.
+    pub depth: u32,
 }
 
 impl TcInfo {
@@ -38,6 +41,7 @@ impl TcInfo {
             self.bias_rows,
             self.weight_queue,
         )
+        .and_then(|core| core.with_depth(self.depth))
         .map_err(|e| {
             HostError::NotABridge(format!("the board reports an impossible TensorCore: {e}"))
         })
@@ -148,6 +152,7 @@ impl<T: Transport> Client<T> {
             program_words: pow(9)?,
             input_rows: pow(10)?,
             output_rows: pow(11)?,
+            depth: u32::from(p[13]),
         })
     }
 

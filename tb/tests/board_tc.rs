@@ -17,6 +17,7 @@ use host::protocol::{status, Opcode};
 use host::{Client, CoreKind, HostError};
 use rand::Rng;
 use std::path::Path;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 use tb::board::{PtyBoard, WireUart};
 use tb::seed::rng_for;
@@ -29,10 +30,13 @@ const LATENCY: Duration = Duration::from_millis(2);
 
 const BOARD: Board = Board::Ulx3s;
 
-/// The core and bridge the tests use: 4x4, memories just large enough for
-/// the digits MLP (864 weight rows, 19 bias rows) in blocks of 10 images.
+/// The core and bridge the tests use: 4x4 at the board build's pipeline
+/// depth, memories just large enough for the digits MLP (864 weight rows,
+/// 19 bias rows) in blocks of 10 images.
 fn small() -> TcBridgeConfig {
-    let core = TensorCoreConfig::with(4, 4, 64, 256, 1024, 32, 4).unwrap();
+    let core = TensorCoreConfig::with(4, 4, 64, 256, 1024, 32, 4)
+        .and_then(|core| core.with_depth(BOARD.tensorcore_defaults().unwrap().core.depth()))
+        .unwrap();
     TcBridgeConfig::new(core, CPB, 1024, 256, 64).unwrap()
 }
 
@@ -47,6 +51,22 @@ fn wire(cfg: &TcBridgeConfig) -> WireUart {
     };
     let built = board::build_tc_board(&clock, cfg, &header).unwrap_or_else(|e| panic!("{e}"));
     WireUart::new(BOARD, tb::board::model(BOARD, &built), cfg.clocks_per_bit())
+}
+
+/// The tests that talk through a pseudo-terminal wait for replies in real
+/// time, as on a real port, so they run with no other simulation beside
+/// them (a simulated board sharing the cores with others can miss a reply
+/// timeout); the wire-level tests keep no clock and share.
+static SIMULATIONS: RwLock<()> = RwLock::new(());
+
+/// A wire-level test's share of the machine.
+fn shared() -> RwLockReadGuard<'static, ()> {
+    SIMULATIONS.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A real-time test's whole machine.
+fn real_time() -> RwLockWriteGuard<'static, ()> {
+    SIMULATIONS.write().unwrap_or_else(|e| e.into_inner())
 }
 
 fn connect(cfg: &TcBridgeConfig) -> Client<WireUart> {
@@ -113,6 +133,7 @@ fn agree(client: &mut Client<WireUart>, mlp: &Mlp, x: &[i8], batch: usize, what:
 
 #[test]
 fn status_and_tc_info_describe_the_core_and_the_bridge() {
+    let _share = shared();
     let cfg = small();
     let mut client = connect(&cfg);
     let info = client.info();
@@ -134,6 +155,7 @@ fn status_and_tc_info_describe_the_core_and_the_bridge() {
 
 #[test]
 fn digits_images_through_the_uart_match_golden_and_numpy() {
+    let _share = shared();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/digits");
     let mlp = compiler::load_model(&dir).unwrap();
     let x: matrix::Matrix<i8> = matrix::read(&dir.join("x_test.npy"), "X").unwrap();
@@ -157,6 +179,7 @@ fn digits_images_through_the_uart_match_golden_and_numpy() {
 
 #[test]
 fn random_small_mlps_through_the_uart_match_golden() {
+    let _share = shared();
     let mut rng = rng_for("random_small_mlps_through_the_uart_match_golden");
     let mut client = connect(&small());
     for round in 0..2 {
@@ -187,6 +210,7 @@ fn random_small_mlps_through_the_uart_match_golden() {
 
 #[test]
 fn refusals_and_bad_commands_get_error_replies_and_the_link_stays_in_sync() {
+    let _share = shared();
     let cfg = small();
     let mut client = connect(&cfg);
     // A model whose weights do not fit the 1024-row weight memory.
@@ -274,6 +298,7 @@ fn digits() -> (
 
 #[test]
 fn run_mlp_over_a_serial_port_through_a_pseudo_terminal() {
+    let _alone = real_time();
     // The host side: `SerialTransport` on the slave end, with its real-time
     // reply timeouts (RUN's from the cycle limit), as on a real port.
     let board = PtyBoard::start(wire(&small()));
@@ -313,6 +338,7 @@ fn systole_host() -> std::path::PathBuf {
 fn the_systole_host_binary_runs_the_digits_model_through_a_pseudo_terminal() {
     // What a user types, end to end: `systole-host mlp` on a serial port,
     // .npy in and out, against numpy's logits; then `info`.
+    let _alone = real_time();
     let bin = systole_host();
     let board = PtyBoard::start(wire(&small()));
     let (dir, mlp, x, expect) = digits();

@@ -181,8 +181,8 @@ fn info(link: &Link) -> Result<(), Failure> {
     if status.info.core == host::CoreKind::TensorCore {
         let t = client.tc_info()?;
         println!(
-            "tensorcore: {}x{}, {} accumulator rows, {} unified-buffer rows, {} weight rows, {} bias rows, weight queue {}",
-            t.rows, t.cols, t.acc_rows, t.ub_rows, t.weight_rows, t.bias_rows, t.weight_queue
+            "tensorcore: {}x{}, {} accumulator rows, {} unified-buffer rows, {} weight rows, {} bias rows, weight queue {}, depth {}",
+            t.rows, t.cols, t.acc_rows, t.ub_rows, t.weight_rows, t.bias_rows, t.weight_queue, t.depth
         );
         println!(
             "bridge memories: {} program words, {} input rows, {} output rows",

@@ -329,11 +329,11 @@ impl Board {
     }
 
     /// The TensorCore board build's defaults, or why the board cannot take
-    /// one (one line). ULX3S: a 4x4 core (the FPGA report's TensorCore
-    /// preset: 5,609 LUTs, 32 DSPs, 10 block RAMs and 26.6 MHz routed on
-    /// the 85F; the board build closes at [`ULX3S_TC_MHZ`]) with 1,024-row unified buffer
-    /// and weight memory, a 1,024-word program memory and 1,024-row host
-    /// windows. The iCEBreaker's UP5K has 5,280 logic cells: the bare 4x4
+    /// one (one line). ULX3S: a 4x4 core at pipeline depth 4 (the
+    /// TensorCore's `fmax` depth; the board build closes at
+    /// [`ULX3S_TC_MHZ`], where the depth-0 core closed at 28.571 MHz) with
+    /// 1,024-row unified buffer and weight memory, a 1,024-word program
+    /// memory and 1,024-row host windows. The iCEBreaker's UP5K has 5,280 logic cells: the bare 4x4
     /// MXU build already uses 82% of them.
     pub fn tensorcore_defaults(self) -> Result<TcBoardDefaults, String> {
         match self {
@@ -345,6 +345,7 @@ impl Board {
             ),
             Board::Ulx3s => Ok(TcBoardDefaults {
                 core: TensorCoreConfig::with(4, 4, 64, 1024, 1024, 64, 4)
+                    .and_then(|core| core.with_depth(ULX3S_TC_DEPTH))
                     .expect("board defaults are valid"),
                 program_words: 1024,
                 input_rows: 1024,
@@ -465,10 +466,16 @@ pub const ICEBREAKER_MXU_MHZ: f64 = 26.25;
 pub const ULX3S_MXU_MHZ: f64 = 25.0;
 
 /// The ULX3S TensorCore build's core clock unless `--core-mhz` asks for
-/// another (MHz): the highest the default core (4x4) closes at through the
-/// build's recipe and nextpnr-ecp5 (seed 1; 30 MHz fails at 29.06 MHz),
-/// 25 MHz x 8 / 7; see docs/boards.md.
-pub const ULX3S_TC_MHZ: f64 = 28.571;
+/// another (MHz): the default core (4x4, depth [`ULX3S_TC_DEPTH`]) closes
+/// at it through the build's recipe and nextpnr-ecp5 (seed 1: 73.24 MHz
+/// routed against 70), 25 MHz x 14 / 5; see docs/boards.md.
+pub const ULX3S_TC_MHZ: f64 = 70.0;
+
+/// The ULX3S TensorCore build's core pipeline depth unless `--depth` asks
+/// for another: the TensorCore's `fmax` depth. At depth 0 the same build
+/// closes at 28.571 MHz; depth 4 costs about 2,100 flip-flops and no
+/// throughput the host sees (the MXU stays busy within 0.2%).
+pub const ULX3S_TC_DEPTH: u32 = 4;
 
 /// The clock a board build runs at: the board's PLL set to make it from the
 /// oscillator. The bridge, its UARTs and the core all run on it.

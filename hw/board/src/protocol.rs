@@ -160,6 +160,7 @@ pub fn tc_info_payload(cfg: &crate::TcBridgeConfig) -> [u8; TC_INFO_BYTES] {
     p[10] = lg(cfg.input_rows());
     p[11] = lg(cfg.output_rows());
     p[12] = (COUNTER_BYTES / 4) as u8;
+    p[13] = core.depth() as u8;
     p
 }
 

@@ -494,7 +494,8 @@ fn payload_words(
     let sb = |m: &mut ModuleBuilder, v: u32| m.lit(Ty::u(8), v);
     let info_word = {
         let parts = [
-            m.lit(Ty::u(24), 0),
+            m.lit(Ty::u(16), 0),
+            sb(m, core.depth()),
             sb(m, tensorcore::ports::COUNTERS.len() as u32),
             sb(m, log2(cfg.output_rows())),
             sb(m, log2(cfg.input_rows())),
