@@ -516,10 +516,12 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     let host4 = d(m, "act_host_d", to_host, latency, None);
     let dest4 = d(m, "act_dest_d", act_dest, latency, None);
     let mult2 = d(m, "act_mult_d", fd.as_signed(), 2, None);
-    // From depth 4 the rounding shift's mask and threshold are registers
-    // beside the shift's last stage.
-    let preset_rounding = cfg.depth() >= 4;
-    let (shift3, rounding) = if preset_rounding {
+    // From depth 4 the bounds of the rounding shift, the clamp and the ReLU
+    // are registers beside their stages: they depend on the ACT's fields
+    // alone, so only the row's own arithmetic is left in those stages.
+    let act_presets = cfg.depth() >= 4;
+    assert!(!act_presets || (st.scaled && st.offset));
+    let (shift3, rounding) = if act_presets {
         let early = d(m, "act_shift_d", shift, s_at - 1, None);
         let ones = m.lit(Ty::u(32), u32::MAX);
         let mask = !(ones << early);
@@ -534,11 +536,31 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     } else {
         (d(m, "act_shift_d", shift, s_at, None), None)
     };
-    let zp3 = d(m, "act_zp_d", zp.as_signed(), o_at, None).as_signed();
-    // The ReLU's floor is the zero point too, a cycle later than the sum
-    // when a register separates them.
-    let floor_zp = delay(m, "act_floor_d", zp3, f_at - o_at, None).as_signed();
-    let relu3 = d(m, "act_relu_d", relu, f_at, None);
+    let (zp3, floor_zp, relu3, clamp_bounds) = if act_presets {
+        // The result is min(max(sum, floor), 127) with floor the zero point
+        // under ReLU, else -128 (zp >= -128); with sum = scaled + zp that is
+        // scaled against floor - zp and 127 - zp, tested beside the
+        // addition (10 bits hold both).
+        let zp_early = d(m, "act_zp_d", zp.as_signed(), o_at - 1, None).as_signed();
+        let relu_early = d(m, "act_relu_d", relu, o_at - 1, None);
+        let floor = mux(relu_early, zp_early, m.lit(Ty::s(8), -128));
+        let below = floor.sext(10) - zp_early.sext(10);
+        let above = m.lit(Ty::s(10), 127) - zp_early.sext(10);
+        let zp3 = delay(m, "act_zp_sum", zp_early, 1, None).as_signed();
+        let floor = delay(m, "act_floor_d", floor, f_at - o_at + 1, None).as_signed();
+        let bounds = (
+            delay(m, "act_clamp_below", below, 1, None).as_signed(),
+            delay(m, "act_clamp_above", above, 1, None).as_signed(),
+        );
+        (zp3, floor, None, Some(bounds))
+    } else {
+        let zp3 = d(m, "act_zp_d", zp.as_signed(), o_at, None).as_signed();
+        // The ReLU's floor is the zero point too, a cycle later than the sum
+        // when a register separates them.
+        let floor_zp = delay(m, "act_floor_d", zp3, f_at - o_at, None).as_signed();
+        let relu3 = d(m, "act_relu_d", relu, f_at, None);
+        (zp3, floor_zp, Some(relu3), None)
+    };
     let mult3 = delay(m, "act_mult_d3", mult2, p_at - 2, None).as_signed();
     let mut q_lanes = Vec::new();
     let mut h_lanes = Vec::new();
@@ -558,13 +580,25 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
             _ => format!("act_v{lane}"),
         };
         let s2 = delay(m, &s2_name, s1, p_at - 2, None).as_signed();
-        let h = if st.high || st.scaled {
+        let h = if let Some((below, above)) = clamp_bounds {
             let high = hw::arith::srdhm_from_product(m, s2, mult3, prod);
             let high = cut(m, st.high, &format!("act_high{lane}"), high);
-            let scaled = match rounding {
-                Some((mask, half_up)) => rounding_shift_preset(high, shift3, mask, half_up),
-                None => hw::arith::rdbpot_logic(m, high, shift3),
-            };
+            let (mask, half_up) = rounding.expect("presets at this depth");
+            let scaled = rounding_shift_preset(high, shift3, mask, half_up);
+            let scaled = cut(m, st.scaled, &format!("act_scaled{lane}"), scaled);
+            // The sum's low byte is the result when no bound holds.
+            let low = scaled.as_unsigned().slice(0, 8) + zp3.as_unsigned();
+            let low = delay(m, &format!("act_offset{lane}"), low, 1, None).as_signed();
+            let below = scaled.is_lt(below.sext(32));
+            let below = delay(m, &format!("act_below{lane}"), below, 1, None);
+            let above = scaled.is_gt(above.sext(32));
+            let above = delay(m, &format!("act_above{lane}"), above, 1, None);
+            let top = m.lit(Ty::s(8), 127);
+            mux(below, floor_zp, mux(above, top, low))
+        } else if st.high || st.scaled {
+            let high = hw::arith::srdhm_from_product(m, s2, mult3, prod);
+            let high = cut(m, st.high, &format!("act_high{lane}"), high);
+            let scaled = hw::arith::rdbpot_logic(m, high, shift3);
             let scaled = cut(m, st.scaled, &format!("act_scaled{lane}"), scaled);
             let sum = zero_point_sum(scaled, zp3);
             let sum = cut(m, st.offset, &format!("act_offset{lane}"), sum);
@@ -572,8 +606,10 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
         } else {
             hw::arith::requant_int8_from_product(m, s2, mult3, prod, shift3, zp3.as_signed())
         };
-        let floor = floor_zp;
-        let h = mux(relu3 & h.is_lt(floor), floor, h);
+        let h = match relu3 {
+            Some(relu3) => mux(relu3 & h.is_lt(floor_zp), floor_zp, h),
+            None => h,
+        };
         q_lanes.push(delay(m, &format!("act_q{lane}"), h, 1, None));
         h_lanes.push(delay(m, &format!("act_i{lane}"), s2, latency - p_at, None));
     }
