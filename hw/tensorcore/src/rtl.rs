@@ -311,7 +311,12 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
         "unit_last",
         unit_go & u_done.q().is_eq(u_rows - m.lit(count_ty, 1)),
     );
-    let ub_settled = m.wire("ub_settled", !u_valid.q() & ub_idle);
+    // From depth 4 a register (set below from next cycle's unit state).
+    let ub_settled_reg = seq_decode.then(|| m.reg_reset("ub_settled", Ty::BOOL, 1));
+    let ub_settled = match ub_settled_reg {
+        Some(reg) => reg.q(),
+        None => m.wire("ub_settled", !u_valid.q() & ub_idle),
+    };
     // Whether the MM's accumulator rows meet the rows the unit has still to
     // read (in 18 bits: a row plus a count does not wrap).
     let w18 = |e: Expr| fit(e, 18);
@@ -416,6 +421,12 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     m.set_next(uw, mux(act_hand, word, uw.q()));
     let u_valid_next = act_hand | (u_valid.q() & !unit_last);
     m.set_next(u_valid, u_valid_next);
+    if let Some(reg) = ub_settled_reg {
+        // The unit's last write has landed next cycle unless it reads now
+        // or more than one write is still to land.
+        let ub_idle_next = !unit_go & ub_wait.q().is_le(1u64);
+        m.set_next(reg, !u_valid_next & ub_idle_next);
+    }
     if let (Some(reg), Some([loaded, kept])) = (overlap_reg, bounds_next) {
         m.set_next(reg, u_valid_next & mux(load, loaded, kept));
     }
