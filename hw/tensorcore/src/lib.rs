@@ -159,7 +159,14 @@
 //! | 1 | 1 (1): each PE's product | after the rounding doubling high multiply (SRDHM) | 5 |
 //! | 2 | 2 (2): the PEs' multiplier operands too | the 32 x 32 multiply as four registered 17 x 17 partial products | 6 |
 //! | 3 | 2 (2) | after the rounding shift (RDBPOT), before the zero point and the clamp | 7 |
-//! | 4 | 2 (2) | after the zero point's addition, before the clamp and the ReLU | 8 |
+//! | 4 | 2 (2) | after the zero point's addition (with the clamp's and the ReLU's bound tests), before their select | 8 |
+//!
+//! From depth 3 the sequencer takes its last-row index, the overlap test's
+//! bounds and the unified buffer's read address from registers; from depth
+//! 4 also its opcode decode, the overlap test, the first- and last-row flags
+//! and whether the activation unit has settled, each set a cycle ahead, and
+//! the activation unit its rounding and clamp bounds (they depend on the
+//! `ACT`'s fields alone). None of these changes a cycle.
 //!
 //! The MXU stays at its depth 2 beyond: its depth 3 widens the gap its
 //! accumulator needs between two rows of one address (`hw/mxu/TIMING.md`,

@@ -164,6 +164,18 @@ fn zero_point_sum(scaled: Expr, zero_point: Expr) -> Expr {
     scaled.sext(34) + zero_point.sext(34)
 }
 
+/// The rounding shift RDBPOT(x, e) of `hw::arith::rdbpot_logic` (x s32,
+/// e u5), its mask and rounding threshold given as registers set from the
+/// shift a cycle ahead: `mask` = 2^e - 1 and `half_up` = (mask >> 1) + 1,
+/// the threshold of a negative x. The shift of an `ACT` is known long
+/// before its rows arrive, so only x's shift and compare remain here.
+fn rounding_shift_preset(x: Expr, e: Expr, mask: Expr, half_up: Expr) -> Expr {
+    let remainder = x.as_unsigned() & mask;
+    let half = mask >> 1u32;
+    let round = mux(x.msb(), remainder.is_gt(half_up), remainder.is_gt(half));
+    (x >> e) + round.zext(32).as_signed()
+}
+
 /// A 34-bit zero-point sum saturated to int8: the requantization's last
 /// step (`docs/numerics.md`), as `hw::arith::requant_int8_from_product` ends.
 fn clamp_to_int8(m: &mut ModuleBuilder, sum: Expr) -> Expr {
@@ -216,9 +228,23 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     let flag = |bit: u32| word.slice(field::FLAGS.0 + bit.trailing_zeros(), 1);
     let rows = field_of(word, field::COUNT);
     let v = cur_valid.q();
+    // From depth 4 the opcode is decoded from the port as the word loads:
+    // one-hot flags, each cleared when its instruction retires, so the
+    // sequencer's decisions start at registers.
+    let seq_decode = cfg.depth() >= 4;
+    let instr_op = field_of(instr, field::OP);
+    let decoded = |m: &mut ModuleBuilder, n: &str, now: Expr, at_load: Expr| {
+        if seq_decode {
+            let f = m.reg_reset(n, Ty::BOOL, 0);
+            m.set_next(f, mux(load, at_load, f.q() & !retire.value()));
+            f.q()
+        } else {
+            m.wire(n, v & now)
+        }
+    };
     let is = |m: &mut ModuleBuilder, o: Opcode, n: &str| {
-        let e = v & op.is_eq(u64::from(o.code()));
-        m.wire(n, e)
+        let code = u64::from(o.code());
+        decoded(m, n, op.is_eq(code), instr_op.is_eq(code))
     };
     let is_rhm = is(m, Opcode::ReadHost, "is_rhm");
     let is_rw = is(m, Opcode::ReadWeights, "is_rw");
@@ -226,7 +252,8 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     let is_act = is(m, Opcode::Activate, "is_act");
     let is_sync = is(m, Opcode::Sync, "is_sync");
     let is_halt = is(m, Opcode::Halt, "is_halt");
-    let illegal = m.wire("illegal", v & op.is_gt(u64::from(Opcode::Sync.code())));
+    let sync_code = u64::from(Opcode::Sync.code());
+    let illegal = decoded(m, "illegal", op.is_gt(sync_code), instr_op.is_gt(sync_code));
 
     // Progress of the current instruction.
     let started = m.reg_reset("started", Ty::BOOL, 0);
@@ -242,7 +269,13 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     } else {
         rows - m.lit(count_ty, 1)
     };
-    let last_row = m.wire("last_row", done.q().is_eq(last_index));
+    // From depth 4 the last-row test is a register too, set a cycle ahead
+    // (below, once the row moves are known).
+    let last_row_reg = seq_decode.then(|| m.reg("last_row", Ty::BOOL));
+    let last_row = match last_row_reg {
+        Some(reg) => reg.q(),
+        None => m.wire("last_row", done.q().is_eq(last_index)),
+    };
 
     // Late-write windows: nonzero while a write is still to land.
     // The MXU's write latency, R + C at depth 0 (R + P + C deeper).
@@ -278,12 +311,17 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
         "unit_last",
         unit_go & u_done.q().is_eq(u_rows - m.lit(count_ty, 1)),
     );
-    let ub_settled = m.wire("ub_settled", !u_valid.q() & ub_idle);
+    // From depth 4 a register (set below from next cycle's unit state).
+    let ub_settled_reg = seq_decode.then(|| m.reg_reset("ub_settled", Ty::BOOL, 1));
+    let ub_settled = match ub_settled_reg {
+        Some(reg) => reg.q(),
+        None => m.wire("ub_settled", !u_valid.q() & ub_idle),
+    };
     // Whether the MM's accumulator rows meet the rows the unit has still to
     // read (in 18 bits: a row plus a count does not wrap).
     let w18 = |e: Expr| fit(e, 18);
     let mm_b = w18(field_w(word, field::B, acc_aw));
-    let (u_from, u_to, mm_end) = if seq_regs {
+    let (u_from, u_to, mm_end, bounds_next) = if seq_regs {
         // The unit's bounds from the hand-over on, the MM's end from its load.
         let from = m.reg("u_from", Ty::u(18));
         let to = m.reg("u_to", Ty::u(18));
@@ -291,25 +329,37 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
         let hand_a = w18(field_w(word, field::A, acc_aw));
         let one18 = m.lit(Ty::u(18), 1);
         let hand = is_act & !u_valid.q();
-        m.set_next(
-            from,
-            mux(hand, hand_a, mux(unit_go, from.q() + one18, from.q())),
-        );
-        m.set_next(to, mux(hand, hand_a + w18(rows), to.q()));
+        let from_next = mux(hand, hand_a, mux(unit_go, from.q() + one18, from.q()));
+        let to_next = mux(hand, hand_a + w18(rows), to.q());
+        m.set_next(from, from_next);
+        m.set_next(to, to_next);
         let instr_end = w18(field_w(instr, field::B, acc_aw)) + w18(field_of(instr, field::COUNT));
         m.set_next(end, mux(load, instr_end, end.q()));
-        (from.q(), to.q(), end.q())
+        // The bounds' next values, for an overlap test a cycle ahead.
+        let instr_b = w18(field_w(instr, field::B, acc_aw));
+        let bounds_next = [
+            from_next.is_lt(instr_end) & instr_b.is_lt(to_next),
+            from_next.is_lt(end.q()) & mm_b.is_lt(to_next),
+        ];
+        (from.q(), to.q(), end.q(), Some(bounds_next))
     } else {
         (
             w18(field_w(uw.q(), field::A, acc_aw)) + w18(u_done.q()),
             w18(field_w(uw.q(), field::A, acc_aw)) + w18(u_rows),
             mm_b + w18(rows),
+            None,
         )
     };
-    let overlap = m.wire(
-        "overlap",
-        u_valid.q() & u_from.is_lt(mm_end) & mm_b.is_lt(u_to),
-    );
+    // From depth 4 the overlap test is a register, loaded with next
+    // cycle's test: the bounds' compares select by whether a word loads.
+    let overlap_reg = seq_decode.then(|| m.reg_reset("overlap", Ty::BOOL, 0));
+    let overlap = match overlap_reg {
+        Some(reg) => reg.q(),
+        None => m.wire(
+            "overlap",
+            u_valid.q() & u_from.is_lt(mm_end) & mm_b.is_lt(u_to),
+        ),
+    };
 
     // ---- Per-instruction behaviour (see the timing contract).
     let prefetch = flag(FLAG_PREFETCH);
@@ -348,9 +398,38 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     let moved = rhm_go | accept;
     let done_next = mux(retire_e, zero16, mux(moved, done.q() + one16, done.q()));
     m.set_next(done, done_next);
+    // From depth 4: whether the row presented is an instruction's first
+    // (done = 0) and its last, from registers set here; a loaded word
+    // starts at row 0 (the slot was empty or its instruction retires).
+    let row_first = if seq_decode {
+        let first = m.reg_reset("row_first", Ty::BOOL, 1);
+        let wraps = done.q().is_eq(u64::from(u16::MAX));
+        m.set_next(
+            first,
+            mux(retire_e, m.lit(Ty::BOOL, 1), mux(moved, wraps, first.q())),
+        );
+        first.q()
+    } else {
+        done.q().is_eq(0)
+    };
+    if let Some(reg) = last_row_reg {
+        let one_row = field_of(instr, field::COUNT).is_eq(1);
+        let next_last = (done.q() + one16).is_eq(last_index);
+        m.set_next(reg, mux(load, one_row, mux(moved, next_last, last_row)));
+    }
     m.set_next(started, !retire_e & (rhm_go | present));
     m.set_next(uw, mux(act_hand, word, uw.q()));
-    m.set_next(u_valid, act_hand | (u_valid.q() & !unit_last));
+    let u_valid_next = act_hand | (u_valid.q() & !unit_last);
+    m.set_next(u_valid, u_valid_next);
+    if let Some(reg) = ub_settled_reg {
+        // The unit's last write has landed next cycle unless it reads now
+        // or more than one write is still to land.
+        let ub_idle_next = !unit_go & ub_wait.q().is_le(1u64);
+        m.set_next(reg, !u_valid_next & ub_idle_next);
+    }
+    if let (Some(reg), Some([loaded, kept])) = (overlap_reg, bounds_next) {
+        m.set_next(reg, u_valid_next & mux(load, loaded, kept));
+    }
     m.set_next(
         u_done,
         mux(
@@ -448,12 +527,51 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
     let host4 = d(m, "act_host_d", to_host, latency, None);
     let dest4 = d(m, "act_dest_d", act_dest, latency, None);
     let mult2 = d(m, "act_mult_d", fd.as_signed(), 2, None);
-    let shift3 = d(m, "act_shift_d", shift, s_at, None);
-    let zp3 = d(m, "act_zp_d", zp.as_signed(), o_at, None).as_signed();
-    // The ReLU's floor is the zero point too, a cycle later than the sum
-    // when a register separates them.
-    let floor_zp = delay(m, "act_floor_d", zp3, f_at - o_at, None).as_signed();
-    let relu3 = d(m, "act_relu_d", relu, f_at, None);
+    // From depth 4 the bounds of the rounding shift, the clamp and the ReLU
+    // are registers beside their stages: they depend on the ACT's fields
+    // alone, so only the row's own arithmetic is left in those stages.
+    let act_presets = cfg.depth() >= 4;
+    assert!(!act_presets || (st.scaled && st.offset));
+    let (shift3, rounding) = if act_presets {
+        let early = d(m, "act_shift_d", shift, s_at - 1, None);
+        let ones = m.lit(Ty::u(32), u32::MAX);
+        let mask = !(ones << early);
+        let half_up = (mask >> 1u32) + m.lit(Ty::u(32), 1);
+        (
+            delay(m, "act_round_shift", early, 1, None),
+            Some((
+                delay(m, "act_round_mask", mask, 1, None),
+                delay(m, "act_round_half_up", half_up, 1, None),
+            )),
+        )
+    } else {
+        (d(m, "act_shift_d", shift, s_at, None), None)
+    };
+    let (zp3, floor_zp, relu3, clamp_bounds) = if act_presets {
+        // The result is min(max(sum, floor), 127) with floor the zero point
+        // under ReLU, else -128 (zp >= -128); with sum = scaled + zp that is
+        // scaled against floor - zp and 127 - zp, tested beside the
+        // addition (10 bits hold both).
+        let zp_early = d(m, "act_zp_d", zp.as_signed(), o_at - 1, None).as_signed();
+        let relu_early = d(m, "act_relu_d", relu, o_at - 1, None);
+        let floor = mux(relu_early, zp_early, m.lit(Ty::s(8), -128));
+        let below = floor.sext(10) - zp_early.sext(10);
+        let above = m.lit(Ty::s(10), 127) - zp_early.sext(10);
+        let zp3 = delay(m, "act_zp_sum", zp_early, 1, None).as_signed();
+        let floor = delay(m, "act_floor_d", floor, f_at - o_at + 1, None).as_signed();
+        let bounds = (
+            delay(m, "act_clamp_below", below, 1, None).as_signed(),
+            delay(m, "act_clamp_above", above, 1, None).as_signed(),
+        );
+        (zp3, floor, None, Some(bounds))
+    } else {
+        let zp3 = d(m, "act_zp_d", zp.as_signed(), o_at, None).as_signed();
+        // The ReLU's floor is the zero point too, a cycle later than the sum
+        // when a register separates them.
+        let floor_zp = delay(m, "act_floor_d", zp3, f_at - o_at, None).as_signed();
+        let relu3 = d(m, "act_relu_d", relu, f_at, None);
+        (zp3, floor_zp, Some(relu3), None)
+    };
     let mult3 = delay(m, "act_mult_d3", mult2, p_at - 2, None).as_signed();
     let mut q_lanes = Vec::new();
     let mut h_lanes = Vec::new();
@@ -473,7 +591,22 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
             _ => format!("act_v{lane}"),
         };
         let s2 = delay(m, &s2_name, s1, p_at - 2, None).as_signed();
-        let h = if st.high || st.scaled {
+        let h = if let Some((below, above)) = clamp_bounds {
+            let high = hw::arith::srdhm_from_product(m, s2, mult3, prod);
+            let high = cut(m, st.high, &format!("act_high{lane}"), high);
+            let (mask, half_up) = rounding.expect("presets at this depth");
+            let scaled = rounding_shift_preset(high, shift3, mask, half_up);
+            let scaled = cut(m, st.scaled, &format!("act_scaled{lane}"), scaled);
+            // The sum's low byte is the result when no bound holds.
+            let low = scaled.as_unsigned().slice(0, 8) + zp3.as_unsigned();
+            let low = delay(m, &format!("act_offset{lane}"), low, 1, None).as_signed();
+            let below = scaled.is_lt(below.sext(32));
+            let below = delay(m, &format!("act_below{lane}"), below, 1, None);
+            let above = scaled.is_gt(above.sext(32));
+            let above = delay(m, &format!("act_above{lane}"), above, 1, None);
+            let top = m.lit(Ty::s(8), 127);
+            mux(below, floor_zp, mux(above, top, low))
+        } else if st.high || st.scaled {
             let high = hw::arith::srdhm_from_product(m, s2, mult3, prod);
             let high = cut(m, st.high, &format!("act_high{lane}"), high);
             let scaled = hw::arith::rdbpot_logic(m, high, shift3);
@@ -484,8 +617,10 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
         } else {
             hw::arith::requant_int8_from_product(m, s2, mult3, prod, shift3, zp3.as_signed())
         };
-        let floor = floor_zp;
-        let h = mux(relu3 & h.is_lt(floor), floor, h);
+        let h = match relu3 {
+            Some(relu3) => mux(relu3 & h.is_lt(floor_zp), floor_zp, h),
+            None => h,
+        };
         q_lanes.push(delay(m, &format!("act_q{lane}"), h, 1, None));
         h_lanes.push(delay(m, &format!("act_i{lane}"), s2, latency - p_at, None));
     }
@@ -505,7 +640,7 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleD
 
     // ---- MXU activation side.
     m.connect(mx, mxu::ports::A_VALID, present);
-    m.connect(mx, mxu::ports::A_FIRST, done.q().is_eq(0));
+    m.connect(mx, mxu::ports::A_FIRST, row_first);
     m.connect(mx, mxu::ports::A_ROW, a_row);
     let mm_acc_addr = row_addr(m, field::B, "mm_acc_addr", acc_aw);
     m.connect(mx, mxu::ports::A_ACC_ADDR, mm_acc_addr);
