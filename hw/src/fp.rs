@@ -211,21 +211,25 @@ impl AddStage1 {
 }
 
 /// Cut points of the fp32 adder, in datapath order: `ordered` (after the
-/// special cases and the magnitude compare that orders the operands),
-/// `aligned` (after the smaller significand's shift and sticky bit), `sum`
-/// (after the significand addition: [`AddStage1`]), `normalised` (after the
-/// leading-zero shift), `rounded` (after the rounding increment).
+/// special cases and the magnitude compare that orders the operands, with
+/// the exponent difference and each significand's lowest set bit formed
+/// beside the compare), `aligned` (after the smaller significand's shift,
+/// its sticky bit and, in the piped adder, the near case's difference),
+/// `sum` (after the significand addition and the count of its leading
+/// zeros: [`AddStage1`] and the count), `normalised` (after the
+/// normalising shift), `rounded` (after the rounding increment).
 ///
-/// The longest path runs compare (31-bit carry chain), select, exponent
-/// difference, alignment shift and its sticky test (two 27-bit shifters and
-/// a compare), the 28-bit add, the five-step normalising shift, the 23-bit
-/// rounding increment and the exponent's range compares. Ranking, from the
-/// critical paths nextpnr reports on an iCE40 UP5K (`docs/hw.md`): `sum`
-/// first (the two-stage adder's cut; the back half, normalisation and
-/// rounding, is the longer: 92 ns of 193), then `normalised` (splits that
-/// back half), `aligned` (the front half), `ordered` (the compare off the
-/// alignment, which is then the longest segment), `rounded` (the increment
-/// from the final select).
+/// Every segment is short enough for 100 MHz on an ECP5-85F at 5 stages:
+/// the sticky bit is a compare of the shift with the lowest set bit, not a
+/// second shifter; the leading zeros are counted by a tree, and in the
+/// piped adder from the near case's difference (signs differ, exponents
+/// within one: the only sums losing more than one bit), formed beside the
+/// alignment shift and counted beside the addition; the rounding carry
+/// into the exponent comes from the fraction before the increment. The
+/// ranking is from the critical paths nextpnr reported on an iCE40 UP5K
+/// (`docs/hw.md`), before these changes: `sum` first (the two-stage
+/// adder's cut), then `normalised` (splits the back half), `aligned` (the
+/// front half), `ordered`, `rounded`.
 pub const FP32_ADD: CutPlan = CutPlan {
     unit: "fp32_add",
     cuts: &["ordered", "aligned", "sum", "normalised", "rounded"],
@@ -236,11 +240,24 @@ pub const FP32_ADD: CutPlan = CutPlan {
 #[track_caller]
 pub fn fp32_add_stage1(m: &mut ModuleBuilder, a: Expr, b: Expr) -> AddStage1 {
     let mut p = Pipeline::combinational_from(FP32_ADD, 0);
-    add_front(m, &mut p, 0, a, b, &mut [])
+    add_front(m, &mut p, 0, a, b, false, &mut []).0
+}
+
+/// The significand difference of the near case: operands of different
+/// signs whose exponents differ by at most one, the only sums that can lose
+/// more than one leading bit. Exact (nothing is shifted out), so it is
+/// formed beside the alignment shift, and its leading zeros are counted
+/// beside the addition.
+#[derive(Clone, Copy)]
+struct NearSum {
+    /// The operands are a near case (then the sum is `difference`).
+    near: Expr,
+    /// The larger significand minus the smaller one (27 bits).
+    difference: Expr,
 }
 
 /// The adder up to its `sum` cut, on cuts `first` and `first + 1` of `p`
-/// (`carried` values ride along).
+/// (`carried` values ride along), and with `near_path` the [`NearSum`].
 #[track_caller]
 fn add_front(
     m: &mut ModuleBuilder,
@@ -248,8 +265,9 @@ fn add_front(
     first: usize,
     a: Expr,
     b: Expr,
+    near_path: bool,
     carried: &mut [(&str, Expr)],
-) -> AddStage1 {
+) -> (AddStage1, Option<NearSum>) {
     assert_eq!(
         (a.ty(), b.ty()),
         (Ty::u(32), Ty::u(32)),
@@ -319,42 +337,48 @@ fn add_front(
     // (every shift of 27 or more does: the leading one is set).
     let sticky = diff.is_gt(lowest_small.zext(8));
     let aligned = shifted | sticky.zext(27);
+    let subtract = sign_a ^ sign_b;
+    let near = near_path.then(|| NearSum {
+        near: subtract & diff.is_le(1),
+        difference: big_sig - mux_bitwise(diff.bit(0), small_sig >> 1u32, small_sig),
+    });
     // Past this cut only the larger operand's sign and exponent are needed.
     let big_top = if p.registers(first + 1) {
         big.slice(23, 9)
     } else {
         big
     };
-    let out = cut_carrying(
-        m,
-        p,
-        first + 1,
-        &[
-            ("special", special),
-            ("special_value", special_value),
-            ("big_sign_exp", big_top),
-            ("big_sig", big_sig),
-            ("aligned", aligned),
-            ("sign_a", sign_a),
-            ("sign_b", sign_b),
-        ],
-        carried,
-    );
-    let [special, special_value, big_top, big_sig, aligned, sign_a, sign_b]: [Expr; 7] =
-        out.try_into().expect("seven values");
-    let subtract = sign_a ^ sign_b;
+    let mut own = vec![
+        ("special", special),
+        ("special_value", special_value),
+        ("big_sign_exp", big_top),
+        ("big_sig", big_sig),
+        ("aligned", aligned),
+        ("subtract", subtract),
+    ];
+    if let Some(n) = near {
+        own.extend([("near", n.near), ("near_difference", n.difference)]);
+    }
+    let out = cut_carrying(m, p, first + 1, &own, carried);
+    let [special, special_value, big_top, big_sig, aligned, subtract]: [Expr; 6] =
+        out[..6].try_into().expect("six values");
+    let near = near.map(|_| NearSum {
+        near: out[6],
+        difference: out[7],
+    });
     let sum = mux_bitwise(
         subtract,
         big_sig.zext(28) - aligned.zext(28),
         big_sig.zext(28) + aligned.zext(28),
     );
-    AddStage1 {
+    let stage1 = AddStage1 {
         special,
         special_value,
         sign: big_top.msb(),
         exp: big_top.slice(big_top.width() - 9, 8),
         sum,
-    }
+    };
+    (stage1, near)
 }
 
 /// The position of the lowest set bit of an aligned significand `1.f000`
@@ -367,6 +391,15 @@ fn lowest_set_bit(m: &mut ModuleBuilder, frac: Expr) -> Expr {
     bits.resize(32, m.lit(Ty::BOOL, 0));
     let (zeros, _) = leading_zeros(&bits, false);
     zeros + 3
+}
+
+/// The leading zeros of bits 26..0 of `x` (5 bits) and whether they are all
+/// zero.
+fn leading_zeros_27(m: &mut ModuleBuilder, x: Expr) -> (Expr, Expr) {
+    let mut bits: Vec<Expr> = (0..27).rev().map(|i| x.bit(i)).collect();
+    bits.resize(32, m.lit(Ty::BOOL, 0));
+    let (zeros, zero) = leading_zeros(&bits, true);
+    (zeros, zero.expect("asked for"))
 }
 
 /// The leading zeros of the bits `bits` (most significant first, a power of
@@ -412,10 +445,7 @@ struct SumZeros {
 
 /// [`SumZeros`] of a 28-bit significand sum.
 fn sum_leading_zeros(m: &mut ModuleBuilder, sum: Expr) -> SumZeros {
-    let mut bits: Vec<Expr> = (0..27).rev().map(|i| sum.bit(i)).collect();
-    bits.resize(32, m.lit(Ty::BOOL, 0));
-    let (zeros, low_zero) = leading_zeros(&bits, true);
-    let low_zero = low_zero.expect("asked for");
+    let (zeros, low_zero) = leading_zeros_27(m, sum);
     SumZeros {
         zeros,
         cancelled: !sum.msb() & low_zero,
@@ -510,22 +540,35 @@ fn add_back(
 /// The whole adder on a pipeline of [`FP32_ADD`].
 #[track_caller]
 pub fn fp32_add_piped(m: &mut ModuleBuilder, p: &mut Pipeline, a: Expr, b: Expr) -> Expr {
-    let s1 = add_front(m, p, 0, a, b, &mut []);
-    let (s1, zeros) = add_sum_cut(m, p, 2, &s1, &mut []);
+    let (s1, near) = add_front(m, p, 0, a, b, true, &mut []);
+    let (s1, zeros) = add_sum_cut(m, p, 2, &s1, near, &mut []);
     add_back(m, p, 3, &s1, zeros, &mut [])
 }
 
 /// The adder's `sum` cut: [`AddStage1`] crossing cut `cut` of `p`, the
-/// sum's leading zeros counted before it (the count is the longer half of
-/// normalising, and the addition before it the shorter stage).
+/// sum's leading zeros counted before it: from the near case's difference
+/// if given (beside the addition; every other sum has at most one leading
+/// zero below its carry bit, as the larger significand is at least 2^26 and
+/// the smaller one, shifted by two or more, below 2^25), else from the sum.
 fn add_sum_cut(
     m: &mut ModuleBuilder,
     p: &mut Pipeline,
     cut: usize,
     s: &AddStage1,
+    near: Option<NearSum>,
     carried: &mut [(&str, Expr)],
 ) -> (AddStage1, SumZeros) {
-    let z = sum_leading_zeros(m, s.sum);
+    let z = match near {
+        None => sum_leading_zeros(m, s.sum),
+        Some(n) => {
+            let (zeros, zero) = leading_zeros_27(m, n.difference);
+            let far_zeros = (!s.sum.bit(26)).zext(5);
+            SumZeros {
+                zeros: mux_bitwise(n.near, zeros, far_zeros),
+                cancelled: n.near & zero,
+            }
+        }
+    };
     let names = ["special", "special_value", "sign", "exp", "sum"];
     let mut own: Vec<(&str, Expr)> = names.into_iter().zip(s.to_vec()).collect();
     own.push(("zeros", z.zeros));
@@ -637,8 +680,8 @@ pub fn bf16_mac_piped(
 ) -> Expr {
     assert_eq!(psum.ty(), Ty::u(32), "the partial sum is fp32 (u32)");
     let (product, carried) = bf16_mul_carrying(m, p, 0, a, w, &[("psum", psum)]);
-    let s1 = add_front(m, p, 3, carried[0], product, &mut []);
-    let (s1, zeros) = add_sum_cut(m, p, 5, &s1, &mut []);
+    let (s1, near) = add_front(m, p, 3, carried[0], product, true, &mut []);
+    let (s1, zeros) = add_sum_cut(m, p, 5, &s1, near, &mut []);
     add_back(m, p, 6, &s1, zeros, &mut [])
 }
 
