@@ -211,36 +211,54 @@ impl AddStage1 {
 }
 
 /// Cut points of the fp32 adder, in datapath order: `ordered` (after the
-/// special cases and the magnitude compare that orders the operands),
-/// `aligned` (after the smaller significand's shift and sticky bit), `sum`
-/// (after the significand addition: [`AddStage1`]), `normalised` (after the
-/// leading-zero shift), `rounded` (after the rounding increment).
+/// special cases and the magnitude compare that orders the operands, with
+/// the exponent difference and each significand's lowest set bit formed
+/// beside the compare), `aligned` (after the smaller significand's shift,
+/// its sticky bit and, in the piped adder, the near case's difference),
+/// `sum` (after the significand addition and the count of its leading
+/// zeros: [`AddStage1`] and the count), `normalised` (after the
+/// normalising shift), `rounded` (after the rounding increment).
 ///
-/// The longest path runs compare (31-bit carry chain), select, exponent
-/// difference, alignment shift and its sticky test (two 27-bit shifters and
-/// a compare), the 28-bit add, the five-step normalising shift, the 23-bit
-/// rounding increment and the exponent's range compares. Ranking, from the
-/// critical paths nextpnr reports on an iCE40 UP5K (`docs/hw.md`): `sum`
-/// first (the two-stage adder's cut; the back half, normalisation and
-/// rounding, is the longer: 92 ns of 193), then `normalised` (splits that
-/// back half), `aligned` (the front half), `ordered` (the compare off the
-/// alignment, which is then the longest segment), `rounded` (the increment
-/// from the final select).
+/// Every segment is short enough for 100 MHz on an ECP5-85F at 5 stages:
+/// the sticky bit is a compare of the shift with the lowest set bit, not a
+/// second shifter; the leading zeros are counted by a tree, and in the
+/// piped adder from the near case's difference (signs differ, exponents
+/// within one: the only sums losing more than one bit), formed beside the
+/// alignment shift and counted beside the addition; the rounding carry
+/// into the exponent comes from the fraction before the increment. The
+/// ranking is from the critical paths nextpnr reports on the 85F
+/// (`docs/hw.md`): `sum` first (the two-stage adder's cut), then `aligned`
+/// (with the count before the `sum` cut the front half is the longer: 70.0
+/// MHz with `aligned` second against 61.4 with `normalised`), then
+/// `normalised`, `ordered`, `rounded`.
 pub const FP32_ADD: CutPlan = CutPlan {
     unit: "fp32_add",
     cuts: &["ordered", "aligned", "sum", "normalised", "rounded"],
-    ranking: &[2, 3, 1, 0, 4],
+    ranking: &[2, 1, 3, 0, 4],
 };
 
 /// First adder stage: decode, special cases, order by magnitude, align, add.
 #[track_caller]
 pub fn fp32_add_stage1(m: &mut ModuleBuilder, a: Expr, b: Expr) -> AddStage1 {
     let mut p = Pipeline::combinational_from(FP32_ADD, 0);
-    add_front(m, &mut p, 0, a, b, &mut [])
+    add_front(m, &mut p, 0, a, b, false, &mut []).0
+}
+
+/// The significand difference of the near case: operands of different
+/// signs whose exponents differ by at most one, the only sums that can lose
+/// more than one leading bit. Exact (nothing is shifted out), so it is
+/// formed beside the alignment shift, and its leading zeros are counted
+/// beside the addition.
+#[derive(Clone, Copy)]
+struct NearSum {
+    /// The operands are a near case (then the sum is `difference`).
+    near: Expr,
+    /// The larger significand minus the smaller one (27 bits).
+    difference: Expr,
 }
 
 /// The adder up to its `sum` cut, on cuts `first` and `first + 1` of `p`
-/// (`carried` values ride along).
+/// (`carried` values ride along), and with `near_path` the [`NearSum`].
 #[track_caller]
 fn add_front(
     m: &mut ModuleBuilder,
@@ -248,8 +266,9 @@ fn add_front(
     first: usize,
     a: Expr,
     b: Expr,
+    near_path: bool,
     carried: &mut [(&str, Expr)],
-) -> AddStage1 {
+) -> (AddStage1, Option<NearSum>) {
     assert_eq!(
         (a.ty(), b.ty()),
         (Ty::u(32), Ty::u(32)),
@@ -283,7 +302,15 @@ fn add_front(
     // `mux_bitwise`.)
     let swap = b.slice(0, 31).is_gt(a.slice(0, 31));
     let big = mux_bitwise(swap, b, a);
-    let small = mux_bitwise(swap, a.slice(0, 31), b.slice(0, 31));
+    let small_frac = mux_bitwise(swap, da.frac, db.frac);
+    // Beside the compare, not after it: the exponent difference both ways
+    // (the larger exponent belongs to the larger magnitude, so the select
+    // by `swap` is the right one; equal exponents give 0 either way), and
+    // for each operand the lowest bit its aligned significand has set
+    // (the sticky bit is then a compare of the shift with that position
+    // instead of a second shifter testing the bits shifted out).
+    let diff = mux_bitwise(swap, db.exp - da.exp, da.exp - db.exp);
+    let lowest_small = mux_bitwise(swap, lowest_set_bit(m, da.frac), lowest_set_bit(m, db.frac));
     let out = cut_carrying(
         m,
         p,
@@ -292,75 +319,149 @@ fn add_front(
             ("special", special),
             ("special_value", special_value),
             ("big", big),
-            ("small", small),
+            ("small_frac", small_frac),
+            ("diff", diff),
+            ("lowest_small", lowest_small),
             ("sign_a", da.sign),
             ("sign_b", db.sign),
         ],
         carried,
     );
-    let [special, special_value, big, small, sign_a, sign_b]: [Expr; 6] =
-        out.try_into().expect("six values");
+    let [special, special_value, big, small_frac, diff, lowest_small, sign_a, sign_b]: [Expr; 8] =
+        out.try_into().expect("eight values");
     let one = m.lit(Ty::BOOL, 1);
     let guard_bits = m.lit(Ty::u(3), 0);
     let big_sig = cat(&[one, big.slice(0, 23), guard_bits]); // 27 bits
-    let small_sig = cat(&[one, small.slice(0, 23), guard_bits]);
-    let shift = big.slice(23, 8) - small.slice(23, 8);
-    let shifted = small_sig >> shift;
-    // Bits shifted out show up as a difference when shifting back.
-    let sticky = (shifted << shift).is_ne(small_sig);
+    let small_sig = cat(&[one, small_frac, guard_bits]);
+    let shifted = small_sig >> diff;
+    // A bit is shifted out exactly when the shift passes the lowest set bit
+    // (every shift of 27 or more does: the leading one is set).
+    let sticky = diff.is_gt(lowest_small.zext(8));
     let aligned = shifted | sticky.zext(27);
+    let subtract = sign_a ^ sign_b;
+    let near = near_path.then(|| NearSum {
+        near: subtract & diff.is_le(1),
+        difference: big_sig - mux_bitwise(diff.bit(0), small_sig >> 1u32, small_sig),
+    });
     // Past this cut only the larger operand's sign and exponent are needed.
     let big_top = if p.registers(first + 1) {
         big.slice(23, 9)
     } else {
         big
     };
-    let out = cut_carrying(
-        m,
-        p,
-        first + 1,
-        &[
-            ("special", special),
-            ("special_value", special_value),
-            ("big_sign_exp", big_top),
-            ("big_sig", big_sig),
-            ("aligned", aligned),
-            ("sign_a", sign_a),
-            ("sign_b", sign_b),
-        ],
-        carried,
-    );
-    let [special, special_value, big_top, big_sig, aligned, sign_a, sign_b]: [Expr; 7] =
-        out.try_into().expect("seven values");
-    let subtract = sign_a ^ sign_b;
+    let mut own = vec![
+        ("special", special),
+        ("special_value", special_value),
+        ("big_sign_exp", big_top),
+        ("big_sig", big_sig),
+        ("aligned", aligned),
+        ("subtract", subtract),
+    ];
+    if let Some(n) = near {
+        own.extend([("near", n.near), ("near_difference", n.difference)]);
+    }
+    let out = cut_carrying(m, p, first + 1, &own, carried);
+    let [special, special_value, big_top, big_sig, aligned, subtract]: [Expr; 6] =
+        out[..6].try_into().expect("six values");
+    let near = near.map(|_| NearSum {
+        near: out[6],
+        difference: out[7],
+    });
     let sum = mux_bitwise(
         subtract,
         big_sig.zext(28) - aligned.zext(28),
         big_sig.zext(28) + aligned.zext(28),
     );
-    AddStage1 {
+    let stage1 = AddStage1 {
         special,
         special_value,
         sign: big_top.msb(),
         exp: big_top.slice(big_top.width() - 9, 8),
         sum,
+    };
+    (stage1, near)
+}
+
+/// The position of the lowest set bit of an aligned significand `1.f000`
+/// (27 bits, fraction `frac` of 23): 3 + the trailing zeros of `1.f`, 3 to
+/// 26, in 5 bits.
+fn lowest_set_bit(m: &mut ModuleBuilder, frac: Expr) -> Expr {
+    // Lowest bit first, the lowest set bit leads; `1.f` is never zero.
+    let mut bits: Vec<Expr> = (0..23).map(|i| frac.bit(i)).collect();
+    bits.push(m.lit(Ty::BOOL, 1));
+    bits.resize(32, m.lit(Ty::BOOL, 0));
+    let (zeros, _) = leading_zeros(&bits, false);
+    zeros + 3
+}
+
+/// The leading zeros of bits 26..0 of `x` (5 bits) and whether they are all
+/// zero.
+fn leading_zeros_27(m: &mut ModuleBuilder, x: Expr) -> (Expr, Expr) {
+    let mut bits: Vec<Expr> = (0..27).rev().map(|i| x.bit(i)).collect();
+    bits.resize(32, m.lit(Ty::BOOL, 0));
+    let (zeros, zero) = leading_zeros(&bits, true);
+    (zeros, zero.expect("asked for"))
+}
+
+/// The leading zeros of the bits `bits` (most significant first, a power of
+/// two of them, at least 2) by a tree over halves, and, if `want_zero`,
+/// whether they are all zero (then the count is that of a value with only
+/// its lowest bit set). Each level takes the upper half's count, or the
+/// lower half's with the upper half's width added when the upper half is
+/// zero: the levels work side by side, not one after the other as a
+/// shift-and-test search would.
+fn leading_zeros(bits: &[Expr], want_zero: bool) -> (Expr, Option<Expr>) {
+    let w = bits.len();
+    assert!(
+        w >= 2 && w.is_power_of_two(),
+        "leading_zeros takes 2^k bits"
+    );
+    if w == 2 {
+        let (top, bottom) = (bits[0], bits[1]);
+        return (!top, want_zero.then(|| !(top | bottom)));
     }
+    let (high, high_zero) = leading_zeros(&bits[..w / 2], true);
+    let high_zero = high_zero.expect("asked for");
+    let (low, low_zero) = leading_zeros(&bits[w / 2..], want_zero);
+    let count = cat(&[high_zero, mux_bitwise(high_zero, low, high)]);
+    (count, low_zero.map(|low_zero| high_zero & low_zero))
 }
 
 /// Second adder stage: normalise, round to nearest-even, overflow/underflow.
 #[track_caller]
 pub fn fp32_add_stage2(m: &mut ModuleBuilder, s: &AddStage1) -> Expr {
     let mut p = Pipeline::combinational_from(FP32_ADD, 3);
-    add_back(m, &mut p, 3, s, &mut [])
+    let zeros = sum_leading_zeros(m, s.sum);
+    add_back(m, &mut p, 3, s, zeros, &mut [])
 }
 
-/// The adder after its `sum` cut, on cuts `first` and `first + 1` of `p`.
+/// What normalising the significand sum takes from it: the leading zeros
+/// below the carry bit (5 bits, for a left shift) and whether the sum
+/// cancelled to zero.
+#[derive(Clone, Copy)]
+struct SumZeros {
+    zeros: Expr,
+    cancelled: Expr,
+}
+
+/// [`SumZeros`] of a 28-bit significand sum.
+fn sum_leading_zeros(m: &mut ModuleBuilder, sum: Expr) -> SumZeros {
+    let (zeros, low_zero) = leading_zeros_27(m, sum);
+    SumZeros {
+        zeros,
+        cancelled: !sum.msb() & low_zero,
+    }
+}
+
+/// The adder after its `sum` cut, on cuts `first` and `first + 1` of `p`,
+/// with the sum's leading zeros counted before that cut.
 #[track_caller]
 fn add_back(
     m: &mut ModuleBuilder,
     p: &mut Pipeline,
     first: usize,
     s: &AddStage1,
+    z: SumZeros,
     carried: &mut [(&str, Expr)],
 ) -> Expr {
     let sum = s.sum;
@@ -368,16 +469,13 @@ fn add_back(
     // The normalised significand without its leading one (26 bits: 23 fraction
     // bits, guard, round, sticky). With a carry the sum shifts right by one (the
     // dropped bit joins the sticky bit); otherwise it shifts left until the
-    // leading one would be at bit 26.
+    // leading one is at bit 26, then drops it.
     let right = cat(&[sum.slice(2, 25), sum.bit(1) | sum.bit(0)]);
-    let (left, zeros) = normalize_left(m, sum.slice(0, 27));
+    // (The leading one, bit 26, only shifts out of the 26 bits kept.)
+    let left = sum.slice(0, 26) << z.zeros;
     let norm = mux_bitwise(carry, right, left);
     let exp_big = s.exp.zext(10).as_signed();
-    let exp = mux_bitwise(carry, exp_big + 1, exp_big - zeros.zext(10).as_signed());
-    // Whether the sum cancelled: tested before the first registered cut that
-    // it crosses, so that one bit crosses instead of 28.
-    let early = p.registers(first) || p.registers(first + 1);
-    let cancel = if early { sum.is_eq(0) } else { sum };
+    let exp = mux_bitwise(carry, exp_big + 1, exp_big - z.zeros.zext(10).as_signed());
     let out = cut_carrying(
         m,
         p,
@@ -388,11 +486,11 @@ fn add_back(
             ("sign", s.sign),
             ("norm", norm),
             ("exp", exp),
-            ("cancelled", cancel),
+            ("cancelled", z.cancelled),
         ],
         carried,
     );
-    let [special, special_value, sign, norm, exp, cancel]: [Expr; 6] =
+    let [special, special_value, sign, norm, exp, cancelled]: [Expr; 6] =
         out.try_into().expect("six values");
 
     let frac = norm.slice(3, 23);
@@ -400,9 +498,10 @@ fn add_back(
     let rest = norm.bit(1) | norm.bit(0);
     let round_up = guard & (rest | frac.bit(0));
     // Rounding up from 1.11..1 gives 10.00..0: the fraction wraps to zero and
-    // the exponent takes one more step.
+    // the exponent takes one more step (known from the fraction before the
+    // increment, so the two additions run side by side).
+    let exp = exp + (round_up & frac.all()).zext(10).as_signed();
     let frac = frac + round_up.zext(23);
-    let exp = exp + (frac.is_eq(0) & round_up).zext(10).as_signed();
     let out = cut_carrying(
         m,
         p,
@@ -413,18 +512,17 @@ fn add_back(
             ("sign", sign),
             ("frac", frac),
             ("exp", exp),
-            ("cancelled", cancel),
+            ("cancelled", cancelled),
         ],
         carried,
     );
-    let [special, special_value, sign, frac, exp, cancel]: [Expr; 6] =
+    let [special, special_value, sign, frac, exp, cancelled]: [Expr; 6] =
         out.try_into().expect("six values");
 
     let finite = cat(&[sign, exp.trunc(8).as_unsigned(), frac]);
     let signed_zero = cat(&[sign, m.lit(Ty::u(31), 0)]);
     let signed_inf = cat(&[sign, m.lit(Ty::u(8), 0xff), m.lit(Ty::u(23), 0)]);
     let positive_zero = m.lit(Ty::u(32), 0);
-    let cancelled = if early { cancel } else { cancel.is_eq(0) };
     mux(
         special,
         special_value,
@@ -443,47 +541,45 @@ fn add_back(
 /// The whole adder on a pipeline of [`FP32_ADD`].
 #[track_caller]
 pub fn fp32_add_piped(m: &mut ModuleBuilder, p: &mut Pipeline, a: Expr, b: Expr) -> Expr {
-    let s1 = add_front(m, p, 0, a, b, &mut []);
-    let s1 = add_sum_cut(m, p, 2, &s1, &mut []);
-    add_back(m, p, 3, &s1, &mut [])
+    let (s1, near) = add_front(m, p, 0, a, b, true, &mut []);
+    let (s1, zeros) = add_sum_cut(m, p, 2, &s1, near, &mut []);
+    add_back(m, p, 3, &s1, zeros, &mut [])
 }
 
-/// The adder's `sum` cut: [`AddStage1`] crossing cut `cut` of `p`.
+/// The adder's `sum` cut: [`AddStage1`] crossing cut `cut` of `p`, the
+/// sum's leading zeros counted before it: from the near case's difference
+/// if given (beside the addition; every other sum has at most one leading
+/// zero below its carry bit, as the larger significand is at least 2^26 and
+/// the smaller one, shifted by two or more, below 2^25), else from the sum.
 fn add_sum_cut(
     m: &mut ModuleBuilder,
     p: &mut Pipeline,
     cut: usize,
     s: &AddStage1,
+    near: Option<NearSum>,
     carried: &mut [(&str, Expr)],
-) -> AddStage1 {
+) -> (AddStage1, SumZeros) {
+    let z = match near {
+        None => sum_leading_zeros(m, s.sum),
+        Some(n) => {
+            let (zeros, zero) = leading_zeros_27(m, n.difference);
+            let far_zeros = (!s.sum.bit(26)).zext(5);
+            SumZeros {
+                zeros: mux_bitwise(n.near, zeros, far_zeros),
+                cancelled: n.near & zero,
+            }
+        }
+    };
     let names = ["special", "special_value", "sign", "exp", "sum"];
-    let own: Vec<(&str, Expr)> = names.into_iter().zip(s.to_vec()).collect();
-    AddStage1::from_vec(&cut_carrying(m, p, cut, &own, carried))
-}
-
-/// Shifts `x` left until its most significant bit is set (if `x` is not zero),
-/// by binary search over shift distances. Returns the shifted value without
-/// that leading bit (one bit narrower than `x`) and the distance.
-///
-/// Each step shifts by k or 0, written as a shift by `top_clear * k` rather
-/// than a select between the shifted and unshifted value: the same logic,
-/// but simulators run it without a branch on the data. The distance is the
-/// steps' flags side by side (k are distinct powers of two).
-fn normalize_left(m: &mut ModuleBuilder, x: Expr) -> (Expr, Expr) {
-    let w = x.width();
-    assert!(w > 16 && w <= 32, "normalize_left takes 17 to 32 bits");
-    let mut v = x;
-    let mut flags = Vec::new();
-    for k in [16u32, 8, 4, 2] {
-        let top_clear = v.slice(w - k, k).is_eq(0);
-        let amount = cat(&[top_clear, m.lit(Ty::u(k.trailing_zeros()), 0)]);
-        v = v << amount;
-        flags.push(top_clear);
-    }
-    // The last one-bit step drops the leading bit instead of keeping it.
-    let top_clear = v.msb().is_eq(0);
-    flags.push(top_clear);
-    (v.slice(0, w - 1) << top_clear, cat(&flags))
+    let mut own: Vec<(&str, Expr)> = names.into_iter().zip(s.to_vec()).collect();
+    own.push(("zeros", z.zeros));
+    own.push(("cancelled", z.cancelled));
+    let out = cut_carrying(m, p, cut, &own, carried);
+    let z = SumZeros {
+        zeros: out[5],
+        cancelled: out[6],
+    };
+    (AddStage1::from_vec(&out[..5]), z)
 }
 
 /// The whole adder as combinational logic.
@@ -585,9 +681,9 @@ pub fn bf16_mac_piped(
 ) -> Expr {
     assert_eq!(psum.ty(), Ty::u(32), "the partial sum is fp32 (u32)");
     let (product, carried) = bf16_mul_carrying(m, p, 0, a, w, &[("psum", psum)]);
-    let s1 = add_front(m, p, 3, carried[0], product, &mut []);
-    let s1 = add_sum_cut(m, p, 5, &s1, &mut []);
-    add_back(m, p, 6, &s1, &mut [])
+    let (s1, near) = add_front(m, p, 3, carried[0], product, true, &mut []);
+    let (s1, zeros) = add_sum_cut(m, p, 5, &s1, near, &mut []);
+    add_back(m, p, 6, &s1, zeros, &mut [])
 }
 
 /// The fp32 adder on a pipeline of `stages` ([`FP32_ADD`]) as a module
