@@ -7,7 +7,8 @@
 //!
 //! 1. `soak`: `SYSTOLE_LINK_SOAK_FLITS` flits (10,000,000 by default; half
 //!    each way) at a bit error rate of 1e-4 with word drop and duplicate
-//!    rates of 1e-3. Every flit carries its index in the stream (bytes 0..8)
+//!    rates of 1e-3. Every flit carries its index in the stream (bytes 0..8,
+//!    or all of a narrower flit: the index's low bytes)
 //!    and bytes derived from it, so the receiving side counts what the link
 //!    must never do: flits lost, delivered twice, delivered out of order, or
 //!    delivered with other bytes than were sent. CRC escapes are the words
@@ -103,7 +104,8 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// Flit `index` of a stream: the index in bytes 0..8 (little-endian), then
+/// Flit `index` of a stream: the index in bytes 0..8 (little-endian; a
+/// narrower flit keeps its low bytes), then
 /// bytes that depend on the index and the stream, all W bytes valid;
 /// packets of four flits.
 fn flit(cfg: &IciConfig, stream: u64, index: u64) -> Flit {
@@ -147,6 +149,12 @@ impl Delivery {
 
 /// Judges `got` against flits `first..first + n` of `stream`.
 fn judge(cfg: &IciConfig, stream: u64, first: u64, n: usize, got: &[Flit]) -> Delivery {
+    let index_bits = 8 * cfg.flit_bytes().min(8);
+    assert!(
+        index_bits == 64 || (n as u64) <= 1u64 << index_bits,
+        "{}-byte flits cannot number a round of {n} flits",
+        cfg.flit_bytes()
+    );
     let mut seen = vec![false; n];
     let mut d = Delivery {
         sent: n as u64,
@@ -154,7 +162,18 @@ fn judge(cfg: &IciConfig, stream: u64, first: u64, n: usize, got: &[Flit]) -> De
     };
     let mut highest: Option<u64> = None;
     for f in got {
-        let index = u64::from_le_bytes(f.data[..8].try_into().expect("8 bytes"));
+        // A flit narrower than 8 bytes carries the index's low bytes: the
+        // index is the one of this round with those bytes.
+        let bytes = f.data.len().min(8);
+        let mut low = [0u8; 8];
+        low[..bytes].copy_from_slice(&f.data[..bytes]);
+        let low = u64::from_le_bytes(low);
+        let index = if bytes == 8 {
+            low
+        } else {
+            let modulus = 1u64 << (8 * bytes);
+            first + (low.wrapping_sub(first) & (modulus - 1))
+        };
         let Some(slot) = index
             .checked_sub(first)
             .filter(|&k| k < n as u64)

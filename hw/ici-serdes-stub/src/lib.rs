@@ -67,6 +67,16 @@
 //! and changes only by stepping or by a seed load, so a seed loaded in a
 //! reset cycle stays loaded. An all-zero register (one never loaded) steps
 //! to [`ZERO_SEED_REPLACEMENT`] instead of locking up.
+//!
+//! # Two builds
+//!
+//! [`serdes_stub`] computes each cycle's draws from the LFSR register in
+//! that cycle, and the flip positions' scaling, decode and mask with them:
+//! a long path, on an FPGA the pair's slowest. [`serdes_stub_pipelined`],
+//! used under links with a receive pipeline (`depth` >= 1), registers the
+//! draws a cycle ahead and applies the flips one stage into the line; it
+//! makes the same decisions in the same cycles and delivers the same words,
+//! and only `corrupted_o` comes a cycle later (its docs say how).
 
 use hw::{cat, delay, mux, Design, Expr, ModuleDef, Ty};
 use num_bigint::BigUint;
@@ -233,6 +243,158 @@ pub fn serdes_stub(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDe
         let dropped = counter(m, "dropped", drop);
         let duplicated = counter(m, "duplicated", dup);
         let corrupted = counter(m, "corrupted", !drop & mask.any());
+        m.output(WORDS, words);
+        m.output(DROPPED, dropped);
+        m.output(DUPLICATED, duplicated);
+        m.output(CORRUPTED, corrupted);
+    })
+}
+
+/// The pipelined stub's Verilog name ([`serdes_stub_pipelined`]).
+pub fn pipelined_stub_name(width: u32, latency: u32) -> String {
+    format!("{}_p", stub_name(width, latency))
+}
+
+/// Bits of a flip position (a bit index below `width`).
+fn position_bits(width: u32) -> u32 {
+    (32 - (width - 1).leading_zeros()).max(1)
+}
+
+/// Builds the stub for `width`-bit words (>= 2) and `latency` (>= 1) cycles
+/// with its random draws pipelined, for links whose receive pipeline is
+/// deep enough to need it (`depth` >= 1): the same decisions in the same
+/// cycles as [`serdes_stub`], the same words on the same outputs, and
+/// `corrupted_o` one cycle later.
+///
+/// - A register holds this cycle's [`DRAW_BITS`] draw bits, computed in the
+///   cycle before from the last 64 bits it drew (the LFSR's register after
+///   the step), or from `seed_i` in a seed-load cycle; there is no separate
+///   LFSR register. Only the threshold compares stay in the cycle, so a
+///   threshold acts in the cycle it is set, as in [`serdes_stub`].
+/// - The flips are applied one cycle into the line: its first stage is the
+///   register of the last word taken (the word entering at t, before its
+///   flips, as a duplicate repeats it), with each slot's verdict and scaled position
+///   (`(pos * width) >> 16`, a registered product) and `force_flip_i`, and
+///   the flip mask is decoded and XORed in on the way to the second stage
+///   (at `latency` 1, on the way to `out_word_o`). The word leaves at
+///   t + `latency` as before.
+/// - `corrupted_o` counts a word from the mask of that first stage, so it
+///   shows the words that entered up to two cycles before the current one
+///   (the other counters: one); a drained line reads the same counts.
+#[track_caller]
+pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDef> {
+    assert!(
+        width >= 2 && latency >= 1,
+        "stub needs width >= 2, latency >= 1"
+    );
+    let params = [
+        ("width", width.to_string()),
+        ("latency", latency.to_string()),
+    ];
+    design.define(&pipelined_stub_name(width, latency), &params, |_, m| {
+        use ports::*;
+        m.doc("serdes stub, draws and flip positions pipelined: fixed latency, seeded LFSR bit flips, word drops and duplicates");
+        let word_ty = Ty::u(width);
+        let thr_ty = Ty::u(DRAW_WIDTH);
+        let in_word = m.input(IN_WORD, word_ty);
+        let seed_load = m.input(SEED_LOAD, Ty::BOOL);
+        let seed = m.input(SEED, Ty::u(64));
+        let flip_thr = m.input(FLIP_THRESHOLD, thr_ty);
+        let drop_thr = m.input(DROP_THRESHOLD, thr_ty);
+        let dup_thr = m.input(DUP_THRESHOLD, thr_ty);
+        let force_flip = m.input(FORCE_FLIP, word_ty);
+        let force_drop = m.input(FORCE_DROP, Ty::BOOL);
+        let force_dup = m.input(FORCE_DUP, Ty::BOOL);
+
+        // This cycle's draws. No reset: a seed loaded while the rest resets
+        // stays loaded.
+        let (outs, _) = lfsr_forms();
+        let draws_reg = m.reg("draws", Ty::u(DRAW_BITS));
+        let draws = draws_reg.q();
+        // The LFSR's register after this cycle's step is the last 64 bits
+        // drawn (register bit j-1 = b(k-j)), so it needs no register of its
+        // own; it is all-zero exactly when the draws are (never loaded).
+        let stepped = cat(&(0..64)
+            .map(|i| draws.bit(DRAW_BITS - 64 + i))
+            .collect::<Vec<_>>());
+        let next_lfsr = m.wire("next_lfsr", mux(seed_load, seed, stepped));
+        let next_draws = cat(&outs
+            .iter()
+            .rev()
+            .map(|f| xor_of(next_lfsr, f))
+            .collect::<Vec<_>>());
+        // A zero seed, or a zero register stepping, loads the replacement:
+        // its draws are a constant.
+        let replacement_draws = outs.iter().enumerate().fold(BigUint::zero(), |acc, (i, f)| {
+            let bit = (f & BigUint::from(ZERO_SEED_REPLACEMENT)).count_ones() % 2;
+            acc | (BigUint::from(bit) << i)
+        });
+        let replacement_draws = m.lit(
+            Ty::u(DRAW_BITS),
+            num_bigint::BigInt::from(replacement_draws),
+        );
+        m.set_next(
+            draws_reg,
+            mux(next_lfsr.any(), next_draws, replacement_draws),
+        );
+
+        let drop_draw = draws.slice(0, DRAW_WIDTH);
+        let dup_draw = draws.slice(DRAW_WIDTH, DRAW_WIDTH);
+
+        // Duplicates repeat the last word taken; the offered word waits.
+        let have_last = m.reg_reset("have_last", Ty::BOOL, 0);
+        let last = m.reg("last_word", word_ty);
+        let dup = m.wire(
+            "dup",
+            have_last.q() & (force_dup | dup_draw.is_lt(dup_thr)),
+        );
+        let take = m.wire("take", !dup);
+        m.output(IN_READY, take);
+        m.set_next(last, in_word);
+        m.set_enable(last, take);
+        m.set_next(have_last, have_last.q() | take);
+        let drop = m.wire("drop", force_drop | drop_draw.is_lt(drop_thr));
+
+        // The line's first stage: the word before its flips, which is the
+        // last word taken (the offered word if taken, else the repeated
+        // one), and what decides the flips.
+        let force = m.reg("flip_force", word_ty);
+        m.set_next(force, force_flip);
+        let counted = m.reg_reset("flip_counted", Ty::BOOL, 0);
+        m.set_next(counted, !drop);
+        let pos_bits = position_bits(width);
+        let mut mask = force.q();
+        let one = m.lit(word_ty, 1);
+        for s in 0..FLIP_SLOTS {
+            let base = 2 * DRAW_WIDTH + s * (DRAW_WIDTH + POS_WIDTH);
+            let hit = m.reg(&format!("flip_hit{s}"), Ty::BOOL);
+            m.set_next(hit, draws.slice(base, DRAW_WIDTH).is_lt(flip_thr));
+            let pos16 = draws.slice(base + DRAW_WIDTH, POS_WIDTH);
+            let name = format!("flip_product{s}");
+            let product = m.wire(&name, pos16.zext(32) * m.lit(Ty::u(32), width));
+            m.waive(
+                "UNUSEDSIGNAL",
+                &name,
+                "the position is the high half of draw x width; the low half is the fraction dropped",
+            );
+            let pos = m.reg(&format!("flip_pos{s}"), Ty::u(pos_bits));
+            m.set_next(pos, product.slice(POS_WIDTH, pos_bits));
+            let bit = one << pos.q();
+            let zero = m.lit(word_ty, 0);
+            mask = mask ^ mux(hit.q(), bit, zero);
+        }
+        let mask = m.wire("flip_mask", mask);
+        let entering = m.wire("entering", last.q() ^ mask);
+        let valid_out = delay(m, "line_valid", !drop, latency, Some(0));
+        let word_out = delay(m, "line_word", entering, latency - 1, None);
+        m.output(OUT_VALID, valid_out);
+        m.output(OUT_WORD, word_out);
+
+        let tick = m.lit(Ty::BOOL, 1);
+        let words = counter(m, "words", tick);
+        let dropped = counter(m, "dropped", drop);
+        let duplicated = counter(m, "duplicated", dup);
+        let corrupted = counter(m, "corrupted", counted.q() & mask.any());
         m.output(WORDS, words);
         m.output(DROPPED, dropped);
         m.output(DUPLICATED, duplicated);

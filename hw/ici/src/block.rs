@@ -151,7 +151,7 @@ impl Block for Ici {
         Companions {
             golden: Has::Yes("ici"),
             driver: Has::Yes(()),
-            tests: Has::Yes(&["ici_link.rs"]),
+            tests: Has::Yes(&["ici_link.rs", "ici_serdes_stub.rs"]),
         }
     }
 

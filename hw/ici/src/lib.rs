@@ -148,5 +148,7 @@ pub mod pair;
 
 pub use block::Ici;
 pub use frame::{flit_ty, frame_ty, FrameKind};
+/// The lanes under the link, for tests of the stub on its own.
+pub use ici_serdes_stub as serdes_stub;
 pub use link::{link, link_name, LinkState};
 pub use pair::{pair, pair_name};

@@ -18,7 +18,7 @@ use crate::frame::flit_ty;
 use crate::link::{link, link_name, ports as lp};
 use config::IciConfig;
 use hw::{Design, Dir, ModuleDef, Ty};
-use ici_serdes_stub::{ports as sp, serdes_stub};
+use ici_serdes_stub::{ports as sp, serdes_stub, serdes_stub_pipelined};
 use std::rc::Rc;
 
 /// What stub_ba's seed is XORed with.
@@ -37,7 +37,14 @@ pub fn pair_name(cfg: &IciConfig) -> String {
 #[track_caller]
 pub fn pair(design: &mut Design, cfg: &IciConfig) -> Rc<ModuleDef> {
     let link_def = link(design, cfg);
-    let stub_def = serdes_stub(design, cfg.frame_bits(), cfg.latency());
+    // A receive pipeline is there for the clock: the stubs pipeline their
+    // draws too (same decisions, same cycles). At depth 0 they are as they
+    // were.
+    let stub_def = if cfg.depth() >= 1 {
+        serdes_stub_pipelined(design, cfg.frame_bits(), cfg.latency())
+    } else {
+        serdes_stub(design, cfg.frame_bits(), cfg.latency())
+    };
     let owned = cfg.params();
     let params: Vec<(&str, String)> = owned.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     let cfg = *cfg;
