@@ -4,7 +4,8 @@
 //! operands, run as the run CLI runs them (`sim::drivers::vpu_ops`), checked
 //! against the file, against the golden model bit for bit, and against the
 //! cycle model cycle for cycle; and every operation again with extra
-//! execute stages (depth 1 and the `fmax` preset's).
+//! execute stages (depths 1 to 4 and the `fmax` preset's: the element ALU's
+//! registers sit differently at each).
 
 use config::vpu_isa::Op;
 use config::{VpuConfig, VpuUnits};
@@ -430,6 +431,9 @@ fn int32_only(cfg: &VpuConfig) {
 /// and the cycle model cycle for cycle.
 #[rstest]
 #[case::d1(preset("full-4x2").with_depth(1).unwrap())]
+#[case::d2(preset("full-4x2").with_depth(2).unwrap())]
+#[case::d3(preset("full-4x2").with_depth(3).unwrap())]
+#[case::d4(preset("full-4x2").with_depth(4).unwrap())]
 #[case::fmax(preset("fmax"))]
 fn every_operation_with_extra_execute_stages(#[case] cfg: VpuConfig) {
     let mut d = driver(&cfg);

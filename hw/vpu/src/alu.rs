@@ -13,11 +13,15 @@
 use config::vpu_isa::Op;
 use config::VpuUnits;
 use hw::arith::{
-    bf16_to_f32_logic, f32_to_bf16_logic, f32_to_i32_logic, fp32_compare_logic, fp32_min_max_logic,
-    fp32_mul_from_product, fp32_relu6_logic, fp32_relu_logic, fp32_significand, i32_to_f32_logic,
-    rdbpot_logic, requant_int8_from_product, srdhm_from_product,
+    bf16_to_f32_logic, bf16_to_f32_piped, f32_to_bf16_logic, f32_to_bf16_piped, f32_to_i32_logic,
+    f32_to_i32_piped, fp32_compare_logic, fp32_compare_piped, fp32_min_max_logic,
+    fp32_min_max_piped, fp32_mul_from_product, fp32_relu6_logic, fp32_relu_logic, fp32_significand,
+    i32_to_f32_logic, i32_to_f32_piped, int_mul_registered, rdbpot_logic,
+    requant_int8_from_product, srdhm_from_product, MulRegs, BF16_TO_F32, F32_TO_BF16, F32_TO_I32,
+    FP32_ORDER, I32_TO_F32,
 };
-use hw::fp::{fp32_add_stage1, fp32_add_stage2, AddStage1};
+use hw::fp::{fp32_add_piped, FP32_ADD};
+use hw::pipeline::Pipeline;
 use hw::{cat, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
@@ -114,15 +118,26 @@ fn shared_product(
     (a, b): (Expr, Expr),
     (sa, sb): (Expr, Expr),
 ) -> Expr {
-    let (mul_a, mul_b) = if units.has_fp32() {
+    let (mul_a, mul_b) = multiplier_operands(m, units, is, (a, b), (sa, sb));
+    m.wire("product", mul_a.mul_wide(mul_b))
+}
+
+/// The shared multiplier's operands (see [`shared_product`]).
+fn multiplier_operands(
+    m: &mut ModuleBuilder,
+    units: VpuUnits,
+    is: impl Fn(Op) -> Expr,
+    (a, b): (Expr, Expr),
+    (sa, sb): (Expr, Expr),
+) -> (Expr, Expr) {
+    if units.has_fp32() {
         let fp = is(Op::MulF32);
         let sig_a = fp32_significand(m, a).zext(32).as_signed();
         let sig_b = fp32_significand(m, b).zext(32).as_signed();
         (mux(fp, sig_a, sa), mux(fp, sig_b, sb))
     } else {
         (sa, sb)
-    };
-    m.wire("product", mul_a.mul_wide(mul_b))
+    }
 }
 
 /// shl, shr and sra by `b`'s low five bits through one 33-bit arithmetic
@@ -148,51 +163,71 @@ fn reversed(x: Expr) -> Expr {
     cat(&bits)
 }
 
-/// A register boundary of the pipelined element ALU, in dataflow order.
+/// Where the pipelined element ALU registers at a depth: each operation
+/// runs on its own staged unit (`hw::fp`, `hw::arith`) with as many stages
+/// as the depth leaves it, and its result joins the carried result (one
+/// 2:1 select per unit, on a decoded flag carried beside it) in the segment
+/// it finishes in. Segment 0 follows the lane's operand forwarding, segment
+/// `depth` leads to the write-back register; a segment `j` in between lies
+/// between the `j`-th and the `j + 1`-th register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cut {
-    /// The operands, as forwarded (before any arithmetic).
-    Operands,
-    /// The shared multiplier's product, the fp32 adder between its two
-    /// stages and every other operation's finished result.
-    Product,
-    /// SRDHM's result (the requantization's high half) and the finished
-    /// results of the multiplies and the fp32 add.
-    High,
-    /// The requantization's rounding shift (RDBPOT), before its zero point
-    /// and clamp.
-    Scaled,
-    /// The selected result, before the write-back and the store.
-    Result,
+pub struct Schedule {
+    /// Extra execute stages: registers between the operands and the result.
+    pub depth: u32,
+    /// Every unit but the multiplier takes its operands registered, so that
+    /// segment 0 holds the forwarding and no arithmetic.
+    pub operands: bool,
+    /// The shared multiplier's operand registers (a DSP block's input
+    /// registers).
+    pub mul_input: bool,
+    /// The multiplier's product register (its output registers).
+    pub mul_product: bool,
+    /// SRDHM's result, and the int32 and fp32 products' results.
+    pub high: bool,
+    /// RDBPOT's result, before the zero point and the clamp.
+    pub scaled: bool,
 }
 
-/// The cuts a pipeline of `depth` extra stages registers: the first `depth`
-/// of this order, each the one that shortened the longest remaining path
-/// most in the FPGA flows (docs/vpu.md, "Timing"): the multiplier and the
-/// requantization's chain of carries first.
-pub fn cuts(depth: u32) -> Vec<Cut> {
-    const ORDER: [Cut; 5] = [
-        Cut::Product,
-        Cut::High,
-        Cut::Scaled,
-        Cut::Operands,
-        Cut::Result,
-    ];
-    assert!(
-        depth as usize <= ORDER.len(),
-        "the element ALU has {} cuts, not {depth}",
-        ORDER.len()
-    );
-    ORDER[..depth as usize].to_vec()
+impl Schedule {
+    /// The schedule of `depth` (1 to 5) extra stages. The multiplier's
+    /// chain takes its registers in this order, each the one that took
+    /// most off its longest segment in the FPGA flows (docs/vpu.md,
+    /// "Timing"): the product, SRDHM's result, the operands, RDBPOT's
+    /// result. The other units take registered operands from depth 3 on,
+    /// when the multiplier's operands are registered too.
+    pub fn of(depth: u32) -> Schedule {
+        assert!(
+            (1..=5).contains(&depth),
+            "the pipelined element ALU has 1 to 5 extra stages, not {depth}"
+        );
+        Schedule {
+            depth,
+            operands: depth >= 3,
+            mul_product: depth >= 1,
+            high: depth >= 2,
+            mul_input: depth >= 3,
+            scaled: depth >= 4,
+        }
+    }
+
+    /// The segment in which the units other than the multiplier start.
+    fn start(&self) -> u32 {
+        u32::from(self.operands)
+    }
+
+    /// The stages a unit of at most `max` stages starting in the first
+    /// segment gets: as many as fit before the last segment.
+    fn stages(&self, max: u32) -> u32 {
+        max.min(self.depth - self.start())
+    }
 }
 
 /// The element ALU of a lane with `units` and `depth` >= 1 extra stages
-/// (registers at [`cuts`]): ports `op_i`, `a_i`, `b_i`, `c_i`, `imm_i`,
+/// (placed by [`Schedule::of`]): ports `op_i`, `a_i`, `b_i`, `c_i`, `imm_i`,
 /// `x_i` (the element's cross-lane result, passed through for the
 /// cross-lane operations), `en_i` (the pipeline advances) and `result_o`,
-/// the result of the operation presented `depth` advances earlier. The
-/// arithmetic is [`alu`]'s, cut between today's `hw::arith` and `hw::fp`
-/// functions.
+/// the result of the operation presented `depth` advances earlier. Every
+/// operation gives [`alu`]'s bits.
 pub fn alu_pipelined(design: &mut Design, units: VpuUnits, depth: u32) -> Rc<ModuleDef> {
     assert!(depth >= 1, "depth 0 is the combinational ALU");
     let name = format!("vpu_alu_{units}_d{depth}");
@@ -208,7 +243,7 @@ pub fn alu_pipelined(design: &mut Design, units: VpuUnits, depth: u32) -> Rc<Mod
             x: m.input("x_i", Ty::u(32)),
         };
         let en = m.input("en_i", Ty::BOOL);
-        let result = build_pipelined(m, units, &cuts(depth), en, ports);
+        let result = build_pipelined(m, units, Schedule::of(depth), en, ports);
         m.output("result_o", result);
     })
 }
@@ -222,57 +257,230 @@ struct AluPorts {
     x: Expr,
 }
 
-/// Registers `values` (named `<cut>_<name>`, loaded when `en`) if `cut` is
-/// one of `cuts`; passes them otherwise.
-fn stage<const N: usize>(
-    m: &mut ModuleBuilder,
-    cuts: &[Cut],
-    cut: Cut,
+/// A value carried down the pipeline: its copy in each segment from the
+/// one it is computed in, registers (`<name>_s<segment>`, loaded when the
+/// pipeline advances) made only as far as a reader asks.
+struct Carried {
+    name: String,
+    from: u32,
+    copies: Vec<Expr>,
     en: Expr,
-    values: [(&str, Expr); N],
-) -> [Expr; N] {
-    if !cuts.contains(&cut) {
-        return values.map(|(_, v)| v);
-    }
-    let prefix = format!("{cut:?}").to_lowercase();
-    values.map(|(name, v)| {
-        let r = m.reg(&format!("{prefix}_{name}"), v.ty());
-        m.set_next(r, v);
-        m.set_enable(r, en);
-        r.q()
-    })
 }
 
-/// The pipelined ALU's logic, level by level between the cuts.
+impl Carried {
+    fn new(name: &str, value: Expr, from: u32, en: Expr) -> Carried {
+        Carried {
+            name: name.to_string(),
+            from,
+            copies: vec![value],
+            en,
+        }
+    }
+
+    /// The value in segment `seg`.
+    fn at(&mut self, m: &mut ModuleBuilder, seg: u32) -> Expr {
+        assert!(
+            seg >= self.from,
+            "{} is computed in segment {}",
+            self.name,
+            self.from
+        );
+        while self.from + (self.copies.len() as u32) <= seg {
+            let j = self.from + self.copies.len() as u32;
+            let last = *self.copies.last().expect("a carried value has a copy");
+            let r = m.reg(&format!("{}_s{j}", self.name), last.ty());
+            m.set_next(r, last);
+            m.set_enable(r, self.en);
+            self.copies.push(r.q());
+        }
+        self.copies[(seg - self.from) as usize]
+    }
+}
+
+/// The operations whose results come from a staged unit rather than the
+/// first segment's select.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    MulI32,
+    Requant,
+    AddF32,
+    MulF32,
+    MinMaxF32,
+    CompareF32,
+    I32ToF32,
+    F32ToI32,
+    F32ToBf16,
+    Bf16ToF32,
+}
+
+impl Unit {
+    const INT: [Unit; 2] = [Unit::MulI32, Unit::Requant];
+    const FP: [Unit; 8] = [
+        Unit::AddF32,
+        Unit::MulF32,
+        Unit::MinMaxF32,
+        Unit::CompareF32,
+        Unit::I32ToF32,
+        Unit::F32ToI32,
+        Unit::F32ToBf16,
+        Unit::Bf16ToF32,
+    ];
+
+    fn ops(self) -> &'static [Op] {
+        match self {
+            Unit::MulI32 => &[Op::MulI32],
+            Unit::Requant => &[Op::RequantI8],
+            Unit::AddF32 => &[Op::AddF32, Op::SubF32],
+            Unit::MulF32 => &[Op::MulF32],
+            Unit::MinMaxF32 => &[Op::MinF32, Op::MaxF32],
+            Unit::CompareF32 => &[Op::EqF32, Op::NeF32, Op::LtF32, Op::LeF32],
+            Unit::I32ToF32 => &[Op::CvtI32F32],
+            Unit::F32ToI32 => &[Op::CvtF32I32],
+            Unit::F32ToBf16 => &[Op::CvtF32Bf16],
+            Unit::Bf16ToF32 => &[Op::CvtBf16F32],
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Unit::MulI32 => "mul_i32",
+            Unit::Requant => "requant",
+            Unit::AddF32 => "add_f32",
+            Unit::MulF32 => "mul_f32",
+            Unit::MinMaxF32 => "min_max_f32",
+            Unit::CompareF32 => "cmp_f32",
+            Unit::I32ToF32 => "i32_to_f32",
+            Unit::F32ToI32 => "f32_to_i32",
+            Unit::F32ToBf16 => "f32_to_bf16",
+            Unit::Bf16ToF32 => "bf16_to_f32",
+        }
+    }
+}
+
+/// The pipelined ALU's logic: the units, then the carried result.
 fn build_pipelined(
     m: &mut ModuleBuilder,
     units: VpuUnits,
-    cuts: &[Cut],
+    s: Schedule,
     en: Expr,
     p: AluPorts,
 ) -> Expr {
-    let [op, a, b, c, imm, x] = stage(
-        m,
-        cuts,
-        Cut::Operands,
-        en,
-        [
-            ("op", p.op),
-            ("a", p.a),
-            ("b", p.b),
-            ("c", p.c),
-            ("imm", p.imm),
-            ("x", p.x),
-        ],
-    );
     let is = |op: Expr, o: Op| op.is_eq(u32::from(o.code()));
+    let staged: Vec<Unit> = if units.has_fp32() {
+        Unit::INT.iter().chain(Unit::FP.iter()).copied().collect()
+    } else {
+        Unit::INT.to_vec()
+    };
+    // Which unit gives the result: decoded once, carried as one bit each.
+    let mut flags: Vec<(Unit, Carried)> = staged
+        .iter()
+        .map(|&u| {
+            let hit = u
+                .ops()
+                .iter()
+                .map(|&o| is(p.op, o))
+                .reduce(|x, y| x | y)
+                .expect("a unit has operations");
+            (u, Carried::new(&format!("sel_{}", u.name()), hit, 0, en))
+        })
+        .collect();
+    let mut op = Carried::new("op", p.op, 0, en);
+    let st = s.start();
+    let carry = |m: &mut ModuleBuilder, name: &str, v: Expr| Carried::new(name, v, 0, en).at(m, st);
+    let [a, b, c, imm, x] = [
+        ("opnd_a", p.a),
+        ("opnd_b", p.b),
+        ("opnd_c", p.c),
+        ("opnd_imm", p.imm),
+        ("opnd_x", p.x),
+    ]
+    .map(|(name, v)| carry(m, name, v));
+    let op_st = op.at(m, st);
+    // Results as their units finish: (segment, unit, value).
+    let mut finished: Vec<(u32, Unit, Expr)> = Vec::new();
+
+    let last = multiplier_chain(m, units, s, en, &p, &mut finished);
+
+    if units.has_fp32() {
+        let sub = is(op_st, Op::SubF32);
+        let b_signed = mux(sub, b ^ 0x8000_0000u32, b);
+        let mut pipe = Pipeline::new(FP32_ADD, "add", s.stages(FP32_ADD.max_stages()), Some(en));
+        let sum = fp32_add_piped(m, &mut pipe, a, b_signed);
+        finished.push((st + pipe.finish(), Unit::AddF32, sum));
+
+        let want_max = is(op_st, Op::MaxF32);
+        let mut pipe = Pipeline::new(
+            FP32_ORDER,
+            "min_max",
+            s.stages(FP32_ORDER.max_stages()),
+            Some(en),
+        );
+        let min_max = fp32_min_max_piped(m, &mut pipe, a, b, want_max);
+        finished.push((st + pipe.finish(), Unit::MinMaxF32, min_max));
+
+        let mut pipe = Pipeline::new(
+            FP32_ORDER,
+            "cmp",
+            s.stages(FP32_ORDER.max_stages()),
+            Some(en),
+        );
+        let cmp = fp32_compare_piped(m, &mut pipe, a, b);
+        let seg = st + pipe.finish();
+        let op_done = op.at(m, seg);
+        let flag = mux(
+            is(op_done, Op::EqF32),
+            cmp.eq,
+            mux(
+                is(op_done, Op::NeF32),
+                cmp.ne,
+                mux(is(op_done, Op::LtF32), cmp.lt, cmp.le),
+            ),
+        );
+        finished.push((seg, Unit::CompareF32, flag.zext(32)));
+
+        let mut pipe = Pipeline::new(
+            I32_TO_F32,
+            "i32_to_f32",
+            s.stages(I32_TO_F32.max_stages()),
+            Some(en),
+        );
+        let v = i32_to_f32_piped(m, &mut pipe, a);
+        finished.push((st + pipe.finish(), Unit::I32ToF32, v));
+
+        let mut pipe = Pipeline::new(
+            F32_TO_I32,
+            "f32_to_i32",
+            s.stages(F32_TO_I32.max_stages()),
+            Some(en),
+        );
+        let v = f32_to_i32_piped(m, &mut pipe, a);
+        finished.push((st + pipe.finish(), Unit::F32ToI32, v));
+
+        let mut pipe = Pipeline::new(
+            F32_TO_BF16,
+            "f32_to_bf16",
+            s.stages(F32_TO_BF16.max_stages()),
+            Some(en),
+        );
+        let v = f32_to_bf16_piped(m, &mut pipe, a);
+        let half_zero = m.lit(Ty::u(16), 0);
+        finished.push((st + pipe.finish(), Unit::F32ToBf16, cat(&[half_zero, v])));
+
+        let mut pipe = Pipeline::new(
+            BF16_TO_F32,
+            "bf16_to_f32",
+            s.stages(BF16_TO_F32.max_stages()),
+            Some(en),
+        );
+        let v = bf16_to_f32_piped(m, &mut pipe, a.slice(0, 16));
+        finished.push((st + pipe.finish(), Unit::Bf16ToF32, v));
+    }
+
+    // The first segment's select: every operation short enough for one
+    // segment after its operands, the cross-lane results passed through.
     let (sa, sb) = (a.as_signed(), b.as_signed());
     let flag = |bit: Expr| bit.zext(32);
-
-    // Level 1: the product; every operation but the multiplies, the
-    // requantization and the fp32 add finishes here.
-    let is_op = |o: Op| is(op, o);
-    let product = shared_product(m, units, is_op, (a, b), (sa, sb));
+    let is_op = |o: Op| is(op_st, o);
     let shifts = shifter(m, is_op, a, b);
     let min_i = mux(sa.is_lt(sb), a, b);
     let max_i = mux(sa.is_lt(sb), b, a);
@@ -304,114 +512,103 @@ fn build_pipelined(
             .filter(|o| o.is_cross_lane())
             .map(|&o| (o, x)),
     );
-    let add_stage1 = units.has_fp32().then(|| {
-        let b_signed = mux(is(op, Op::SubF32), b ^ 0x8000_0000u32, b);
-        cases.extend(short_fp32_ops(m, a, b, is(op, Op::MaxF32)));
-        fp32_add_stage1(m, a, b_signed)
-    });
-    let simple = select(m, "simple", op, cases);
-    let requant_params = cat(&[c.slice(8, 8), c.slice(0, 5)]);
+    if units.has_fp32() {
+        cases.push((Op::ReluF32, fp32_relu_logic(m, a)));
+        cases.push((Op::Relu6F32, fp32_relu6_logic(m, a)));
+    }
+    let simple = select(m, "simple", op_st, cases);
+
+    // The carried result: each unit's result replaces it in the segment
+    // the unit finishes in, when the unit's flag is set.
+    assert!(
+        finished
+            .iter()
+            .all(|&(seg, _, _)| (st..=s.depth).contains(&seg)),
+        "every unit finishes between the first segment and the last"
+    );
+    assert!(last <= s.depth, "the multiplier's chain fits the depth");
+    let mut result = Carried::new("result", simple, st, en);
+    for seg in st..=s.depth {
+        let mut value = result.at(m, seg);
+        for &(_, unit, v) in finished.iter().filter(|f| f.0 == seg) {
+            let (_, sel) = flags
+                .iter_mut()
+                .find(|(u, _)| *u == unit)
+                .expect("every staged unit has a flag");
+            let hit = sel.at(m, seg);
+            value = mux(hit, v, value);
+        }
+        let value = m.wire(&format!("result_in_s{seg}"), value);
+        result = Carried::new("result", value, seg, en);
+    }
+    result.at(m, s.depth)
+}
+
+/// The shared multiplier and what reads its product: the int32 product,
+/// the fp32 product's rounding, and the requantization (SRDHM, RDBPOT, zero
+/// point and clamp), with the registers of `s`; pushes their results to
+/// `finished` and returns the segment the requantization finishes in.
+fn multiplier_chain(
+    m: &mut ModuleBuilder,
+    units: VpuUnits,
+    s: Schedule,
+    en: Expr,
+    p: &AluPorts,
+    finished: &mut Vec<(u32, Unit, Expr)>,
+) -> u32 {
+    let is = |o: Op| p.op.is_eq(u32::from(o.code()));
+    let (sa, sb) = (p.a.as_signed(), p.b.as_signed());
+    let (mul_a, mul_b) = multiplier_operands(m, units, is, (p.a, p.b), (sa, sb));
+    let regs = MulRegs {
+        input: s.mul_input,
+        output: s.mul_product,
+    };
+    let product = int_mul_registered(m, "mul", mul_a, mul_b, regs, Some(en));
+    let mut seg = u32::from(s.mul_input) + u32::from(s.mul_product);
 
     // SRDHM reads its operands only to see both at -2^31 (its saturating
     // case); without the fp32 product that one bit is all that is carried.
     let min = m.lit(Ty::s(32), i32::MIN);
     let (a, b) = if units.has_fp32() {
-        let [a, b] = stage(m, cuts, Cut::Product, en, [("a", a), ("b", b)]);
+        let a = Carried::new("mul_a", p.a, 0, en).at(m, seg);
+        let b = Carried::new("mul_b", p.b, 0, en).at(m, seg);
         (a, b)
     } else {
         let both_min = sa.is_eq(min) & sb.is_eq(min);
-        let [both_min] = stage(m, cuts, Cut::Product, en, [("both_min", both_min)]);
+        let both_min = Carried::new("mul_both_min", both_min, 0, en).at(m, seg);
         let only_min = mux(both_min, min.as_unsigned(), 0u32);
         (only_min, only_min)
     };
-    let [op, product, simple, requant_params] = stage(
-        m,
-        cuts,
-        Cut::Product,
-        en,
-        [
-            ("op", op),
-            ("product", product),
-            ("simple", simple),
-            ("requant", requant_params),
-        ],
-    );
-    let add_stage1 = add_stage1.map(|s1| {
-        let names = ["special", "special_value", "sign", "exp", "sum"];
-        let values = s1.to_vec();
-        assert_eq!(values.len(), names.len(), "fp32 adder stage 1 values");
-        let staged: Vec<Expr> = names
-            .iter()
-            .zip(values)
-            .map(|(&n, v)| stage(m, cuts, Cut::Product, en, [(n, v)])[0])
-            .collect();
-        AddStage1::from_vec(&staged)
-    });
+    let mut shift = Carried::new("requant_shift", p.c.slice(0, 5), 0, en);
+    let mut zero_point = Carried::new("requant_zero_point", p.c.slice(8, 8), 0, en);
 
-    // Level 2: SRDHM, the integer product's low half, the fp32 product's
-    // rounding and the fp32 adder's second stage.
     let high = srdhm_from_product(m, a.as_signed(), b.as_signed(), product);
     let high = m.wire("srdhm", high);
-    let mut cases = vec![(Op::MulI32, product.trunc(32).as_unsigned())];
-    if let Some(s1) = add_stage1 {
-        let sum = fp32_add_stage2(m, &s1);
-        let sum = m.wire("fp_sum", sum);
+    finished.push((seg, Unit::MulI32, product.trunc(32).as_unsigned()));
+    if units.has_fp32() {
         let fmul = fp32_mul_from_product(m, a, b, product);
-        let fmul = m.wire("fp_product", fmul);
-        cases.extend([(Op::AddF32, sum), (Op::SubF32, sum), (Op::MulF32, fmul)]);
+        finished.push((seg, Unit::MulF32, m.wire("fp_product", fmul)));
     }
-    let finished = m.comb_default("finished", Ty::u(32), simple);
-    let mut sw = m.switch(op);
-    for (o, value) in cases {
-        sw = sw.case(u32::from(o.code()), |m| m.assign(finished, value));
-    }
-    drop(sw);
-    let finished = finished.value();
-    let requant = is(op, Op::RequantI8);
-
-    let [requant, high, requant_params, finished] = stage(
-        m,
-        cuts,
-        Cut::High,
-        en,
-        [
-            ("requant", requant),
-            ("high", high),
-            ("params", requant_params),
-            ("finished", finished),
-        ],
-    );
-
-    // Level 3: the requantization's rounding shift.
-    let scaled = rdbpot_logic(m, high, requant_params.slice(0, 5));
+    let mut high = Carried::new("high", high, seg, en);
+    seg += u32::from(s.high);
+    let shift = shift.at(m, seg);
+    let high = high.at(m, seg);
+    let scaled = rdbpot_logic(m, high, shift);
     let scaled = m.wire("rdbpot", scaled);
-    let zero_point = requant_params.slice(5, 8).as_signed();
-    let [requant, scaled, zero_point, finished] = stage(
-        m,
-        cuts,
-        Cut::Scaled,
-        en,
-        [
-            ("requant", requant),
-            ("scaled", scaled),
-            ("zero_point", zero_point),
-            ("finished", finished),
-        ],
-    );
+    let mut scaled = Carried::new("scaled", scaled, seg, en);
+    seg += u32::from(s.scaled);
 
-    // Level 4: the zero point and the clamp (requant_int8_from_product
-    // after RDBPOT).
-    let sum = scaled.sext(34) + zero_point.sext(34);
+    // The zero point and the clamp (requant_int8_from_product after RDBPOT).
+    let zero_point = zero_point.at(m, seg).as_signed();
+    let sum = scaled.at(m, seg).sext(34) + zero_point.sext(34);
     let below = sum.is_lt(m.lit(Ty::s(34), -128));
     let above = sum.is_gt(m.lit(Ty::s(34), 127));
     let lo = m.lit(Ty::s(8), -128);
     let hi = m.lit(Ty::s(8), 127);
     let int8 = mux(below, lo, mux(above, hi, sum.trunc(8)));
     let requantized = m.wire("requant", int8.sext(32).as_unsigned());
-    let result = m.wire("result", mux(requant, requantized, finished));
-
-    let [result] = stage(m, cuts, Cut::Result, en, [("value", result)]);
-    result
+    finished.push((seg, Unit::Requant, requantized));
+    seg
 }
 
 /// The value of the case `op` names among `cases`, 0 for the others, as the

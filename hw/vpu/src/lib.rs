@@ -131,12 +131,14 @@
 //!
 //! With `depth` = d >= 1 (`VpuConfig::depth`) there are 1 + d execute
 //! stages. The first is the one above (operands forwarded, the cross-lane
-//! unit, a reduction's fold, the load's data); the element ALU is cut into
-//! 1 + d cycles by registers between today's `hw::arith` and `hw::fp`
-//! functions (`alu::cuts`, in this order: the shared multiplier's product,
-//! the fp32 adder between its stages and every short operation's result;
-//! SRDHM's result; RDBPOT's; the operands; the selected result), and the
-//! cross-lane result rides through the same registers. The store writes
+//! unit, a reduction's fold, the load's data); the element ALU spans
+//! 1 + d cycles (`alu::Schedule`): each operation runs on its staged
+//! `hw::fp` or `hw::arith` unit with as many stages as d leaves it (the
+//! shared multiplier with DSP-style operand and product registers, then
+//! SRDHM, RDBPOT, zero point and clamp), and its result replaces the
+//! carried result in the cycle it finishes, selected by a decoded flag
+//! carried beside it; the cross-lane result rides with the short
+//! operations' result. The store writes
 //! VMEM as its bundle leaves the last execute stage, the ALU result is
 //! written back the cycle after. A load still writes back the cycle after
 //! the first execute stage. While a reduction folds in the first stage,
