@@ -154,31 +154,115 @@ fn counter(m: &mut hw::ModuleBuilder, name: &str, inc: Expr) -> Expr {
     r.q()
 }
 
-/// Builds the stub for `width`-bit words (>= 2) and `latency` (>= 1) cycles.
+/// The stub's inputs (both forms have the same ports).
+struct StubInputs {
+    in_word: Expr,
+    seed_load: Expr,
+    seed: Expr,
+    flip_thr: Expr,
+    drop_thr: Expr,
+    dup_thr: Expr,
+    force_flip: Expr,
+    force_drop: Expr,
+    force_dup: Expr,
+}
+
+fn stub_inputs(m: &mut hw::ModuleBuilder, width: u32) -> StubInputs {
+    use ports::*;
+    let word_ty = Ty::u(width);
+    let thr_ty = Ty::u(DRAW_WIDTH);
+    StubInputs {
+        in_word: m.input(IN_WORD, word_ty),
+        seed_load: m.input(SEED_LOAD, Ty::BOOL),
+        seed: m.input(SEED, Ty::u(64)),
+        flip_thr: m.input(FLIP_THRESHOLD, thr_ty),
+        drop_thr: m.input(DROP_THRESHOLD, thr_ty),
+        dup_thr: m.input(DUP_THRESHOLD, thr_ty),
+        force_flip: m.input(FORCE_FLIP, word_ty),
+        force_drop: m.input(FORCE_DROP, Ty::BOOL),
+        force_dup: m.input(FORCE_DUP, Ty::BOOL),
+    }
+}
+
+/// The header parameters of a stub of `width`-bit words (>= 2) and
+/// `latency` (>= 1) cycles.
 #[track_caller]
-pub fn serdes_stub(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDef> {
+fn stub_params(width: u32, latency: u32) -> [(&'static str, String); 2] {
     assert!(
         width >= 2 && latency >= 1,
         "stub needs width >= 2, latency >= 1"
     );
-    let params = [
+    [
         ("width", width.to_string()),
         ("latency", latency.to_string()),
-    ];
+    ]
+}
+
+/// A word slot's duplicate and drop, and the last word taken.
+struct Slot {
+    dup: Expr,
+    drop: Expr,
+    last: Expr,
+}
+
+/// Duplicates repeat the last word taken (once a word has been taken) and
+/// the offered word waits; `(dup_asked, drop_asked)` are this slot's
+/// forced-or-drawn requests.
+fn slot_decisions(
+    m: &mut hw::ModuleBuilder,
+    in_word: Expr,
+    (dup_asked, drop_asked): (Expr, Expr),
+) -> Slot {
+    let have_last = m.reg_reset("have_last", Ty::BOOL, 0);
+    let last = m.reg("last_word", in_word.ty());
+    let dup = m.wire("dup", have_last.q() & dup_asked);
+    let take = m.wire("take", !dup);
+    m.output(ports::IN_READY, take);
+    m.set_next(last, in_word);
+    m.set_enable(last, take);
+    m.set_next(have_last, have_last.q() | take);
+    let drop = m.wire("drop", drop_asked);
+    Slot {
+        dup,
+        drop,
+        last: last.q(),
+    }
+}
+
+/// The four counters and their outputs; a word counts as corrupted when
+/// `corrupted` is high.
+fn counters(m: &mut hw::ModuleBuilder, drop: Expr, dup: Expr, corrupted: Expr) {
+    use ports::*;
+    let tick = m.lit(Ty::BOOL, 1);
+    let words = counter(m, "words", tick);
+    let dropped = counter(m, "dropped", drop);
+    let duplicated = counter(m, "duplicated", dup);
+    let corrupted = counter(m, "corrupted", corrupted);
+    m.output(WORDS, words);
+    m.output(DROPPED, dropped);
+    m.output(DUPLICATED, duplicated);
+    m.output(CORRUPTED, corrupted);
+}
+
+/// Builds the stub for `width`-bit words (>= 2) and `latency` (>= 1) cycles.
+#[track_caller]
+pub fn serdes_stub(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDef> {
+    let params = stub_params(width, latency);
     design.define(&stub_name(width, latency), &params, |_, m| {
         use ports::*;
         m.doc("serdes stub: fixed latency, seeded LFSR bit flips, word drops and duplicates");
         let word_ty = Ty::u(width);
-        let thr_ty = Ty::u(DRAW_WIDTH);
-        let in_word = m.input(IN_WORD, word_ty);
-        let seed_load = m.input(SEED_LOAD, Ty::BOOL);
-        let seed = m.input(SEED, Ty::u(64));
-        let flip_thr = m.input(FLIP_THRESHOLD, thr_ty);
-        let drop_thr = m.input(DROP_THRESHOLD, thr_ty);
-        let dup_thr = m.input(DUP_THRESHOLD, thr_ty);
-        let force_flip = m.input(FORCE_FLIP, word_ty);
-        let force_drop = m.input(FORCE_DROP, Ty::BOOL);
-        let force_dup = m.input(FORCE_DUP, Ty::BOOL);
+        let StubInputs {
+            in_word,
+            seed_load,
+            seed,
+            flip_thr,
+            drop_thr,
+            dup_thr,
+            force_flip,
+            force_drop,
+            force_dup,
+        } = stub_inputs(m, width);
 
         // The LFSR: DRAW_BITS fresh bits every cycle.
         let (outs, next) = lfsr_forms();
@@ -219,34 +303,18 @@ pub fn serdes_stub(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDe
         }
         let mask = m.wire("flip_mask", mask);
 
-        // Duplicates repeat the last word taken; the offered word waits.
-        let have_last = m.reg_reset("have_last", Ty::BOOL, 0);
-        let last = m.reg("last_word", word_ty);
-        let dup = m.wire(
-            "dup",
-            have_last.q() & (force_dup | dup_draw.is_lt(dup_thr)),
+        let Slot { dup, drop, last } = slot_decisions(
+            m,
+            in_word,
+            (force_dup | dup_draw.is_lt(dup_thr), force_drop | drop_draw.is_lt(drop_thr)),
         );
-        let take = m.wire("take", !dup);
-        m.output(IN_READY, take);
-        m.set_next(last, in_word);
-        m.set_enable(last, take);
-        m.set_next(have_last, have_last.q() | take);
-        let drop = m.wire("drop", force_drop | drop_draw.is_lt(drop_thr));
-        let entering = m.wire("entering", mux(dup, last.q(), in_word) ^ mask);
+        let entering = m.wire("entering", mux(dup, last, in_word) ^ mask);
         let valid_out = delay(m, "line_valid", !drop, latency, Some(0));
         let word_out = delay(m, "line_word", entering, latency, None);
         m.output(OUT_VALID, valid_out);
         m.output(OUT_WORD, word_out);
 
-        let tick = m.lit(Ty::BOOL, 1);
-        let words = counter(m, "words", tick);
-        let dropped = counter(m, "dropped", drop);
-        let duplicated = counter(m, "duplicated", dup);
-        let corrupted = counter(m, "corrupted", !drop & mask.any());
-        m.output(WORDS, words);
-        m.output(DROPPED, dropped);
-        m.output(DUPLICATED, duplicated);
-        m.output(CORRUPTED, corrupted);
+        counters(m, drop, dup, !drop & mask.any());
     })
 }
 
@@ -283,28 +351,22 @@ fn position_bits(width: u32) -> u32 {
 ///   (the other counters: one); a drained line reads the same counts.
 #[track_caller]
 pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDef> {
-    assert!(
-        width >= 2 && latency >= 1,
-        "stub needs width >= 2, latency >= 1"
-    );
-    let params = [
-        ("width", width.to_string()),
-        ("latency", latency.to_string()),
-    ];
+    let params = stub_params(width, latency);
     design.define(&pipelined_stub_name(width, latency), &params, |_, m| {
         use ports::*;
         m.doc("serdes stub, draws and flip positions pipelined: fixed latency, seeded LFSR bit flips, word drops and duplicates");
         let word_ty = Ty::u(width);
-        let thr_ty = Ty::u(DRAW_WIDTH);
-        let in_word = m.input(IN_WORD, word_ty);
-        let seed_load = m.input(SEED_LOAD, Ty::BOOL);
-        let seed = m.input(SEED, Ty::u(64));
-        let flip_thr = m.input(FLIP_THRESHOLD, thr_ty);
-        let drop_thr = m.input(DROP_THRESHOLD, thr_ty);
-        let dup_thr = m.input(DUP_THRESHOLD, thr_ty);
-        let force_flip = m.input(FORCE_FLIP, word_ty);
-        let force_drop = m.input(FORCE_DROP, Ty::BOOL);
-        let force_dup = m.input(FORCE_DUP, Ty::BOOL);
+        let StubInputs {
+            in_word,
+            seed_load,
+            seed,
+            flip_thr,
+            drop_thr,
+            dup_thr,
+            force_flip,
+            force_drop,
+            force_dup,
+        } = stub_inputs(m, width);
 
         // This cycle's draws. No reset: a seed loaded while the rest resets
         // stays loaded.
@@ -341,19 +403,11 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
         let drop_draw = draws.slice(0, DRAW_WIDTH);
         let dup_draw = draws.slice(DRAW_WIDTH, DRAW_WIDTH);
 
-        // Duplicates repeat the last word taken; the offered word waits.
-        let have_last = m.reg_reset("have_last", Ty::BOOL, 0);
-        let last = m.reg("last_word", word_ty);
-        let dup = m.wire(
-            "dup",
-            have_last.q() & (force_dup | dup_draw.is_lt(dup_thr)),
+        let Slot { dup, drop, last } = slot_decisions(
+            m,
+            in_word,
+            (force_dup | dup_draw.is_lt(dup_thr), force_drop | drop_draw.is_lt(drop_thr)),
         );
-        let take = m.wire("take", !dup);
-        m.output(IN_READY, take);
-        m.set_next(last, in_word);
-        m.set_enable(last, take);
-        m.set_next(have_last, have_last.q() | take);
-        let drop = m.wire("drop", force_drop | drop_draw.is_lt(drop_thr));
 
         // The line's first stage: the word before its flips, which is the
         // last word taken (the offered word if taken, else the repeated
@@ -384,21 +438,13 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
             mask = mask ^ mux(hit.q(), bit, zero);
         }
         let mask = m.wire("flip_mask", mask);
-        let entering = m.wire("entering", last.q() ^ mask);
+        let entering = m.wire("entering", last ^ mask);
         let valid_out = delay(m, "line_valid", !drop, latency, Some(0));
         let word_out = delay(m, "line_word", entering, latency - 1, None);
         m.output(OUT_VALID, valid_out);
         m.output(OUT_WORD, word_out);
 
-        let tick = m.lit(Ty::BOOL, 1);
-        let words = counter(m, "words", tick);
-        let dropped = counter(m, "dropped", drop);
-        let duplicated = counter(m, "duplicated", dup);
-        let corrupted = counter(m, "corrupted", counted.q() & mask.any());
-        m.output(WORDS, words);
-        m.output(DROPPED, dropped);
-        m.output(DUPLICATED, duplicated);
-        m.output(CORRUPTED, corrupted);
+        counters(m, drop, dup, counted.q() & mask.any());
     })
 }
 
