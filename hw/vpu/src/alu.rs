@@ -21,7 +21,7 @@ use hw::arith::{
     FP32_ORDER, I32_TO_F32,
 };
 use hw::fp::{fp32_add_piped, FP32_ADD};
-use hw::pipeline::Pipeline;
+use hw::pipeline::{CutPlan, Pipeline};
 use hw::{cat, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
@@ -357,6 +357,21 @@ impl Unit {
     }
 }
 
+/// Runs one unit on its own pipeline, as deep as the schedule allows
+/// (`plan`'s cuts, registers named after `name`), from the operands'
+/// segment; returns the segment its result is ready in and the result.
+fn on_unit<T>(
+    m: &mut ModuleBuilder,
+    s: Schedule,
+    en: Expr,
+    (plan, name): (CutPlan, &str),
+    build: impl FnOnce(&mut ModuleBuilder, &mut Pipeline) -> T,
+) -> (u32, T) {
+    let mut pipe = Pipeline::new(plan, name, s.stages(plan.max_stages()), Some(en));
+    let value = build(m, &mut pipe);
+    (s.start() + pipe.finish(), value)
+}
+
 /// The pipelined ALU's logic: the units, then the carried result.
 fn build_pipelined(
     m: &mut ModuleBuilder,
@@ -404,28 +419,20 @@ fn build_pipelined(
     if units.has_fp32() {
         let sub = is(op_st, Op::SubF32);
         let b_signed = mux(sub, b ^ 0x8000_0000u32, b);
-        let mut pipe = Pipeline::new(FP32_ADD, "add", s.stages(FP32_ADD.max_stages()), Some(en));
-        let sum = fp32_add_piped(m, &mut pipe, a, b_signed);
-        finished.push((st + pipe.finish(), Unit::AddF32, sum));
+        let (seg_sum, sum) = on_unit(m, s, en, (FP32_ADD, "add"), |m, pipe| {
+            fp32_add_piped(m, pipe, a, b_signed)
+        });
+        finished.push((seg_sum, Unit::AddF32, sum));
 
         let want_max = is(op_st, Op::MaxF32);
-        let mut pipe = Pipeline::new(
-            FP32_ORDER,
-            "min_max",
-            s.stages(FP32_ORDER.max_stages()),
-            Some(en),
-        );
-        let min_max = fp32_min_max_piped(m, &mut pipe, a, b, want_max);
-        finished.push((st + pipe.finish(), Unit::MinMaxF32, min_max));
+        let (seg_min_max, min_max) = on_unit(m, s, en, (FP32_ORDER, "min_max"), |m, pipe| {
+            fp32_min_max_piped(m, pipe, a, b, want_max)
+        });
+        finished.push((seg_min_max, Unit::MinMaxF32, min_max));
 
-        let mut pipe = Pipeline::new(
-            FP32_ORDER,
-            "cmp",
-            s.stages(FP32_ORDER.max_stages()),
-            Some(en),
-        );
-        let cmp = fp32_compare_piped(m, &mut pipe, a, b);
-        let seg = st + pipe.finish();
+        let (seg, cmp) = on_unit(m, s, en, (FP32_ORDER, "cmp"), |m, pipe| {
+            fp32_compare_piped(m, pipe, a, b)
+        });
         let op_done = op.at(m, seg);
         let flag = mux(
             is(op_done, Op::EqF32),
@@ -438,42 +445,26 @@ fn build_pipelined(
         );
         finished.push((seg, Unit::CompareF32, flag.zext(32)));
 
-        let mut pipe = Pipeline::new(
-            I32_TO_F32,
-            "i32_to_f32",
-            s.stages(I32_TO_F32.max_stages()),
-            Some(en),
-        );
-        let v = i32_to_f32_piped(m, &mut pipe, a);
-        finished.push((st + pipe.finish(), Unit::I32ToF32, v));
+        let (seg_v, v) = on_unit(m, s, en, (I32_TO_F32, "i32_to_f32"), |m, pipe| {
+            i32_to_f32_piped(m, pipe, a)
+        });
+        finished.push((seg_v, Unit::I32ToF32, v));
 
-        let mut pipe = Pipeline::new(
-            F32_TO_I32,
-            "f32_to_i32",
-            s.stages(F32_TO_I32.max_stages()),
-            Some(en),
-        );
-        let v = f32_to_i32_piped(m, &mut pipe, a);
-        finished.push((st + pipe.finish(), Unit::F32ToI32, v));
+        let (seg_v, v) = on_unit(m, s, en, (F32_TO_I32, "f32_to_i32"), |m, pipe| {
+            f32_to_i32_piped(m, pipe, a)
+        });
+        finished.push((seg_v, Unit::F32ToI32, v));
 
-        let mut pipe = Pipeline::new(
-            F32_TO_BF16,
-            "f32_to_bf16",
-            s.stages(F32_TO_BF16.max_stages()),
-            Some(en),
-        );
-        let v = f32_to_bf16_piped(m, &mut pipe, a);
+        let (seg_v, v) = on_unit(m, s, en, (F32_TO_BF16, "f32_to_bf16"), |m, pipe| {
+            f32_to_bf16_piped(m, pipe, a)
+        });
         let half_zero = m.lit(Ty::u(16), 0);
-        finished.push((st + pipe.finish(), Unit::F32ToBf16, cat(&[half_zero, v])));
+        finished.push((seg_v, Unit::F32ToBf16, cat(&[half_zero, v])));
 
-        let mut pipe = Pipeline::new(
-            BF16_TO_F32,
-            "bf16_to_f32",
-            s.stages(BF16_TO_F32.max_stages()),
-            Some(en),
-        );
-        let v = bf16_to_f32_piped(m, &mut pipe, a.slice(0, 16));
-        finished.push((st + pipe.finish(), Unit::Bf16ToF32, v));
+        let (seg_v, v) = on_unit(m, s, en, (BF16_TO_F32, "bf16_to_f32"), |m, pipe| {
+            bf16_to_f32_piped(m, pipe, a.slice(0, 16))
+        });
+        finished.push((seg_v, Unit::Bf16ToF32, v));
     }
 
     // The first segment's select: every operation short enough for one
