@@ -10,12 +10,12 @@
 //! counters start at zero, its `HALT` flag clears) without resetting itself.
 //!
 //! ```text
-//!  IDLE ─SYNC─► HDR ─7 bytes─► DECODE ─┬─► RECV (payload rows) ───────────────┐
-//!                                      ├─► RUN_RESET ► RUN_PRIME ► RUN_GO ────┤
-//!                                      │                   (limit) └► RUN_ABORT
-//!                                      └──────────────────────────────────────┤
-//!                                                                             ▼
-//!  IDLE ◄─ CRC ◄─────────────── SEND ◄─ RD_LOAD ◄─ RD_ISSUE ◄─(reads)──── REPLY
+//!  IDLE ─SYNC─► HDR ─7 bytes─► DECODE ─┬─► RECV (payload rows) ───────────────────────┐
+//!                                      ├─► RUN_RESET ► RUN_PRIME ► RUN_LOAD ► RUN_GO ─┤
+//!                                      │                              (limit) └► RUN_ABORT
+//!                                      └──────────────────────────────────────────────┤
+//!                                                                                     ▼
+//!  IDLE ◄─ CRC ◄─────────────── SEND ◄─ RD_LOAD ◄─ RD_ISSUE ◄─(reads)──────────── REPLY
 //! ```
 //!
 //! - **Shift register, CRC, timeouts, refusals**: the framing's
@@ -26,9 +26,14 @@
 //!   whose next byte does not come in time is abandoned. This module adds
 //!   the version 2 command table and the run's states.
 //! - **The instruction port always has the next word ready**, as the
-//!   timing contract assumes: the program memory is read one word ahead (the
-//!   word after the one presented, in the cycle the core takes it), so the
-//!   core's counters are those of the golden model's cycle model.
+//!   timing contract assumes, and from a register: the word presented is
+//!   held in `instr_q`, and the program memory's output already holds the
+//!   word after it, which `instr_q` loads in the cycle the core takes its
+//!   word (the memory then reads the one after that). The memory's output
+//!   thus reaches only a register, not the core's decode (on the ULX3S
+//!   that path limited the clock). The core still sees its first word one
+//!   cycle after its reset ends, so its counters are those of the golden
+//!   model's cycle model.
 //! - **The host input window is answered in the cycle the core asks**:
 //!   its memory is synchronous, so the bridge reads the row the core will
 //!   ask for next cycle: the next row of the current `RHM` while it moves
@@ -107,8 +112,11 @@ crate::framing::bridge_states! {
     pub enum TcBridgeState {
         /// Resetting the core before a run.
         RunReset,
-        /// Reading the program's first word.
+        /// Reading the program's first word (the core held in reset).
         RunPrime,
+        /// Loading the first word into the presented register, reading the
+        /// second.
+        RunLoad,
         /// Feeding the core and waiting for its HALT.
         RunGo,
         /// Resetting a core that overran the cycle limit.
@@ -221,6 +229,7 @@ fn body(
         "running",
         fsm.is(TcBridgeState::RunReset)
             | fsm.is(TcBridgeState::RunPrime)
+            | fsm.is(TcBridgeState::RunLoad)
             | fsm.is(TcBridgeState::RunGo)
             | fsm.is(TcBridgeState::RunAbort),
     );
@@ -323,6 +332,10 @@ struct Memories {
     instr_valid: Comb,
     out_rd_en: Comb,
     prog_rd_addr: Comb,
+    /// The program word presented to the core.
+    instr: Reg,
+    /// The program memory's output (the word after the one presented).
+    prog_word: Expr,
     /// The host output row read (for READ_OUTPUT).
     out_row: Expr,
     /// The core takes the instruction word presented.
@@ -366,8 +379,10 @@ impl Memories {
             core.hout_data,
         );
         let out_row = m.mem_read(hout, Some(out_rd_en.value()), fit(addr, out_aw));
-        // The program word presented to the core (read one ahead).
-        let word = m.mem_read(prog, None, prog_rd_addr.value());
+        // The program word after the one presented (read two ahead).
+        let prog_word = m.mem_read(prog, None, prog_rd_addr.value());
+        let instr = m.reg("instr_q", Ty::u(rows.instr));
+        let word = instr.q();
         let take = m.wire("take", instr_valid.value() & core.instr_ready);
         // The input row the core asks for next cycle (see the module docs).
         let next_in = mux(
@@ -405,6 +420,8 @@ impl Memories {
             instr_valid,
             out_rd_en,
             prog_rd_addr,
+            instr,
+            prog_word,
             out_row,
             take,
         }
@@ -575,13 +592,14 @@ impl BridgeCore for CoreSide<'_> {
 }
 
 impl CoreSide<'_> {
-    /// RUN_RESET, RUN_PRIME, RUN_GO and RUN_ABORT: a run, from the core's
+    /// RUN_RESET, RUN_PRIME, RUN_LOAD, RUN_GO and RUN_ABORT: a run, from the core's
     /// reset to its HALT or the cycle limit.
     fn run_states(&self, st: &mut FsmStates<'_, TcBridgeState>) {
         use TcBridgeState as S;
         let fsm = self.frame.fsm;
         let status_q = self.frame.status;
         let (run, mem) = (self.run, &self.mem);
+        let aw = self.program_aw;
         st.state(S::RunReset, |m| {
             m.assign(mem.core_rst, 1);
             m.assign(run.pc, 0);
@@ -589,14 +607,24 @@ impl CoreSide<'_> {
             fsm.goto(m, S::RunPrime);
         })
         .state(S::RunPrime, |m| {
-            // The first word is read here and presented from the next cycle.
+            // The first word is read here; the core leaves its reset after
+            // this cycle, as it would one cycle later without the register.
+            m.assign(mem.core_rst, 1);
+            fsm.goto(m, S::RunLoad);
+        })
+        .state(S::RunLoad, |m| {
+            m.assign(mem.instr, mem.prog_word);
+            m.assign(mem.prog_rd_addr, fit(run.pc.q(), aw) + 1u32);
             fsm.goto(m, S::RunGo);
         })
         .state(S::RunGo, |m| {
             m.assign(mem.instr_valid, run.pc.q().is_lt(run.words.q()));
+            // The memory keeps the word after the presented one at its output.
+            m.assign(mem.prog_rd_addr, fit(run.pc.q(), aw) + 1u32);
             m.if_(mem.take, |m| {
                 m.assign(run.pc, run.pc.q() + 1u32);
-                m.assign(mem.prog_rd_addr, fit(run.pc.q(), self.program_aw) + 1u32);
+                m.assign(mem.instr, mem.prog_word);
+                m.assign(mem.prog_rd_addr, fit(run.pc.q(), aw) + 2u32);
             });
             m.if_(self.core.halted, |m| {
                 let error = status_q.q().lit(status::CORE_ERROR);
