@@ -38,6 +38,13 @@
 //! S_y(Z-1), each left to right with add32 from its first term; int32 sums
 //! wrap. Every chip ends with S.
 //!
+//! **All-reduce order v2** ([`allreduce_f32_v2`]): the bandwidth-optimal
+//! order of `docs/numerics.md#all-reduce-order-v2`, which the torus engine
+//! is to adopt: element e's part e mod 3 picks the order of the stage
+//! dimensions ([`v2_stage_dims`]), e div 3 in mixed radix its owner chip
+//! ([`v2_owner`]), and every chain runs from just past the owner round its
+//! ring to the owner ([`v2_chain`]).
+//!
 //! **The engine's schedule** ([`allreduce_schedule`]): the messages of one
 //! element as `hw/torus`'s crate docs describe them (partial sums along the
 //! X rows, the Y column of the plane x = X-1 and the Z line, then the
@@ -229,6 +236,69 @@ fn allreduce<T: Copy>(cfg: &TorusConfig, v: &[Vec<T>], add: fn(T, T) -> T) -> Ve
             let sx = |y: u32, z: u32| fold(&mut (0..xs).map(|x| v[cfg.chip([x, y, z])][i]));
             let sy = |z: u32| fold(&mut (0..ys).map(|y| sx(y, z)));
             fold(&mut (0..zs).map(sy))
+        })
+        .collect()
+}
+
+/// The stage dimensions of order v2 for element `e`: part p = e mod 3
+/// reduces along x, y, z (p = 0), y, z, x (p = 1) or z, x, y (p = 2)
+/// (`docs/numerics.md#all-reduce-order-v2`).
+pub fn v2_stage_dims(e: usize) -> [usize; 3] {
+    match e % 3 {
+        0 => [0, 1, 2],
+        1 => [1, 2, 0],
+        _ => [2, 0, 1],
+    }
+}
+
+/// The owner chip's coordinates of element `e` in order v2: q = e div 3 in
+/// mixed radix (X, Y, Z).
+pub fn v2_owner(cfg: &TorusConfig, e: usize) -> [u32; 3] {
+    let [xs, ys, zs] = cfg.dims().map(|d| d as usize);
+    let q = e / 3;
+    [q % xs, (q / xs) % ys, (q / (xs * ys)) % zs].map(|c| c as u32)
+}
+
+/// The coordinates a chain along a ring of `size` visits, in order: from
+/// just past the owner's coordinate `owner`, round the ring, to the owner.
+pub fn v2_chain(owner: u32, size: u32) -> impl Iterator<Item = u32> {
+    (1..=size).map(move |i| (owner + i) % size)
+}
+
+/// Element `e`'s fp32 all-reduce in order v2, from `values[c]`, chip c's
+/// element e (one per logical chip number).
+pub fn allreduce_v2_element_f32(cfg: &TorusConfig, e: usize, values: &[u32]) -> u32 {
+    assert_eq!(values.len(), cfg.chips(), "one value per chip");
+    let dims = cfg.dims();
+    let [d1, d2, d3] = v2_stage_dims(e);
+    let owner = v2_owner(cfg, e);
+    let fold = |terms: &mut dyn Iterator<Item = u32>| {
+        let first = terms.next().expect("a chain has a first term");
+        terms.fold(first, add32)
+    };
+    let value_at = |c1: u32, c2: u32, c3: u32| {
+        let mut at = [0u32; 3];
+        at[d1] = c1;
+        at[d2] = c2;
+        at[d3] = c3;
+        values[cfg.chip(at)]
+    };
+    let stage1 =
+        |c2: u32, c3: u32| fold(&mut v2_chain(owner[d1], dims[d1]).map(|c1| value_at(c1, c2, c3)));
+    let stage2 = |c3: u32| fold(&mut v2_chain(owner[d2], dims[d2]).map(|c2| stage1(c2, c3)));
+    fold(&mut v2_chain(owner[d3], dims[d3]).map(stage2))
+}
+
+/// The fp32 all-reduce of `v` (one vector per logical chip number, all of
+/// one length) in order v2: what every chip ends with.
+pub fn allreduce_f32_v2(cfg: &TorusConfig, v: &[Vec<u32>]) -> Vec<u32> {
+    assert_eq!(v.len(), cfg.chips(), "one vector per chip");
+    let n = v[0].len();
+    assert!(v.iter().all(|c| c.len() == n), "vectors of one length");
+    (0..n)
+        .map(|e| {
+            let values: Vec<u32> = v.iter().map(|c| c[e]).collect();
+            allreduce_v2_element_f32(cfg, e, &values)
         })
         .collect()
 }
@@ -457,6 +527,62 @@ mod tests {
                 r.line
             );
         }
+    }
+
+    #[test]
+    fn the_fp32_allreduce_v2_matches_the_reference_vectors() {
+        let rows = read_vectors("f32_allreduce_v2.tsv", 4);
+        assert!(rows.len() >= 2000);
+        for r in rows {
+            let dims = TorusConfig::parse_dims(&r.fields[0]).unwrap();
+            let cfg = TorusConfig::with_dims(dims).unwrap();
+            let e: usize = r.fields[1].parse().unwrap();
+            let values: Vec<u32> = r.fields[2].split(',').map(hex32).collect();
+            let want = hex32(&r.fields[3]);
+            assert_eq!(
+                allreduce_v2_element_f32(&cfg, e, &values),
+                want,
+                "f32_allreduce_v2.tsv:{}",
+                r.line
+            );
+        }
+    }
+
+    #[test]
+    fn order_v2_chains_end_at_the_owner_and_parts_rotate_the_dimensions() {
+        // The numerics doc's example: 3x1x1, e = 4: p = 1 (y, z, x), owner
+        // (1, 0, 0), so x runs 2, 0, 1.
+        let cfg = TorusConfig::with_dims([3, 1, 1]).unwrap();
+        assert_eq!(v2_stage_dims(4), [1, 2, 0]);
+        assert_eq!(v2_owner(&cfg, 4), [1, 0, 0]);
+        assert_eq!(v2_chain(1, 3).collect::<Vec<_>>(), [2, 0, 1]);
+        // ((1e8 + 1) - 1e8) = 0 but (1e8 - 1e8) + 1 = 1: the chain's start
+        // decides which.
+        let (big, one, neg) = (0x4cbe_bc20, 0x3f80_0000, 0xccbe_bc20);
+        // Chips 0, 1, 2 hold 1e8, -1e8, 1. Owner 1 (e = 3..5): 2, 0, 1 gives
+        // (1 + 1e8) - 1e8 = 0; owner 2 (e = 6..8): 0, 1, 2 gives 1.
+        let v = [vec![big; 9], vec![neg; 9], vec![one; 9]];
+        let got = allreduce_f32_v2(&cfg, &v);
+        assert_eq!(&got[3..6], [0, 0, 0]);
+        assert_eq!(&got[6..9], [one, one, one]);
+        // Owner 0 (e = 0..2): 1, 2, 0 gives (-1e8 + 1) + 1e8 = 0.
+        assert_eq!(&got[0..3], [0, 0, 0]);
+        // An element of part 0 owned by the last chip follows the old order.
+        let cfg = TorusConfig::with_dims([2, 3, 2]).unwrap();
+        let e = 3 * 11; // q = 11 = (1, 2, 1), p = 0
+        assert_eq!(v2_owner(&cfg, e), [1, 2, 1]);
+        // Fixed, mixed values of many exponents (finite: the mask keeps the
+        // exponent below 0xff).
+        let v: Vec<Vec<u32>> = (0..12u32)
+            .map(|c| {
+                (0..=e as u32)
+                    .map(|i| {
+                        (c.wrapping_mul(0x9e37_79b9) ^ i.wrapping_mul(0x85eb_ca6b)) & 0xc7ff_ffff
+                    })
+                    .collect()
+            })
+            .collect();
+        assert_eq!(allreduce_f32_v2(&cfg, &v)[e], allreduce_f32(&cfg, &v)[e]);
     }
 
     #[test]
