@@ -46,6 +46,7 @@ pub fn engine(design: &mut Design, cfg: &TorusConfig, window: u32) -> Rc<ModuleD
     ];
     design.define(&engine_name(&cfg, window), &params, |_, m| {
         m.doc("ICI torus all-reduce engine: chained partial sums X, Y, Z, then a broadcast");
+        m.shared_code("one engine per chip, up to 64 in a torus");
         let pkt = packet_ty();
         let coord_ty = Ty::u(COORD_BITS);
         let at = [

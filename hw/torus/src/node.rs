@@ -35,6 +35,7 @@ pub fn node(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
         .collect();
     design.define(&node_name(&cfg), &params, |_, m| {
         m.doc("ICI torus chip node: a router and six ICI link ends");
+        m.shared_code("one node per chip, up to 64 in a torus: one copy of its code keeps the model's build time and cache footprint those of one chip");
         let coord_ty = Ty::u(crate::COORD_BITS);
         let r = m.instance("router", &router_def);
         for axis in ["x", "y", "z"] {
@@ -157,6 +158,42 @@ pub const STUB_SEED_STEP: u64 = 0x9e37_79b9_7f4a_7c15;
 ///
 /// Per physical chip p: the host's packets `c<p>_inj_*` and `c<p>_ej_*`
 /// (streams; idle while `engine_i` is high), the engine's vector
+/// The serdes stub of a torus link, wrapped so that Verilator models keep
+/// one copy of its code for the six per chip (384 on a 4x4x4 torus).
+fn shared_stub(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
+    let (width, latency) = (cfg.link().frame_bits(), cfg.link().latency());
+    let stub_def = serdes_stub(design, width, latency);
+    let params = [
+        ("width", width.to_string()),
+        ("latency", latency.to_string()),
+    ];
+    let params: Vec<(&str, String)> = params.iter().map(|(k, v)| (*k, v.clone())).collect();
+    design.define(
+        &format!("torus_stub_w{width}_l{latency}"),
+        &params,
+        |_, m| {
+            m.doc("A torus link's serdes stub, as one module for simulation models to share");
+            m.shared_code("six stubs per chip, up to 384 in a torus");
+            let st = m.instance("stub", &stub_def);
+            for (name, dir, ty) in stub_def.port_list() {
+                if name == hw::ir::CLOCK || name == hw::ir::RESET {
+                    continue;
+                }
+                match dir {
+                    Dir::In => {
+                        let v = m.input(&name, ty);
+                        m.connect(st, &name, v);
+                    }
+                    Dir::Out => {
+                        let v = m.inst_output(st, &name);
+                        m.output(&name, v);
+                    }
+                }
+            }
+        },
+    )
+}
+
 /// `c<p>_v_*` (a stream in) and result `c<p>_res_valid_o` /
 /// `c<p>_res_data_o` (one element per pulse, no back-pressure). `fp_i`
 /// selects fp32 (1) or int32 (0) sums.
@@ -164,7 +201,7 @@ pub const STUB_SEED_STEP: u64 = 0x9e37_79b9_7f4a_7c15;
 pub fn top(design: &mut Design, cfg: &TorusConfig, wiring: &Wiring) -> Rc<ModuleDef> {
     let node_def = node(design, cfg);
     let engine_def = crate::allreduce::engine(design, cfg, crate::allreduce::WINDOW);
-    let stub_def = serdes_stub(design, cfg.link().frame_bits(), cfg.link().latency());
+    let stub_def = shared_stub(design, cfg);
     let cfg = *cfg;
     let wiring = wiring.clone();
     let mut params: Vec<(String, String)> = cfg.params();
