@@ -2,9 +2,13 @@
 //!
 //! **Routing** ([`route`], [`path`]). Dimension-order routing with
 //! wraparound: a packet corrects X first, then Y, then Z, each along the
-//! shorter way round its ring (up, port 2d, when the distance up is at most
-//! half the ring; down, port 2d + 1, otherwise), and leaves by the local port
-//! at its destination. Coordinates are logical (after any re-cabling by a
+//! shorter way round its ring (up, port 2d, when the distance up is less than
+//! half the ring; down, port 2d + 1, when it is more), and leaves by the
+//! local port at its destination. A destination exactly half a ring away
+//! (even rings) goes up from an even coordinate and down from an odd one:
+//! uniform traffic then loads both directions alike, where always going up
+//! doubled the up links' share. The choice is made once, at the
+//! dimension's first hop; from the next router on the way is shorter. Coordinates are logical (after any re-cabling by a
 //! [`config::Wiring`]).
 //!
 //! **Virtual channels: the dateline rule.** Each ring has a dateline: the
@@ -30,7 +34,11 @@
 //! finite buffers, a local port that always drains, and per-VC credits (a
 //! flit never enters a buffer without a free slot), every flit eventually
 //! moves. [`cdg_is_acyclic`] checks the graph itself for every torus up to
-//! 4x4x4, and with one VC only it finds the cycles the second VC removes.
+//! 4x4x4. With ties split by parity, even one VC leaves no cycle on rings of
+//! up to 4 (routes two hops up start only at even coordinates and two hops
+//! down only at odd ones, so no chain of dependencies goes round a ring);
+//! with ties always up and one VC, it finds the
+//! cycles of rings of 4 that the dateline's second VC removes.
 //!
 //! **All-reduce** ([`allreduce_f32`], [`allreduce_i32`]): the order of
 //! `docs/numerics.md#all-reduce`: S_x(y, z) = v[0,y,z] + ... + v[X-1,y,z],
@@ -58,12 +66,35 @@ use crate::numerics::add32;
 use config::{Packet, TorusConfig, LOCAL_PORT};
 use std::collections::HashMap;
 
-/// How VCs are chosen: the dateline rule, or a single VC (for showing that
-/// the CDG check finds the cycles one VC leaves).
+/// How VCs are chosen: the dateline rule, or a single VC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VcPolicy {
     Dateline,
     SingleVc,
+}
+
+/// Which way a destination exactly half a ring away goes: split by the
+/// router's coordinate's parity (the router's rule), or always up (the
+/// rule before the split, for showing the cycles it leaves with one VC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ties {
+    Split,
+    AlwaysUp,
+}
+
+/// A routing rule: dimension order and minimal, with these VCs and ties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoutePolicy {
+    pub vcs: VcPolicy,
+    pub ties: Ties,
+}
+
+impl RoutePolicy {
+    /// The router's rule.
+    pub const ROUTER: RoutePolicy = RoutePolicy {
+        vcs: VcPolicy::Dateline,
+        ties: Ties::Split,
+    };
 }
 
 /// The output port and VC of a packet for `dest`, at the router at `at`,
@@ -76,17 +107,17 @@ pub fn route(
     in_port: usize,
     in_vc: u32,
 ) -> (usize, u32) {
-    route_with(cfg, at, dest, in_port, in_vc, VcPolicy::Dateline)
+    route_with(cfg, at, dest, in_port, in_vc, RoutePolicy::ROUTER)
 }
 
-/// [`route`] under a VC policy.
+/// [`route`] under a routing policy.
 pub fn route_with(
     cfg: &TorusConfig,
     at: [u32; 3],
     dest: [u32; 3],
     in_port: usize,
     in_vc: u32,
-    policy: VcPolicy,
+    policy: RoutePolicy,
 ) -> (usize, u32) {
     let dims = cfg.dims();
     for d in 0..3 {
@@ -95,11 +126,18 @@ pub fn route_with(
         if up_by == 0 {
             continue;
         }
-        let up = 2 * up_by <= k;
+        // Half way round either way is as short: the router's own
+        // coordinate's parity picks, so that such packets split evenly over
+        // both directions.
+        let tie_up = match policy.ties {
+            Ties::Split => at[d].is_multiple_of(2),
+            Ties::AlwaysUp => true,
+        };
+        let up = 2 * up_by < k || (2 * up_by == k && tie_up);
         let port = 2 * d + usize::from(!up);
         let crossing = if up { at[d] == k - 1 } else { at[d] == 0 };
         let same_dim = in_port != LOCAL_PORT && in_port / 2 == d;
-        let vc = match policy {
+        let vc = match policy.vcs {
             VcPolicy::SingleVc => 0,
             VcPolicy::Dateline if crossing => 1,
             VcPolicy::Dateline if same_dim => in_vc,
@@ -133,11 +171,16 @@ pub struct Hop {
 
 /// The hops from `src` to `dest`, the last one leaving by the local port.
 pub fn path(cfg: &TorusConfig, src: [u32; 3], dest: [u32; 3]) -> Vec<Hop> {
-    path_with(cfg, src, dest, VcPolicy::Dateline)
+    path_with(cfg, src, dest, RoutePolicy::ROUTER)
 }
 
-/// [`path`] under a VC policy.
-pub fn path_with(cfg: &TorusConfig, src: [u32; 3], dest: [u32; 3], policy: VcPolicy) -> Vec<Hop> {
+/// [`path`] under a routing policy.
+pub fn path_with(
+    cfg: &TorusConfig,
+    src: [u32; 3],
+    dest: [u32; 3],
+    policy: RoutePolicy,
+) -> Vec<Hop> {
     let mut hops = Vec::new();
     let (mut at, mut in_port, mut in_vc) = (src, LOCAL_PORT, 0);
     loop {
@@ -156,7 +199,7 @@ pub fn path_with(cfg: &TorusConfig, src: [u32; 3], dest: [u32; 3], policy: VcPol
 
 /// Whether the channel dependency graph of every route between every pair
 /// of chips has no cycle (a channel: a router's output port and a VC).
-pub fn cdg_is_acyclic(cfg: &TorusConfig, policy: VcPolicy) -> bool {
+pub fn cdg_is_acyclic(cfg: &TorusConfig, policy: RoutePolicy) -> bool {
     let n = cfg.chips();
     let id = |h: &Hop| (cfg.chip(h.at) * 7 + h.port) * 2 + h.vc as usize;
     let mut edges: HashMap<usize, Vec<usize>> = HashMap::new();
@@ -478,6 +521,16 @@ mod tests {
                         })
                         .sum();
                     assert_eq!(p.len() as u32 - 1, want, "{cfg}: {src:?} -> {dest:?}");
+                    // Half way round: up from an even coordinate, down
+                    // from an odd one.
+                    for k in 0..3 {
+                        let r = cfg.dims()[k];
+                        let hop = p.iter().find(|h| h.port / 2 == k && h.port != LOCAL_PORT);
+                        if r % 2 == 0 && (dest[k] + r - src[k]) % r == r / 2 {
+                            let hop = hop.expect("a hop along the dimension");
+                            assert_eq!(hop.port % 2, (src[k] % 2) as usize, "{p:?}");
+                        }
+                    }
                     // Dimension order: ports never go back to a lower dimension.
                     let dims: Vec<usize> = p[..p.len() - 1].iter().map(|h| h.port / 2).collect();
                     assert!(dims.windows(2).all(|w| w[0] <= w[1]), "{p:?}");
@@ -494,12 +547,25 @@ mod tests {
     }
 
     #[test]
-    fn the_dateline_cdg_has_no_cycle_up_to_4x4x4_and_one_vc_has_some() {
+    fn the_cdg_has_no_cycle_up_to_4x4x4_and_one_vc_with_ties_up_has_some() {
+        let with = |vcs, ties| RoutePolicy { vcs, ties };
         for cfg in all_dims() {
-            assert!(cdg_is_acyclic(&cfg, VcPolicy::Dateline), "{cfg}");
+            assert!(cdg_is_acyclic(&cfg, RoutePolicy::ROUTER), "{cfg}");
+            // Split ties leave no route two hops up (or down) from where
+            // the next hop's route would go two hops on: one VC is enough
+            // on rings of up to 4.
+            assert!(
+                cdg_is_acyclic(&cfg, with(VcPolicy::SingleVc, Ties::Split)),
+                "{cfg}"
+            );
+            assert!(
+                cdg_is_acyclic(&cfg, with(VcPolicy::Dateline, Ties::AlwaysUp)),
+                "{cfg}"
+            );
         }
-        // One VC: rings of 4 have cyclic dependencies (routes go two hops
-        // up); rings of 2 and 3 do not (one hop each way at most).
+        // One VC with ties always up: rings of 4 have cyclic dependencies
+        // (every chip's routes go two hops up); rings of 2 and 3 do not (one
+        // hop each way at most).
         for (dims, acyclic) in [
             ([4, 1, 1], false),
             ([3, 3, 3], true),
@@ -507,7 +573,8 @@ mod tests {
             ([1, 4, 1], false),
         ] {
             let cfg = TorusConfig::with_dims(dims).unwrap();
-            assert_eq!(cdg_is_acyclic(&cfg, VcPolicy::SingleVc), acyclic, "{cfg}");
+            let policy = with(VcPolicy::SingleVc, Ties::AlwaysUp);
+            assert_eq!(cdg_is_acyclic(&cfg, policy), acyclic, "{cfg}");
         }
     }
 

@@ -16,8 +16,9 @@
 //! # Routing and virtual channels
 //!
 //! Dimension-order routing with wraparound: X first, then Y, then Z, each
-//! the shorter way round (up when the distance up is at most half the ring),
-//! then out of the local port. Two VCs with a dateline per ring (the
+//! the shorter way round (up when the distance up is less than half the
+//! ring, down when it is more; exactly half: up from an even coordinate,
+//! down from an odd one), then out of the local port. Two VCs with a dateline per ring (the
 //! wraparound link): a packet enters each dimension on VC 0 and moves to
 //! VC 1 when it crosses that dimension's dateline. `golden::torus` states
 //! the same rule, the argument that it cannot deadlock, and checks the

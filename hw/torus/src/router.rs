@@ -88,7 +88,13 @@ fn route(
         let t = dest[d].zext(3) + m.lit(w, k) - at[d].zext(3);
         let up_by = mux(t.is_ge(m.lit(w, k)), t - m.lit(w, k), t);
         let moving = up_by.is_ne(m.lit(w, 0));
-        let up = up_by.is_le(m.lit(w, k / 2));
+        // Half way round (even rings): up from an even coordinate, down
+        // from an odd one (`golden::torus::route`).
+        let up = if k % 2 == 0 {
+            up_by.is_lt(m.lit(w, k / 2)) | (up_by.is_eq(m.lit(w, k / 2)) & !at[d].bit(0))
+        } else {
+            up_by.is_le(m.lit(w, k / 2))
+        };
         let last = at[d].is_eq(m.lit(Ty::u(COORD_BITS), k - 1));
         let first = at[d].is_eq(m.lit(Ty::u(COORD_BITS), 0));
         let crossing = mux(up, last, first);
