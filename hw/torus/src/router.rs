@@ -90,7 +90,7 @@ fn route(
         let moving = up_by.is_ne(m.lit(w, 0));
         // Half way round (even rings): up from an even coordinate, down
         // from an odd one (`golden::torus::route`).
-        let up = if k % 2 == 0 {
+        let up = if k.is_multiple_of(2) {
             up_by.is_lt(m.lit(w, k / 2)) | (up_by.is_eq(m.lit(w, k / 2)) & !at[d].bit(0))
         } else {
             up_by.is_le(m.lit(w, k / 2))
