@@ -346,6 +346,61 @@ pub fn allreduce_f32_v2(cfg: &TorusConfig, v: &[Vec<u32>]) -> Vec<u32> {
         .collect()
 }
 
+/// Elements each directed link carries in order v2's schedule for `n`
+/// elements per chip: every chain reduced upward (its chips but the owner
+/// each send their partial over the + 1 link of the stage's dimension),
+/// then the result sent back from the owner downward, stages in reverse
+/// (every chip of a chain but its start forwards it over the - 1 link).
+/// Indexed by logical chip and torus port (0..6: x+, x-, y+, y-, z+, z-);
+/// rings of one carry nothing.
+pub fn v2_link_loads(cfg: &TorusConfig, n: usize) -> Vec<[u64; 6]> {
+    let dims = cfg.dims();
+    let mut load = vec![[0u64; 6]; cfg.chips()];
+    // One element of each (part, owner) pair, weighted by how many of the
+    // n elements it stands for.
+    let mut weight = std::collections::HashMap::new();
+    for e in 0..n {
+        *weight.entry((e % 3, v2_owner(cfg, e))).or_insert(0u64) += 1;
+    }
+    for (&(part, owner), &w) in &weight {
+        let order = v2_stage_dims(part);
+        // The chips of each stage's chains: the stage's own dimension runs
+        // free, the earlier stages' dimensions sit at the owner's, the
+        // later ones run free too (stage 1 runs on every line).
+        for (stage, &d) in order.iter().enumerate() {
+            if dims[d] == 1 {
+                continue;
+            }
+            for (c, links) in load.iter_mut().enumerate() {
+                let at = cfg.coords(c);
+                let on_chain = order[..stage].iter().all(|&e| at[e] == owner[e]);
+                if !on_chain {
+                    continue;
+                }
+                // Up: everyone but the owner's coordinate sends on + 1.
+                if at[d] != owner[d] {
+                    links[2 * d] += w;
+                }
+                // Down: everyone but the chain's start forwards on - 1.
+                if at[d] != (owner[d] + 1) % dims[d] {
+                    links[2 * d + 1] += w;
+                }
+            }
+        }
+    }
+    load
+}
+
+/// Order v2's link bound for `n` elements per chip: the busiest directed
+/// link's load ([`v2_link_loads`]), at one element per link and cycle.
+pub fn v2_link_bound(cfg: &TorusConfig, n: usize) -> u64 {
+    v2_link_loads(cfg, n)
+        .iter()
+        .flat_map(|l| l.iter().copied())
+        .max()
+        .unwrap_or(0)
+}
+
 /// Tags of the all-reduce schedule's packets: partial sums along X, Y and
 /// Z, and the broadcast result.
 pub const TAG_X: u8 = 0;
@@ -650,6 +705,39 @@ mod tests {
             })
             .collect();
         assert_eq!(allreduce_f32_v2(&cfg, &v)[e], allreduce_f32(&cfg, &v)[e]);
+    }
+
+    #[test]
+    fn order_v2_link_bound_is_n_p_minus_1_over_3p_on_cubes() {
+        for k in 1..=4u32 {
+            let cfg = TorusConfig::with_dims([k, k, k]).unwrap();
+            let p = u64::from(k * k * k);
+            for n in [3 * p as usize, 1024, 65_536] {
+                let want = (n as u64 * (p - 1)).div_ceil(3 * p);
+                let got = v2_link_bound(&cfg, n);
+                // Whole rounds of the owners give the formula exactly; a
+                // partial round loads the links unevenly.
+                let rest = (n % (3 * p as usize)) as u64;
+                assert!(
+                    got >= want && got <= want + rest,
+                    "{cfg}, n = {n}: {got} vs {want}"
+                );
+                if n % (3 * p as usize) == 0 {
+                    assert_eq!(got, want, "{cfg}, n = {n}");
+                }
+            }
+        }
+        // The numerics doc's 4x4x1: 0.5625 n on the x and y links.
+        let cfg = TorusConfig::with_dims([4, 4, 1]).unwrap();
+        assert_eq!(v2_link_bound(&cfg, 48 * 16), 432);
+        // Every link's load counts each element's messages once: a chain of
+        // k chips sends k - 1 partials up and k - 1 results down.
+        let cfg = TorusConfig::with_dims([4, 2, 3]).unwrap();
+        let n = 240;
+        let total: u64 = v2_link_loads(&cfg, n).iter().flatten().sum();
+        let p = 24u64;
+        // Per element: (P - 1) partial messages up and (P - 1) down.
+        assert_eq!(total, 2 * (p - 1) * n as u64);
     }
 
     #[test]

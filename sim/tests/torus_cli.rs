@@ -102,8 +102,20 @@ fn allreduce_golden_and_rtl_give_the_contract_sum_on_every_chip() {
         if extra.contains(&"--stats") {
             let s = stats_of(&out);
             assert_eq!(s["backend"], "rtl");
-            assert!(s["cycles"].as_u64().unwrap() > 40);
+            let cycles = s["cycles"].as_u64().unwrap();
+            assert!(cycles > 40);
             assert!(s["crc_errors"].as_u64().unwrap() > 0, "{s}");
+            // Order v2's busiest link on 2x1x1: every element crosses one x
+            // link each way, up from the chip past its owner and down from
+            // the owner; owner 0 (e div 3 even) has 21 of the 40 elements.
+            let bound = golden::torus::v2_link_bound(&cfg, 40);
+            assert_eq!(bound, 21);
+            assert_eq!(s["link_bound"].as_u64(), Some(bound), "{s}");
+            let fraction = s["fraction"].as_f64().unwrap();
+            assert!(
+                (fraction - bound as f64 / cycles as f64).abs() < 1e-12,
+                "{s}"
+            );
         }
     }
     // int32 wraps; a re-cabled torus (golden) gives the same logical result.

@@ -6,10 +6,10 @@
 //! for the plot.
 //!
 //! 1. `allreduce`: fp32 all-reduce of 1,024 elements per chip (results
-//!    checked against `golden::torus`), cycles against the link-bandwidth
-//!    bound 2n(P - 1)/(6P) (six links per chip, one element per link and
-//!    cycle each way: the data a chip must receive and send in a
-//!    reduce-scatter and all-gather) and against the engine's local-port
+//!    checked against `golden::torus`), cycles against the link bound:
+//!    the busiest link's elements in all-reduce order v2's schedule
+//!    (`golden::torus::v2_link_bound`; n(P - 1)/(3P) on a k x k x k torus,
+//!    one element per link and cycle) and against the engine's local-port
 //!    rate (about 4n, see `hw/torus`'s crate docs).
 //! 2. `load`: uniform random traffic, throughput (packets delivered per chip
 //!    per cycle, over the whole run and, as "accepted", while every chip
@@ -94,9 +94,8 @@ fn main() {
             run.results.iter().all(|r| *r == want),
             "all-reduce mismatch"
         );
-        let p = cfg.chips() as f64;
         let n = ELEMENTS as f64;
-        let bound = (2.0 * n * (p - 1.0) / (6.0 * p)).ceil();
+        let bound = golden::torus::v2_link_bound(&cfg, ELEMENTS) as f64;
         println!("| elements | chips | cycles | link bound | of bound | cycles per element |");
         println!("| --- | --- | --- | --- | --- | --- |");
         println!(

@@ -37,7 +37,9 @@ pub struct AllReduceArgs {
     /// Use the golden model instead of the RTL.
     #[arg(long)]
     golden: bool,
-    /// Print one JSON line of statistics to stdout.
+    /// Print one JSON line of statistics to stdout (with `link_bound`, the
+    /// busiest link's elements in the bandwidth-optimal schedule of
+    /// all-reduce order v2, and `fraction`, that bound over the cycles).
     #[arg(long)]
     stats: bool,
 }
@@ -176,10 +178,13 @@ pub fn run_allreduce(args: &AllReduceArgs) -> Result<(), Failure> {
             "dtype": if fp { "float32" } else { "int32" },
             "ber": args.ber,
             "seed": args.seed,
+            "link_bound": golden::torus::v2_link_bound(&cfg, n),
         });
         if let Some(r) = stats {
             let o = line.as_object_mut().expect("an object");
             o.insert("cycles".into(), r.cycles.into());
+            let bound = golden::torus::v2_link_bound(&cfg, n) as f64;
+            o.insert("fraction".into(), (bound / r.cycles.max(1) as f64).into());
             o.insert("crc_errors".into(), r.crc_errors.into());
             o.insert("retransmits".into(), r.retransmits.into());
             o.insert("link_downs".into(), r.link_downs.into());
