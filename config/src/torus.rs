@@ -5,8 +5,16 @@
 //! Parameters:
 //! - `x`, `y`, `z`: the torus's sizes, each 1..=4 (a 4x4x4 cube is 64 chips).
 //! - `vc_depth`: flits each virtual channel's input buffer holds at every
-//!   torus port of a router, 2..=63 (the per-VC credits). There are always
-//!   [`TORUS_VCS`] virtual channels: the dateline scheme needs two.
+//!   torus port of a router, 2..=63 (the per-VC credits).
+//! - `vcs`: virtual channels per torus port: 1, 2 (the default,
+//!   [`TORUS_VCS`]) or 4. One suffices for deadlock freedom on rings of up
+//!   to 4 with the router's split of half-ring distances; two add the
+//!   dateline (VC 0 before a packet crosses its dimension's wraparound link,
+//!   VC 1 after), the argument that holds on rings of any size; four split
+//!   each of those two by whether the packet goes on in the same dimension
+//!   after its next hop, so that packets going straight and packets turning
+//!   do not wait behind each other. `golden::torus` checks the channel
+//!   dependency graph of every torus up to 4x4x4 for each count.
 //! - the link's `latency`, `replay_depth`, `rx_buffer`, `replay_timeout`,
 //!   `max_retries` and `train_words` (see [`IciConfig`]); the torus's flits
 //!   are always [`TORUS_FLIT_BYTES`] bytes (one router flit: a header and one
@@ -24,9 +32,17 @@ use crate::{one_line, ConfigError, IciConfig};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// Virtual channels per torus port: VC 0 before a packet crosses its
-/// dimension's dateline, VC 1 after.
+/// The default number of virtual channels per torus port: VC 0 before a
+/// packet crosses its dimension's dateline, VC 1 after.
 pub const TORUS_VCS: u32 = 2;
+
+/// The VC counts a torus can have.
+pub const TORUS_VC_COUNTS: [u32; 3] = [1, 2, 4];
+
+/// Bits of a router flit besides its credit counts: the data flag, a
+/// 2-bit VC field, and the packet (three 2-bit coordinates, a 2-bit tag, a
+/// 32-bit payload).
+const FLIT_FIXED_BITS: u32 = 1 + 2 + 40;
 
 /// Payload bytes of a torus link's flit.
 pub const TORUS_FLIT_BYTES: u32 = 8;
@@ -54,6 +70,7 @@ pub struct TorusConfig {
     vc_depth: u32,
     link: IciConfig,
     depth: u32,
+    vcs: u32,
 }
 
 /// The deepest router pipeline (see [`TorusConfig::with_depth`]).
@@ -91,7 +108,29 @@ impl TorusConfig {
             vc_depth,
             link,
             depth: 0,
+            vcs: TORUS_VCS,
         })
+    }
+
+    /// This configuration with `vcs` virtual channels per torus port (1, 2
+    /// or 4); every flit carries a credit count per VC, and they must fit
+    /// the 64-bit flit with its packet.
+    pub fn with_vcs(self, vcs: u32) -> Result<TorusConfig, ConfigError> {
+        if !TORUS_VC_COUNTS.contains(&vcs) {
+            return Err(ConfigError(format!(
+                "torus vcs must be 1, 2 or 4, got {vcs}"
+            )));
+        }
+        let cfg = TorusConfig { vcs, ..self };
+        let bits = FLIT_FIXED_BITS + vcs * cfg.credit_bits();
+        if bits > 64 {
+            return Err(ConfigError(format!(
+                "torus flits hold {vcs} credit counts of {} bits only with vc_depth below 32, got {}",
+                cfg.credit_bits(),
+                cfg.vc_depth
+            )));
+        }
+        Ok(cfg)
     }
 
     /// This configuration with router pipeline `depth`
@@ -145,6 +184,19 @@ impl TorusConfig {
     pub fn depth(&self) -> u32 {
         self.depth
     }
+    /// Virtual channels per torus port.
+    pub fn vcs(&self) -> u32 {
+        self.vcs
+    }
+    /// Bits of a flit's VC field: 1 for one or two VCs (one VC's field is
+    /// always 0), 2 for four.
+    pub fn vc_bits(&self) -> u32 {
+        if self.vcs == 4 {
+            2
+        } else {
+            1
+        }
+    }
     /// Bits of a per-VC credit count carried in a flit header.
     pub fn credit_bits(&self) -> u32 {
         u32::BITS - self.vc_depth.leading_zeros()
@@ -182,6 +234,9 @@ impl TorusConfig {
         if self.depth != 0 {
             p.push(("depth".to_string(), self.depth.to_string()));
         }
+        if self.vcs != TORUS_VCS {
+            p.push(("vcs".to_string(), self.vcs.to_string()));
+        }
         p
     }
 
@@ -208,8 +263,8 @@ impl fmt::Display for TorusConfig {
         let [x, y, z] = self.dims;
         write!(
             f,
-            "{x}x{y}x{z} torus, {TORUS_VCS} VCs of {} flits, links: {}",
-            self.vc_depth, self.link
+            "{x}x{y}x{z} torus, {} VCs of {} flits, links: {}",
+            self.vcs, self.vc_depth, self.link
         )?;
         if self.depth != 0 {
             write!(f, ", router depth {}", self.depth)?;
@@ -232,6 +287,7 @@ struct RawTorusConfig {
     max_retries: Option<u32>,
     train_words: Option<u32>,
     depth: Option<u32>,
+    vcs: Option<u32>,
 }
 
 impl RawTorusConfig {
@@ -256,7 +312,8 @@ impl RawTorusConfig {
             self.vc_depth.unwrap_or(d.vc_depth),
             link,
         )?
-        .with_depth(self.depth.unwrap_or(d.depth))
+        .with_depth(self.depth.unwrap_or(d.depth))?
+        .with_vcs(self.vcs.unwrap_or(d.vcs))
     }
 }
 
@@ -275,6 +332,7 @@ impl Serialize for TorusConfig {
             max_retries: Some(l.max_retries()),
             train_words: Some(l.train_words()),
             depth: Some(self.depth),
+            vcs: Some(self.vcs),
         }
         .serialize(s)
     }

@@ -17,7 +17,12 @@
 //! crosses that dimension's dateline, and on VC 1 from the crossing until it
 //! leaves the dimension; it enters every dimension (and the network) on
 //! VC 0. A minimal route crosses a ring's dateline at most once, since it
-//! goes at most half way round.
+//! goes at most half way round. That is the torus's default of two VCs
+//! (`config::TorusConfig::vcs`). With four, those two are classes: a packet
+//! of class c (0 before its dimension's dateline, 1 from the crossing) goes
+//! on VC 2c + 1 if it goes on in the same dimension after the hop and on
+//! VC 2c if it turns or leaves at the next router. With one, every packet
+//! is on VC 0.
 //!
 //! **Why this is deadlock-free.** Channels are (link, VC) pairs; a packet
 //! holding a buffer slot of one channel waits only for a slot of the next
@@ -33,12 +38,14 @@
 //! dependency goes up in this order, so the CDG has no cycle, and with
 //! finite buffers, a local port that always drains, and per-VC credits (a
 //! flit never enters a buffer without a free slot), every flit eventually
-//! moves. [`cdg_is_acyclic`] checks the graph itself for every torus up to
-//! 4x4x4. With ties split by parity, even one VC leaves no cycle on rings of
+//! moves. Four VCs keep the order: the class takes the place of the VC,
+//! and the choice within a class changes no dependency's direction in it.
+//! [`cdg_is_acyclic`] checks the graph itself for every torus up to 4x4x4
+//! at each VC count. With ties split by parity, even one VC leaves no cycle on rings of
 //! up to 4 (routes two hops up start only at even coordinates and two hops
 //! down only at odd ones, so no chain of dependencies goes round a ring);
-//! with ties always up and one VC, it finds the
-//! cycles of rings of 4 that the dateline's second VC removes.
+//! with ties always up and one VC, it finds the cycles of rings of 4 that
+//! the dateline's second VC removes.
 //!
 //! **All-reduce** ([`allreduce_f32`], [`allreduce_i32`]): the order of
 //! `docs/numerics.md#all-reduce`: S_x(y, z) = v[0,y,z] + ... + v[X-1,y,z],
@@ -66,7 +73,10 @@ use crate::numerics::add32;
 use config::{Packet, TorusConfig, LOCAL_PORT};
 use std::collections::HashMap;
 
-/// How VCs are chosen: the dateline rule, or a single VC.
+/// How VCs are chosen: the router's rule for the torus's VC count (one VC;
+/// the dateline's two classes; or those two each split by whether the
+/// packet goes on in its dimension after the hop), or a single VC whatever
+/// the count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VcPolicy {
     Dateline,
@@ -137,11 +147,16 @@ pub fn route_with(
         let port = 2 * d + usize::from(!up);
         let crossing = if up { at[d] == k - 1 } else { at[d] == 0 };
         let same_dim = in_port != LOCAL_PORT && in_port / 2 == d;
-        let vc = match policy.vcs {
-            VcPolicy::SingleVc => 0,
-            VcPolicy::Dateline if crossing => 1,
-            VcPolicy::Dateline if same_dim => in_vc,
-            VcPolicy::Dateline => 0,
+        // The dateline class: 1 from the hop that crosses this dimension's
+        // wraparound link on.
+        let in_class = if cfg.vcs() == 4 { in_vc / 2 } else { in_vc };
+        let class = u32::from(crossing || (same_dim && in_class == 1));
+        // Hops left in this dimension after this one.
+        let left = if up { up_by - 1 } else { k - up_by - 1 };
+        let vc = match (policy.vcs, cfg.vcs()) {
+            (VcPolicy::SingleVc, _) | (_, 1) => 0,
+            (VcPolicy::Dateline, 2) => class,
+            (VcPolicy::Dateline, _) => 2 * class + u32::from(left > 0),
         };
         return (port, vc);
     }
@@ -201,7 +216,8 @@ pub fn path_with(
 /// of chips has no cycle (a channel: a router's output port and a VC).
 pub fn cdg_is_acyclic(cfg: &TorusConfig, policy: RoutePolicy) -> bool {
     let n = cfg.chips();
-    let id = |h: &Hop| (cfg.chip(h.at) * 7 + h.port) * 2 + h.vc as usize;
+    let vcs = cfg.vcs() as usize;
+    let id = |h: &Hop| (cfg.chip(h.at) * 7 + h.port) * vcs + h.vc as usize;
     let mut edges: HashMap<usize, Vec<usize>> = HashMap::new();
     for s in 0..n {
         for d in 0..n {
@@ -212,7 +228,7 @@ pub fn cdg_is_acyclic(cfg: &TorusConfig, policy: RoutePolicy) -> bool {
         }
     }
     // Kahn's algorithm: acyclic iff every node can be removed.
-    let nodes = n * 14;
+    let nodes = n * 7 * vcs;
     let mut indeg = vec![0usize; nodes];
     for v in edges.values_mut() {
         v.sort_unstable();
@@ -606,6 +622,11 @@ mod tests {
         let with = |vcs, ties| RoutePolicy { vcs, ties };
         for cfg in all_dims() {
             assert!(cdg_is_acyclic(&cfg, RoutePolicy::ROUTER), "{cfg}");
+            // Every VC count the router takes.
+            for vcs in [1, 4] {
+                let cfg = cfg.with_vcs(vcs).unwrap();
+                assert!(cdg_is_acyclic(&cfg, RoutePolicy::ROUTER), "{cfg}");
+            }
             // Split ties leave no route two hops up (or down) from where
             // the next hop's route would go two hops on: one VC is enough
             // on rings of up to 4.

@@ -16,9 +16,10 @@
 //!   max(p + 2, q + 1), q the cycle the word before it left; a buffer takes
 //!   a push when it held fewer words than its depth at the start of the
 //!   cycle (a pop frees its slot from the next cycle).
-//! - **Router**: 13 heads, numbered in the order of the router's
-//!   requesters: torus port p's VC v is head 2p + v (ports xp, xm, yp, ym,
-//!   zp, zm), the injection buffer head 12. Each head routes by
+//! - **Router**: 6V + 1 heads (V VCs per port, 13 with the default two),
+//!   numbered in the order of the router's requesters: torus port p's VC v
+//!   is head Vp + v (ports xp, xm, yp, ym, zp, zm), the injection buffer
+//!   head 6V. Each head routes by
 //!   [`crate::torus::route`] and asks for its output when it can go there:
 //!   a torus output when its link end is ready and the output VC's credit
 //!   count is above zero, the local output when the ejection buffer has
@@ -55,11 +56,8 @@ use std::collections::VecDeque;
 /// Words of the router's injection and ejection buffers.
 const LOCAL_BUFFER_DEPTH: usize = config::TORUS_LOCAL_DEPTH as usize;
 
-/// Heads a router arbitrates between: 6 torus ports x 2 VCs, and the
-/// injection buffer.
-const HEADS: usize = 13;
-/// The injection buffer's head.
-const INJECTION: usize = 12;
+/// The most VCs a torus port has ([`config::TORUS_VC_COUNTS`]).
+const MAX_VCS: usize = 4;
 
 /// A first-word fall-through buffer by the rule of the module docs.
 #[derive(Debug)]
@@ -113,20 +111,23 @@ impl<T> Fifo<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LinkFlit {
     pub packet: Option<(u32, Packet)>,
-    pub credits: [u32; 2],
+    /// Per VC (those past the torus's count are 0).
+    pub credits: [u32; MAX_VCS],
 }
 
 /// One chip's router: see the module docs.
 #[derive(Debug)]
 struct Router {
     at: [u32; 3],
-    /// Heads 0..12 the VC input buffers (2p + v), 12 the injection buffer.
+    /// VCs per torus port (V).
+    vcs: usize,
+    /// Heads 0..6V the VC input buffers (Vp + v), 6V the injection buffer.
     inputs: Vec<Fifo<Packet>>,
     ejection: Fifo<Packet>,
     /// Credits of the neighbour's buffer, per torus port and VC.
-    credits: [[u32; 2]; 6],
+    credits: [[u32; MAX_VCS]; 6],
     /// Slots freed per input port and VC, not yet sent back.
-    owed: [[u32; 2]; 6],
+    owed: [[u32; MAX_VCS]; 6],
     /// Per output (6: local), the head with the highest priority.
     priority: [usize; 7],
     vc_depth: u32,
@@ -158,14 +159,20 @@ struct RouterCycle {
 impl Router {
     fn new(cfg: &TorusConfig, at: [u32; 3]) -> Router {
         let depth = cfg.vc_depth() as usize;
-        let mut inputs: Vec<Fifo<Packet>> = (0..12).map(|_| Fifo::new(depth)).collect();
+        let vcs = cfg.vcs() as usize;
+        let mut inputs: Vec<Fifo<Packet>> = (0..6 * vcs).map(|_| Fifo::new(depth)).collect();
         inputs.push(Fifo::new(LOCAL_BUFFER_DEPTH));
+        let mut credits = [[0; MAX_VCS]; 6];
+        for port in &mut credits {
+            port[..vcs].fill(cfg.vc_depth());
+        }
         Router {
             at,
+            vcs,
             inputs,
             ejection: Fifo::new(LOCAL_BUFFER_DEPTH),
-            credits: [[cfg.vc_depth(); 2]; 6],
-            owed: [[0; 2]; 6],
+            credits,
+            owed: [[0; MAX_VCS]; 6],
             priority: [0; 7],
             vc_depth: cfg.vc_depth(),
             waits: Waits::default(),
@@ -174,7 +181,12 @@ impl Router {
 
     /// Whether the injection buffer takes an offer in cycle `t`.
     fn inj_ready(&self, t: u64) -> bool {
-        self.inputs[INJECTION].room(t)
+        self.inputs[self.injection()].room(t)
+    }
+
+    /// The injection buffer's head number, after the VC buffers'.
+    fn injection(&self) -> usize {
+        6 * self.vcs
     }
 
     /// Cycle `t`: `tx_ready` of the six link ends, the packet offered for
@@ -188,13 +200,14 @@ impl Router {
         ej_ready: bool,
     ) -> RouterCycle {
         // Everything below reads the state at the start of t.
-        let wants: Vec<Option<(usize, u32, Packet)>> = (0..HEADS)
+        let (heads, injection, vcs) = (self.injection() + 1, self.injection(), self.vcs);
+        let wants: Vec<Option<(usize, u32, Packet)>> = (0..heads)
             .map(|h| {
                 let p = *self.inputs[h].head(t)?;
-                let (in_port, in_vc) = if h == INJECTION {
+                let (in_port, in_vc) = if h == injection {
                     (LOCAL_PORT, 0)
                 } else {
-                    (h / 2, (h % 2) as u32)
+                    (h / vcs, (h % vcs) as u32)
                 };
                 let (out, vc) = route(cfg, self.at, p.dest, in_port, in_vc);
                 Some((out, vc, p))
@@ -219,10 +232,10 @@ impl Router {
                 }
                 _ => false,
             };
-            *grant = (0..HEADS)
-                .map(|i| (self.priority[o] + i) % HEADS)
+            *grant = (0..heads)
+                .map(|i| (self.priority[o] + i) % heads)
                 .find(|&h| can_go(h));
-            let asking = (0..HEADS).filter(|&h| can_go(h)).count() as u64;
+            let asking = (0..heads).filter(|&h| can_go(h)).count() as u64;
             self.waits.arbitration += asking.saturating_sub(1);
         }
         for want in wants.iter().flatten() {
@@ -242,7 +255,7 @@ impl Router {
                         credits: owed,
                     })
                 }
-                None if owed != [0, 0] && tx_ready[o] => Some(LinkFlit {
+                None if owed.iter().any(|&c| c != 0) && tx_ready[o] => Some(LinkFlit {
                     packet: None,
                     credits: owed,
                 }),
@@ -252,17 +265,17 @@ impl Router {
 
         // Updates, to the state at the start of t + 1.
         if injected {
-            self.inputs[INJECTION].push(t, inj.expect("an offer"));
+            self.inputs[injection].push(t, inj.expect("an offer"));
         }
         if ejected.is_some() {
             self.ejection.pop(t);
         }
-        let mut popped = [false; HEADS];
+        let mut popped = vec![false; heads];
         for (o, grant) in grants.iter().enumerate() {
             let Some(h) = *grant else { continue };
             let p = self.inputs[h].pop(t);
             popped[h] = true;
-            self.priority[o] = (h + 1) % HEADS;
+            self.priority[o] = (h + 1) % heads;
             if o == LOCAL_PORT {
                 self.ejection.push(t, p);
             } else {
@@ -271,9 +284,9 @@ impl Router {
             }
         }
         for (p, offer) in offers.iter().enumerate() {
-            for v in 0..2 {
+            for v in 0..vcs {
                 let kept = if offer.is_some() { 0 } else { self.owed[p][v] };
-                self.owed[p][v] = kept + u32::from(popped[2 * p + v]);
+                self.owed[p][v] = kept + u32::from(popped[vcs * p + v]);
             }
         }
         RouterCycle {
@@ -285,7 +298,7 @@ impl Router {
 
     /// A flit its link end on `port` delivered in cycle `t`.
     fn receive(&mut self, t: u64, port: usize, flit: LinkFlit) {
-        for v in 0..2 {
+        for v in 0..self.vcs {
             self.credits[port][v] += flit.credits[v];
             assert!(
                 self.credits[port][v] <= self.vc_depth,
@@ -294,7 +307,7 @@ impl Router {
             );
         }
         if let Some((vc, p)) = flit.packet {
-            self.inputs[2 * port + vc as usize].push(t, p);
+            self.inputs[self.vcs * port + vc as usize].push(t, p);
         }
     }
 }

@@ -23,7 +23,8 @@
 //!    tables above.
 //!
 //! The torus is 4x4x4 (64 chips) unless `SYSTOLE_TORUS_DIMS` says
-//! otherwise (e.g. `2x2x1`); the 64-chip model's cold build takes tens of
+//! otherwise (e.g. `2x2x1`), with two VCs per port unless
+//! `SYSTOLE_TORUS_VCS` says 1 or 4; the 64-chip model's cold build takes
 //! minutes, so it is never in the test suite.
 //!
 //! ```sh
@@ -41,6 +42,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 const DIMS_ENV: &str = "SYSTOLE_TORUS_DIMS";
+const VCS_ENV: &str = "SYSTOLE_TORUS_VCS";
 const TABLES: [&str; 2] = ["allreduce", "load"];
 const ELEMENTS: usize = 1024;
 const LOADS: [f64; 9] = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0];
@@ -58,7 +60,10 @@ fn main() {
     let want = |t: &str| args.is_empty() || args.iter().any(|a| a == t);
     let dims = std::env::var(DIMS_ENV).unwrap_or_else(|_| "4x4x4".into());
     let dims = TorusConfig::parse_dims(&dims).expect("SYSTOLE_TORUS_DIMS");
-    let cfg = TorusConfig::with_dims(dims).expect("a valid torus");
+    let vcs = std::env::var(VCS_ENV).map_or(Ok(config::TORUS_VCS), |v| v.parse());
+    let cfg = TorusConfig::with_dims(dims)
+        .and_then(|c| c.with_vcs(vcs.expect("SYSTOLE_TORUS_VCS: 1, 2 or 4")))
+        .expect("a valid torus");
     let wiring = Wiring::identity(&cfg);
     eprintln!("building the {cfg} model...");
     let t = Instant::now();

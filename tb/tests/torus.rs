@@ -15,31 +15,38 @@ use sim::drivers::torus::{TorusDriver, TorusRun};
 use sim::from_hw::model_spec;
 use sim::Model;
 
-/// The link flit as `hw/torus`'s crate docs state it: data, vc, packet
-/// (dx, dy, dz, tag, payload), credit0, credit1 from bit 0 up.
-fn flit(cfg: &TorusConfig, data: bool, vc: u32, p: &Packet, credits: [u64; 2]) -> u64 {
-    let cb = cfg.credit_bits();
+/// The link flit as `hw/torus`'s crate docs state it: data, vc (1 bit, 2
+/// with four VCs), packet (dx, dy, dz, tag, payload), a credit count per VC
+/// from bit 0 up.
+fn flit(cfg: &TorusConfig, data: bool, vc: u32, p: &Packet, credits: &[u64]) -> u64 {
+    let (cb, vb) = (cfg.credit_bits(), cfg.vc_bits());
     let packet = u64::from(p.dest[0])
         | u64::from(p.dest[1]) << 2
         | u64::from(p.dest[2]) << 4
         | u64::from(p.tag) << 6
         | u64::from(p.payload) << 8;
-    u64::from(data) | u64::from(vc) << 1 | packet << 2 | credits[0] << 42 | credits[1] << (42 + cb)
+    let mut w = u64::from(data) | u64::from(vc) << 1 | packet << (1 + vb);
+    for (v, c) in credits.iter().enumerate() {
+        w |= c << (41 + vb + v as u32 * cb);
+    }
+    w
 }
 
-fn unflit(cfg: &TorusConfig, w: u64) -> (bool, u32, Packet, [u64; 2]) {
-    let cb = cfg.credit_bits();
+fn unflit(cfg: &TorusConfig, w: u64) -> (bool, u32, Packet, Vec<u64>) {
+    let (cb, vb) = (cfg.credit_bits(), cfg.vc_bits());
     let mask = (1u64 << cb) - 1;
-    let p = w >> 2;
+    let p = w >> (1 + vb);
     (
         w & 1 == 1,
-        (w >> 1 & 1) as u32,
+        (w >> 1 & ((1 << vb) - 1)) as u32,
         Packet {
             dest: [(p & 3) as u32, (p >> 2 & 3) as u32, (p >> 4 & 3) as u32],
             tag: (p >> 6 & 3) as u8,
             payload: (p >> 8) as u32,
         },
-        [w >> 42 & mask, w >> (42 + cb) & mask],
+        (0..cfg.vcs())
+            .map(|v| w >> (41 + vb + v * cb) & mask)
+            .collect(),
     )
 }
 
@@ -108,8 +115,8 @@ fn check_router(cfg: &TorusConfig) {
         for d in 0..n {
             let dest = cfg.coords(d);
             for in_port in 0..=LOCAL_PORT {
-                for in_vc in 0..2u32 {
-                    if in_port == LOCAL_PORT && in_vc == 1 {
+                for in_vc in 0..cfg.vcs() {
+                    if in_port == LOCAL_PORT && in_vc > 0 {
                         continue;
                     }
                     let payload = (checked as u32).wrapping_mul(2_654_435_761);
@@ -126,7 +133,8 @@ fn check_router(cfg: &TorusConfig) {
                         }
                     } else {
                         m.poke(rx_valid[in_port], 1);
-                        m.poke(rx_data[in_port], flit(cfg, true, in_vc, &pk, [0, 0]));
+                        let none = vec![0; cfg.vcs() as usize];
+                        m.poke(rx_data[in_port], flit(cfg, true, in_vc, &pk, &none));
                     }
                     m.step();
                     m.poke(inj_valid, 0);
@@ -174,10 +182,10 @@ fn check_router(cfg: &TorusConfig) {
                     assert_eq!(after, expect, "{cfg}: cycles through the router for {pk:?}");
                     // Return the credit the packet took.
                     if got.0 != LOCAL_PORT {
-                        let mut cr = [0, 0];
+                        let mut cr = vec![0; cfg.vcs() as usize];
                         cr[got.1 as usize] = 1;
                         m.poke(rx_valid[got.0], 1);
-                        m.poke(rx_data[got.0], flit(cfg, false, 0, &pk, cr));
+                        m.poke(rx_data[got.0], flit(cfg, false, 0, &pk, &cr));
                         m.step();
                         m.poke(rx_valid[got.0], 0);
                     }
@@ -200,6 +208,17 @@ fn the_router_routes_as_the_golden_model() {
     check_router(&torus::block::small([3, 2, 1]));
     // Lookahead routing: the routes stored in the buffers, the same cycles.
     check_router(&torus::block::small([4, 4, 4]).with_depth(1).unwrap());
+    // One VC, and four (the dateline's two classes, each split by whether
+    // the packet goes on in its dimension after the hop).
+    check_router(&torus::block::small([4, 4, 2]).with_vcs(1).unwrap());
+    check_router(&torus::block::small([4, 4, 4]).with_vcs(4).unwrap());
+    check_router(
+        &torus::block::small([4, 3, 2])
+            .with_vcs(4)
+            .unwrap()
+            .with_depth(1)
+            .unwrap(),
+    );
 }
 
 fn random_traffic(
@@ -441,7 +460,14 @@ fn cycle_model_tori() -> Vec<(&'static str, TorusConfig, Wiring)> {
             false,
         ),
         ("4x1x1", small([4, 1, 1]), false),
+        ("4x1x1 1 VC", small([4, 1, 1]).with_vcs(1).unwrap(), false),
+        ("4x1x1 4 VCs", small([4, 1, 1]).with_vcs(4).unwrap(), false),
         ("2x2x2 v2", with_vc_depth_2([2, 2, 2]), false),
+        (
+            "2x2x2 v2 4 VCs",
+            with_vc_depth_2([2, 2, 2]).with_vcs(4).unwrap(),
+            false,
+        ),
     ];
     if tb::seed::soak_factor() > 1 {
         tori.push(("3x3x1 v2", with_vc_depth_2([3, 3, 1]), false));

@@ -80,6 +80,12 @@ fn params(node: bool) -> Vec<Param> {
             help: "Consecutive good words that end retraining",
         },
         Param {
+            name: "vcs",
+            value_name: "C",
+            kind: ParamKind::PowerOfTwo { min: 1, max: 4 },
+            help: "Virtual channels per torus port: 1, 2 (dateline) or 4 (dateline, and straight or turning after the next hop)",
+        },
+        Param {
             name: "depth",
             value_name: "N",
             kind: int(0, u64::from(config::TORUS_MAX_DEPTH)),
@@ -107,7 +113,7 @@ impl Block for Torus {
     }
 
     fn description(&self) -> &'static str {
-        "ICI torus (1..4 per dimension): dimension-order routers with dateline VCs, ICI links over serdes stubs"
+        "ICI torus (1..4 per dimension): dimension-order routers with 1, 2 or 4 VCs, ICI links over serdes stubs"
     }
 
     fn params(&self) -> Vec<Param> {
@@ -171,7 +177,7 @@ impl Block for TorusNode {
     }
 
     fn description(&self) -> &'static str {
-        "One ICI torus chip node: a router (6 torus ports + local, 2 VCs) and six ICI link ends"
+        "One ICI torus chip node: a router (6 torus ports + local, 1, 2 or 4 VCs) and six ICI link ends"
     }
 
     fn params(&self) -> Vec<Param> {

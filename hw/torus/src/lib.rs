@@ -7,10 +7,10 @@
 //! A packet is one flit: a destination in logical torus coordinates, a
 //! 2-bit tag and a 32-bit payload ([`packet_ty`], the local port's record).
 //! On a link it travels in the link's 8-byte flit ([`flit_fields`], from bit
-//! 0 up): `data` (1: carries a packet; 0: carries credits only), `vc`, the
-//! packet (dx, dy, dz, tag, payload), and `credit0`, `credit1`: input-buffer
-//! slots of each VC that the flit's sender freed since its last flit on that
-//! port. The rest of the 64 bits is zero. The link sends every flit as a
+//! 0 up): `data` (1: carries a packet; 0: carries credits only), `vc` (1
+//! bit; 2 with four VCs), the packet (dx, dy, dz, tag, payload), and
+//! `credit0` up to `credit<V-1>`: input-buffer slots of each VC that the
+//! flit's sender freed since its last flit on that port. The rest of the 64 bits is zero. The link sends every flit as a
 //! packet of its own (`last` high, all bytes valid).
 //!
 //! # Routing and virtual channels
@@ -18,11 +18,16 @@
 //! Dimension-order routing with wraparound: X first, then Y, then Z, each
 //! the shorter way round (up when the distance up is less than half the
 //! ring, down when it is more; exactly half: up from an even coordinate,
-//! down from an odd one), then out of the local port. Two VCs with a dateline per ring (the
+//! down from an odd one), then out of the local port. V virtual channels
+//! per port (`vcs`: 1, 2 or 4). With two, a dateline per ring (the
 //! wraparound link): a packet enters each dimension on VC 0 and moves to
-//! VC 1 when it crosses that dimension's dateline. `golden::torus` states
-//! the same rule, the argument that it cannot deadlock, and checks the
-//! channel dependency graph of every torus up to 4x4x4.
+//! VC 1 when it crosses that dimension's dateline. With four, those two
+//! classes each split by whether the packet goes on in the same dimension
+//! after its next hop (VC 2 x class + 1 if it does). With one, the split
+//! of half-ring distances alone keeps rings of up to 4 free of deadlock.
+//! `golden::torus` states the same rules, the argument that they cannot
+//! deadlock, and checks the channel dependency graph of every torus up to
+//! 4x4x4 for each count.
 //!
 //! # The router
 //!
@@ -38,7 +43,7 @@
 //! Each torus port has one input buffer per VC (`vc_depth` packets, a
 //! first-word fall-through FIFO) and, per VC, a credit counter of the
 //! neighbour's buffer on that port (reset to `vc_depth`). The head of each
-//! of the 13 buffers (12 VC buffers and the injection FIFO) computes its
+//! of the 6V + 1 buffers (6V VC buffers and the injection FIFO) computes its
 //! output port and VC; every output has a round-robin arbiter over the
 //! heads that want it and can go (a torus output: the link end is ready and
 //! the output VC has a credit; the local output: the ejection FIFO has
@@ -60,11 +65,11 @@
 //!   takes a push (`inj_ready`, the ejection's room) when it held fewer
 //!   words than its depth at the start of t: a pop frees its slot from
 //!   t + 1.
-//! - **Arbiters.** The heads are numbered 2p + v for torus port p (`xp`,
-//!   `xm`, `yp`, `ym`, `zp`, `zm`) and VC v, and 12 for the injection
+//! - **Arbiters.** The heads are numbered Vp + v for torus port p (`xp`,
+//!   `xm`, `yp`, `ym`, `zp`, `zm`) and VC v, and 6V for the injection
 //!   buffer. Each output grants the first head asking for it at or after
 //!   its priority, wrapping; after a grant to head h its priority is
-//!   h + 1 (mod 13), without a grant it stays; after reset it is 0.
+//!   h + 1 (mod 6V + 1), without a grant it stays; after reset it is 0.
 //! - **Credits.** A send on an output VC spends its credit at t; the
 //!   credits of a flit delivered at t count from t + 1. An input buffer
 //!   popped at t owes its slot to the neighbour from t + 1: the next flit
@@ -197,14 +202,12 @@ pub fn packet_ty() -> RecordTy {
 /// The fields of a link flit's 64 bits (from bit 0; the rest is zero).
 pub fn flit_fields(cfg: &TorusConfig) -> RecordTy {
     let cb = Ty::u(cfg.credit_bits());
-    RecordTy::new(
-        "torus_flit",
-        &[
-            ("data", Ty::BOOL),
-            ("vc", Ty::BOOL),
-            ("packet", packet_ty().ty()),
-            ("credit0", cb),
-            ("credit1", cb),
-        ],
-    )
+    let names: Vec<String> = (0..cfg.vcs()).map(|v| format!("credit{v}")).collect();
+    let mut fields = vec![
+        ("data", Ty::BOOL),
+        ("vc", Ty::u(cfg.vc_bits())),
+        ("packet", packet_ty().ty()),
+    ];
+    fields.extend(names.iter().map(|n| (n.as_str(), cb)));
+    RecordTy::new("torus_flit", &fields)
 }

@@ -16,12 +16,19 @@ pub fn router_name(cfg: &TorusConfig) -> String {
     } else {
         format!("_p{}", cfg.depth())
     };
-    format!("torus_router_{x}x{y}x{z}_v{}{depth}", cfg.vc_depth())
+    let vcs = if cfg.vcs() == TORUS_VCS {
+        String::new()
+    } else {
+        format!("_c{}", cfg.vcs())
+    };
+    format!("torus_router_{x}x{y}x{z}_v{}{vcs}{depth}", cfg.vc_depth())
 }
 
 /// Bits of a route stored with a buffered packet at depth 1: the output
-/// port (3) above the output VC (1).
-const ROUTE_BITS: u32 = 4;
+/// port (3) above the output VC.
+fn route_bits(cfg: &TorusConfig) -> u32 {
+    3 + cfg.vc_bits()
+}
 
 /// What an input buffer holds: the packet, and at depth 1 its route above it.
 fn entry_ty(cfg: &TorusConfig) -> Ty {
@@ -29,7 +36,7 @@ fn entry_ty(cfg: &TorusConfig) -> Ty {
     if cfg.depth() == 0 {
         pkt
     } else {
-        Ty::u(pkt.width + ROUTE_BITS)
+        Ty::u(pkt.width + route_bits(cfg))
     }
 }
 
@@ -46,7 +53,7 @@ pub fn router(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
     );
     let local_fifo = fifo(design, pkt.ty(), config::TORUS_LOCAL_DEPTH, FifoMode::Fwft);
     let credits = credit_counter(design, cfg.vc_depth(), cfg.vc_depth());
-    let requesters = 6 * TORUS_VCS + 1;
+    let requesters = 6 * cfg.vcs() + 1;
     let arb = round_robin_arbiter(design, requesters);
     let cfg = *cfg;
     let params: Vec<(String, String)> = cfg.params();
@@ -76,9 +83,10 @@ fn route(
     in_vc: Expr,
 ) -> (Expr, Expr) {
     let port_ty = Ty::u(3);
+    let vc_ty = Ty::u(cfg.vc_bits());
     // From Z down to X, so X (the first dimension to correct) wins.
     let mut port = m.lit(port_ty, LOCAL_PORT as u64);
-    let mut vc = m.lit(Ty::BOOL, 0);
+    let mut vc = m.lit(vc_ty, 0);
     for d in (0..3).rev() {
         let k = cfg.dims()[d];
         if k == 1 {
@@ -101,9 +109,30 @@ fn route(
         let here = m.lit(port_ty, 2 * d as u64);
         let p = mux(up, here, here + 1u32);
         let same_dim = in_port != LOCAL_PORT && in_port / 2 == d;
-        let stay = if same_dim { in_vc } else { m.lit(Ty::BOOL, 0) };
+        // The dateline class: 1 once the packet crossed this dimension's
+        // wraparound link.
+        let in_class = if cfg.vcs() == 4 { in_vc.bit(1) } else { in_vc };
+        let stay = if same_dim {
+            in_class
+        } else {
+            m.lit(Ty::BOOL, 0)
+        };
         port = mux(moving, p, port);
-        vc = mux(moving, crossing | stay, vc);
+        let out_vc = match cfg.vcs() {
+            1 => m.lit(vc_ty, 0),
+            2 => crossing | stay,
+            _ => {
+                // Whether the packet goes on in this dimension after the
+                // hop: more than one hop left its way round.
+                let goes_on = mux(
+                    up,
+                    up_by.is_ge(m.lit(w, 2)),
+                    up_by.is_le(m.lit(w, u64::from(k).saturating_sub(2))),
+                );
+                cat(&[crossing | stay, goes_on])
+            }
+        };
+        vc = mux(moving, out_vc, vc);
     }
     (port, vc)
 }
@@ -146,7 +175,13 @@ fn head_of(cfg: &TorusConfig, out: Expr) -> (Expr, Option<(Expr, Expr)>) {
     if cfg.depth() == 0 {
         return (out, None);
     }
-    (out.slice(0, w), Some((out.slice(w + 1, 3), out.bit(w))))
+    let vc_bits = cfg.vc_bits();
+    let vc = if vc_bits == 1 {
+        out.bit(w)
+    } else {
+        out.slice(w, vc_bits)
+    };
+    (out.slice(0, w), Some((out.slice(w + vc_bits, 3), vc)))
 }
 
 fn body(
@@ -160,7 +195,8 @@ fn body(
     let pkt = packet_ty();
     let flit = flit_fields(cfg);
     let cb = cfg.credit_bits();
-    let vcs = TORUS_VCS as usize;
+    let vcs = cfg.vcs() as usize;
+    let vc_ty = Ty::u(cfg.vc_bits());
     let coord_ty = Ty::u(COORD_BITS);
     let at = [
         m.input("at_x_i", coord_ty),
@@ -198,10 +234,14 @@ fn body(
         let mut ret = Vec::new();
         for v in 0..vcs {
             let inst = m.instance(&format!("{name}_vc{v}_buf"), vc_fifo);
-            let vc_match = if v == 0 { !f.get("vc") } else { f.get("vc") };
+            let vc_match = match (cfg.vc_bits(), v) {
+                (1, 0) => !f.get("vc"),
+                (1, _) => f.get("vc"),
+                _ => f.get("vc").is_eq(m.lit(vc_ty, v as u64)),
+            };
             let push = m.wire(&format!("{name}_vc{v}_push"), is_data & vc_match);
             m.connect(inst, "in_valid_i", push);
-            let in_vc = m.lit(Ty::BOOL, v as u64);
+            let in_vc = m.lit(vc_ty, v as u64);
             let stored = entry(m, cfg, at, f.get("packet"), p, in_vc);
             m.connect(inst, "in_data_i", stored);
             let in_ready = m.inst_output(inst, "in_ready_o");
@@ -216,7 +256,7 @@ fn body(
                 "credits, not the buffer's count, bound what arrives",
             );
             let (data, route) = head_of(cfg, data);
-            heads.push((valid, data, p, m.lit(Ty::BOOL, v as u64), route));
+            heads.push((valid, data, p, m.lit(vc_ty, v as u64), route));
             pops.push(pop);
             let r = f.get(&format!("credit{v}"));
             ret.push(mux(rx_valid, r, r.lit(0)));
@@ -227,7 +267,7 @@ fn body(
     let inj = m.stream_input("inj", &pkt);
     let inj_fifo = m.instance("inj_buf", &fifos.inj);
     m.connect(inj_fifo, "in_valid_i", inj.stream.valid);
-    let local_vc = m.lit(Ty::BOOL, 0);
+    let local_vc = m.lit(vc_ty, 0);
     let stored = entry(m, cfg, at, inj.stream.data.bits(), LOCAL_PORT, local_vc);
     m.connect(inj_fifo, "in_data_i", stored);
     let inj_ready = m.inst_output(inj_fifo, "in_ready_o");
@@ -242,13 +282,7 @@ fn body(
         "the injection stream's handshake is enough",
     );
     let (inj_data, inj_route) = head_of(cfg, inj_data);
-    heads.push((
-        inj_valid,
-        inj_data,
-        LOCAL_PORT,
-        m.lit(Ty::BOOL, 0),
-        inj_route,
-    ));
+    heads.push((inj_valid, inj_data, LOCAL_PORT, m.lit(vc_ty, 0), inj_route));
     pops.push(inj_pop);
 
     // Local ejection buffer.
@@ -313,7 +347,14 @@ fn body(
             let ok = if o == LOCAL_PORT {
                 ej_space
             } else {
-                tx_ready[o] & mux(vc, can_send[o][1], can_send[o][0])
+                let credit = match vcs {
+                    1 => can_send[o][0],
+                    2 => mux(vc, can_send[o][1], can_send[o][0]),
+                    _ => (1..vcs).fold(can_send[o][0], |c, v| {
+                        mux(vc.is_eq(m.lit(vc_ty, v as u64)), can_send[o][v], c)
+                    }),
+                };
+                tx_ready[o] & credit
             };
             reqs.push(wants & ok);
         }
@@ -326,12 +367,16 @@ fn body(
         let grant = m.inst_output(inst, "grant_o");
         let grant = m.wire(&format!("{oname}_grant"), grant);
         let mut sel_pkt = m.lit(pkt.ty(), 0);
-        let mut sel_vc = m.lit(Ty::BOOL, 0);
+        let mut sel_vc = m.lit(vc_ty, 0);
         for (h, (_, data, _, _, _)) in heads.iter().enumerate() {
             let g = grant.bit(h as u32);
             granted_by[h].push(g);
             sel_pkt = sel_pkt | mux(g, *data, data.lit(0));
-            sel_vc = sel_vc | (g & routes[h].1);
+            sel_vc = if vc_ty.width == 1 {
+                sel_vc | (g & routes[h].1)
+            } else {
+                sel_vc | mux(g, routes[h].1, routes[h].1.lit(0))
+            };
         }
         debug_assert_eq!(n_req, heads.len() as u32);
         let any = m.wire(&format!("{oname}_granted"), grant.any());
@@ -350,7 +395,12 @@ fn body(
     for (p, name) in TORUS_PORTS[..6].iter().enumerate() {
         let (any, sel_pkt, sel_vc) = out_flits[p];
         for (v, send) in sends[p].iter().enumerate() {
-            let on_vc = if v == 0 { !sel_vc } else { sel_vc };
+            let on_vc = match (vcs, v) {
+                (1, _) => m.lit(Ty::BOOL, 1),
+                (2, 0) => !sel_vc,
+                (2, _) => sel_vc,
+                _ => sel_vc.is_eq(m.lit(vc_ty, v as u64)),
+            };
             m.drive(*send, any & on_vc);
         }
         // Credits owed to the neighbour on this port: slots of this port's
@@ -375,13 +425,15 @@ fn body(
             let popped = pops[p * vcs + v].value().zext(cb);
             m.set_next(*r, mux(sent, popped, r.q() + popped));
         }
-        let word = flit.pack(&[
-            ("data", any),
-            ("vc", sel_vc),
-            ("packet", sel_pkt),
-            ("credit0", owed[0]),
-            ("credit1", owed[1]),
-        ]);
+        let credit_names: Vec<String> = (0..vcs).map(|v| format!("credit{v}")).collect();
+        let mut fields = vec![("data", any), ("vc", sel_vc), ("packet", sel_pkt)];
+        fields.extend(
+            credit_names
+                .iter()
+                .map(|n| n.as_str())
+                .zip(owed.iter().copied()),
+        );
+        let word = flit.pack(&fields);
         m.output(&format!("{name}_tx_valid_o"), valid);
         m.output(&format!("{name}_tx_data_o"), word.bits().zext(64));
     }
