@@ -467,10 +467,10 @@ pub const ULX3S_MXU_MHZ: f64 = 25.0;
 
 /// The ULX3S TensorCore build's core clock unless `--core-mhz` asks for
 /// another (MHz): the default core (4x4, depth [`ULX3S_TC_DEPTH`]) closes
-/// at it through the build's recipe and nextpnr-ecp5 (seed 1: 65.70 MHz
-/// routed against 65; 70 fails at 66.97), 25 MHz x 13 / 5; see
-/// docs/boards.md.
-pub const ULX3S_TC_MHZ: f64 = 65.0;
+/// at it through the build's recipe and nextpnr-ecp5 (seed 1: 80.42 MHz
+/// routed against 75, with the bridge's instruction port registered), 25
+/// MHz x 3; see docs/boards.md.
+pub const ULX3S_TC_MHZ: f64 = 75.0;
 
 /// The ULX3S TensorCore build's core pipeline depth unless `--depth` asks
 /// for another: the TensorCore's `fmax` depth. At depth 0 the same build
