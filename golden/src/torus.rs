@@ -58,7 +58,12 @@
 //! is to adopt: element e's part e mod 3 picks the order of the stage
 //! dimensions ([`v2_stage_dims`]), e div 3 in mixed radix its owner chip
 //! ([`v2_owner`]), and every chain runs from just past the owner round its
-//! ring to the owner ([`v2_chain`]).
+//! ring to the owner ([`v2_chain`]). [`v2_schedule`] states the messages of
+//! the schedule the order is made for (chains up over the + 1 links, the
+//! result back over the - 1 links, stages in reverse);
+//! [`allreduce_v2_by_schedule_f32`] runs it on values, and for every torus
+//! up to 4x4x4 every chip ends with the order's sum, every message is one
+//! hop, and its links carry what [`v2_link_loads`] counts.
 //!
 //! **The engine's schedule** ([`allreduce_schedule`]): the messages of one
 //! element as `hw/torus`'s crate docs describe them (partial sums along the
@@ -405,6 +410,142 @@ pub fn v2_link_loads(cfg: &TorusConfig, n: usize) -> Vec<[u64; 6]> {
         }
     }
     load
+}
+
+/// One message of order v2's schedule for one element: a partial sum of
+/// stage `stage` (0, 1, 2 for D1, D2, D3) or, with `stage` 3, the result,
+/// from a chip to its neighbour over torus port `port` of the sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V2Message {
+    pub from: usize,
+    pub to: usize,
+    pub port: usize,
+    pub stage: u8,
+}
+
+/// The result's stage number in a [`V2Message`].
+pub const V2_RESULT: u8 = 3;
+
+/// Order v2's schedule for element `e`, in an order in which every sender
+/// already has what it sends: stage by stage, each chain from the chip just
+/// past the owner up (over + 1 links) to the owner's coordinate, every chip
+/// adding its own term to the partial it received (left operand the
+/// partial); then the result from the owner down (over - 1 links), along D3,
+/// then from every chip of that line along D2, then from every chip of that
+/// plane along D1, each chain stopping at the chip just past the owner's
+/// coordinate. Rings of one carry nothing.
+pub fn v2_schedule(cfg: &TorusConfig, e: usize) -> Vec<V2Message> {
+    let dims = cfg.dims();
+    let order = v2_stage_dims(e);
+    let owner = v2_owner(cfg, e);
+    let mut out = Vec::new();
+    // The chips holding a stage's terms: the dimensions of the stages
+    // before it at the owner's coordinates.
+    let on_stage = |at: [u32; 3], stage: usize| order[..stage].iter().all(|&d| at[d] == owner[d]);
+    for (stage, &d) in order.iter().enumerate() {
+        let k = dims[d];
+        for c in 0..cfg.chips() {
+            let at = cfg.coords(c);
+            // Each line's chain, once: from the chip at the owner's
+            // coordinate + 1 along d, through k - 1 hops.
+            if !on_stage(at, stage) || at[d] != (owner[d] + 1) % k {
+                continue;
+            }
+            let mut here = at;
+            for _ in 1..k {
+                let next = neighbour(cfg, here, 2 * d);
+                out.push(V2Message {
+                    from: cfg.chip(here),
+                    to: cfg.chip(next),
+                    port: 2 * d,
+                    stage: stage as u8,
+                });
+                here = next;
+            }
+        }
+    }
+    for (stage, &d) in order.iter().enumerate().rev() {
+        let k = dims[d];
+        for c in 0..cfg.chips() {
+            let at = cfg.coords(c);
+            // Each line's broadcast, once: from the chip at the owner's
+            // coordinate along d, which has the result by then.
+            if !on_stage(at, stage) || at[d] != owner[d] {
+                continue;
+            }
+            let mut here = at;
+            for _ in 1..k {
+                let next = neighbour(cfg, here, 2 * d + 1);
+                out.push(V2Message {
+                    from: cfg.chip(here),
+                    to: cfg.chip(next),
+                    port: 2 * d + 1,
+                    stage: V2_RESULT,
+                });
+                here = next;
+            }
+        }
+    }
+    out
+}
+
+/// Runs [`v2_schedule`] on values: element `e`'s result on every chip, from
+/// `values[c]`, chip c's element e. Each chip adds its term to a partial it
+/// received (or starts a chain with its term) and sends the sum on; the
+/// owner's stage-3 sum is the result; a chip takes the result from the one
+/// result message it receives. Panics if a chip would send what it does not
+/// have, or gets the result twice or never.
+pub fn allreduce_v2_by_schedule_f32(cfg: &TorusConfig, e: usize, values: &[u32]) -> Vec<u32> {
+    let n = cfg.chips();
+    let owner = v2_owner(cfg, e);
+    // Per chip: the partial received for each stage, its stage sums, the
+    // result.
+    let mut received: Vec<[Option<u32>; 3]> = vec![[None; 3]; n];
+    let mut result: Vec<Option<u32>> = vec![None; n];
+    // The chip's sum of `stage`: its term (its element, or its previous
+    // stage's sum) after the partial it received, if any.
+    fn stage_sum(c: usize, stage: usize, values: &[u32], received: &[[Option<u32>; 3]]) -> u32 {
+        let term = if stage == 0 {
+            values[c]
+        } else {
+            stage_sum(c, stage - 1, values, received)
+        };
+        match received[c][stage] {
+            Some(p) => add32(p, term),
+            None => term,
+        }
+    }
+    for m in v2_schedule(cfg, e) {
+        let payload = if m.stage == V2_RESULT {
+            if m.from == cfg.chip(owner) && result[m.from].is_none() {
+                result[m.from] = Some(stage_sum(m.from, 2, values, &received));
+            }
+            result[m.from].expect("a chip forwards the result it has")
+        } else {
+            stage_sum(m.from, m.stage as usize, values, &received)
+        };
+        if m.stage == V2_RESULT {
+            assert!(
+                result[m.to].is_none(),
+                "chip {} gets the result twice",
+                m.to
+            );
+            result[m.to] = Some(payload);
+        } else {
+            let slot = &mut received[m.to][m.stage as usize];
+            assert!(slot.is_none(), "chip {} gets two partials of a stage", m.to);
+            *slot = Some(payload);
+        }
+    }
+    let root = cfg.chip(owner);
+    if result[root].is_none() {
+        // A torus of one chip, or no result message left the owner.
+        result[root] = Some(stage_sum(root, 2, values, &received));
+    }
+    result
+        .into_iter()
+        .map(|r| r.expect("every chip gets the result"))
+        .collect()
 }
 
 /// Order v2's link bound for `n` elements per chip: the busiest directed
@@ -759,6 +900,38 @@ mod tests {
         let p = 24u64;
         // Per element: (P - 1) partial messages up and (P - 1) down.
         assert_eq!(total, 2 * (p - 1) * n as u64);
+    }
+
+    #[test]
+    fn order_v2_schedule_gives_every_chip_the_contract_sum_over_one_hop_messages() {
+        for cfg in all_dims() {
+            let p = cfg.chips();
+            let n = 3 * p + 2;
+            let mut loads = vec![[0u64; 6]; p];
+            for e in 0..n {
+                // Values whose sum depends on the order: big, small and
+                // cancelling terms.
+                let values: Vec<u32> = (0..p as u32)
+                    .map(|c| {
+                        let h =
+                            (c ^ (e as u32).wrapping_mul(0x9e37_79b9)).wrapping_mul(0x85eb_ca6b);
+                        (h & 0x8000_0000) | (0x3000_0000 + (h >> 4) % 0x2000_0000)
+                    })
+                    .collect();
+                let want = allreduce_v2_element_f32(&cfg, e, &values);
+                let got = allreduce_v2_by_schedule_f32(&cfg, e, &values);
+                assert!(got.iter().all(|&r| r == want), "{cfg}, e = {e}");
+                for m in v2_schedule(&cfg, e) {
+                    assert_eq!(
+                        neighbour(&cfg, cfg.coords(m.from), m.port),
+                        cfg.coords(m.to)
+                    );
+                    loads[m.from][m.port] += 1;
+                }
+            }
+            // The link loads the bound is computed from are the schedule's.
+            assert_eq!(loads, v2_link_loads(&cfg, n), "{cfg}");
+        }
     }
 
     #[test]
