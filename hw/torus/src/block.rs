@@ -138,6 +138,17 @@ impl Block for Torus {
                 config: small([2, 2, 1]),
                 fpga_report: false,
             },
+            // The other VC counts' routers, through the same checks.
+            Preset {
+                name: "2x1x1-small-vc1".into(),
+                config: small([2, 1, 1]).with_vcs(1).expect("valid preset"),
+                fpga_report: false,
+            },
+            Preset {
+                name: "2x2x1-small-vc4".into(),
+                config: small([2, 2, 1]).with_vcs(4).expect("valid preset"),
+                fpga_report: false,
+            },
         ]
     }
 

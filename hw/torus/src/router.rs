@@ -80,7 +80,7 @@ fn route(
     at: [Expr; 3],
     dest: [Expr; 3],
     in_port: usize,
-    in_vc: Expr,
+    in_vc: u32,
 ) -> (Expr, Expr) {
     let port_ty = Ty::u(3);
     let vc_ty = Ty::u(cfg.vc_bits());
@@ -111,12 +111,8 @@ fn route(
         let same_dim = in_port != LOCAL_PORT && in_port / 2 == d;
         // The dateline class: 1 once the packet crossed this dimension's
         // wraparound link.
-        let in_class = if cfg.vcs() == 4 { in_vc.bit(1) } else { in_vc };
-        let stay = if same_dim {
-            in_class
-        } else {
-            m.lit(Ty::BOOL, 0)
-        };
+        let in_class = if cfg.vcs() == 4 { in_vc >> 1 } else { in_vc };
+        let stay = m.lit(Ty::BOOL, u64::from(same_dim && in_class == 1));
         port = mux(moving, p, port);
         let out_vc = match cfg.vcs() {
             1 => m.lit(vc_ty, 0),
@@ -147,7 +143,7 @@ struct Buffers {
 
 /// An input buffer's head: valid, packet, input port, input VC, and at
 /// depth 1 the route stored with it (output port, output VC).
-type Head = (Expr, Expr, usize, Expr, Option<(Expr, Expr)>);
+type Head = (Expr, Expr, usize, u32, Option<(Expr, Expr)>);
 
 /// What a buffer takes in for `packet` arriving on `in_port` / `in_vc`: the
 /// packet, and at depth 1 its route above it.
@@ -157,7 +153,7 @@ fn entry(
     at: [Expr; 3],
     packet: Expr,
     in_port: usize,
-    in_vc: Expr,
+    in_vc: u32,
 ) -> Expr {
     if cfg.depth() == 0 {
         return packet;
@@ -241,8 +237,7 @@ fn body(
             };
             let push = m.wire(&format!("{name}_vc{v}_push"), is_data & vc_match);
             m.connect(inst, "in_valid_i", push);
-            let in_vc = m.lit(vc_ty, v as u64);
-            let stored = entry(m, cfg, at, f.get("packet"), p, in_vc);
+            let stored = entry(m, cfg, at, f.get("packet"), p, v as u32);
             m.connect(inst, "in_data_i", stored);
             let in_ready = m.inst_output(inst, "in_ready_o");
             alarms.push(push & !in_ready);
@@ -256,7 +251,7 @@ fn body(
                 "credits, not the buffer's count, bound what arrives",
             );
             let (data, route) = head_of(cfg, data);
-            heads.push((valid, data, p, m.lit(vc_ty, v as u64), route));
+            heads.push((valid, data, p, v as u32, route));
             pops.push(pop);
             let r = f.get(&format!("credit{v}"));
             ret.push(mux(rx_valid, r, r.lit(0)));
@@ -267,8 +262,7 @@ fn body(
     let inj = m.stream_input("inj", &pkt);
     let inj_fifo = m.instance("inj_buf", &fifos.inj);
     m.connect(inj_fifo, "in_valid_i", inj.stream.valid);
-    let local_vc = m.lit(vc_ty, 0);
-    let stored = entry(m, cfg, at, inj.stream.data.bits(), LOCAL_PORT, local_vc);
+    let stored = entry(m, cfg, at, inj.stream.data.bits(), LOCAL_PORT, 0);
     m.connect(inj_fifo, "in_data_i", stored);
     let inj_ready = m.inst_output(inj_fifo, "in_ready_o");
     m.drive(inj.ready, inj_ready);
@@ -282,7 +276,7 @@ fn body(
         "the injection stream's handshake is enough",
     );
     let (inj_data, inj_route) = head_of(cfg, inj_data);
-    heads.push((inj_valid, inj_data, LOCAL_PORT, m.lit(vc_ty, 0), inj_route));
+    heads.push((inj_valid, inj_data, LOCAL_PORT, 0, inj_route));
     pops.push(inj_pop);
 
     // Local ejection buffer.
