@@ -140,7 +140,9 @@
 //! carried beside it; the cross-lane result rides with the short
 //! operations' result. At d = 6 SRDHM's nudged sum and the fp32 product's
 //! rounding are registered, and every result is registered before the last
-//! stage, which only selects among registers. The store writes
+//! stage, which only selects among registers; the register file is then
+//! two banks of one write port (load, ALU) with a live value table
+//! (`lane::BANKED_RF_FROM`), the same contents and write-first reads. The store writes
 //! VMEM as its bundle leaves the last execute stage, the ALU result is
 //! written back the cycle after. A load still writes back the cycle after
 //! the first execute stage. While a reduction folds in the first stage,
