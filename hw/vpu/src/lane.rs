@@ -290,8 +290,8 @@ fn front(m: &mut ModuleBuilder, cfg: &VpuConfig, control: &LaneControl, ctl: Exp
 /// From this depth on the register file is two banks of one write port
 /// each and a table of which bank holds each register's newest value (a
 /// live value table): a memory of one write port maps to FPGA distributed
-/// RAM (one copy per read port), where two write ports made it 512
-/// flip-flops and four 16-way read multiplexers per lane.
+/// RAM (one copy per read port), where two write ports made it V x 32
+/// flip-flops and a V-way multiplexer per read port and bit.
 pub const BANKED_RF_FROM: u32 = 6;
 
 /// The register file as two banks, `load` (the load port's writes) and
