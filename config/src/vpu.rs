@@ -21,7 +21,11 @@ pub const VMEM_WORDS_RANGE: std::ops::RangeInclusive<u32> = 2..=1 << 20;
 pub const MAX_VMEM_ELEMS: u64 = 1 << 24;
 /// Extra execute stages: 0 (today's single execute cycle) up to this, one
 /// per pipeline cut of the element ALU (`vpu` crate docs, "Pipeline").
-pub const MAX_DEPTH: u32 = 5;
+pub const MAX_DEPTH: u32 = 6;
+/// Pipeline registers in a level of a reduction's fold at most: the fp32
+/// adder's cuts (`hw::fp::FP32_ADD`). A deeper VPU would only hold each
+/// level longer.
+pub const MAX_FOLD_STAGES: u32 = 5;
 
 /// Which arithmetic units a VPU has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -214,25 +218,26 @@ impl VpuConfig {
     }
 
     /// Pipeline registers in each level of a reduction's fold: 0 at depth
-    /// 0 (one combinational level per cycle), `depth` otherwise (the fp32
-    /// adder of `hw::fp::FP32_ADD` plan at that many stages, at most
-    /// its five), with the fold's operands registered before the first
-    /// level (`vpu` crate docs, "Pipeline").
+    /// 0 (one combinational level per cycle), min(`depth`,
+    /// [`MAX_FOLD_STAGES`]) otherwise (the fp32 adder of `hw::fp::FP32_ADD`
+    /// plan at that many stages), with the fold's operands registered
+    /// before the first level (`vpu` crate docs, "Pipeline").
     pub fn fold_stages(&self) -> u32 {
-        self.depth
+        self.depth.min(MAX_FOLD_STAGES)
     }
 
     /// Cycles a legal reduction holds the first execute stage (E): at depth
     /// 0, max(1, log2 W), one fold level per cycle; at depth d >= 1 with
-    /// W >= 2, one cycle to register the operands and then d + 1 per level
-    /// (the level's inputs held while its d-stage unit fills), 1 + log2 W x
-    /// (d + 1); W = 1 has nothing to fold: 1.
+    /// W >= 2, one cycle to register the operands and then s + 1 per level
+    /// (the level's inputs held while its s-stage unit fills, s =
+    /// [`VpuConfig::fold_stages`]), 1 + log2 W x (s + 1); W = 1 has nothing
+    /// to fold: 1.
     pub fn reduction_cycles(&self) -> u32 {
         let levels = self.fold_levels();
         match (self.depth, levels) {
             (_, 0) => 1,
             (0, l) => l,
-            (d, l) => 1 + l * (d + 1),
+            (_, l) => 1 + l * (self.fold_stages() + 1),
         }
     }
 
@@ -338,7 +343,7 @@ mod tests {
             "lane = 4",
             "units = \"fp64\"",
             "vregs = 3",
-            "depth = 6",
+            "depth = 7",
             "[[",
         ] {
             let err = VpuConfig::from_toml(bad).unwrap_err().to_string();
@@ -364,5 +369,7 @@ mod tests {
         };
         assert_eq!((at(1, 0), at(2, 0), at(8, 0)), (1, 1, 3));
         assert_eq!((at(1, 5), at(2, 1), at(4, 5), at(8, 5)), (1, 3, 13, 19));
+        // Past the fp32 adder's five cuts the fold keeps its five stages.
+        assert_eq!((at(1, 6), at(4, 6), at(8, 6)), (1, 13, 19));
     }
 }

@@ -32,9 +32,10 @@
 //! from the configuration) and a write-back stage. A bundle occupies the
 //! first execute stage for E cycles: for a legal reduction at depth 0,
 //! E = max(1, log2 W) (one level of the fold per cycle); at depth d >= 1,
-//! E = 1 + log2 W x (d + 1) for W >= 2 (a cycle to register the fold's
-//! operands, then d + 1 cycles per level, its d-stage unit filling) and 1
-//! for W = 1 (`VpuConfig::reduction_cycles`); E = 1 for everything else.
+//! E = 1 + log2 W x (s + 1) for W >= 2 with s = min(d, 5) (a cycle to
+//! register the fold's operands, then s + 1 cycles per level, its s-stage
+//! unit filling) and 1 for W = 1 (`VpuConfig::reduction_cycles`); E = 1 for
+//! everything else.
 //! While a reduction folds, every stage holds. Each other cycle every stage passes
 //! its bundle on. A bundle's store writes VMEM in the cycle it leaves the
 //! last execute stage; its ALU result is written at the end of the cycle
@@ -635,6 +636,31 @@ mod tests {
         shallow.run(&chain);
         deep.run(&chain);
         assert_eq!(shallow.regs(), deep.regs());
+    }
+
+    #[test]
+    fn past_five_stages_the_fold_stays_and_results_wait_longer() {
+        let c = cfg(4, 1).with_depth(6).unwrap();
+        let chain = [
+            Bundle::op(Op::MulF32, 0, &[1, 1]),
+            Bundle::op(Op::AddF32, 2, &[0, 1]).with_store(2, 0),
+            Bundle::nop().with_load(3, 0),
+        ];
+        // The result one bundle ahead costs six cycles; the store lands
+        // seven after its bundle; the load behind it waits for it.
+        let s = schedule(&c, &chain);
+        assert_eq!(s.accept, [0, 7, 14]);
+        assert_eq!(s.stores, [14]);
+        // The fold keeps the fp32 adder's five stages: E as at depth 5.
+        let reduce = [
+            Bundle::op(Op::ReduceSumF32, 0, &[1]),
+            Bundle::op(Op::Splat, 2, &[0]),
+        ];
+        let five = cfg(4, 1).with_depth(5).unwrap();
+        assert_eq!(execute_cycles(&c, &reduce[0]), 13);
+        assert_eq!(execute_cycles(&five, &reduce[0]), 13);
+        assert_eq!(schedule(&c, &reduce).accept, [0, 19]);
+        assert_eq!(schedule(&five, &reduce).accept, [0, 18]);
     }
 
     #[test]

@@ -128,6 +128,25 @@ pub fn fp32_mul_from_product(m: &mut ModuleBuilder, a: Expr, b: Expr, product: E
     mul_back(m, &mut p, a, b, product)
 }
 
+/// [`fp32_mul_from_product`] on a pipeline of [`FP32_MUL`]: its `product`
+/// and `rounded` cuts (the `operands` cut is passed with nothing across it,
+/// as the product comes from outside, so it must not be registered).
+#[track_caller]
+pub fn fp32_mul_from_product_piped(
+    m: &mut ModuleBuilder,
+    p: &mut Pipeline,
+    a: Expr,
+    b: Expr,
+    product: Expr,
+) -> Expr {
+    assert!(
+        !p.registers(0),
+        "the product comes from outside: nothing crosses the operands cut"
+    );
+    let [] = p.cut(m, 0, []);
+    mul_back(m, p, a, b, product)
+}
+
 /// The fp32 multiplier from its `product` cut on.
 #[track_caller]
 fn mul_back(m: &mut ModuleBuilder, pipe: &mut Pipeline, a: Expr, b: Expr, product: Expr) -> Expr {
@@ -621,6 +640,29 @@ pub fn bf16_to_f32_piped(m: &mut ModuleBuilder, p: &mut Pipeline, x: Expr) -> Ex
 /// 2^30 for ab >= 0 else 1 - 2^30; 2^31 - 1 for a = b = -2^31. s32.
 #[track_caller]
 pub fn srdhm_from_product(m: &mut ModuleBuilder, a: Expr, b: Expr, product: Expr) -> Expr {
+    let mut p = Pipeline::combinational_from(SRDHM, 0);
+    srdhm_from_product_piped(m, &mut p, a, b, product)
+}
+
+/// The cut point of SRDHM after its product: `nudged`, the quotient's bits
+/// of the nudged sum, whether it rounds toward zero and the saturating
+/// case, before the rounding increment and the saturating select. The
+/// nudge's 64-bit carry chain runs before it, the increment after.
+pub const SRDHM: CutPlan = CutPlan {
+    unit: "srdhm",
+    cuts: &["nudged"],
+    ranking: &[0],
+};
+
+/// [`srdhm_from_product`] on a pipeline of [`SRDHM`].
+#[track_caller]
+pub fn srdhm_from_product_piped(
+    m: &mut ModuleBuilder,
+    p: &mut Pipeline,
+    a: Expr,
+    b: Expr,
+    product: Expr,
+) -> Expr {
     assert_eq!(product.ty(), Ty::s(64), "the product is s64");
     let min = m.lit(Ty::s(32), i32::MIN);
     let saturate = a.is_eq(min) & b.is_eq(min);
@@ -636,6 +678,15 @@ pub fn srdhm_from_product(m: &mut ModuleBuilder, a: Expr, b: Expr, product: Expr
     // quotient fits 32 bits), plus one for a negative s with a remainder.
     let floor = s.slice(31, 32).as_signed();
     let round_toward_zero = s.msb() & s.slice(0, 31).any();
+    let [floor, round_toward_zero, saturate] = p.cut(
+        m,
+        0,
+        [
+            ("floor", floor),
+            ("round", round_toward_zero),
+            ("saturate", saturate),
+        ],
+    );
     let q = floor + round_toward_zero.zext(32).as_signed();
     mux(saturate, m.lit(Ty::s(32), i32::MAX), q)
 }

@@ -40,6 +40,7 @@ fn random_images(cfg: &VpuConfig, rng: &mut impl rand::Rng) -> (Vec<u32>, Vec<u3
 #[case::int32_4x2_d2(preset("int32-4x2").with_depth(2).unwrap())]
 #[case::full_2x1_d3(preset("full-2x1").with_depth(3).unwrap())]
 #[case::full_1x1_d4(preset("full-1x1").with_depth(4).unwrap())]
+#[case::int32_4x2_d5(preset("int32-4x2").with_depth(5).unwrap())]
 #[case::fmax(preset("fmax"))]
 fn random_programs(#[case] cfg: VpuConfig) {
     let mut shape = format!("{}_{}x{}", cfg.units(), cfg.lanes(), cfg.sublanes());

@@ -15,10 +15,10 @@ use config::VpuUnits;
 use hw::arith::{
     bf16_to_f32_logic, bf16_to_f32_piped, f32_to_bf16_logic, f32_to_bf16_piped, f32_to_i32_logic,
     f32_to_i32_piped, fp32_compare_logic, fp32_compare_piped, fp32_min_max_logic,
-    fp32_min_max_piped, fp32_mul_from_product, fp32_relu6_logic, fp32_relu_logic, fp32_significand,
-    i32_to_f32_logic, i32_to_f32_piped, int_mul_registered, rdbpot_logic,
-    requant_int8_from_product, srdhm_from_product, MulRegs, BF16_TO_F32, F32_TO_BF16, F32_TO_I32,
-    FP32_ORDER, I32_TO_F32,
+    fp32_min_max_piped, fp32_mul_from_product, fp32_mul_from_product_piped, fp32_relu6_logic,
+    fp32_relu_logic, fp32_significand, i32_to_f32_logic, i32_to_f32_piped, int_mul_registered,
+    rdbpot_logic, requant_int8_from_product, srdhm_from_product_piped, MulRegs, BF16_TO_F32,
+    F32_TO_BF16, F32_TO_I32, FP32_MUL, FP32_ORDER, I32_TO_F32, SRDHM,
 };
 use hw::fp::{fp32_add_piped, FP32_ADD};
 use hw::pipeline::{CutPlan, Pipeline};
@@ -186,19 +186,34 @@ pub struct Schedule {
     pub high: bool,
     /// RDBPOT's result, before the zero point and the clamp.
     pub scaled: bool,
+    /// SRDHM's nudged sum (`hw::arith::SRDHM`'s cut), so that its 64-bit
+    /// carry chain and its rounding increment have a segment each.
+    pub srdhm_nudged: bool,
+    /// The fp32 product's rounded fraction and exponent (`FP32_MUL`'s
+    /// `rounded` cut), so that its normalising and rounding and its final
+    /// select have a segment each.
+    pub mul_rounded: bool,
+    /// The results registered before the last segment: every unit finishes
+    /// a segment earlier, and the last segment holds only the select of the
+    /// carried result and the units' registered results by their registered
+    /// flags.
+    pub result: bool,
 }
 
 impl Schedule {
-    /// The schedule of `depth` (1 to 5) extra stages. The multiplier's
+    /// The schedule of `depth` (1 to 6) extra stages. The multiplier's
     /// chain takes its registers in this order, each the one that took
     /// most off its longest segment in the FPGA flows (docs/vpu.md,
     /// "Timing"): the product, SRDHM's result, the operands, RDBPOT's
     /// result. The other units take registered operands from depth 3 on,
-    /// when the multiplier's operands are registered too.
+    /// when the multiplier's operands are registered too. Depth 6 adds
+    /// three at once: SRDHM's nudged sum, the fp32 product's rounding and
+    /// the registered result select (the segment after the product held
+    /// SRDHM, the fp32 product's rounding and the select behind them).
     pub fn of(depth: u32) -> Schedule {
         assert!(
-            (1..=5).contains(&depth),
-            "the pipelined element ALU has 1 to 5 extra stages, not {depth}"
+            (1..=6).contains(&depth),
+            "the pipelined element ALU has 1 to 6 extra stages, not {depth}"
         );
         Schedule {
             depth,
@@ -207,6 +222,9 @@ impl Schedule {
             high: depth >= 2,
             mul_input: depth >= 3,
             scaled: depth >= 4,
+            srdhm_nudged: depth >= 6,
+            mul_rounded: depth >= 6,
+            result: depth >= 6,
         }
     }
 
@@ -216,9 +234,15 @@ impl Schedule {
     }
 
     /// The stages a unit of at most `max` stages starting in the first
-    /// segment gets: as many as fit before the last segment.
+    /// segment gets: as many as fit before the last segment (before the
+    /// segment ahead of it when the results are registered).
     fn stages(&self, max: u32) -> u32 {
-        max.min(self.depth - self.start())
+        max.min(self.depth - self.start() - u32::from(self.result))
+    }
+
+    /// The last segment a unit's logic may run in.
+    fn last_unit_segment(&self) -> u32 {
+        self.depth - u32::from(self.result)
     }
 }
 
@@ -509,15 +533,27 @@ fn build_pipelined(
     }
     let simple = select(m, "simple", op_st, cases);
 
-    // The carried result: each unit's result replaces it in the segment
-    // the unit finishes in, when the unit's flag is set.
+    // With registered results, the units finishing in the segment before
+    // the last hand their results over through a register of their own, so
+    // the last segment selects among registers only.
     assert!(
         finished
             .iter()
-            .all(|&(seg, _, _)| (st..=s.depth).contains(&seg)),
-        "every unit finishes between the first segment and the last"
+            .all(|&(seg, u, _)| (st..=s.last_unit_segment()).contains(&seg)
+                || (s.result && u == Unit::Requant && seg == s.depth)),
+        "every unit finishes between the first segment and its last"
     );
     assert!(last <= s.depth, "the multiplier's chain fits the depth");
+    if s.result {
+        for f in finished.iter_mut().filter(|f| f.0 == s.last_unit_segment()) {
+            let name = format!("{}_done", f.1.name());
+            let v = Carried::new(&name, f.2, f.0, en).at(m, s.depth);
+            *f = (s.depth, f.1, v);
+        }
+    }
+
+    // The carried result: each unit's result replaces it in the segment
+    // the unit finishes in, when the unit's flag is set.
     let mut result = Carried::new("result", simple, st, en);
     for seg in st..=s.depth {
         let mut value = result.at(m, seg);
@@ -573,13 +609,18 @@ fn multiplier_chain(
     let mut shift = Carried::new("requant_shift", p.c.slice(0, 5), 0, en);
     let mut zero_point = Carried::new("requant_zero_point", p.c.slice(8, 8), 0, en);
 
-    let high = srdhm_from_product(m, a.as_signed(), b.as_signed(), product);
+    let mut nudged = Pipeline::with_cuts(SRDHM, "srdhm", vec![s.srdhm_nudged], Some(en));
+    let high = srdhm_from_product_piped(m, &mut nudged, a.as_signed(), b.as_signed(), product);
     let high = m.wire("srdhm", high);
     finished.push((seg, Unit::MulI32, product.trunc(32).as_unsigned()));
     if units.has_fp32() {
-        let fmul = fp32_mul_from_product(m, a, b, product);
-        finished.push((seg, Unit::MulF32, m.wire("fp_product", fmul)));
+        let cuts = vec![false, false, s.mul_rounded];
+        let mut rounded = Pipeline::with_cuts(FP32_MUL, "fmul", cuts, Some(en));
+        let fmul = fp32_mul_from_product_piped(m, &mut rounded, a, b, product);
+        let seg_fmul = seg + rounded.finish();
+        finished.push((seg_fmul, Unit::MulF32, m.wire("fp_product", fmul)));
     }
+    seg += nudged.finish();
     let mut high = Carried::new("high", high, seg, en);
     seg += u32::from(s.high);
     let shift = shift.at(m, seg);
@@ -597,6 +638,16 @@ fn multiplier_chain(
     let lo = m.lit(Ty::s(8), -128);
     let hi = m.lit(Ty::s(8), 127);
     let int8 = mux(below, lo, mux(above, hi, sum.trunc(8)));
+    // With registered results the int8 is registered, not its extension.
+    let (seg, int8) = if s.result {
+        let int8 = m.wire("requant_int8", int8);
+        (
+            seg + 1,
+            Carried::new("requant_done", int8, seg, en).at(m, seg + 1),
+        )
+    } else {
+        (seg, int8)
+    };
     let requantized = m.wire("requant", int8.sext(32).as_unsigned());
     finished.push((seg, Unit::Requant, requantized));
     seg

@@ -214,15 +214,22 @@ fn front(m: &mut ModuleBuilder, cfg: &VpuConfig, control: &LaneControl, ctl: Exp
     let reduced = m.input("reduce_i", word);
     let host_wdata = m.input("host_wdata_i", word);
 
-    let rf = m.memory("rf", word, rw);
+    let banked = cfg.depth() >= BANKED_RF_FROM;
+    let rf = (!banked).then(|| m.memory("rf", word, rw));
     let vmem = m.memory("vmem", word, aw);
     let wb_load = m.reg("wb_load", word);
     let wb_alu = m.reg("wb_alu", word);
 
     // Write ports first: the write-first read ports cover the ports that exist.
-    m.mem_write(rf, rf_load_we, rf_load_wa, wb_load.q());
-    let rf_alu_data = mux(rf_write_host, host_wdata, wb_alu.q());
-    m.mem_write(rf, rf_alu_we, rf_alu_wa, rf_alu_data);
+    let rf_alu_data = match rf {
+        Some(rf) => {
+            m.mem_write(rf, rf_load_we, rf_load_wa, wb_load.q());
+            let rf_alu_data = mux(rf_write_host, host_wdata, wb_alu.q());
+            m.mem_write(rf, rf_alu_we, rf_alu_wa, rf_alu_data);
+            rf_alu_data
+        }
+        None => mux(rf_write_host, host_wdata, wb_alu.q()),
+    };
     let store_data = m.wire_decl("store_data", word);
     let vmem_wdata = mux(vmem_write_host, host_wdata, store_data.value());
     m.mem_write(vmem, vmem_we, vmem_wa, vmem_wdata);
@@ -230,10 +237,17 @@ fn front(m: &mut ModuleBuilder, cfg: &VpuConfig, control: &LaneControl, ctl: Exp
     // Write-first reads: an operand read in the cycle its producer writes
     // back (two bundles ahead) gets the new value; the bundle just ahead is
     // forwarded in the execute stage below.
-    let rf_data: Vec<Expr> = rf_rd_addr
-        .iter()
-        .map(|&addr| m.mem_read_write_first(rf, Some(rf_rd_en), addr))
-        .collect();
+    let rf_data: Vec<Expr> = match rf {
+        Some(rf) => rf_rd_addr
+            .iter()
+            .map(|&addr| m.mem_read_write_first(rf, Some(rf_rd_en), addr))
+            .collect(),
+        None => {
+            let load_port = (rf_load_we, rf_load_wa, wb_load.q());
+            let alu_port = (rf_alu_we, rf_alu_wa, rf_alu_data);
+            banked_rf(m, rw, load_port, alu_port, (rf_rd_en, &rf_rd_addr))
+        }
+    };
     // A load in the cycle a store writes the same word (the bundle ahead)
     // sees the stored value.
     let loaded = m.mem_read_write_first(vmem, Some(vmem_rd_en), vmem_rd_addr);
@@ -271,6 +285,46 @@ fn front(m: &mut ModuleBuilder, cfg: &VpuConfig, control: &LaneControl, ctl: Exp
         store_data,
         operands: [a, b, c],
     }
+}
+
+/// From this depth on the register file is two banks of one write port
+/// each and a table of which bank holds each register's newest value (a
+/// live value table): a memory of one write port maps to FPGA distributed
+/// RAM (one copy per read port), where two write ports made it V x 32
+/// flip-flops and a V-way multiplexer per read port and bit.
+pub const BANKED_RF_FROM: u32 = 6;
+
+/// The register file as two banks, `load` (the load port's writes) and
+/// `alu` (the ALU's and the host's), each with the four write-first read
+/// ports `reads` (enable, addresses), and the live value table `rf_lvt`,
+/// written by both ports (the ALU's last, so it wins a register both write
+/// in one cycle, as the single memory's last write port did) and read
+/// write-first beside the banks; returns each port's value.
+fn banked_rf(
+    m: &mut ModuleBuilder,
+    rw: u32,
+    load: (Expr, Expr, Expr),
+    alu: (Expr, Expr, Expr),
+    (enable, addrs): (Expr, &[Expr]),
+) -> Vec<Expr> {
+    let word = Ty::u(32);
+    let bank_load = m.memory("rf_load", word, rw);
+    let bank_alu = m.memory("rf_alu", word, rw);
+    let lvt = m.memory("rf_lvt", Ty::BOOL, rw);
+    m.mem_write(bank_load, load.0, load.1, load.2);
+    m.mem_write(bank_alu, alu.0, alu.1, alu.2);
+    let (from_load, from_alu) = (m.lit(Ty::BOOL, 0), m.lit(Ty::BOOL, 1));
+    m.mem_write(lvt, load.0, load.1, from_load);
+    m.mem_write(lvt, alu.0, alu.1, from_alu);
+    addrs
+        .iter()
+        .map(|&addr| {
+            let newest_alu = m.mem_read_write_first(lvt, Some(enable), addr);
+            let l = m.mem_read_write_first(bank_load, Some(enable), addr);
+            let a = m.mem_read_write_first(bank_alu, Some(enable), addr);
+            mux(newest_alu, a, l)
+        })
+        .collect()
 }
 
 /// Drives `target` with the cross-lane unit's result for the operations that

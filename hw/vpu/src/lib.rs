@@ -123,11 +123,11 @@
 //! reduction's extra cycles the bundle behind it waits in the stream and the
 //! write-back stage holds (rewriting its values, which changes nothing).
 //! With `depth` = d >= 1 the fold is pipelined too (`VpuConfig::fold_stages`
-//! = d): the reduction units register their operands in the first cycle,
-//! and each level's combine holds its inputs for d + 1 cycles through up to
-//! d registers (the fp32 adder's `FP32_ADD` cuts, min and max's
-//! `FP32_ORDER` cuts), so E = 1 + log2 W x (d + 1) for W >= 2
-//! (`VpuConfig::reduction_cycles`).
+//! = s = min(d, 5), the fp32 adder's cuts): the reduction units register
+//! their operands in the first cycle, and each level's combine holds its
+//! inputs for s + 1 cycles through up to s registers (the fp32 adder's
+//! `FP32_ADD` cuts, min and max's `FP32_ORDER` cuts), so E = 1 + log2 W x
+//! (s + 1) for W >= 2 (`VpuConfig::reduction_cycles`).
 //!
 //! With `depth` = d >= 1 (`VpuConfig::depth`) there are 1 + d execute
 //! stages. The first is the one above (operands forwarded, the cross-lane
@@ -138,7 +138,11 @@
 //! SRDHM, RDBPOT, zero point and clamp), and its result replaces the
 //! carried result in the cycle it finishes, selected by a decoded flag
 //! carried beside it; the cross-lane result rides with the short
-//! operations' result. The store writes
+//! operations' result. At d = 6 SRDHM's nudged sum and the fp32 product's
+//! rounding are registered, and every result is registered before the last
+//! stage, which only selects among registers; the register file is then
+//! two banks of one write port (load, ALU) with a live value table
+//! (`lane::BANKED_RF_FROM`), the same contents and write-first reads. The store writes
 //! VMEM as its bundle leaves the last execute stage, the ALU result is
 //! written back the cycle after. A load still writes back the cycle after
 //! the first execute stage. While a reduction folds in the first stage,

@@ -160,3 +160,13 @@ fn combine(
     };
     mux(op.is_lt(3), int, mux(op.is_eq(3), fsum, fminmax))
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_fold_stages_stop_at_the_fp32_adders_cuts() {
+        // VpuConfig::fold_stages caps a level's registers at the adder's
+        // cuts; the configuration crate cannot see the plan.
+        assert_eq!(config::vpu::MAX_FOLD_STAGES, hw::fp::FP32_ADD.max_stages());
+    }
+}
