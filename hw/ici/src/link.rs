@@ -472,15 +472,27 @@ struct Acks {
     /// Below the split depth (which compares registers instead).
     count1: Option<Expr>,
     sent1: Expr,
-    high1: Expr,
+    /// Below the split depth.
+    high1: Option<Expr>,
     nak_rx: Expr,
     /// The replay timer ran out.
     expire: Expr,
     rewind: Expr,
     give_up: Expr,
-    /// At the split depth: `ack` - base as an offset (meaningful with
-    /// `progress`).
-    acked: Option<Expr>,
+    /// At the split depth: what the issue decision needs besides
+    /// `progress`.
+    split: Option<SplitAck>,
+}
+
+/// The acknowledgement at the split depth: `ack` itself and `ack` - base as
+/// an offset (meaningful with progress), and whether the window rewinds
+/// with and without progress (a NAK; or a NAK or the timer).
+#[derive(Clone, Copy)]
+struct SplitAck {
+    ack: Expr,
+    acked: Expr,
+    rewind_p: Expr,
+    rewind_n: Expr,
 }
 
 impl Acks {
@@ -516,12 +528,12 @@ impl Acks {
             new_base,
             count1: Some(count1),
             sent1,
-            high1,
+            high1: Some(high1),
             nak_rx,
             expire,
             rewind,
             give_up,
-            acked: None,
+            split: None,
         }
     }
 
@@ -532,7 +544,7 @@ impl Acks {
         let s_bits = cfg.seq_bits();
         let st = rx.stage3.as_ref().expect("stage 3 at the split depth");
         let (base, count, timer) = (regs.base.q(), regs.count.q(), regs.timer.q());
-        let (sent, high) = (regs.sent.q(), regs.high.q());
+        let sent = regs.sent.q();
         let ack = rx.frame.get("ack");
         let acked = m.wire("tx_acked", st.acked.q());
         let acked_off = resize(acked, offset_ty(cfg).width);
@@ -544,14 +556,18 @@ impl Acks {
         let ack2 = st.next.get("ack");
         m.set_next(st.acked, mux(progress, ack2 - ack, ack2 - base));
         let sent1 = m.wire("tx_sent1", mux(progress, sat_sub(sent, acked_off), sent));
-        let high1 = m.wire("tx_high1", mux(progress, sat_sub(high, acked_off), high));
         let nak_rx = m.wire("tx_nak_rx", rx.good & rx.kind.is_eq(FrameKind::Nak));
         // Without progress the window keeps its count.
-        let expire = m.wire(
-            "tx_expire",
-            regs.up & count.is_ne(0) & !progress & timer.is_eq(cfg.replay_timeout() - 1),
+        let due = m.wire(
+            "tx_timer_due",
+            regs.up & count.is_ne(0) & timer.is_eq(cfg.replay_timeout() - 1),
         );
+        let expire = m.wire("tx_expire", due & !progress);
         let rewind = m.wire("tx_rewind", regs.up & (nak_rx | expire));
+        // The rewind either way, so that what follows from it can be
+        // formed before progress is known and chosen by it.
+        let rewind_p = regs.up & nak_rx;
+        let rewind_n = regs.up & (nak_rx | due);
         let give_up = m.wire(
             "tx_give_up",
             rewind & !progress & regs.retries.q().is_ge(cfg.max_retries()),
@@ -561,12 +577,17 @@ impl Acks {
             new_base,
             count1: None,
             sent1,
-            high1,
+            high1: None,
             nak_rx,
             expire,
             rewind,
             give_up,
-            acked: Some(acked_off),
+            split: Some(SplitAck {
+                ack,
+                acked: acked_off,
+                rewind_p,
+                rewind_n,
+            }),
         }
     }
 }
@@ -755,11 +776,8 @@ struct Issue {
     /// The window's sent count after this cycle's rewind (below the split
     /// depth).
     sent2: Option<Expr>,
-    /// At the split depth: sending goes back to the window's new base (a
-    /// rewind, or an acknowledgement past the next flit to send), and the
-    /// flit sent next has been sent before.
-    restart: Option<Expr>,
-    again: Option<Expr>,
+    /// At the split depth: the next sent and sent-once counts.
+    split_next: Option<(Expr, Expr)>,
     /// A good Train frame whose sender hears us arrived.
     got_heard: Expr,
     issue: Expr,
@@ -802,20 +820,20 @@ impl Issue {
         let up = regs.up;
         let nak_pending = regs.nak_pending.q();
         let free = up & ser_ready & !nak_pending & !echo.q();
-        let (issue, issue_seq, retransmit, restart, again) = match sent2 {
+        let (issue, issue_seq, retransmit, split_next) = match sent2 {
             Some(sent2) => {
                 let issue = m.wire(
                     "tx_issue",
                     free & sent2.is_lt(ack.count1.expect("the window's count")),
                 );
                 let issue_seq = m.wire("tx_issue_seq", ack.new_base + resize(sent2, s_bits));
-                let retransmit = m.wire("tx_retransmit", issue & sent2.is_lt(ack.high1));
-                (issue, issue_seq, retransmit, None, None)
+                let high1 = ack.high1.expect("the window's sent-once count");
+                let retransmit = m.wire("tx_retransmit", issue & sent2.is_lt(high1));
+                (issue, issue_seq, retransmit, None)
             }
             None => {
-                let (issue, issue_seq, retransmit, restart, again) =
-                    split_issue(m, cfg, regs, ack, free);
-                (issue, issue_seq, retransmit, Some(restart), Some(again))
+                let si = split_issue(m, cfg, regs, ack, free);
+                (si.issue, si.issue_seq, si.retransmit, Some(si.next))
             }
         };
         let read = m.mem_read(
@@ -841,8 +859,7 @@ impl Issue {
         m.set_enable(seq, ser_ready);
         Issue {
             sent2,
-            restart,
-            again,
+            split_next,
             got_heard,
             issue,
             retransmit,
@@ -854,43 +871,96 @@ impl Issue {
     }
 }
 
-/// The issue decision at the split depth, the same rules as
-/// [`Issue::next`] stated with compares of registers. The window after this
-/// cycle's acknowledgement and rewind holds `count1` flits of which `sent2`
-/// are sent; its acknowledgement can only shrink both by `acked`, so:
+/// The issue decision at the split depth, and the sent and sent-once
+/// counts after it.
+struct SplitIssue {
+    issue: Expr,
+    issue_seq: Expr,
+    retransmit: Expr,
+    next: (Expr, Expr),
+}
+
+/// The issue decision at the split depth: the rules of [`Issue::next`]
+/// stated with compares of registers, once for a cycle with progress and
+/// once without, and chosen by progress. The window after this cycle's
+/// acknowledgement and rewind holds `count1` flits of which `sent2` are
+/// sent; an acknowledgement shrinks both by `acked`, so:
 /// - a flit is left to send (`sent2 < count1`) when the acknowledgement
-///   leaves any flit (`count1 != 0`) and either the window rewinds (`sent2`
-///   is 0) or an unsent flit was there before (`sent < count`: with `sent
-///   >= acked` both drop by `acked`; with `sent < acked`, `sent2` is 0);
-/// - it is the flit at the new base when the window rewinds or the
-///   acknowledgement passed every sent flit (`restart`), and the one at
-///   base + `sent` otherwise;
+///   leaves any flit (with progress `acked != count`, without `count != 0`)
+///   and either the window rewinds (`sent2` is 0) or an unsent flit was
+///   there before (`sent < count`: with `sent >= acked` both drop by
+///   `acked`; with `sent < acked`, `sent2` is 0);
+/// - it is the flit at the new base (the `ack` with progress, the base
+///   without) when the window rewinds or the acknowledgement passed every
+///   sent flit (`restart`), and the one at base + `sent` otherwise;
 /// - it was sent before (`sent2 < high1`) when, after a restart, a flit
-///   sent before is left, and otherwise when `sent < high`.
+///   sent before is left (`high > acked` with progress, `high != 0`
+///   without), and otherwise when `sent < high`;
+/// - the next sent count is the issue (0 or 1) after a restart, else
+///   `sent` (less `acked` with progress) plus the issue; the sent-once
+///   count grows by one when a flit not sent before is issued.
 fn split_issue(
     m: &mut ModuleBuilder,
     cfg: &IciConfig,
     regs: &SenderRegs,
     ack: &Acks,
     free: Expr,
-) -> (Expr, Expr, Expr, Expr, Expr) {
+) -> SplitIssue {
     let s_bits = cfg.seq_bits();
-    let acked = ack.acked.expect("the split acknowledgement");
+    let off_bits = offset_ty(cfg).width;
+    let sa = ack.split.expect("the split acknowledgement");
+    let (acked, progress) = (sa.acked, ack.progress);
     let (base, count) = (regs.base.q(), regs.count.q());
     let (sent, high) = (regs.sent.q(), regs.high.q());
-    let progress = ack.progress;
-    let count1_nz = mux(progress, acked.is_ne(count), count.is_ne(0));
-    let left = count1_nz & (ack.rewind | sent.is_lt(count));
-    let issue = m.wire("tx_issue", free & left);
-    let restart = m.wire("tx_restart", ack.rewind | (progress & sent.is_lt(acked)));
+    let unsent = sent.is_lt(count);
+    let unseen = sent.is_lt(high);
+    let snd = base + resize(sent, s_bits);
+    // With progress.
+    let restart_p = sa.rewind_p | sent.is_lt(acked);
+    let issue_p = free & acked.is_ne(count) & (sa.rewind_p | unsent);
+    let again_p = mux(restart_p, high.is_gt(acked), unseen);
+    // Without.
+    let restart_n = sa.rewind_n;
+    let issue_n = free & count.is_ne(0) & (sa.rewind_n | unsent);
+    let again_n = mux(restart_n, high.is_ne(0), unseen);
+    let issue = m.wire("tx_issue", mux(progress, issue_p, issue_n));
     let issue_seq = m.wire(
         "tx_issue_seq",
-        mux(restart, ack.new_base, base + resize(sent, s_bits)),
+        mux(
+            progress,
+            mux(restart_p, sa.ack, snd),
+            mux(restart_n, base, snd),
+        ),
     );
-    let high1_nz = mux(progress, high.is_gt(acked), high.is_ne(0));
-    let again = m.wire("tx_again", mux(restart, high1_nz, sent.is_lt(high)));
-    let retransmit = m.wire("tx_retransmit", issue & again);
-    (issue, issue_seq, retransmit, restart, again)
+    let retransmit = m.wire(
+        "tx_retransmit",
+        mux(progress, issue_p & again_p, issue_n & again_n),
+    );
+    let one = |x: Expr| x.zext(off_bits);
+    let sent_next = mux(
+        progress,
+        mux(
+            restart_p,
+            one(issue_p),
+            mux(issue_p, (sent + 1u32) - acked, sent - acked),
+        ),
+        mux(restart_n, one(issue_n), mux(issue_n, sent + 1u32, sent)),
+    );
+    // high1 + 1 with progress: (high - acked saturating) + 1.
+    let high_ge = high.is_ge(acked);
+    let high1_p = mux(high_ge, high - acked, 0);
+    let high1_p1 = mux(high_ge, (high + 1u32) - acked, 1);
+    let high_next = mux(
+        progress,
+        mux(issue_p & !again_p, high1_p1, high1_p),
+        mux(issue_n & !again_n, high + 1u32, high),
+    );
+    SplitIssue {
+        issue,
+        issue_seq,
+        retransmit,
+        next: (sent_next, high_next),
+    }
 }
 
 /// The word on the lanes: the frame register, the flit read for it, and
@@ -928,37 +998,21 @@ fn next_state(
     let off_bits = offset_ty(cfg).width;
     let (state, up) = (regs.state, regs.up);
     let (sent, retries, good_run) = (regs.sent, regs.retries, regs.good_run);
-    let (sent_next, high_next, count_next) = match (issue.sent2, issue.restart, issue.again) {
-        (Some(sent2), _, _) => {
+    let (sent_next, high_next, count_next) = match (issue.sent2, issue.split_next) {
+        (Some(sent2), _) => {
             let sent_next = sent2 + issue.issue.zext(off_bits);
-            let high_next = mux(
-                issue.issue & sent2.is_eq(ack.high1),
-                ack.high1 + 1u32,
-                ack.high1,
-            );
+            let high1 = ack.high1.expect("the window's sent-once count");
+            let high_next = mux(issue.issue & sent2.is_eq(high1), high1 + 1u32, high1);
             let count_next = ack.count1.expect("the window's count") + accept.zext(off_bits);
             (sent_next, high_next, count_next)
         }
-        (None, Some(restart), Some(again)) => {
-            // The same sums with every carry chain on registers: without a
-            // restart, sent >= acked when the window moves.
-            let acked = ack.acked.expect("the split acknowledgement");
-            let sent = regs.sent.q();
-            let kept = mux(ack.progress, sent - acked, sent);
-            let kept1 = mux(ack.progress, (sent + 1u32) - acked, sent + 1u32);
-            let sent_next = mux(
-                restart,
-                issue.issue.zext(off_bits),
-                mux(issue.issue, kept1, kept),
-            );
-            // sent2 <= high1 always, so a flit not sent before is the one
-            // at high1.
-            let high_next = mux(issue.issue & !again, ack.high1 + 1u32, ack.high1);
+        (None, Some((sent_next, high_next))) => {
+            let acked = ack.split.expect("the split acknowledgement").acked;
             let held = regs.count.q() + accept.zext(off_bits);
             let count_next = mux(ack.progress, held - acked, held);
             (sent_next, high_next, count_next)
         }
-        _ => unreachable!("an issue is either split or not"),
+        (None, None) => unreachable!("an issue is either split or not"),
     };
     m.set_next(regs.base, ack.new_base);
     m.set_next(regs.count, count_next);
