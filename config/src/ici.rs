@@ -25,7 +25,9 @@
 //!   word, 0..=[`ICI_MAX_DEPTH`] (0 checks the word in the cycle it
 //!   arrives). Each one delays the receiver's view of the lanes by a cycle,
 //!   so the link behaves as one whose stub latency is `latency + depth`
-//!   ([`IciConfig::word_latency`]): the round trip grows by 2 x depth.
+//!   ([`IciConfig::word_latency`]): the round trip grows by 2 x depth, and
+//!   an acknowledgement, a credit or a NAK takes effect `depth` cycles
+//!   later.
 
 use crate::{one_line, ConfigError};
 use serde::{Deserialize, Serialize};
@@ -46,7 +48,7 @@ pub struct IciConfig {
 }
 
 /// The deepest receive pipeline (see [`IciConfig::with_depth`]).
-pub const ICI_MAX_DEPTH: u32 = 2;
+pub const ICI_MAX_DEPTH: u32 = 3;
 
 /// Bits of the CRC that closes every frame unless configured otherwise
 /// (CRC-32/ISO-HDLC, IEEE 802.3).
@@ -161,7 +163,10 @@ impl IciConfig {
     /// registers in each receiver's word check: 1 registers the word with
     /// the CRC's partial sums (the CRC over each 32-bit part of the frame),
     /// 2 also the check's verdict, so the protocol's logic starts from a
-    /// register. The replay timeout must still exceed the longer round trip.
+    /// register; 3 registers the checked word once more, with its `ack`,
+    /// `credit` and `seq` taken relative to the state the protocol will
+    /// hold when it acts on them, so the sender's step compares registers.
+    /// The replay timeout must still exceed the longer round trip.
     pub fn with_depth(self, depth: u32) -> Result<IciConfig, ConfigError> {
         if depth > ICI_MAX_DEPTH {
             return Err(ConfigError(format!(
@@ -423,6 +428,11 @@ mod tests {
         );
         // The formal configuration's timer leaves no room for a deeper pipeline.
         assert!(IciConfig::FORMAL.with_depth(1).is_err());
+        let deepest = IciConfig::new(4, 16, 16, 2, 32, 8, 4)
+            .unwrap()
+            .with_depth(ICI_MAX_DEPTH)
+            .unwrap();
+        assert_eq!((deepest.word_latency(), deepest.round_trip()), (5, 16));
     }
 
     #[test]
@@ -436,7 +446,7 @@ mod tests {
             "replay_timeout = 10",
             "max_retries = 0",
             "crc_bits = 12",
-            "depth = 3",
+            "depth = 4",
             "depth = 2\nreplay_timeout = 16",
             "flit = 2",
         ] {

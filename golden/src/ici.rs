@@ -319,6 +319,33 @@ mod tests {
     }
 
     #[test]
+    fn each_receive_stage_is_a_cycle_more_on_the_lanes() {
+        // The fmax preset's link (4-byte flits, window and buffer 16, stub
+        // latency 2) at every depth: a lone flit arrives a cycle later per
+        // stage, and at the deepest the window and buffer of 16 still
+        // cover the 16-cycle round trip, so both directions run at a flit
+        // per cycle.
+        let base = IciConfig::new(4, 16, 16, 2, 32, 8, 4).unwrap();
+        let n = 1000;
+        for depth in 0..=config::ICI_MAX_DEPTH {
+            let cfg = base.with_depth(depth).unwrap();
+            let lane = 2 + u64::from(depth);
+            assert_eq!(u64::from(cfg.word_latency()), lane);
+            let t = cycle_model(&cfg, 1, 0, &|_| (true, true), 1000).unwrap();
+            assert_eq!(t.b_rx, [4 + lane], "depth {depth}");
+            let t = cycle_model(&cfg, n, n, &|_| (true, true), 100_000).unwrap();
+            assert_eq!(t.cycles, n as u64 + 4 + lane, "depth {depth}");
+        }
+        // A window one short of the round trip throttles the sender.
+        let short = IciConfig::new(4, 16, 15, 2, 32, 8, 4)
+            .unwrap()
+            .with_depth(config::ICI_MAX_DEPTH)
+            .unwrap();
+        let t = cycle_model(&short, n, 0, &|_| (true, true), 100_000).unwrap();
+        assert!(t.cycles > n as u64 + 4 + 5, "{}", t.cycles);
+    }
+
+    #[test]
     fn a_client_that_never_takes_stops_the_sender_after_the_buffer() {
         let cfg = IciConfig::new(4, 8, 8, 2, 32, 8, 4).unwrap();
         assert!(cycle_model(&cfg, 20, 0, &|_| (true, false), 500).is_none());

@@ -20,8 +20,9 @@ fn payload(n: usize, salt: u8) -> Vec<u8> {
         .collect()
 }
 
-/// Every preset (the fmax preset at the deepest receive pipeline), and the
-/// small one at depth 1.
+/// Every preset (the fmax preset at the deepest receive pipeline, whose
+/// sender's step is split), the small one at depth 1, the fmax one at
+/// depth 2, and a split link the window and credits hold back.
 fn presets() -> Vec<(String, IciConfig)> {
     use hw::Block;
     let mut all: Vec<(String, IciConfig)> = ici::Ici
@@ -30,7 +31,28 @@ fn presets() -> Vec<(String, IciConfig)> {
         .map(|p| (p.name, p.config))
         .collect();
     all.push(("small at depth 1".into(), small().with_depth(1).unwrap()));
+    all.push(("fmax at depth 2".into(), fmax().with_depth(2).unwrap()));
+    all.push(("tight at depth 3".into(), tight()));
     all
+}
+
+/// A link at the split depth whose window (8) and buffer (6) are below its
+/// 16-cycle round trip, so the sender waits on both; two retries and one
+/// Train word.
+fn tight() -> IciConfig {
+    IciConfig::new(4, 8, 6, 2, 32, 2, 1)
+        .and_then(|c| c.with_depth(ici::link::SPLIT_DEPTH))
+        .unwrap()
+}
+
+fn fmax() -> IciConfig {
+    use hw::Block;
+    ici::Ici
+        .presets()
+        .into_iter()
+        .find(|p| p.name == "fmax")
+        .expect("an fmax preset")
+        .config
 }
 
 /// Delivery is exact and no alarm was raised.
@@ -128,7 +150,7 @@ fn each_error_kind_is_recovered_from_as_the_protocol_says() {
     // errors are injected in the stub, before the receive pipeline, so the
     // same script holds at every depth.
     let shallow = IciConfig::new(4, 16, 16, 2, 32, 8, 4).unwrap();
-    for depth in [0, ici::block::FMAX_DEPTH] {
+    for depth in [0, 2, ici::block::FMAX_DEPTH] {
         recovers_from_each_error_kind(&shallow.with_depth(depth).unwrap());
     }
 }
@@ -209,11 +231,7 @@ fn random_errors_never_lose_duplicate_or_reorder() {
     let seed = tb::seed::seed_for("random_errors_never_lose_duplicate_or_reorder");
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     // The last round runs on the fmax preset's deeper receive pipeline.
-    let fmax = presets()
-        .into_iter()
-        .find(|(name, _)| name == "fmax")
-        .expect("an fmax preset")
-        .1;
+    let fmax = fmax();
     let rounds = tb::seed::soak_rounds(4);
     let mut d = driver(&small());
     for round in 0..=rounds {
@@ -241,6 +259,101 @@ fn random_errors_never_lose_duplicate_or_reorder() {
         println!(
             "round {round}: {} cycles, A {:?}, B {:?}",
             run.cycles, run.a, run.b
+        );
+    }
+}
+
+/// Every receive stage loads every cycle, so a link at depth d behaves as
+/// one at depth 0 whose stub is d cycles longer, under errors too: with the
+/// same seed and script the stubs make the same errors as words enter, and
+/// every acceptance, delivery and counter of both link ends matches cycle
+/// for cycle. On the fmax preset this holds the split sender's step (the
+/// acknowledgement, rewind and issue decision stated as compares of
+/// registers) to the plain step in every recovery path the errors reach:
+/// NAKs, timeouts, acknowledgements past a rewind, link-downs and
+/// retraining; and on [`tight`].
+#[test]
+fn the_split_step_matches_the_plain_one_on_a_longer_lane_under_errors() {
+    let seed =
+        tb::seed::seed_for("the_split_step_matches_the_plain_one_on_a_longer_lane_under_errors");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    for deep in [fmax(), tight()] {
+        split_matches_plain(&deep, &mut rng);
+    }
+}
+
+fn split_matches_plain(deep: &IciConfig, rng: &mut rand_chacha::ChaCha8Rng) {
+    let deep = *deep;
+    assert!(deep.depth() >= ici::link::SPLIT_DEPTH);
+    let plain = IciConfig::new(
+        deep.flit_bytes(),
+        deep.replay_depth(),
+        deep.rx_buffer(),
+        deep.word_latency(),
+        deep.replay_timeout(),
+        deep.max_retries(),
+        deep.train_words(),
+    )
+    .unwrap();
+    assert_eq!(plain.round_trip(), deep.round_trip());
+    let (mut dd, mut dp) = (driver(&deep), driver(&plain));
+    let w = deep.flit_bytes() as usize;
+    for round in 0..6 {
+        // Enough flits both ways that an outage falls inside the run.
+        let (na, nb) = (rng.gen_range(500..3000) * w, rng.gen_range(500..3000) * w);
+        let pa: Vec<u8> = (0..na).map(|_| rng.gen()).collect();
+        let pb: Vec<u8> = (0..nb).map(|_| rng.gen()).collect();
+        let (a, b) = (flits_of(&pa, &deep), flits_of(&pb, &deep));
+        let faults = Faults {
+            ber: [1e-4, 1e-3, 3e-3][round % 3],
+            drop_rate: [1e-3, 1e-2][round % 2],
+            dup_rate: [1e-3, 1e-2][(round / 2) % 2],
+            seed: rng.gen(),
+        };
+        let stall = rng.gen_range(0..4u64);
+        let ready = move |t: u64| (t % 8 >= stall, (t / 8) % 8 >= stall);
+        // Odd rounds lose every word both ways for a stretch: replays up to
+        // a link-down, then retraining.
+        let from = rng.gen_range(50..300u64);
+        let outage = (round % 2 == 1).then(|| from..from + 20 * u64::from(deep.replay_timeout()));
+        let script = |t: u64| {
+            let drop = Injection {
+                drop: outage.as_ref().is_some_and(|o| o.contains(&t)),
+                ..Default::default()
+            };
+            (drop.clone(), drop)
+        };
+        let what = format!("{deep}, round {round} ({faults:?}, stall {stall}, outage {outage:?})");
+        let (mut s1, mut s2) = (script, script);
+        let rd = dd
+            .run(&a, &b, &faults, &ready, Some(&mut s1), 20_000_000)
+            .unwrap_or_else(|e| panic!("{what}, depth {}: {e}", deep.depth()));
+        let rp = dp
+            .run(&a, &b, &faults, &ready, Some(&mut s2), 20_000_000)
+            .unwrap_or_else(|e| panic!("{what}, depth 0: {e}"));
+        check_delivery(&rd, &a, &b, &what);
+        check_delivery(&rp, &a, &b, &what);
+        assert_eq!(rd.a_tx_cycles, rp.a_tx_cycles, "{what}: A's acceptances");
+        assert_eq!(rd.b_tx_cycles, rp.b_tx_cycles, "{what}: B's acceptances");
+        assert_eq!(rd.b_rx_cycles, rp.b_rx_cycles, "{what}: deliveries at B");
+        assert_eq!(rd.a_rx_cycles, rp.a_rx_cycles, "{what}: deliveries at A");
+        assert_eq!((rd.a, rd.b), (rp.a, rp.b), "{what}: counters");
+        assert_eq!(rd.cycles, rp.cycles, "{what}: cycles");
+        assert!(
+            rd.a.retransmits > 0 && rd.b.crc_errors > 0,
+            "{what}: {:?}",
+            rd.a
+        );
+        if outage.is_some() {
+            assert!(
+                rd.a.link_downs > 0 && rd.b.link_downs > 0,
+                "{what}: {:?}",
+                rd.a
+            );
+        }
+        println!(
+            "round {round}: {} cycles, A {:?}, B {:?}",
+            rd.cycles, rd.a, rd.b
         );
     }
 }

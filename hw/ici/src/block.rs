@@ -7,8 +7,9 @@ use hw::{Block, Companions, Design, FpgaFacts, Has, ModuleDef, Param, ParamKind,
 use std::rc::Rc;
 
 /// The receive pipeline depth of the `fmax` preset: the deepest, whose
-/// protocol logic starts from registers (`docs/ici.md`, "Pipeline depth").
-pub const FMAX_DEPTH: u32 = 2;
+/// protocol logic starts from registers and whose sender's step compares
+/// registers (`docs/ici.md`, "Pipeline depth").
+pub const FMAX_DEPTH: u32 = 3;
 
 /// The ICI link layer over its serdes stub.
 #[derive(Debug, Clone, Copy, Default)]
@@ -81,7 +82,7 @@ impl Block for Ici {
                 name: "depth",
                 value_name: "N",
                 kind: int(0, u64::from(config::ICI_MAX_DEPTH)),
-                help: "Receive pipeline: 1 registers each arrived word with its CRC's partial sums, 2 the CRC check's verdict too (each adds a cycle to the lanes' latency)",
+                help: "Receive pipeline: 1 registers each arrived word with its CRC's partial sums, 2 the CRC check's verdict too, 3 the checked word with its ack, credit and seq relative to the state they meet, so the sender's step compares registers (each adds a cycle to the lanes' latency)",
             },
         ]
     }
@@ -93,7 +94,7 @@ impl Block for Ici {
     fn presets(&self) -> Vec<Preset<IciConfig>> {
         let small = IciConfig::new(4, 8, 8, 2, 32, 8, 4).expect("valid preset");
         // The small link's flits at the deepest receive pipeline, with a
-        // window and a buffer of 16 flits: they cover its 14-cycle round
+        // window and a buffer of 16 flits: they cover its 16-cycle round
         // trip, so it sends a flit every cycle.
         let fmax = IciConfig::new(4, 16, 16, 2, 32, 8, 4)
             .and_then(|c| c.with_depth(FMAX_DEPTH))

@@ -135,11 +135,24 @@
 //! contract as a cycle model, and the RTL meets it to the cycle.
 //!
 //! **Receive pipeline.** At `depth` d > 0 ([`config::IciConfig::depth`])
-//! each receiver checks an arriving word d cycles after the stub delivers it
-//! (stage 1 registers the word and the CRC's partial sums, stage 2 the
-//! check's verdict) and then acts on it as above. Every stage loads every
-//! cycle, so everything in this contract holds with L the stub's latency
-//! plus d ([`config::IciConfig::word_latency`]).
+//! each receiver acts on an arriving word d cycles after the stub delivers
+//! it (stage 1 registers the word and the CRC's partial sums, stage 2 the
+//! check's verdict, stage 3 the checked word again) and then acts on it as
+//! above. Every stage loads every cycle, so everything in this contract
+//! holds with L the stub's latency plus d
+//! ([`config::IciConfig::word_latency`]): an acknowledgement, a credit or
+//! a NAK takes effect d cycles later, and the replay timer must outlast the
+//! longer round trip (checked).
+//!
+//! At d = 3 ([`link::SPLIT_DEPTH`]) stage 3 also holds the word's `ack`
+//! minus the sender's base, its `credit` minus the last count seen, and its
+//! `seq` minus the expected sequence number, each taken against the value
+//! the register will have when the word is acted on (the one the word
+//! before it leaves), so the step of steps 2 to 4 above compares registers:
+//! whether the acknowledgement makes progress is one compare, and the
+//! window, the issue decision, the flit to send and the credits are chosen
+//! among sums of registers by it. The rules and their timing are those
+//! above; only the logic that states them differs.
 
 pub mod block;
 pub mod frame;

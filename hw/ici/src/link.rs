@@ -194,6 +194,78 @@ struct Receiver {
     count: Expr,
     overflow: Reg,
     nak_request: Expr,
+    /// At the split depth: the two flags of a Train frame's `seq` (the rest
+    /// of the field is compared in stage 3's `ahead`).
+    train_flags: Option<Expr>,
+    /// At [`SPLIT_DEPTH`]: the stage that holds the checked word for the
+    /// cycle the protocol acts on it.
+    stage3: Option<Stage3>,
+}
+
+/// The receive pipeline's depth from which the last stage also holds what
+/// the word says relative to the state it will meet (see [`Stage3`]), and
+/// the sender's step is split into compares of registers.
+pub const SPLIT_DEPTH: u32 = 3;
+
+fn split(cfg: &IciConfig) -> bool {
+    cfg.depth() >= SPLIT_DEPTH
+}
+
+/// The third receive stage: the checked word (valid, CRC verdict, the bits
+/// the CRC covers) and, computed on its way in, its `ack`, `credit` and
+/// `seq` relative to the sender's base, the last credit count seen and the
+/// expected sequence number as they will be in the cycle the protocol acts
+/// on it. Each of those moves only with the word acted on in the cycle
+/// before, so the difference to the moved value is a choice between two
+/// differences of registers (the word in stage 2 against the word in stage
+/// 3, or against the unmoved value) instead of a subtraction after the
+/// step that moves it.
+struct Stage3 {
+    valid: Reg,
+    ok: Reg,
+    /// The word in stage 2 (its fields are the next word's).
+    next: Record,
+    /// `ack` - base, `credit` - the last count, and whether that return is
+    /// at most the peer's buffer; `seq` - the expected sequence number.
+    acked: Reg,
+    returned: Reg,
+    return_fits: Reg,
+    ahead: Reg,
+}
+
+impl Stage3 {
+    fn declare(
+        m: &mut ModuleBuilder,
+        cfg: &IciConfig,
+        valid2: Expr,
+        word2: Expr,
+        ok2: Expr,
+    ) -> (Stage3, Expr) {
+        let word_ty = Ty::u(cfg.frame_bits());
+        let (s_bits, c_bits) = (cfg.seq_bits(), cfg.credit_bits());
+        let valid = m.reg_reset("rx_p3_valid", Ty::BOOL, 0);
+        m.set_next(valid, valid2);
+        let ok = m.reg("rx_p3_crc_ok", Ty::BOOL);
+        m.set_next(ok, ok2);
+        let word = m.reg("rx_p3_word", Ty::u(cfg.frame_bits() - cfg.crc_bits()));
+        m.set_next(word, covered(word2, cfg));
+        let frame = m.wire("rx_p3_frame", word.q().zext(word_ty.width));
+        m.waive(
+            "UNUSEDSIGNAL",
+            "rx_p3_frame",
+            "its CRC field reads as 0: the CRC was checked in stage 1",
+        );
+        let stage = Stage3 {
+            valid,
+            ok,
+            next: frame_ty(cfg).unpack(word2),
+            acked: m.reg("rx_p3_acked", Ty::u(s_bits)),
+            returned: m.reg("rx_p3_returned", Ty::u(c_bits)),
+            return_fits: m.reg("rx_p3_return_fits", Ty::BOOL),
+            ahead: m.reg("rx_p3_ahead", Ty::u(s_bits)),
+        };
+        (stage, frame)
+    }
 }
 
 impl Receiver {
@@ -213,6 +285,13 @@ impl Receiver {
         } else {
             check_pipeline(m, cfg, des_valid, des_word)
         };
+        let (stage3, des_valid, des_word, crc_ok) = if split(cfg) {
+            let (st, frame) = Stage3::declare(m, cfg, des_valid, des_word, crc_ok);
+            let (valid, ok) = (st.valid.q(), st.ok.q());
+            (Some(st), valid, frame, ok)
+        } else {
+            (None, des_valid, des_word, crc_ok)
+        };
         let rf = frame_ty(cfg).unpack(des_word);
         let crc_ok = m.wire("rx_crc_ok", crc_ok);
         let good = m.wire("rx_good", des_valid & crc_ok);
@@ -220,7 +299,10 @@ impl Receiver {
         let kind = rf.get("kind");
         let is_data = good & kind.is_eq(FrameKind::Data);
         let expected = m.reg_reset("rx_expected", Ty::u(s_bits), 0);
-        let ahead_by = m.wire("rx_ahead_by", rf.get("seq") - expected.q());
+        let ahead_by = match &stage3 {
+            Some(st) => m.wire("rx_ahead_by", st.ahead.q()),
+            None => m.wire("rx_ahead_by", rf.get("seq") - expected.q()),
+        };
         let in_order = m.wire("rx_in_order", is_data & ahead_by.is_eq(0));
         // A sequence number in the half window after the expected one: a flit
         // was lost. One in the other half is a copy of an accepted flit.
@@ -238,6 +320,12 @@ impl Receiver {
         let overflow = m.reg_reset("rx_overflow", Ty::BOOL, 0);
         m.set_next(overflow, overflow.q() | (in_order & !buf_ready));
         m.set_next(expected, expected.q() + push.zext(s_bits));
+        if let Some(st) = &stage3 {
+            // seq - (expected + 1) is seq + !expected.
+            let seq2 = st.next.get("seq");
+            let ahead_next = mux(push, seq2 + !expected.q(), seq2 - expected.q());
+            m.set_next(st.ahead, ahead_next);
+        }
         let rx_ready = m.input("rx_ready_i", Ty::BOOL);
         m.connect(fifo_inst, "out_ready_i", rx_ready);
         let out_valid = m.inst_output(fifo_inst, "out_valid_o");
@@ -264,6 +352,10 @@ impl Receiver {
             count,
             overflow,
             nak_request,
+            train_flags: stage3
+                .is_some()
+                .then(|| des_word.slice(config::ICI_KIND_BITS, 2)),
+            stage3,
         }
     }
 }
@@ -377,18 +469,37 @@ struct Acks {
     /// The window after the acknowledgement: its base, flits held, sent,
     /// sent at least once.
     new_base: Expr,
-    count1: Expr,
+    /// Below the split depth (which compares registers instead).
+    count1: Option<Expr>,
     sent1: Expr,
-    high1: Expr,
+    /// Below the split depth.
+    high1: Option<Expr>,
     nak_rx: Expr,
     /// The replay timer ran out.
     expire: Expr,
     rewind: Expr,
     give_up: Expr,
+    /// At the split depth: what the issue decision needs besides
+    /// `progress`.
+    split: Option<SplitAck>,
+}
+
+/// The acknowledgement at the split depth: `ack` itself and `ack` - base as
+/// an offset (meaningful with progress), and whether the window rewinds
+/// with and without progress (a NAK; or a NAK or the timer).
+#[derive(Clone, Copy)]
+struct SplitAck {
+    ack: Expr,
+    acked: Expr,
+    rewind_p: Expr,
+    rewind_n: Expr,
 }
 
 impl Acks {
     fn of(m: &mut ModuleBuilder, cfg: &IciConfig, rx: &Receiver, regs: &SenderRegs) -> Acks {
+        if split(cfg) {
+            return Acks::split(m, cfg, rx, regs);
+        }
         let s_bits = cfg.seq_bits();
         let (base, count, timer) = (regs.base.q(), regs.count.q(), regs.timer.q());
         let acked = m.wire("tx_acked", rx.frame.get("ack") - base);
@@ -415,13 +526,68 @@ impl Acks {
         Acks {
             progress,
             new_base,
-            count1,
+            count1: Some(count1),
             sent1,
-            high1,
+            high1: Some(high1),
             nak_rx,
             expire,
             rewind,
             give_up,
+            split: None,
+        }
+    }
+
+    /// The same rules with `ack` - base from stage 3: every compare and
+    /// difference the step needs is one of registers, and the rest chooses
+    /// between them by whether the acknowledgement makes progress.
+    fn split(m: &mut ModuleBuilder, cfg: &IciConfig, rx: &Receiver, regs: &SenderRegs) -> Acks {
+        let s_bits = cfg.seq_bits();
+        let st = rx.stage3.as_ref().expect("stage 3 at the split depth");
+        let (base, count, timer) = (regs.base.q(), regs.count.q(), regs.timer.q());
+        let sent = regs.sent.q();
+        let ack = rx.frame.get("ack");
+        let acked = m.wire("tx_acked", st.acked.q());
+        let acked_off = resize(acked, offset_ty(cfg).width);
+        let fits = acked.zext(s_bits + 1).is_le(count.zext(s_bits + 1));
+        let progress = m.wire("tx_progress", rx.good & acked.is_ne(0) & fits);
+        // base + (ack - base) is the ack itself.
+        let new_base = m.wire("tx_new_base", mux(progress, ack, base));
+        // The next word's ack against the base it will meet.
+        let ack2 = st.next.get("ack");
+        m.set_next(st.acked, mux(progress, ack2 - ack, ack2 - base));
+        let sent1 = m.wire("tx_sent1", mux(progress, sat_sub(sent, acked_off), sent));
+        let nak_rx = m.wire("tx_nak_rx", rx.good & rx.kind.is_eq(FrameKind::Nak));
+        // Without progress the window keeps its count.
+        let due = m.wire(
+            "tx_timer_due",
+            regs.up & count.is_ne(0) & timer.is_eq(cfg.replay_timeout() - 1),
+        );
+        let expire = m.wire("tx_expire", due & !progress);
+        let rewind = m.wire("tx_rewind", regs.up & (nak_rx | expire));
+        // The rewind either way, so that what follows from it can be
+        // formed before progress is known and chosen by it.
+        let rewind_p = regs.up & nak_rx;
+        let rewind_n = regs.up & (nak_rx | due);
+        let give_up = m.wire(
+            "tx_give_up",
+            rewind & !progress & regs.retries.q().is_ge(cfg.max_retries()),
+        );
+        Acks {
+            progress,
+            new_base,
+            count1: None,
+            sent1,
+            high1: None,
+            nak_rx,
+            expire,
+            rewind,
+            give_up,
+            split: Some(SplitAck {
+                ack,
+                acked: acked_off,
+                rewind_p,
+                rewind_n,
+            }),
         }
     }
 }
@@ -429,13 +595,26 @@ impl Acks {
 /// Credits: the ack's credit field counts the slots the peer has freed
 /// (mod 2^C); the difference to the last count is what came back.
 struct Credits {
-    inst: Inst,
+    counter: CreditCounter,
     /// A flit may be sent (the peer has room).
     can_send: Expr,
     left: Expr,
     error: Expr,
     /// A credit count that returned more than the peer's buffer holds.
     bad_return: Reg,
+}
+
+/// The count of credits left: the library's counter, or at the split depth
+/// the same counter written out with its sums formed from registers.
+enum CreditCounter {
+    Library(Inst),
+    Split {
+        count: Reg,
+        overflow: Reg,
+        /// The credits returned in this cycle, when `return_ok`.
+        returned: Expr,
+        return_ok: Expr,
+    },
 }
 
 impl Credits {
@@ -446,6 +625,9 @@ impl Credits {
         rx: &Receiver,
         regs: &SenderRegs,
     ) -> Credits {
+        if split(cfg) {
+            return Credits::split(m, cfg, rx, regs);
+        }
         let c_bits = cfg.credit_bits();
         let inst = m.instance("credits", credit_def);
         let credit = rx.frame.get("credit");
@@ -465,11 +647,85 @@ impl Credits {
         m.set_next(regs.remote_freed, credit);
         m.set_enable(regs.remote_freed, return_ok);
         Credits {
-            inst,
+            counter: CreditCounter::Library(inst),
             can_send,
             left,
             error,
             bad_return,
+        }
+    }
+
+    /// The same rules with `credit` - the last count (and whether it is at
+    /// most B) from stage 3.
+    fn split(m: &mut ModuleBuilder, cfg: &IciConfig, rx: &Receiver, regs: &SenderRegs) -> Credits {
+        let c_bits = cfg.credit_bits();
+        let b = cfg.rx_buffer();
+        let st = rx.stage3.as_ref().expect("stage 3 at the split depth");
+        let credit = rx.frame.get("credit");
+        let returned = m.wire("tx_returned", st.returned.q());
+        let return_ok = m.wire("tx_return_ok", rx.good & st.return_fits.q());
+        // The next word's count against the last count it will meet.
+        let credit2 = st.next.get("credit");
+        let (from_this, from_last) = (credit2 - credit, credit2 - regs.remote_freed.q());
+        let fits = |x: Expr| x.zext(c_bits + 1).is_le(b);
+        m.set_next(st.returned, mux(return_ok, from_this, from_last));
+        m.set_next(
+            st.return_fits,
+            mux(return_ok, fits(from_this), fits(from_last)),
+        );
+        let count = m.reg_reset("tx_credit_count", Ty::u(bits_for(b as u64)), b);
+        let overflow = m.reg_reset("tx_credit_overflow", Ty::BOOL, 0);
+        let bad_return = m.reg_reset("tx_bad_return", Ty::BOOL, 0);
+        m.set_next(bad_return, bad_return.q() | (rx.good & !return_ok));
+        m.set_next(regs.remote_freed, credit);
+        m.set_enable(regs.remote_freed, return_ok);
+        Credits {
+            counter: CreditCounter::Split {
+                count,
+                overflow,
+                returned,
+                return_ok,
+            },
+            can_send: m.wire("tx_can_send", count.q().is_ne(0)),
+            left: count.q(),
+            error: overflow.q(),
+            bad_return,
+        }
+    }
+
+    /// A flit accepted in this cycle costs a credit.
+    fn spend(&self, m: &mut ModuleBuilder, cfg: &IciConfig, accept: Expr) {
+        match &self.counter {
+            CreditCounter::Library(inst) => m.connect(*inst, "send_i", accept),
+            CreditCounter::Split {
+                count,
+                overflow,
+                returned,
+                return_ok,
+            } => {
+                // As the library's counter: count + return - spend, at most
+                // B, any excess an error. A flit is accepted only with a
+                // credit left, so spending never underflows. Both sums come
+                // from registers; the return and the spend only choose.
+                let b = cfg.rx_buffer();
+                let ret_w = bits_for(b as u64);
+                let sum_w = bits_for(b as u64 + (1u64 << ret_w));
+                let with_ret = m.wire(
+                    "tx_credit_sum",
+                    count.q().zext(sum_w) + resize(*returned, ret_w).zext(sum_w),
+                );
+                let (c, sum1) = (count.q(), with_ret.trunc(ret_w));
+                let kept = mux(*return_ok, sum1, c);
+                let spent = mux(*return_ok, sum1 - 1u32, c - 1u32);
+                let sum = mux(accept, spent, kept);
+                let over = m.wire(
+                    "tx_credit_over",
+                    *return_ok & mux(accept, with_ret.is_gt(b + 1), with_ret.is_gt(b)),
+                );
+                let full = m.lit(Ty::u(ret_w), b);
+                m.set_next(*count, mux(over, full, sum));
+                m.set_next(*overflow, overflow.q() | over);
+            }
         }
     }
 }
@@ -497,7 +753,7 @@ fn accept_flit(
     let tx_ready = m.wire("tx_accept_ok", regs.up & count.is_lt(d) & credits.can_send);
     m.drive(tx.ready, tx_ready);
     let accept = m.wire("tx_accept", tx.stream.valid & tx_ready);
-    m.connect(credits.inst, "send_i", accept);
+    credits.spend(m, cfg, accept);
     let next_seq = m.wire("tx_next_seq", regs.base.q() + resize(count, s_bits));
     let replay = m.memory_depth("replay", flit_ty(cfg).ty(), d as u64);
     m.mem_write(
@@ -517,8 +773,11 @@ fn accept_flit(
 /// next flit not yet sent (read from the replay buffer), or Idle; loaded
 /// into the frame register (`s2_*`) when the lanes take a word.
 struct Issue {
-    /// The window's sent count after this cycle's rewind.
-    sent2: Expr,
+    /// The window's sent count after this cycle's rewind (below the split
+    /// depth).
+    sent2: Option<Expr>,
+    /// At the split depth: the next sent and sent-once counts.
+    split_next: Option<(Expr, Expr)>,
     /// A good Train frame whose sender hears us arrived.
     got_heard: Expr,
     issue: Expr,
@@ -541,7 +800,7 @@ impl Issue {
         replay: Mem,
     ) -> Issue {
         let s_bits = cfg.seq_bits();
-        let sent2 = m.wire("tx_sent2", mux(ack.rewind, 0, ack.sent1));
+        let sent2 = (!split(cfg)).then(|| m.wire("tx_sent2", mux(ack.rewind, 0, ack.sent1)));
         // A good Train frame from a retraining peer is answered with a Train
         // frame: the echoes tell the peer that words get through both ways.
         // A Train frame's seq field holds two flags: bit 1, its sender is
@@ -551,18 +810,32 @@ impl Issue {
         // again stop.
         let echo = m.reg_reset("tx_echo", Ty::BOOL, 0);
         let got_train = m.wire("rx_got_train", rx.good & rx.kind.is_eq(FrameKind::Train));
-        let train_seq = rx.frame.get("seq");
+        let train_seq = match rx.train_flags {
+            Some(flags) => flags,
+            None => rx.frame.get("seq"),
+        };
         let got_request = m.wire("rx_got_train_request", got_train & train_seq.bit(1));
         let got_heard = m.wire("rx_got_train_heard", got_train & train_seq.bit(0));
         m.set_next(echo, got_request | (echo.q() & !ser_ready));
         let up = regs.up;
         let nak_pending = regs.nak_pending.q();
-        let issue = m.wire(
-            "tx_issue",
-            up & ser_ready & !nak_pending & !echo.q() & sent2.is_lt(ack.count1),
-        );
-        let issue_seq = m.wire("tx_issue_seq", ack.new_base + resize(sent2, s_bits));
-        let retransmit = m.wire("tx_retransmit", issue & sent2.is_lt(ack.high1));
+        let free = up & ser_ready & !nak_pending & !echo.q();
+        let (issue, issue_seq, retransmit, split_next) = match sent2 {
+            Some(sent2) => {
+                let issue = m.wire(
+                    "tx_issue",
+                    free & sent2.is_lt(ack.count1.expect("the window's count")),
+                );
+                let issue_seq = m.wire("tx_issue_seq", ack.new_base + resize(sent2, s_bits));
+                let high1 = ack.high1.expect("the window's sent-once count");
+                let retransmit = m.wire("tx_retransmit", issue & sent2.is_lt(high1));
+                (issue, issue_seq, retransmit, None)
+            }
+            None => {
+                let si = split_issue(m, cfg, regs, ack, free);
+                (si.issue, si.issue_seq, si.retransmit, Some(si.next))
+            }
+        };
         let read = m.mem_read(
             replay,
             Some(ser_ready),
@@ -586,6 +859,7 @@ impl Issue {
         m.set_enable(seq, ser_ready);
         Issue {
             sent2,
+            split_next,
             got_heard,
             issue,
             retransmit,
@@ -594,6 +868,98 @@ impl Issue {
             kind,
             seq,
         }
+    }
+}
+
+/// The issue decision at the split depth, and the sent and sent-once
+/// counts after it.
+struct SplitIssue {
+    issue: Expr,
+    issue_seq: Expr,
+    retransmit: Expr,
+    next: (Expr, Expr),
+}
+
+/// The issue decision at the split depth: the rules of [`Issue::next`]
+/// stated with compares of registers, once for a cycle with progress and
+/// once without, and chosen by progress. The window after this cycle's
+/// acknowledgement and rewind holds `count1` flits of which `sent2` are
+/// sent; an acknowledgement shrinks both by `acked`, so:
+/// - a flit is left to send (`sent2 < count1`) when the acknowledgement
+///   leaves any flit (with progress `acked != count`, without `count != 0`)
+///   and either the window rewinds (`sent2` is 0) or an unsent flit was
+///   there before (`sent < count`: with `sent >= acked` both drop by
+///   `acked`; with `sent < acked`, `sent2` is 0);
+/// - it is the flit at the new base (the `ack` with progress, the base
+///   without) when the window rewinds or the acknowledgement passed every
+///   sent flit (`restart`), and the one at base + `sent` otherwise;
+/// - it was sent before (`sent2 < high1`) when, after a restart, a flit
+///   sent before is left (`high > acked` with progress, `high != 0`
+///   without), and otherwise when `sent < high`;
+/// - the next sent count is the issue (0 or 1) after a restart, else
+///   `sent` (less `acked` with progress) plus the issue; the sent-once
+///   count grows by one when a flit not sent before is issued.
+fn split_issue(
+    m: &mut ModuleBuilder,
+    cfg: &IciConfig,
+    regs: &SenderRegs,
+    ack: &Acks,
+    free: Expr,
+) -> SplitIssue {
+    let s_bits = cfg.seq_bits();
+    let off_bits = offset_ty(cfg).width;
+    let sa = ack.split.expect("the split acknowledgement");
+    let (acked, progress) = (sa.acked, ack.progress);
+    let (base, count) = (regs.base.q(), regs.count.q());
+    let (sent, high) = (regs.sent.q(), regs.high.q());
+    let unsent = sent.is_lt(count);
+    let unseen = sent.is_lt(high);
+    let snd = base + resize(sent, s_bits);
+    // With progress.
+    let restart_p = sa.rewind_p | sent.is_lt(acked);
+    let issue_p = free & acked.is_ne(count) & (sa.rewind_p | unsent);
+    let again_p = mux(restart_p, high.is_gt(acked), unseen);
+    // Without.
+    let restart_n = sa.rewind_n;
+    let issue_n = free & count.is_ne(0) & (sa.rewind_n | unsent);
+    let again_n = mux(restart_n, high.is_ne(0), unseen);
+    let issue = m.wire("tx_issue", mux(progress, issue_p, issue_n));
+    let issue_seq = m.wire(
+        "tx_issue_seq",
+        mux(
+            progress,
+            mux(restart_p, sa.ack, snd),
+            mux(restart_n, base, snd),
+        ),
+    );
+    let retransmit = m.wire(
+        "tx_retransmit",
+        mux(progress, issue_p & again_p, issue_n & again_n),
+    );
+    let one = |x: Expr| x.zext(off_bits);
+    let sent_next = mux(
+        progress,
+        mux(
+            restart_p,
+            one(issue_p),
+            mux(issue_p, (sent + 1u32) - acked, sent - acked),
+        ),
+        mux(restart_n, one(issue_n), mux(issue_n, sent + 1u32, sent)),
+    );
+    // high1 + 1 with progress: (high - acked saturating) + 1.
+    let high_ge = high.is_ge(acked);
+    let high1_p = mux(high_ge, high - acked, 0);
+    let high1_p1 = mux(high_ge, (high + 1u32) - acked, 1);
+    let high_next = mux(
+        progress,
+        mux(issue_p & !again_p, high1_p1, high1_p),
+        mux(issue_n & !again_n, high + 1u32, high),
+    );
+    SplitIssue {
+        issue,
+        issue_seq,
+        retransmit,
+        next: (sent_next, high_next),
     }
 }
 
@@ -632,13 +998,22 @@ fn next_state(
     let off_bits = offset_ty(cfg).width;
     let (state, up) = (regs.state, regs.up);
     let (sent, retries, good_run) = (regs.sent, regs.retries, regs.good_run);
-    let sent_next = issue.sent2 + issue.issue.zext(off_bits);
-    let high_next = mux(
-        issue.issue & issue.sent2.is_eq(ack.high1),
-        ack.high1 + 1u32,
-        ack.high1,
-    );
-    let count_next = ack.count1 + accept.zext(off_bits);
+    let (sent_next, high_next, count_next) = match (issue.sent2, issue.split_next) {
+        (Some(sent2), _) => {
+            let sent_next = sent2 + issue.issue.zext(off_bits);
+            let high1 = ack.high1.expect("the window's sent-once count");
+            let high_next = mux(issue.issue & sent2.is_eq(high1), high1 + 1u32, high1);
+            let count_next = ack.count1.expect("the window's count") + accept.zext(off_bits);
+            (sent_next, high_next, count_next)
+        }
+        (None, Some((sent_next, high_next))) => {
+            let acked = ack.split.expect("the split acknowledgement").acked;
+            let held = regs.count.q() + accept.zext(off_bits);
+            let count_next = mux(ack.progress, held - acked, held);
+            (sent_next, high_next, count_next)
+        }
+        (None, None) => unreachable!("an issue is either split or not"),
+    };
     m.set_next(regs.base, ack.new_base);
     m.set_next(regs.count, count_next);
     m.set_next(regs.high, high_next);
@@ -650,7 +1025,13 @@ fn next_state(
     let trained = good_run.q().is_ge(cfg.train_words());
     // The timer runs while flits wait for acknowledgement without progress.
     let timer = regs.timer.q();
-    let timer_run = up & ack.count1.is_ne(0) & !ack.progress & !ack.expire;
+    let waiting = if split(cfg) {
+        // Without progress the window keeps its count.
+        regs.count.q().is_ne(0)
+    } else {
+        ack.count1.expect("the window's count").is_ne(0)
+    };
+    let timer_run = up & waiting & !ack.progress & !ack.expire;
     m.set_next(regs.timer, mux(timer_run, timer + 1u32, 0));
     m.fsm_states(state, |t| {
         t.state(LinkState::Up, |m| {

@@ -34,7 +34,7 @@ pub struct LinkArgs {
     /// Seed of the stubs' LFSRs.
     #[arg(long, value_name = "S", default_value_t = 1)]
     seed: u64,
-    /// Receive pipeline depth of both link ends (0..=2; each adds a cycle to the lanes' latency).
+    /// Receive pipeline depth of both link ends (0..=3; each adds a cycle to the lanes' latency).
     #[arg(long, value_name = "N", default_value_t = 0)]
     depth: u32,
     /// Use the golden model (delivery and the error-free cycle model) instead of the RTL.
