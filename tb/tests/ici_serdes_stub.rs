@@ -4,7 +4,7 @@
 //! that change from cycle to cycle, scripted flips, drops and duplicates
 //! and resets, both make the same decisions in the same cycles: the same
 //! `in_ready_o`, `out_valid_o`, `out_word_o` and counters, `corrupted_o`
-//! one cycle later in the pipelined stub.
+//! two cycles later in the pipelined stub.
 
 use hw::emit::{emit_design, Header};
 use hw::Design;
@@ -126,11 +126,13 @@ fn check(width: u32, latency: u32, cycles: u64, rng: &mut impl Rng) {
         plain.port(sp::CORRUPTED).unwrap(),
         piped.port(sp::CORRUPTED).unwrap(),
     );
-    let mut corrupted_before = 0u64;
+    // The plain stub's corrupted count one and two cycles ago.
+    let mut corrupted_before = [0u64; 2];
     // Thresholds hold for runs of cycles, and sometimes change every cycle.
     let mut held: Vec<Option<Vec<u32>>> = vec![None; p.inputs.len()];
     let (mut events, mut reset_seen) = (0u64, 0u64);
-    let (mut reset_now, mut reset_last) = (false, false);
+    // Resets this cycle and in the two before.
+    let (mut reset_now, mut reset_last) = (false, [false; 2]);
     for t in 0..cycles {
         for (k, &(name, bits)) in p.inputs.iter().enumerate() {
             let v = if name.contains("threshold") {
@@ -163,20 +165,20 @@ fn check(width: u32, latency: u32, cycles: u64, rng: &mut impl Rng) {
                 "width {width}, latency {latency}, cycle {t}: {name} differs"
             );
         }
-        // The pipelined stub's corrupted count is a cycle behind (both
-        // read 0 from the second cycle after a reset).
+        // The pipelined stub's corrupted count is two cycles behind (both
+        // read 0 from the third cycle after a reset).
         let now = plain.peek(corrupted.0);
-        if t > 0 && !reset_last {
+        if t > 1 && !reset_last.iter().any(|&r| r) {
             assert_eq!(
                 piped.peek(corrupted.1),
-                corrupted_before,
-                "width {width}, latency {latency}, cycle {t}: {} (a cycle later)",
+                corrupted_before[1],
+                "width {width}, latency {latency}, cycle {t}: {} (two cycles later)",
                 sp::CORRUPTED
             );
         }
-        events += u64::from(now != corrupted_before);
-        corrupted_before = now;
-        reset_last = reset_now;
+        events += u64::from(now != corrupted_before[0]);
+        corrupted_before = [now, corrupted_before[0]];
+        reset_last = [reset_now, reset_last[0]];
         plain.step();
         piped.step();
     }

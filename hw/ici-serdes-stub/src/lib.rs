@@ -76,7 +76,7 @@
 //! used under links with a receive pipeline (`depth` >= 1), registers the
 //! draws a cycle ahead and applies the flips one stage into the line; it
 //! makes the same decisions in the same cycles and delivers the same words,
-//! and only `corrupted_o` comes a cycle later (its docs say how).
+//! and only `corrupted_o` comes two cycles later (its docs say how).
 
 use hw::{cat, delay, mux, Design, Expr, ModuleDef, Ty};
 use num_bigint::BigUint;
@@ -332,7 +332,7 @@ fn position_bits(width: u32) -> u32 {
 /// with its random draws pipelined, for links whose receive pipeline is
 /// deep enough to need it (`depth` >= 1): the same decisions in the same
 /// cycles as [`serdes_stub`], the same words on the same outputs, and
-/// `corrupted_o` one cycle later.
+/// `corrupted_o` two cycles later.
 ///
 /// - A register holds this cycle's [`DRAW_BITS`] draw bits, computed in the
 ///   cycle before from the last 64 bits it drew (the LFSR's register after
@@ -346,9 +346,10 @@ fn position_bits(width: u32) -> u32 {
 ///   the flip mask is decoded and XORed in on the way to the second stage
 ///   (at `latency` 1, on the way to `out_word_o`). The word leaves at
 ///   t + `latency` as before.
-/// - `corrupted_o` counts a word from the mask of that first stage, so it
-///   shows the words that entered up to two cycles before the current one
-///   (the other counters: one); a drained line reads the same counts.
+/// - `corrupted_o` counts a word from the mask of that first stage,
+///   registered once more, so it shows the words that entered up to three
+///   cycles before the current one (the other counters: one); a drained
+///   line reads the same counts.
 #[track_caller]
 pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDef> {
     let params = stub_params(width, latency);
@@ -444,7 +445,12 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
         m.output(OUT_VALID, valid_out);
         m.output(OUT_WORD, word_out);
 
-        counters(m, drop, dup, counted.q() & mask.any());
+        // The mask's OR over the word is registered before it counts, so
+        // the flip decode and the wide OR are not one path with the
+        // counter's carry chain.
+        let corrupted = m.reg_reset("flip_corrupted", Ty::BOOL, 0);
+        m.set_next(corrupted, counted.q() & mask.any());
+        counters(m, drop, dup, corrupted.q());
     })
 }
 
