@@ -649,7 +649,12 @@ fn deeper_pipelines_keep_bits_and_cycles() {
         .expect("an fmax preset")
         .config;
     assert_eq!(fmax.depth(), config::sparsecore::MAX_DEPTH);
-    for c in [small(2).with_depth(1).unwrap(), fmax] {
+    let staged = config::sparsecore::STAGED_LOOP_DEPTH;
+    for c in [
+        small(2).with_depth(1).unwrap(),
+        small(2).with_depth(staged).unwrap(),
+        fmax,
+    ] {
         let mut d = SparseCoreDriver::new(&c).unwrap();
         for round in 0..tb::seed::soak_rounds(4) {
             let b = random_batch(&mut rng, c.max_dim(), c.max_batch());

@@ -368,6 +368,12 @@ enum LaneDefs {
         mul: Rc<ModuleDef>,
         add: Rc<ModuleDef>,
     },
+    /// From [`config::sparsecore::STAGED_LOOP_DEPTH`] on: the staged
+    /// multiplier and a staged fp32 adder inside the loop.
+    Looped {
+        mul: Rc<ModuleDef>,
+        add: Rc<ModuleDef>,
+    },
 }
 
 /// One element of the fold unit: add32(a, p).
@@ -412,6 +418,8 @@ pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
         0 => fold_lane(design),
         d => fp32_add_unit(design, d, false),
     };
+    let rsp_buf = (cfg.loop_stages() > 0)
+        .then(|| fifo(design, Ty::u(WORD_BITS), cfg.hbm_inflight(), FifoMode::Fwft));
     design.define(&top_name(&cfg), &params, |_, m| {
         m.doc("SparseCore: embedding gather, combine and scatter-add over HBM, T parallel tiles");
         let defs = Defs {
@@ -419,6 +427,7 @@ pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
             tag: tag_fifo,
             write: write_fifo,
             fold,
+            rsp_buf,
         };
         body(m, &cfg, &types, &defs);
     })
@@ -486,6 +495,9 @@ struct Defs {
     tag: Rc<ModuleDef>,
     write: Rc<ModuleDef>,
     fold: Rc<ModuleDef>,
+    /// The response buffer in front of the combine, with the add staged
+    /// inside the loop.
+    rsp_buf: Option<Rc<ModuleDef>>,
 }
 
 /// `value` resized to `width` bits (zero-extended or truncated).
@@ -549,6 +561,10 @@ fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc
     let entry_fifo = fifo(design, types.entry.ty(), cfg.queue_depth(), FifoMode::Fwft);
     let lane = match cfg.depth() {
         0 => LaneDefs::Combinational(combine_lane(design)),
+        _ if cfg.loop_stages() > 0 => LaneDefs::Looped {
+            mul: fp32_mul_unit(design, cfg.mul_stages(), false),
+            add: fp32_add_unit(design, cfg.loop_stages(), false),
+        },
         d => LaneDefs::Staged {
             mul: fp32_mul_unit(design, d, false),
             add: combine_lane_add(design),
@@ -560,6 +576,33 @@ fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc
         m.doc("SparseCore tile: entry queue, walker, scratchpad (TileSPMEM), 8-wide fp32 combine");
         tile_body(m, &cfg, &entry, &entry_fifo, &lane);
     })
+}
+
+/// Update: the gradient word of the head's sample, chunk `acc_ctr`, as the
+/// tile's `acc_addr_o` (with `acc_o`); returns U's word, `acc_ctr` itself.
+fn acc_address(
+    m: &mut hw::ModuleBuilder,
+    cfg: &SparseCoreConfig,
+    sample: Expr,
+    row_words: Expr,
+    acc_ctr: Expr,
+    accumulating: Expr,
+) -> Expr {
+    let sb = sample_bits(cfg);
+    let nc_bits = row_words_bits(cfg);
+    let aw = act_addr_bits(cfg);
+    let acc_bits = (sb + nc_bits).max(nc_bits) + 1;
+    let acc_addr_wide = sample.mul_wide(row_words).zext(acc_bits) + acc_ctr.zext(acc_bits);
+    let acc_addr = low_bits(
+        m,
+        "acc_addr",
+        acc_addr_wide,
+        aw,
+        "s x ceil(D/8) + j is below max_batch x ceil(max_dim/8)",
+    );
+    m.output("acc_o", accumulating);
+    m.output("acc_addr_o", acc_addr);
+    fit(acc_ctr, aw)
 }
 
 fn tile_body(
@@ -691,9 +734,25 @@ fn tile_body(
     let take_marker = m.wire("take_marker", walking & head_valid & marker);
     m.output("marker_o", take_marker);
     let accumulating = state.is(TileState::Accumulate);
+    // With the add staged inside the loop, an accumulation step waits while
+    // the adder holds an earlier step to its word, and an update's row reads
+    // (which read U) wait until no step is left in the pipeline.
+    let loop_wires = (cfg.loop_stages() > 0).then(|| {
+        (
+            m.wire_decl("acc_wait", Ty::BOOL),
+            m.wire_decl("pipe_busy", Ty::BOOL),
+        )
+    });
+    let (acc_step, row_go) = match loop_wires {
+        None => (accumulating, head_valid),
+        Some((acc_wait, pipe_busy)) => (
+            m.wire("acc_step", accumulating & !acc_wait.value()),
+            m.wire("row_go", head_valid & !pipe_busy.value()),
+        ),
+    };
     let pop = m.wire(
         "entry_pop",
-        take_marker | skip | (read_fire & k_last & !updating) | (accumulating & acc_last),
+        take_marker | skip | (read_fire & k_last & !updating) | (acc_step & acc_last),
     );
     m.connect(queue, "out_ready_i", pop);
 
@@ -718,131 +777,229 @@ fn tile_body(
     m.set_next(s1_en, rsp_en);
     m.set_next(s1_data, rsp_data);
     m.set_next(s1_gain, mux(accumulating, head.get("gain"), rsp_gain));
-    m.set_next(s1_acc, accumulating);
+    m.set_next(s1_acc, acc_step);
     m.set_next(s1_first, first.q());
     m.set_next(s1_off, rsp_off);
     m.set_next(s1_lanes, rsp_lanes);
     let s1_upd = m.wire("s1_update", s1_valid.q() & updating);
-    // The add stage A = 1 + depth: the stage-1 values the add and the
-    // writes need, delayed by the multiplier's latency.
-    let valid_at = delay_taps(m, "valid_stage", s1_valid.q(), depth, Some(0));
-    let acc_at = delay_taps(m, "acc_stage", s1_acc.q(), depth, Some(0));
-    let a_valid = *valid_at.last().expect("a stage");
-    let a_acc = *acc_at.last().expect("a stage");
-    let a_en = delay(m, "en_stage", s1_en.q(), depth, None);
-    let a_first = delay(m, "first_stage", s1_first.q(), depth, None);
-    let a_off = delay(m, "off_stage", s1_off.q(), depth, None);
-    let a_lanes = delay(m, "lanes_stage", s1_lanes.q(), depth, None);
-    let a_data = delay(m, "data_stage", s1_data.q(), depth, None);
-    let a_upd = if depth == 0 {
-        s1_upd
-    } else {
-        m.wire("a_update", a_valid & updating)
-    };
-    // A combine item still in the multiplier (not yet written).
-    let in_flight = valid_at
-        .iter()
-        .copied()
-        .reduce(|a, b| a | b)
-        .expect("a stage");
-    // Update: the gradient word of the head's sample, chunk acc_ctr.
-    let acc_bits = (sb + nc_bits).max(nc_bits) + 1;
-    let acc_addr_wide = sample.mul_wide(row_words).zext(acc_bits) + acc_ctr.q().zext(acc_bits);
-    let acc_addr = low_bits(
-        m,
-        "acc_addr",
-        acc_addr_wide,
-        aw,
-        "s x ceil(D/8) + j is below max_batch x ceil(max_dim/8)",
-    );
-    m.output("acc_o", accumulating);
-    m.output("acc_addr_o", acc_addr);
-    let acc_word = fit(acc_ctr.q(), aw);
 
-    // ------------------------------------------- scratchpad and combine
-    let zero32 = m.lit(Ty::u(32), 0);
-    let mut sums = Vec::new();
-    let mut psums = Vec::new();
-    for b in 0..lanes {
-        // Bank b holds element d with d mod 8 = b; its lane came from word
-        // lane b + o, which belongs to the previous scratchpad word when
-        // b + o >= 8.
-        let wraps = if b == 0 {
-            m.lit(Ty::BOOL, 0)
-        } else {
-            rsp_off.is_ge(8 - b)
-        };
-        let addr = m.wire(&format!("bank{b}_addr"), rsp_base - wraps.zext(aw));
-        let s1_addr = m.reg(&format!("s1_bank{b}_addr"), Ty::u(aw));
-        m.set_next(s1_addr, mux(accumulating, acc_word, addr));
-        let addr_at = delay_taps(m, &format!("bank{b}_addr_stage"), s1_addr.q(), depth, None);
-        let a_addr = *addr_at.last().expect("a stage");
-        let bank = m.memory_depth(&format!("psum_bank{b}"), Ty::u(32), u64::from(words));
-        let e = s1_data.q().slice(32 * b, 32);
-        let g_lane = grad.slice(32 * b, 32);
-        match lane_defs {
-            LaneDefs::Combinational(lane_def) => {
-                let lane = m.instance(&format!("lane{b}"), lane_def);
-                let sum = m.inst_output(lane, "sum_o");
-                let write_en = clear | s1_acc.q() | (s1_valid.q() & !updating & s1_en.q().bit(b));
-                let write_addr = mux(clear, clear_addr, s1_addr.q());
-                let write_data = mux(clear, zero32, sum);
-                m.mem_write(bank, write_en, write_addr, write_data);
-                let p = m.mem_read_write_first(
-                    bank,
-                    None,
-                    mux(fold, fold_addr, mux(accumulating, acc_word, addr)),
-                );
-                // accumulate: U + g x G (U read as +0 for an id's first row);
-                // update: E - lr x U; forward: P + g x E.
-                let x = mux(s1_acc.q(), mux(s1_first.q(), zero32, p), mux(s1_upd, e, p));
-                let y = mux(s1_acc.q(), g_lane, mux(s1_upd, p, e));
-                m.connect(lane, "x_i", x);
-                m.connect(lane, "y_i", y);
-                m.connect(lane, "g_i", mux(s1_upd, lr, s1_gain.q()));
-                m.connect(lane, "neg_i", s1_upd);
-                sums.push(sum);
-                psums.push(p);
+    let (sums, a_upd, a_off, a_lanes, in_flight) = if let LaneDefs::Looped { mul, add } = lane_defs
+    {
+        // The add has A = loop_stages stages inside the read-modify-write
+        // loop. An item (a response, an accumulation step) enters at stage
+        // 1, its product leaves the multiplier (M stages) at stage 1 + M,
+        // where the partial sum it adds to arrives (read at stage M) and the
+        // add starts; the sum is written at stage K = 1 + M + A. An item
+        // enters only when no earlier item writing one of its partial sums
+        // is in stages 1 .. A + 1, so its read (at stage M) comes after
+        // their writes, and the adds of each partial sum keep their order.
+        let (acc_wait, pipe_busy) = loop_wires.expect("a staged loop");
+        let m_stages = cfg.mul_stages();
+        let a_stages = cfg.loop_stages();
+        let last = m_stages + a_stages;
+        let (add_at, write_at) = (m_stages as usize, last as usize);
+        let valid_at = delay_taps(m, "valid_stage", s1_valid.q(), last, Some(0));
+        let acc_at = delay_taps(m, "acc_stage", s1_acc.q(), last, Some(0));
+        let full = m.lit(Ty::u(lanes), 0xFF);
+        let none = m.lit(Ty::u(lanes), 0);
+        // The banks each item writes: every bank for an accumulation step,
+        // the response's lanes in a forward pass, none for an update's row.
+        let s1_wen = m.wire(
+            "s1_wen",
+            mux(
+                s1_acc.q(),
+                full,
+                mux(s1_valid.q() & !updating, s1_en.q(), none),
+            ),
+        );
+        let wen_at = delay_taps(m, "wen_stage", s1_wen, last, Some(0));
+        let a_first = delay(m, "first_stage", s1_first.q(), m_stages, None);
+        let a_data = delay(m, "data_stage", s1_data.q(), m_stages, None);
+        let add_acc = acc_at[add_at];
+        let add_upd = m.wire("add_update", valid_at[add_at] & updating);
+        let w_upd = m.wire("a_update", valid_at[write_at] & updating);
+        let w_off = delay(m, "off_stage", s1_off.q(), last, None);
+        let w_lanes = delay(m, "lanes_stage", s1_lanes.q(), last, None);
+        let busy = valid_at
+            .iter()
+            .chain(&acc_at)
+            .copied()
+            .reduce(|a, b| a | b)
+            .expect("a stage");
+        let busy = m.wire("pipe_items", busy);
+        m.drive(pipe_busy, busy);
+        let acc_word = acc_address(m, cfg, sample, row_words, acc_ctr.q(), accumulating);
+
+        let zero32 = m.lit(Ty::u(32), 0);
+        let mut sums = Vec::new();
+        let mut psums = Vec::new();
+        let mut rsp_hits = Vec::new();
+        let mut acc_hits = Vec::new();
+        for b in 0..lanes {
+            let wraps = if b == 0 {
+                m.lit(Ty::BOOL, 0)
+            } else {
+                rsp_off.is_ge(8 - b)
+            };
+            let addr = m.wire(&format!("bank{b}_addr"), rsp_base - wraps.zext(aw));
+            let s1_addr = m.reg(&format!("s1_bank{b}_addr"), Ty::u(aw));
+            m.set_next(s1_addr, mux(accumulating, acc_word, addr));
+            let addr_at = delay_taps(m, &format!("bank{b}_addr_stage"), s1_addr.q(), last, None);
+            // Items in stages 1 .. A + 1 writing this bank at the word the
+            // head response or the accumulation step would use.
+            for k in 0..=a_stages as usize {
+                let writes = wen_at[k].bit(b);
+                rsp_hits.push(writes & addr_at[k].is_eq(addr) & rsp_en.bit(b));
+                acc_hits.push(writes & addr_at[k].is_eq(acc_word));
             }
-            LaneDefs::Staged { mul, add } => {
-                // The product's operands are all there at stage 1 (an
-                // update's U was read with the response); the add's x, a
-                // partial sum or U, is read at stage `depth` so that it
-                // arrives with the product and, on the write-first port,
-                // sees the write of the item one stage ahead: the
-                // read-modify-write loop is the add alone.
-                let add_lane = m.instance(&format!("lane{b}_add"), add);
-                let sum = m.inst_output(add_lane, "sum_o");
-                let write_en = clear | a_acc | (a_valid & !updating & a_en.bit(b));
-                let write_addr = mux(clear, clear_addr, a_addr);
-                let write_data = mux(clear, zero32, sum);
-                m.mem_write(bank, write_en, write_addr, write_data);
-                let stage_before = depth as usize - 1;
-                let read_addr = mux(
-                    updating & !acc_at[stage_before],
-                    addr,
-                    addr_at[stage_before],
-                );
-                let p = m.mem_read_write_first(bank, None, mux(fold, fold_addr, read_addr));
-                let mul_lane = m.instance(&format!("lane{b}"), mul);
-                let y = mux(s1_acc.q(), g_lane, mux(s1_upd, p, e));
-                m.connect(mul_lane, "a_i", mux(s1_upd, lr, s1_gain.q()));
-                m.connect(mul_lane, "b_i", y);
-                let product = m.inst_output(mul_lane, "p_o");
-                let a_e = a_data.slice(32 * b, 32);
-                let x = mux(a_acc, mux(a_first, zero32, p), mux(a_upd, a_e, p));
-                m.connect(add_lane, "x_i", x);
-                m.connect(add_lane, "p_i", product);
-                m.connect(add_lane, "neg_i", a_upd);
-                sums.push(sum);
-                psums.push(p);
+            let bank = m.memory_depth(&format!("psum_bank{b}"), Ty::u(32), u64::from(words));
+            let add_lane = m.instance(&format!("lane{b}_add"), add);
+            let sum = m.inst_output(add_lane, "sum_o");
+            let write_en = clear | wen_at[write_at].bit(b);
+            let write_addr = mux(clear, clear_addr, addr_at[write_at]);
+            m.mem_write(bank, write_en, write_addr, mux(clear, zero32, sum));
+            // A registered read (block RAM): a partial sum at stage M for
+            // the add; an update's U as its response enters (stage 0), for
+            // the multiplier; the fold's words.
+            let read_addr = mux(updating & !acc_at[add_at - 1], addr, addr_at[add_at - 1]);
+            let p = m.mem_read(bank, None, mux(fold, fold_addr, read_addr));
+            let mul_lane = m.instance(&format!("lane{b}"), mul);
+            let e = s1_data.q().slice(32 * b, 32);
+            let y = mux(s1_acc.q(), grad.slice(32 * b, 32), mux(s1_upd, p, e));
+            m.connect(mul_lane, "a_i", mux(s1_upd, lr, s1_gain.q()));
+            m.connect(mul_lane, "b_i", y);
+            let product = m.inst_output(mul_lane, "p_o");
+            // sub32(x, p) is add32(x, -p).
+            let addend = product ^ cat(&[add_upd, m.lit(Ty::u(31), 0)]);
+            let a_e = a_data.slice(32 * b, 32);
+            let x = mux(add_acc, mux(a_first, zero32, p), mux(add_upd, a_e, p));
+            m.connect(add_lane, "a_i", x);
+            m.connect(add_lane, "b_i", addend);
+            sums.push(sum);
+            psums.push(p);
+        }
+        let any = |v: &[Expr]| v.iter().copied().reduce(|a, b| a | b).expect("a bank");
+        let rsp_wait = m.wire("rsp_wait", !updating & any(&rsp_hits));
+        m.output("rsp_wait_o", rsp_wait);
+        m.drive(acc_wait, any(&acc_hits));
+        sums.reverse();
+        psums.reverse();
+        let sums = m.wire("lane_sums", cat(&sums));
+        m.output("psum_o", cat(&psums));
+        (sums, w_upd, w_off, w_lanes, busy)
+    } else {
+        // The add stage A = 1 + depth: the stage-1 values the add and the
+        // writes need, delayed by the multiplier's latency.
+        let valid_at = delay_taps(m, "valid_stage", s1_valid.q(), depth, Some(0));
+        let acc_at = delay_taps(m, "acc_stage", s1_acc.q(), depth, Some(0));
+        let a_valid = *valid_at.last().expect("a stage");
+        let a_acc = *acc_at.last().expect("a stage");
+        let a_en = delay(m, "en_stage", s1_en.q(), depth, None);
+        let a_first = delay(m, "first_stage", s1_first.q(), depth, None);
+        let a_off = delay(m, "off_stage", s1_off.q(), depth, None);
+        let a_lanes = delay(m, "lanes_stage", s1_lanes.q(), depth, None);
+        let a_data = delay(m, "data_stage", s1_data.q(), depth, None);
+        let a_upd = if depth == 0 {
+            s1_upd
+        } else {
+            m.wire("a_update", a_valid & updating)
+        };
+        // A combine item still in the multiplier (not yet written).
+        let in_flight = valid_at
+            .iter()
+            .copied()
+            .reduce(|a, b| a | b)
+            .expect("a stage");
+        let acc_word = acc_address(m, cfg, sample, row_words, acc_ctr.q(), accumulating);
+
+        // ------------------------------------------- scratchpad and combine
+        let zero32 = m.lit(Ty::u(32), 0);
+        let mut sums = Vec::new();
+        let mut psums = Vec::new();
+        for b in 0..lanes {
+            // Bank b holds element d with d mod 8 = b; its lane came from word
+            // lane b + o, which belongs to the previous scratchpad word when
+            // b + o >= 8.
+            let wraps = if b == 0 {
+                m.lit(Ty::BOOL, 0)
+            } else {
+                rsp_off.is_ge(8 - b)
+            };
+            let addr = m.wire(&format!("bank{b}_addr"), rsp_base - wraps.zext(aw));
+            let s1_addr = m.reg(&format!("s1_bank{b}_addr"), Ty::u(aw));
+            m.set_next(s1_addr, mux(accumulating, acc_word, addr));
+            let addr_at = delay_taps(m, &format!("bank{b}_addr_stage"), s1_addr.q(), depth, None);
+            let a_addr = *addr_at.last().expect("a stage");
+            let bank = m.memory_depth(&format!("psum_bank{b}"), Ty::u(32), u64::from(words));
+            let e = s1_data.q().slice(32 * b, 32);
+            let g_lane = grad.slice(32 * b, 32);
+            match lane_defs {
+                LaneDefs::Combinational(lane_def) => {
+                    let lane = m.instance(&format!("lane{b}"), lane_def);
+                    let sum = m.inst_output(lane, "sum_o");
+                    let write_en =
+                        clear | s1_acc.q() | (s1_valid.q() & !updating & s1_en.q().bit(b));
+                    let write_addr = mux(clear, clear_addr, s1_addr.q());
+                    let write_data = mux(clear, zero32, sum);
+                    m.mem_write(bank, write_en, write_addr, write_data);
+                    let p = m.mem_read_write_first(
+                        bank,
+                        None,
+                        mux(fold, fold_addr, mux(accumulating, acc_word, addr)),
+                    );
+                    // accumulate: U + g x G (U read as +0 for an id's first row);
+                    // update: E - lr x U; forward: P + g x E.
+                    let x = mux(s1_acc.q(), mux(s1_first.q(), zero32, p), mux(s1_upd, e, p));
+                    let y = mux(s1_acc.q(), g_lane, mux(s1_upd, p, e));
+                    m.connect(lane, "x_i", x);
+                    m.connect(lane, "y_i", y);
+                    m.connect(lane, "g_i", mux(s1_upd, lr, s1_gain.q()));
+                    m.connect(lane, "neg_i", s1_upd);
+                    sums.push(sum);
+                    psums.push(p);
+                }
+                LaneDefs::Looped { .. } => unreachable!("the staged loop is built above"),
+                LaneDefs::Staged { mul, add } => {
+                    // The product's operands are all there at stage 1 (an
+                    // update's U was read with the response); the add's x, a
+                    // partial sum or U, is read at stage `depth` so that it
+                    // arrives with the product and, on the write-first port,
+                    // sees the write of the item one stage ahead: the
+                    // read-modify-write loop is the add alone.
+                    let add_lane = m.instance(&format!("lane{b}_add"), add);
+                    let sum = m.inst_output(add_lane, "sum_o");
+                    let write_en = clear | a_acc | (a_valid & !updating & a_en.bit(b));
+                    let write_addr = mux(clear, clear_addr, a_addr);
+                    let write_data = mux(clear, zero32, sum);
+                    m.mem_write(bank, write_en, write_addr, write_data);
+                    let stage_before = depth as usize - 1;
+                    let read_addr = mux(
+                        updating & !acc_at[stage_before],
+                        addr,
+                        addr_at[stage_before],
+                    );
+                    let p = m.mem_read_write_first(bank, None, mux(fold, fold_addr, read_addr));
+                    let mul_lane = m.instance(&format!("lane{b}"), mul);
+                    let y = mux(s1_acc.q(), g_lane, mux(s1_upd, p, e));
+                    m.connect(mul_lane, "a_i", mux(s1_upd, lr, s1_gain.q()));
+                    m.connect(mul_lane, "b_i", y);
+                    let product = m.inst_output(mul_lane, "p_o");
+                    let a_e = a_data.slice(32 * b, 32);
+                    let x = mux(a_acc, mux(a_first, zero32, p), mux(a_upd, a_e, p));
+                    m.connect(add_lane, "x_i", x);
+                    m.connect(add_lane, "p_i", product);
+                    m.connect(add_lane, "neg_i", a_upd);
+                    sums.push(sum);
+                    psums.push(p);
+                }
             }
         }
-    }
-    sums.reverse();
-    psums.reverse();
-    let sums = m.wire("lane_sums", cat(&sums));
-    m.output("psum_o", cat(&psums));
+        sums.reverse();
+        psums.reverse();
+        let sums = m.wire("lane_sums", cat(&sums));
+        m.output("psum_o", cat(&psums));
+        (sums, a_upd, a_off, a_lanes, in_flight)
+    };
 
     // ------------------------------------------------- update: HBM writes
     // Back from bank order to the word's lanes: lane l takes bank
@@ -867,10 +1024,7 @@ fn tile_body(
     );
     // The row's writes count from its first word; the previous row's are
     // all out when its reads start.
-    let row_start = m.wire(
-        "row_start",
-        state.is(TileState::Next) & !same_id & head_valid,
-    );
+    let row_start = m.wire("row_start", state.is(TileState::Next) & !same_id & row_go);
     m.set_next(
         kw,
         mux(
@@ -899,16 +1053,23 @@ fn tile_body(
             });
         })
         .state(TileState::Accumulate, |m| {
-            m.assign(acc_ctr, acc_ctr.q() + 1u32);
-            m.if_(acc_last, |m| {
-                m.assign(acc_ctr, 0);
-                m.assign(first, 0);
-                state.goto(m, TileState::Next);
-            });
+            let step = |m: &mut hw::ModuleBuilder| {
+                m.assign(acc_ctr, acc_ctr.q() + 1u32);
+                m.if_(acc_last, |m| {
+                    m.assign(acc_ctr, 0);
+                    m.assign(first, 0);
+                    state.goto(m, TileState::Next);
+                });
+            };
+            if loop_wires.is_some() {
+                m.if_(acc_step, step);
+            } else {
+                step(m);
+            }
         })
         .state(TileState::Next, |m| {
             m.if_(same_id, |m| state.goto(m, TileState::Accumulate))
-                .elif(head_valid, |m| {
+                .elif(row_go, |m| {
                     m.assign(k, 0);
                     state.goto(m, TileState::Row);
                 });
@@ -1097,15 +1258,47 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     m.connect(tag_q, "in_data_i", tag.bits());
 
     // ----------------------------------------------------------- responses
-    m.connect(tag_q, "out_ready_i", rsp_valid);
     let tag_valid = m.inst_output(tag_q, "out_valid_o");
     let rtag = types.tag.unpack(m.inst_output(tag_q, "out_data_o"));
     let r_off = rtag.get("offset");
+    let (word, issue) = match &defs.rsp_buf {
+        None => {
+            m.connect(tag_q, "out_ready_i", rsp_valid);
+            (rsp_data, None)
+        }
+        Some(buf_def) => {
+            // Responses wait in the buffer, in arrival order, and leave it
+            // (with their tags) when their tile's combine takes them: a read
+            // counts against `hbm_inflight` until then, so the buffer (as
+            // deep) always has room.
+            let buf = m.instance("rsp_buffer", buf_def);
+            m.connect(buf, "in_valid_i", rsp_valid);
+            m.connect(buf, "in_data_i", rsp_data);
+            m.waive(
+                "UNUSEDSIGNAL",
+                "rsp_buffer_in_ready_o",
+                "a read's tag stays in the tag FIFO until its response leaves the buffer, \
+                 so the buffer holds at most hbm_inflight responses",
+            );
+            m.waive(
+                "UNUSEDSIGNAL",
+                "rsp_buffer_count_o",
+                "the buffer's head is what the combine needs",
+            );
+            let waits = out(m, "rsp_wait_o");
+            let buf_valid = m.inst_output(buf, "out_valid_o");
+            let head = m.wire("rsp_head", buf_valid & tag_valid);
+            let issue = m.wire("rsp_issue", head & !select(rtag.get("tile"), &waits));
+            m.connect(buf, "out_ready_i", issue);
+            m.connect(tag_q, "out_ready_i", issue);
+            (m.inst_output(buf, "out_data_o"), Some(issue))
+        }
+    };
     // Rotate the word so that lane (b + o) mod 8 lands in bank b.
-    let rotated = m.wire("rsp_rotated", rotate(rsp_data, 32, r_off));
+    let rotated = m.wire("rsp_rotated", rotate(word, 32, r_off));
     let bank_en = m.wire("rsp_bank_en", rotate(rtag.get("lanes"), 1, r_off));
     // A response with no read outstanding is outside the protocol; ignored.
-    let rsp_ok = m.wire("rsp_ok", rsp_valid & tag_valid);
+    let rsp_ok = issue.unwrap_or_else(|| m.wire("rsp_ok", rsp_valid & tag_valid));
 
     // ------------------------------------------------- activation buffer
     let acts = m.memory_depth("act_buf", Ty::u(WORD_BITS), u64::from(words));
