@@ -179,6 +179,14 @@ impl SparseCoreConfig {
         self.depth.min(MAX_MUL_STAGES)
     }
 
+    /// Cycles from a combine item (a response, an accumulation step) entering
+    /// the combine to its add: the multiplier's stages, and with the add
+    /// staged inside the loop one more, the product's register (so that the
+    /// multiplier's last stage and the adder's first are not one path).
+    pub fn product_stages(&self) -> u32 {
+        self.mul_stages() + u32::from(self.loop_stages() > 0)
+    }
+
     /// Stages of the combine's add inside the read-modify-write loop: the
     /// depth from [`STAGED_LOOP_DEPTH`] on, else 0 (the add is one cycle).
     pub fn loop_stages(&self) -> u32 {
@@ -361,6 +369,8 @@ mod tests {
         let staged = c.with_depth(STAGED_LOOP_DEPTH).unwrap();
         assert_eq!(staged.loop_stages(), STAGED_LOOP_DEPTH);
         assert_eq!(staged.mul_stages(), MAX_MUL_STAGES);
+        assert_eq!(staged.product_stages(), MAX_MUL_STAGES + 1);
+        assert_eq!(c.with_depth(2).unwrap().product_stages(), 2);
         assert_eq!(
             c.with_depth(STAGED_LOOP_DEPTH - 1).unwrap().loop_stages(),
             0

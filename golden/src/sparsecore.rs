@@ -131,8 +131,9 @@ pub struct Timing {
     /// Pipeline stages of the fold's adder: each fold write lands this many
     /// cycles later.
     pub depth: u32,
-    /// Stages of the combine's multiplier, ahead of its add.
-    pub mul_stages: u32,
+    /// Cycles from a combine item entering the combine to its add (the
+    /// multiplier's stages, and the product's register with a staged loop).
+    pub product_stages: u32,
     /// Stages of the combine's add inside the read-modify-write loop; 0: the
     /// add takes one cycle and a response is combined as it arrives, else
     /// responses wait in a buffer (see [`forward_cycles`]).
@@ -147,15 +148,15 @@ impl Timing {
             hbm_inflight: cfg.hbm_inflight(),
             queue_depth: cfg.queue_depth(),
             depth: cfg.depth(),
-            mul_stages: cfg.mul_stages(),
+            product_stages: cfg.product_stages(),
             loop_stages: cfg.loop_stages(),
         }
     }
 
     /// Cycles from a combine item entering the combine (stage 0) to its
-    /// write: 1 + multiplier stages + loop stages.
+    /// write: 1 + product stages + loop stages.
     fn write_delay(&self) -> u64 {
-        1 + u64::from(self.mul_stages) + u64::from(self.loop_stages)
+        1 + u64::from(self.product_stages) + u64::from(self.loop_stages)
     }
 
     /// The cycle a response answered in cycle `r` enters the combine, the
@@ -237,7 +238,8 @@ struct TileWalk {
 /// element of the row) entered fewer than A + 2 cycles before. A read counts
 /// as outstanding until its response has entered (from cycle e + 1 it no
 /// longer does). Its write lands W = 1 + M + A cycles after it entered (M
-/// the multiplier's stages). With pipeline depth P (the fold adder's
+/// the stages ahead of the add: the multiplier's, and with A > 0 one more
+/// for the product's register). With pipeline depth P (the fold adder's
 /// stages), tile t is finished at fin_t = max(marker + 1, last entry + 1 +
 /// W); its fold starts at f_t = max(fin_t, g_t) + 1 with g_0 = S + 1 and
 /// g_t = f_(t-1) + S + P, and lasts S cycles; the pass ends 1 + P cycles
@@ -426,8 +428,8 @@ fn issue_reads(
 /// one more (looking at the next entry). With the add staged inside the
 /// loop (A stages) an entry's first word waits until A + 2 cycles after the
 /// previous entry's first word, and the row's reads wait until the id's last
-/// word of U has been written (W = 1 + M + A cycles after it entered, M the
-/// multiplier's stages). Then the id's row is read, one word per cycle under
+/// word of U has been written (W = 1 + M + A cycles after it entered, M as
+/// in [`forward_cycles`]). Then the id's row is read, one word per cycle under
 /// the in-flight rule; each response enters the combine as in
 /// [`forward_cycles`] (never held back: a row's responses write no partial
 /// sum), is written back W cycles later and leaves the write queue two

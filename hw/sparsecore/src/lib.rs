@@ -786,15 +786,16 @@ fn tile_body(
     let (sums, a_upd, a_off, a_lanes, in_flight) = if let LaneDefs::Looped { mul, add } = lane_defs
     {
         // The add has A = loop_stages stages inside the read-modify-write
-        // loop. An item (a response, an accumulation step) enters at stage
-        // 1, its product leaves the multiplier (M stages) at stage 1 + M,
-        // where the partial sum it adds to arrives (read at stage M) and the
-        // add starts; the sum is written at stage K = 1 + M + A. An item
+        // loop. An item (a response, an accumulation step) enters the
+        // multiplier at stage 1; its product, registered, reaches stage
+        // 1 + M (M = product_stages: the multiplier's stages and that
+        // register), where the partial sum it adds to arrives (read at stage
+        // M) and the add starts; the sum is written at stage K = 1 + M + A. An item
         // enters only when no earlier item writing one of its partial sums
         // is in stages 1 .. A + 1, so its read (at stage M) comes after
         // their writes, and the adds of each partial sum keep their order.
         let (acc_wait, pipe_busy) = loop_wires.expect("a staged loop");
-        let m_stages = cfg.mul_stages();
+        let m_stages = cfg.product_stages();
         let a_stages = cfg.loop_stages();
         let last = m_stages + a_stages;
         let (add_at, write_at) = (m_stages as usize, last as usize);
@@ -868,9 +869,11 @@ fn tile_body(
             let y = mux(s1_acc.q(), grad.slice(32 * b, 32), mux(s1_upd, p, e));
             m.connect(mul_lane, "a_i", mux(s1_upd, lr, s1_gain.q()));
             m.connect(mul_lane, "b_i", y);
-            let product = m.inst_output(mul_lane, "p_o");
+            let product = m.reg(&format!("lane{b}_product"), Ty::u(32));
+            let p_out = m.inst_output(mul_lane, "p_o");
+            m.set_next(product, p_out);
             // sub32(x, p) is add32(x, -p).
-            let addend = product ^ cat(&[add_upd, m.lit(Ty::u(31), 0)]);
+            let addend = product.q() ^ cat(&[add_upd, m.lit(Ty::u(31), 0)]);
             let a_e = a_data.slice(32 * b, 32);
             let x = mux(add_acc, mux(a_first, zero32, p), mux(add_upd, a_e, p));
             m.connect(add_lane, "a_i", x);
