@@ -130,11 +130,13 @@
 //!   lowest-numbered requesting tile (a read offered and not accepted in
 //!   the cycle before keeps its tile); when the read is accepted the tile
 //!   moves to its next word and p becomes that tile + 1 (mod T). p is 0
-//!   at the start of a pass. A read answered in
-//!   cycle r stops counting as outstanding in cycle r + 1; its combine writes
-//!   in cycle r + 1 + P, P the pipeline depth (below).
-//! - Tile t is finished from the cycle after it took its marker, or 2 + P
-//!   cycles after its last response if that is later (fin_t).
+//!   at the start of a pass. A read stops counting as outstanding in the
+//!   cycle after its response enters the combine, in cycle e: the cycle it
+//!   arrives (e = r) at depths 0 to 3, later from depth 4 on (below). Its
+//!   combine writes in cycle e + W: W = 1 + P at pipeline depth P <= 3,
+//!   W = 5 + P from depth 4 on.
+//! - Tile t is finished from the cycle after it took its marker, or 1 + W
+//!   cycles after its last response entered if that is later (fin_t).
 //! - The fold of tile t starts in cycle f_t = max(fin_t, g_t) + 1, where
 //!   g_0 = S + 1 and g_t = f_(t-1) + S + P; it reads one word per cycle
 //!   (f_t .. f_t + S - 1) and writes each 1 + P cycles later. After tile
@@ -147,19 +149,22 @@
 //! marker `busy_o` is low from the next cycle. An invalid entry takes one
 //! cycle; an id's first entry one cycle, then each of the id's entries
 //! ceil(D/8) cycles (one gradient word each) plus one cycle that looks at
-//! the next entry. Then the row's reads issue as in a forward walk; each
-//! response's result is queued for writing 1 + P cycles after it, reaches
-//! `hbm_wr_valid_o` two cycles later, and the walk resumes one cycle after
-//! the last read was issued or when the queue has been empty for a cycle,
-//! whichever is later (5 + P cycles after the last response with HBM writes
-//! always ready).
+//! the next entry (from depth 4 on an entry's first word also waits, see
+//! below). Then the row's reads issue as in a forward walk; each
+//! response's result is queued for writing W cycles after it entered the
+//! combine, reaches `hbm_wr_valid_o` two cycles later, and the walk resumes
+//! one cycle after the last read was issued or when the queue has been
+//! empty for a cycle, whichever is later (4 + W cycles after the last
+//! response entered with HBM writes always ready).
 //!
 //! # Pipeline depth
 //!
-//! `depth` (P, 0 to 3) gives each combine lane's fp32 multiplier P stages
-//! (`hw::arith::fp32_mul_unit`) and each fold lane's fp32 adder P stages
-//! (`hw::fp::fp32_add_unit`); at P = 0 both are combinational, the design
-//! before the parameter existed. The multiply sits outside the combine's
+//! `depth` (P, 0 to 5) gives each fold lane's fp32 adder P stages
+//! (`hw::fp::fp32_add_unit`) and each combine lane's fp32 multiplier
+//! min(P, 3) stages (`hw::arith::fp32_mul_unit`); at P = 0 both are
+//! combinational, the design before the parameter existed. At P <= 3 the
+//! combine's add is one cycle inside its read-modify-write loop; from
+//! P = 4 on it has P stages (below). The multiply sits outside the combine's
 //! read-modify-write loop: its operands (the gain or the learning rate, the
 //! HBM word, the gradient word, an update's U read with the response) are
 //! all there one cycle after the response, and the partial sum it is added
@@ -172,6 +177,35 @@
 //! ends at least four cycles before the row's first response, so the
 //! accumulation's deferred writes (P <= 3) are in place when the row reads
 //! U.
+//!
+//! From P = 4 on (`config::sparsecore::STAGED_LOOP_DEPTH`) the add has P
+//! stages inside the loop, so the loop no longer bounds the clock:
+//!
+//! - Responses wait in a response buffer (a first-word fall-through FIFO
+//!   of `hbm_inflight` words) and enter the combine from it in arrival
+//!   order, one per cycle at most: a response answered in cycle r is at
+//!   the buffer's head from cycle r + 2, or the cycle after the one before
+//!   it entered if that is later. A read's tag stays in the tag FIFO until
+//!   its response enters, so reads outstanding plus responses buffered
+//!   never exceed `hbm_inflight`: the buffer cannot overflow, and a read
+//!   counts against `hbm_inflight` until its response enters.
+//! - Interlock: the head waits while an earlier response to its tile that
+//!   adds into one of its partial sums (the same sample and a common
+//!   element of the row, compared bank by bank on the scratchpad address)
+//!   entered fewer than P + 2 cycles before (it is then in the adder, or
+//!   its write is not yet readable), and the responses behind it wait too.
+//!   Each partial sum's adds therefore keep the contract's order.
+//! - An item entering in cycle e is multiplied in cycles e + 1 .. e + 4
+//!   (three stages, then the product's register, so the multiplier's last
+//!   stage and the adder's first are not one path); its partial sum is
+//!   read in e + 4 through a plain registered port (block RAM where it is
+//!   large), the add runs from e + 5 and writes in e + 5 + P (W = 5 + P).
+//! - Update: an accumulation step into U waits like a response, so an
+//!   entry's first word enters at least P + 2 cycles after the previous
+//!   entry's of the same id; the row's reads (whose responses read U as
+//!   they enter) wait until no accumulation step is in the pipeline, W
+//!   cycles after the last one entered. A row's responses write no partial
+//!   sum and never wait.
 //!
 //! So with HBM always ready, a fixed latency L and a host that pushes
 //! whenever `ent_ready_o` is high, the cycles depend on the entry lists
