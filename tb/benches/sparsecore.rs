@@ -305,7 +305,7 @@ fn main() {
             // An update's bandwidth: the rows' words read and written.
             let cfg = shallow.config();
             let words = 2.0
-                * update_cycles(&p, ROWS, dim, BATCH, Timing::of(&cfg, LATENCY)).words_read as f64;
+                * update_cycles(&p, ROWS, dim, BATCH, Timing::of(cfg, LATENCY)).words_read as f64;
             for (pass, bytes) in [("forward", useful), ("update", words)] {
                 let mut cycles = Vec::new();
                 let mut same = true;
