@@ -440,7 +440,10 @@ pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
         tag: tag_ty(&cfg),
         write: write_ty(&cfg),
     };
-    let tag_fifo = fifo(design, types.tag.ty(), cfg.hbm_inflight(), FifoMode::Fwft);
+    // With the add staged inside the loop, the tags and the responses wait
+    // in rings of their own instead (see `body`).
+    let tag_fifo = (cfg.loop_stages() == 0)
+        .then(|| fifo(design, types.tag.ty(), cfg.hbm_inflight(), FifoMode::Fwft));
     let write_fifo = fifo(
         design,
         types.write.ty(),
@@ -452,8 +455,6 @@ pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
         0 => fold_lane(design),
         d => fp32_add_unit(design, d, false),
     };
-    let rsp_buf = (cfg.loop_stages() > 0)
-        .then(|| fifo(design, Ty::u(WORD_BITS), cfg.hbm_inflight(), FifoMode::Fwft));
     design.define(&top_name(&cfg), &params, |_, m| {
         m.doc("SparseCore: embedding gather, combine and scatter-add over HBM, T parallel tiles");
         let defs = Defs {
@@ -461,7 +462,6 @@ pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
             tag: tag_fifo,
             write: write_fifo,
             fold,
-            rsp_buf,
         };
         body(m, &cfg, &types, &defs);
     })
@@ -524,14 +524,26 @@ struct Types {
     write: RecordTy,
 }
 
+/// The staged loop's tag and response rings: pointers with a wrap bit (a
+/// slot's index is the low bits), reads held, and the two memories.
+struct Ring {
+    held: hw::Reg,
+    tag_wr: hw::Reg,
+    rsp_wr: hw::Reg,
+    /// The response write pointer a cycle late: a response is readable
+    /// from the cycle after its write.
+    rsp_written: hw::Reg,
+    rd: hw::Reg,
+    tags: hw::Mem,
+    rsps: hw::Mem,
+}
+
 struct Defs {
     tile: Rc<ModuleDef>,
-    tag: Rc<ModuleDef>,
+    /// The tag FIFO, with the add in one cycle.
+    tag: Option<Rc<ModuleDef>>,
     write: Rc<ModuleDef>,
     fold: Rc<ModuleDef>,
-    /// The response buffer in front of the combine, with the add staged
-    /// inside the loop.
-    rsp_buf: Option<Rc<ModuleDef>>,
 }
 
 /// `value` resized to `width` bits (zero-extended or truncated).
@@ -1238,13 +1250,36 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     );
 
     // ----------------------------------------------------------- arbiter
-    let tag_q = m.instance("read_tags", &defs.tag);
-    m.waive(
-        "UNUSEDSIGNAL",
-        "read_tags_count_o",
-        "room for another read is the tag FIFO's in_ready_o",
-    );
-    let tag_room = m.inst_output(tag_q, "in_ready_o");
+    // Reads granted whose responses have not entered the combine: the tag
+    // FIFO's words, or with a staged loop the count of the tag ring.
+    let tag_q = defs.tag.as_ref().map(|def| m.instance("read_tags", def));
+    let ring = match tag_q {
+        Some(q) => {
+            m.waive(
+                "UNUSEDSIGNAL",
+                "read_tags_count_o",
+                "room for another read is the tag FIFO's in_ready_o",
+            );
+            Err(m.inst_output(q, "in_ready_o"))
+        }
+        None => {
+            let inflight = cfg.hbm_inflight();
+            let pw = bits_for(inflight);
+            Ok(Ring {
+                held: m.reg_reset("tags_held", Ty::u(pw), 0),
+                tag_wr: m.reg_reset("tag_wr_ptr", Ty::u(pw), 0),
+                rsp_wr: m.reg_reset("rsp_wr_ptr", Ty::u(pw), 0),
+                rsp_written: m.reg_reset("rsp_written", Ty::u(pw), 0),
+                rd: m.reg_reset("rsp_rd_ptr", Ty::u(pw), 0),
+                tags: m.memory_depth("tag_ring", types.tag.ty(), u64::from(inflight)),
+                rsps: m.memory_depth("rsp_ring", Ty::u(WORD_BITS), u64::from(inflight)),
+            })
+        }
+    };
+    let tag_room = match &ring {
+        Err(room) => *room,
+        Ok(r) => m.wire("tag_room", r.held.q().is_ne(cfg.hbm_inflight())),
+    };
     let mut req_bits = reqs.clone();
     req_bits.reverse();
     let req_vec = m.wire("req_vec", cat(&req_bits));
@@ -1284,7 +1319,9 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
             ),
         ),
     );
-    m.connect(tag_q, "in_valid_i", fire);
+    if let Some(q) = tag_q {
+        m.connect(q, "in_valid_i", fire);
+    }
     let tag = types.tag.pack(&[
         ("tile", chosen),
         ("base", select(chosen, &req_bases)),
@@ -1292,45 +1329,53 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         ("lanes", select(chosen, &req_lanes)),
         ("gain", select(chosen, &req_gains)),
     ]);
-    m.connect(tag_q, "in_data_i", tag.bits());
+    let (tag_valid, tag_word, word, issue) = match (tag_q, &ring) {
+        (Some(q), _) => {
+            m.connect(q, "in_data_i", tag.bits());
 
-    // ----------------------------------------------------------- responses
-    let tag_valid = m.inst_output(tag_q, "out_valid_o");
-    let rtag = types.tag.unpack(m.inst_output(tag_q, "out_data_o"));
-    let r_off = rtag.get("offset");
-    let (word, issue) = match &defs.rsp_buf {
-        None => {
-            m.connect(tag_q, "out_ready_i", rsp_valid);
-            (rsp_data, None)
+            // ------------------------------------------------------- responses
+            let tag_valid = m.inst_output(q, "out_valid_o");
+            let tag_word = m.inst_output(q, "out_data_o");
+            m.connect(q, "out_ready_i", rsp_valid);
+            (tag_valid, tag_word, rsp_data, None)
         }
-        Some(buf_def) => {
-            // Responses wait in the buffer, in arrival order, and leave it
-            // (with their tags) when their tile's combine takes them: a read
-            // counts against `hbm_inflight` until then, so the buffer (as
-            // deep) always has room.
-            let buf = m.instance("rsp_buffer", buf_def);
-            m.connect(buf, "in_valid_i", rsp_valid);
-            m.connect(buf, "in_data_i", rsp_data);
-            m.waive(
-                "UNUSEDSIGNAL",
-                "rsp_buffer_in_ready_o",
-                "a read's tag stays in the tag FIFO until its response leaves the buffer, \
-                 so the buffer holds at most hbm_inflight responses",
-            );
-            m.waive(
-                "UNUSEDSIGNAL",
-                "rsp_buffer_count_o",
-                "the buffer's head is what the combine needs",
-            );
-            let waits = out(m, "rsp_wait_o");
-            let buf_valid = m.inst_output(buf, "out_valid_o");
-            let head = m.wire("rsp_head", buf_valid & tag_valid);
-            let issue = m.wire("rsp_issue", head & !select(rtag.get("tile"), &waits));
-            m.connect(buf, "out_ready_i", issue);
-            m.connect(tag_q, "out_ready_i", issue);
-            (m.inst_output(buf, "out_data_o"), Some(issue))
+        (None, Ok(r)) => {
+            // Tags and responses wait in two rings, in grant and arrival
+            // order, and leave together when the response enters its tile's
+            // combine: a read counts against `hbm_inflight` until then, so
+            // neither ring (as deep) can overflow. Both heads are memory
+            // reads at the read pointer the entry advances, registered
+            // without an enable: an entry drives a few pointer bits, not
+            // every bit of the head. A response written in cycle x is read
+            // from x + 1, so it is at the head from x + 2.
+            let inflight = cfg.hbm_inflight();
+            let slot = |p: Expr| fit(p, bits_for(inflight - 1).max(1));
+            m.set_next(r.tag_wr, mux(fire, r.tag_wr.q() + 1u32, r.tag_wr.q()));
+            m.mem_write(r.tags, fire, slot(r.tag_wr.q()), tag.bits());
+            m.set_next(r.rsp_wr, mux(rsp_valid, r.rsp_wr.q() + 1u32, r.rsp_wr.q()));
+            m.set_next(r.rsp_written, r.rsp_wr.q());
+            m.mem_write(r.rsps, rsp_valid, slot(r.rsp_wr.q()), rsp_data);
+            let head = m.wire("rsp_head", r.rsp_written.q().is_ne(r.rd.q()));
+            let issue = m.wire_decl("rsp_issue", Ty::BOOL);
+            let rd_next = m.wire("rsp_rd_next", r.rd.q() + issue.value().zext(r.rd.q().width()));
+            m.set_next(r.rd, rd_next);
+            let held = r.held.q();
+            let pw = held.width();
+            m.set_next(r.held, held + fire.zext(pw) - issue.value().zext(pw));
+            let tag_word = m.mem_read(r.tags, None, slot(rd_next));
+            let word = m.mem_read(r.rsps, None, slot(rd_next));
+            (head, tag_word, word, Some(issue))
         }
+        (None, Err(_)) => unreachable!("a tag FIFO's room comes with the FIFO"),
     };
+    let rtag = types.tag.unpack(tag_word);
+    let r_off = rtag.get("offset");
+    let issue = issue.map(|w| {
+        let waits = out(m, "rsp_wait_o");
+        let go = tag_valid & !select(rtag.get("tile"), &waits);
+        m.drive(w, go);
+        w.value()
+    });
     // Rotate the word so that lane (b + o) mod 8 lands in bank b.
     let rotated = m.wire("rsp_rotated", rotate(word, 32, r_off));
     let bank_en = m.wire("rsp_bank_en", rotate(rtag.get("lanes"), 1, r_off));
