@@ -500,7 +500,24 @@ fn write_ty(cfg: &SparseCoreConfig) -> RecordTy {
 /// What the combine needs to know about an outstanding read: the tile it is
 /// for, the scratchpad word of its first lanes, the row's offset in the
 /// word, which lanes hold the row, and the gain.
+///
+/// With the add staged inside the loop, the tag holds each bank's
+/// scratchpad word and write enable instead of the base, computed as the
+/// read is granted, so that the interlock's compare starts at registers.
 fn tag_ty(cfg: &SparseCoreConfig) -> RecordTy {
+    if cfg.loop_stages() > 0 {
+        return RecordTy::new(
+            "sc_read_banked",
+            &[
+                ("tile", Ty::u(tile_bits(cfg))),
+                ("bank_addr", Ty::u(WORD_ELEMS * act_addr_bits(cfg))),
+                ("bank_en", Ty::u(WORD_ELEMS)),
+                ("offset", Ty::u(3)),
+                ("lanes", Ty::u(WORD_ELEMS)),
+                ("gain", Ty::u(32)),
+            ],
+        );
+    }
     RecordTy::new(
         "sc_read",
         &[
@@ -511,6 +528,18 @@ fn tag_ty(cfg: &SparseCoreConfig) -> RecordTy {
             ("gain", Ty::u(32)),
         ],
     )
+}
+
+/// Bank b's scratchpad word for a response whose first lanes go to word
+/// `base` at offset `offset`: lane b + o of the HBM word belongs to the
+/// previous scratchpad word when b + o >= 8.
+fn bank_addr(m: &hw::ModuleBuilder, base: Expr, offset: Expr, b: u32) -> Expr {
+    let wraps = if b == 0 {
+        m.lit(Ty::BOOL, 0)
+    } else {
+        offset.is_ge(8 - b)
+    };
+    base - wraps.zext(base.width())
 }
 
 /// Width of a tile number.
@@ -688,7 +717,14 @@ fn tile_body(
     let rsp_valid = m.input("rsp_valid_i", Ty::BOOL);
     let rsp_data = m.input("rsp_data_i", Ty::u(WORD_BITS));
     let rsp_en = m.input("rsp_en_i", Ty::u(lanes));
-    let rsp_base = m.input("rsp_base_i", Ty::u(aw));
+    let staged = cfg.loop_stages() > 0;
+    // Each bank's scratchpad word, from the base and offset, or as the tag
+    // brings it with a staged loop.
+    let rsp_base = if staged {
+        m.input("rsp_bank_addr_i", Ty::u(lanes * aw))
+    } else {
+        m.input("rsp_base_i", Ty::u(aw))
+    };
     let rsp_off = m.input("rsp_offset_i", Ty::u(3));
     let rsp_lanes = m.input("rsp_lanes_i", Ty::u(lanes));
     let rsp_gain = m.input("rsp_gain_i", Ty::u(32));
@@ -883,12 +919,7 @@ fn tile_body(
         let mut rsp_hits = Vec::new();
         let mut acc_hits = Vec::new();
         for b in 0..lanes {
-            let wraps = if b == 0 {
-                m.lit(Ty::BOOL, 0)
-            } else {
-                rsp_off.is_ge(8 - b)
-            };
-            let addr = m.wire(&format!("bank{b}_addr"), rsp_base - wraps.zext(aw));
+            let addr = m.wire(&format!("bank{b}_addr"), rsp_base.slice(aw * b, aw));
             let s1_addr = m.reg(&format!("s1_bank{b}_addr"), Ty::u(aw));
             m.set_next(s1_addr, mux(accumulating, acc_word, addr));
             let addr_at = delay_taps(m, &format!("bank{b}_addr_stage"), s1_addr.q(), last, None);
@@ -1322,13 +1353,29 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     if let Some(q) = tag_q {
         m.connect(q, "in_valid_i", fire);
     }
-    let tag = types.tag.pack(&[
-        ("tile", chosen),
-        ("base", select(chosen, &req_bases)),
-        ("offset", select(chosen, &req_offsets)),
-        ("lanes", select(chosen, &req_lanes)),
-        ("gain", select(chosen, &req_gains)),
-    ]);
+    let tag = if cfg.loop_stages() > 0 {
+        let base = select(chosen, &req_bases);
+        let offset = select(chosen, &req_offsets);
+        let lanes_of = select(chosen, &req_lanes);
+        let mut addrs: Vec<Expr> = (0..lanes).map(|b| bank_addr(m, base, offset, b)).collect();
+        addrs.reverse();
+        types.tag.pack(&[
+            ("tile", chosen),
+            ("bank_addr", cat(&addrs)),
+            ("bank_en", rotate(lanes_of, 1, offset)),
+            ("offset", offset),
+            ("lanes", lanes_of),
+            ("gain", select(chosen, &req_gains)),
+        ])
+    } else {
+        types.tag.pack(&[
+            ("tile", chosen),
+            ("base", select(chosen, &req_bases)),
+            ("offset", select(chosen, &req_offsets)),
+            ("lanes", select(chosen, &req_lanes)),
+            ("gain", select(chosen, &req_gains)),
+        ])
+    };
     let (tag_valid, tag_word, word, issue) = match (tag_q, &ring) {
         (Some(q), _) => {
             m.connect(q, "in_data_i", tag.bits());
@@ -1357,7 +1404,10 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
             m.mem_write(r.rsps, rsp_valid, slot(r.rsp_wr.q()), rsp_data);
             let head = m.wire("rsp_head", r.rsp_written.q().is_ne(r.rd.q()));
             let issue = m.wire_decl("rsp_issue", Ty::BOOL);
-            let rd_next = m.wire("rsp_rd_next", r.rd.q() + issue.value().zext(r.rd.q().width()));
+            let rd_next = m.wire(
+                "rsp_rd_next",
+                r.rd.q() + issue.value().zext(r.rd.q().width()),
+            );
             m.set_next(r.rd, rd_next);
             let held = r.held.q();
             let pw = held.width();
@@ -1378,7 +1428,11 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     });
     // Rotate the word so that lane (b + o) mod 8 lands in bank b.
     let rotated = m.wire("rsp_rotated", rotate(word, 32, r_off));
-    let bank_en = m.wire("rsp_bank_en", rotate(rtag.get("lanes"), 1, r_off));
+    let bank_en = if cfg.loop_stages() > 0 {
+        m.wire("rsp_bank_en", rtag.get("bank_en"))
+    } else {
+        m.wire("rsp_bank_en", rotate(rtag.get("lanes"), 1, r_off))
+    };
     // A response with no read outstanding is outside the protocol; ignored.
     let rsp_ok = issue.unwrap_or_else(|| m.wire("rsp_ok", rsp_valid & tag_valid));
 
@@ -1499,7 +1553,11 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         m.connect(inst, "rsp_valid_i", rsp_ok & mine(rtag.get("tile")));
         m.connect(inst, "rsp_data_i", rotated);
         m.connect(inst, "rsp_en_i", bank_en);
-        m.connect(inst, "rsp_base_i", rtag.get("base"));
+        if cfg.loop_stages() > 0 {
+            m.connect(inst, "rsp_bank_addr_i", rtag.get("bank_addr"));
+        } else {
+            m.connect(inst, "rsp_base_i", rtag.get("base"));
+        }
         m.connect(inst, "rsp_offset_i", r_off);
         m.connect(inst, "rsp_lanes_i", rtag.get("lanes"));
         m.connect(inst, "rsp_gain_i", rtag.get("gain"));
