@@ -181,14 +181,18 @@
 //! From P = 4 on (`config::sparsecore::STAGED_LOOP_DEPTH`) the add has P
 //! stages inside the loop, so the loop no longer bounds the clock:
 //!
-//! - Responses wait in a response buffer (a first-word fall-through FIFO
-//!   of `hbm_inflight` words) and enter the combine from it in arrival
-//!   order, one per cycle at most: a response answered in cycle r is at
-//!   the buffer's head from cycle r + 2, or the cycle after the one before
-//!   it entered if that is later. A read's tag stays in the tag FIFO until
-//!   its response enters, so reads outstanding plus responses buffered
-//!   never exceed `hbm_inflight`: the buffer cannot overflow, and a read
-//!   counts against `hbm_inflight` until its response enters.
+//! - Responses wait in a response ring (`hbm_inflight` words) and enter
+//!   the combine from it in arrival order, one per cycle at most: a
+//!   response answered in cycle r is at the ring's head from cycle r + 2,
+//!   or the cycle after the one before it entered if that is later. The
+//!   tags (which replace the tag FIFO here, and carry each bank's
+//!   scratchpad word and write enable, computed at the grant) wait in a
+//!   ring of their own and leave with their responses, so reads
+//!   outstanding plus responses buffered never exceed `hbm_inflight`: the
+//!   ring cannot overflow, and a read counts against `hbm_inflight` until
+//!   its response enters. Both heads are registered reads at the read
+//!   pointer an entry advances, so an entry drives a few pointer bits, not
+//!   an enable on every bit of the head.
 //! - Interlock: the head waits while an earlier response to its tile that
 //!   adds into one of its partial sums (the same sample and a common
 //!   element of the row, compared bank by bank on the scratchpad address)
