@@ -1357,28 +1357,44 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     if let Some(q) = tag_q {
         m.connect(q, "in_valid_i", fire);
     }
-    let tag = if cfg.loop_stages() > 0 {
-        let base = select(chosen, &req_bases);
-        let offset = select(chosen, &req_offsets);
-        let lanes_of = select(chosen, &req_lanes);
+    let (tag, tag_write) = if cfg.loop_stages() > 0 {
+        // The grant's fields are registered first and the banks' words
+        // computed from the registers, so that neither the row's address
+        // arithmetic nor the ring's write follows the other in one cycle;
+        // the tag reaches its ring a cycle after the grant, long before its
+        // response can enter.
+        let held = |m: &mut hw::ModuleBuilder, name: &str, v: Expr| {
+            let r = m.reg(name, v.ty());
+            m.set_next(r, v);
+            r.q()
+        };
+        let written = m.reg_reset("grant_valid", Ty::BOOL, 0);
+        m.set_next(written, fire);
+        let tile_q = held(m, "grant_tile", chosen);
+        let base = held(m, "grant_base", select(chosen, &req_bases));
+        let offset = held(m, "grant_offset", select(chosen, &req_offsets));
+        let lanes_of = held(m, "grant_lanes", select(chosen, &req_lanes));
+        let gain = held(m, "grant_gain", select(chosen, &req_gains));
         let mut addrs: Vec<Expr> = (0..lanes).map(|b| bank_addr(m, base, offset, b)).collect();
         addrs.reverse();
-        types.tag.pack(&[
-            ("tile", chosen),
+        let tag = types.tag.pack(&[
+            ("tile", tile_q),
             ("bank_addr", cat(&addrs)),
             ("bank_en", rotate(lanes_of, 1, offset)),
             ("offset", offset),
             ("lanes", lanes_of),
-            ("gain", select(chosen, &req_gains)),
-        ])
+            ("gain", gain),
+        ]);
+        (tag, written.q())
     } else {
-        types.tag.pack(&[
+        let tag = types.tag.pack(&[
             ("tile", chosen),
             ("base", select(chosen, &req_bases)),
             ("offset", select(chosen, &req_offsets)),
             ("lanes", select(chosen, &req_lanes)),
             ("gain", select(chosen, &req_gains)),
-        ])
+        ]);
+        (tag, fire)
     };
     let (tag_valid, tag_word, word, issue) = match (tag_q, &ring) {
         (Some(q), _) => {
@@ -1401,8 +1417,8 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
             // from x + 1, so it is at the head from x + 2.
             let inflight = cfg.hbm_inflight();
             let slot = |p: Expr| fit(p, bits_for(inflight - 1).max(1));
-            m.set_next(r.tag_wr, mux(fire, r.tag_wr.q() + 1u32, r.tag_wr.q()));
-            m.mem_write(r.tags, fire, slot(r.tag_wr.q()), tag.bits());
+            m.set_next(r.tag_wr, mux(tag_write, r.tag_wr.q() + 1u32, r.tag_wr.q()));
+            m.mem_write(r.tags, tag_write, slot(r.tag_wr.q()), tag.bits());
             m.set_next(r.rsp_wr, mux(rsp_valid, r.rsp_wr.q() + 1u32, r.rsp_wr.q()));
             m.set_next(r.rsp_written, r.rsp_wr.q());
             m.mem_write(r.rsps, rsp_valid, slot(r.rsp_wr.q()), rsp_data);
