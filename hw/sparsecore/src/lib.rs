@@ -1225,8 +1225,22 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     } else {
         m.wire("row_words", m.lit(Ty::u(1), 1))
     };
-    let span = m.wire("span", batch.q().mul_wide(row_words));
-    let span_last = m.wire("span_last", span - 1u32);
+    let span_last = if cfg.loop_stages() > 0 {
+        // B x ceil(D/8) - 1 from the start's inputs into a register, so the
+        // product is not on the sequencer's paths during the pass.
+        let words_in = if db > 3 {
+            dim_in.slice(3, db - 3).zext(nc_bits) + dim_in.slice(0, 3).any().zext(nc_bits)
+        } else {
+            m.lit(Ty::u(1), 1)
+        };
+        let r = m.reg_reset("span_last_q", Ty::u(spb), 0);
+        let taken = start & state.is(PassState::Idle);
+        m.set_next(r, mux(taken, batch_in.mul_wide(words_in) - 1u32, r.q()));
+        r.q()
+    } else {
+        let span = m.wire("span", batch.q().mul_wide(row_words));
+        m.wire("span_last", span - 1u32)
+    };
     let ctr = m.reg_reset("ctr", Ty::u(spb), 0);
     let ctr_at_last = m.wire("ctr_at_last", ctr.q().is_eq(span_last));
     let ctr_word = fit(ctr.q(), aw);
