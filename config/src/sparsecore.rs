@@ -28,10 +28,18 @@ pub const HBM_INFLIGHT_RANGE: std::ops::RangeInclusive<u32> = 4..=256;
 /// The fixed HBM latency of the cycle model and the benchmark, in cycles
 /// (the interface needs at least 2, see the `sparsecore` crate docs).
 pub const HBM_LATENCY_RANGE: std::ops::RangeInclusive<u32> = 2..=4096;
-/// Pipeline depth: the stages of the combine lanes' fp32 multiplier (ahead
-/// of their add, outside the read-modify-write loop) and of the fold lanes'
-/// fp32 adder, 0 (combinational) to this (the multiplier's most stages).
-pub const MAX_DEPTH: u32 = 3;
+/// Pipeline depth: the stages of the fold lanes' fp32 adder, and of the
+/// combine lanes' fp32 multiplier (ahead of their add, outside the
+/// read-modify-write loop) up to [`MAX_MUL_STAGES`], 0 (combinational) to
+/// this (the adder's most stages).
+pub const MAX_DEPTH: u32 = 5;
+/// The combine multiplier's most stages.
+pub const MAX_MUL_STAGES: u32 = 3;
+/// From this depth on the combine's fp32 add is staged too, `depth` stages
+/// inside the read-modify-write loop, behind a response buffer and an
+/// interlock (see the `sparsecore` crate docs); below it the add is one
+/// cycle.
+pub const STAGED_LOOP_DEPTH: u32 = 4;
 /// The largest partial-sum scratchpad, in 32-byte words (8 fp32 each).
 pub const MAX_SCRATCHPAD_WORDS: u32 = 1 << 16;
 /// fp32 elements per HBM word (32 bytes) and per scratchpad word.
@@ -145,10 +153,11 @@ impl SparseCoreConfig {
     }
 
     /// The same configuration with pipeline depth `depth` (0 to
-    /// [`MAX_DEPTH`]): the combine lanes' multiplier and the fold lanes'
-    /// adder each get `depth` stages, so a combine writes its partial sum
-    /// `depth` cycles later and a fold its activation word `depth` cycles
-    /// later (see the `sparsecore` crate docs).
+    /// [`MAX_DEPTH`]): the fold lanes' adder gets `depth` stages and the
+    /// combine lanes' multiplier `depth` up to [`MAX_MUL_STAGES`], so a fold
+    /// writes its activation word `depth` cycles later; from
+    /// [`STAGED_LOOP_DEPTH`] on the combine's add has `depth` stages too (see
+    /// the `sparsecore` crate docs).
     pub fn with_depth(&self, depth: u32) -> Result<Self, ConfigError> {
         if depth > MAX_DEPTH {
             return Err(ConfigError(format!(
@@ -158,9 +167,34 @@ impl SparseCoreConfig {
         Ok(SparseCoreConfig { depth, ..*self })
     }
 
-    /// Pipeline stages of the combine's multiplier and of the fold's adder.
+    /// Pipeline stages of the fold's adder (and of the combine's multiplier,
+    /// up to [`MAX_MUL_STAGES`]).
     pub fn depth(&self) -> u32 {
         self.depth
+    }
+
+    /// Stages of the combine lanes' multiplier: the depth, at most
+    /// [`MAX_MUL_STAGES`].
+    pub fn mul_stages(&self) -> u32 {
+        self.depth.min(MAX_MUL_STAGES)
+    }
+
+    /// Cycles from a combine item (a response, an accumulation step) entering
+    /// the combine to its add: the multiplier's stages, and with the add
+    /// staged inside the loop one more, the product's register (so that the
+    /// multiplier's last stage and the adder's first are not one path).
+    pub fn product_stages(&self) -> u32 {
+        self.mul_stages() + u32::from(self.loop_stages() > 0)
+    }
+
+    /// Stages of the combine's add inside the read-modify-write loop: the
+    /// depth from [`STAGED_LOOP_DEPTH`] on, else 0 (the add is one cycle).
+    pub fn loop_stages(&self) -> u32 {
+        if self.depth >= STAGED_LOOP_DEPTH {
+            self.depth
+        } else {
+            0
+        }
     }
 
     /// T: tiles; tile t owns the ids with id mod T = t.
@@ -332,6 +366,15 @@ mod tests {
         assert_eq!(c.with_depth(MAX_DEPTH).unwrap().depth(), MAX_DEPTH);
         assert!(c.with_depth(MAX_DEPTH + 1).is_err());
         assert_eq!(c.with_depth(2).unwrap().with_tiles(3).unwrap().depth(), 2);
+        let staged = c.with_depth(STAGED_LOOP_DEPTH).unwrap();
+        assert_eq!(staged.loop_stages(), STAGED_LOOP_DEPTH);
+        assert_eq!(staged.mul_stages(), MAX_MUL_STAGES);
+        assert_eq!(staged.product_stages(), MAX_MUL_STAGES + 1);
+        assert_eq!(c.with_depth(2).unwrap().product_stages(), 2);
+        assert_eq!(
+            c.with_depth(STAGED_LOOP_DEPTH - 1).unwrap().loop_stages(),
+            0
+        );
     }
 
     #[test]
@@ -348,7 +391,7 @@ mod tests {
             "tile = 4",
             "queue_depth = 5",
             "max_dim = -1",
-            "depth = 4",
+            "depth = 6",
             "[[",
         ] {
             let err = SparseCoreConfig::from_toml(bad).unwrap_err().to_string();

@@ -128,9 +128,16 @@ pub struct Timing {
     pub hbm_inflight: u32,
     /// Entries each tile's queue holds.
     pub queue_depth: u32,
-    /// Pipeline stages of the combine's multiplier and the fold's adder:
-    /// each combine and each fold write lands this many cycles later.
+    /// Pipeline stages of the fold's adder: each fold write lands this many
+    /// cycles later.
     pub depth: u32,
+    /// Cycles from a combine item entering the combine to its add (the
+    /// multiplier's stages, and the product's register with a staged loop).
+    pub product_stages: u32,
+    /// Stages of the combine's add inside the read-modify-write loop; 0: the
+    /// add takes one cycle and a response is combined as it arrives, else
+    /// responses wait in a buffer (see [`forward_cycles`]).
+    pub loop_stages: u32,
 }
 
 impl Timing {
@@ -141,8 +148,39 @@ impl Timing {
             hbm_inflight: cfg.hbm_inflight(),
             queue_depth: cfg.queue_depth(),
             depth: cfg.depth(),
+            product_stages: cfg.product_stages(),
+            loop_stages: cfg.loop_stages(),
         }
     }
+
+    /// Cycles from a combine item entering the combine (stage 0) to its
+    /// write: 1 + product stages + loop stages.
+    fn write_delay(&self) -> u64 {
+        1 + u64::from(self.product_stages) + u64::from(self.loop_stages)
+    }
+
+    /// The cycle a response answered in cycle `r` enters the combine, the
+    /// one before it having entered in `previous`: as it arrives, or with a
+    /// response buffer from the cycle it reaches the buffer's head (two
+    /// cycles after it arrives, one after the one before it left).
+    fn buffered_entry(&self, r: u64, previous: Option<u64>) -> u64 {
+        if self.loop_stages == 0 {
+            r
+        } else {
+            previous.map_or(r + 2, |p| (r + 2).max(p + 1))
+        }
+    }
+}
+
+/// A response that entered a staged combine loop: its cycle, tile, sample
+/// and the row's elements it adds into.
+#[derive(Clone, Copy)]
+struct Entered {
+    cycle: u64,
+    tile: usize,
+    sample: u32,
+    first: u64,
+    last: u64,
 }
 
 /// What the cycle model predicts for one forward pass.
@@ -170,7 +208,7 @@ struct TileWalk {
     granted: u64,
     /// The cycle the marker was taken.
     marker: Option<u64>,
-    /// The cycle of the tile's last response.
+    /// The cycle the tile's last response entered the combine.
     last_response: Option<u64>,
 }
 
@@ -189,13 +227,23 @@ struct TileWalk {
 /// out of bounds is dropped, a valid entry requests its next word. Of the
 /// requesting tiles, the lowest-numbered at or above the round-robin pointer
 /// (else the lowest-numbered) gets the read, if fewer than `hbm_inflight`
-/// reads are outstanding (a read answered in cycle r no longer counts from
-/// cycle r + 1); the pointer moves past it, and the entry leaves with its
-/// last word. With pipeline depth P, tile t is finished at fin_t =
-/// max(marker + 1, last response + 2 + P); its fold starts at f_t =
-/// max(fin_t, g_t) + 1 with g_0 = S + 1 and g_t = f_(t-1) + S + P, and lasts
-/// S cycles; the pass ends 1 + P cycles after the last fold's last read (its
-/// write).
+/// reads are outstanding; the pointer moves past it, and the entry leaves
+/// with its last word.
+///
+/// A response enters the combine in cycle e: with the add in one cycle
+/// (loop stages A = 0) as it arrives (e = r); with A stages, in arrival
+/// order from a buffer, at the earliest two cycles after it arrives and one
+/// after the response before it entered, and not while a response to the
+/// same tile that adds into one of its partial sums (same sample, a common
+/// element of the row) entered fewer than A + 2 cycles before. A read counts
+/// as outstanding until its response has entered (from cycle e + 1 it no
+/// longer does). Its write lands W = 1 + M + A cycles after it entered (M
+/// the stages ahead of the add: the multiplier's, and with A > 0 one more
+/// for the product's register). With pipeline depth P (the fold adder's
+/// stages), tile t is finished at fin_t = max(marker + 1, last entry + 1 +
+/// W); its fold starts at f_t = max(fin_t, g_t) + 1 with g_0 = S + 1 and
+/// g_t = f_(t-1) + S + P, and lasts S cycles; the pass ends 1 + P cycles
+/// after the last fold's last read (its write).
 pub fn forward_cycles(
     prepared: &Prepared,
     rows: u32,
@@ -207,8 +255,13 @@ pub fn forward_cycles(
     let inflight = timing.hbm_inflight as usize;
     let depth = timing.queue_depth as usize;
     let stages = u64::from(timing.depth);
+    let loop_gap = u64::from(timing.loop_stages) + 2;
     let span = u64::from(batch) * u64::from(dim.div_ceil(8));
     let n_tiles = prepared.tiles.len();
+    let mut last_entry = None;
+    // The latest responses into a staged loop: only the last A + 2 can hold
+    // a later one back, as one enters per cycle at most.
+    let mut entered: std::collections::VecDeque<Entered> = std::collections::VecDeque::new();
     // The stream, in order: (tile, entry or marker).
     let stream: Vec<(usize, Option<crate::sparsecore_host::Entry>)> = prepared
         .tiles
@@ -267,14 +320,36 @@ pub fn forward_cycles(
                     .unwrap_or(requests[0]);
                 pointer = (g + 1) % n_tiles;
                 let r = c + latency;
-                outstanding.push_back(r);
-                words_read += 1;
                 let tile = &mut tiles[g];
-                tile.last_response = Some(r);
-                tile.granted += 1;
                 let e = tile.queue.front().expect("a requesting tile has a head").0;
                 let e = e.expect("a requesting head is an entry");
-                if tile.granted == row_words(u64::from(e.id as u32) * u64::from(dim), dim) {
+                let row = u64::from(e.id as u32) * u64::from(dim);
+                let word = (row / 8 + tile.granted) * 8;
+                let mut item = Entered {
+                    cycle: timing.buffered_entry(r, last_entry),
+                    tile: g,
+                    sample: e.sample,
+                    first: word.max(row) - row,
+                    last: (word + 7).min(row + u64::from(dim) - 1) - row,
+                };
+                if timing.loop_stages > 0 {
+                    for x in &entered {
+                        let overlaps = x.first <= item.last && item.first <= x.last;
+                        if x.tile == g && x.sample == e.sample && overlaps {
+                            item.cycle = item.cycle.max(x.cycle + loop_gap);
+                        }
+                    }
+                    entered.push_back(item);
+                    if entered.len() as u64 > loop_gap {
+                        entered.pop_front();
+                    }
+                }
+                last_entry = Some(item.cycle);
+                outstanding.push_back(item.cycle);
+                words_read += 1;
+                tile.last_response = Some(item.cycle);
+                tile.granted += 1;
+                if tile.granted == row_words(row, dim) {
                     tile.queue.pop_front();
                     tile.granted = 0;
                 }
@@ -287,7 +362,7 @@ pub fn forward_cycles(
     for tile in &tiles {
         let marker = tile.marker.expect("every tile took its marker");
         let finished = match tile.last_response {
-            Some(r) => (marker + 1).max(r + 2 + stages),
+            Some(e) => (marker + 1).max(e + 1 + timing.write_delay()),
             None => marker + 1,
         };
         let fold = finished.max(ready) + 1;
@@ -312,13 +387,14 @@ pub struct UpdateCycles {
 }
 
 /// Issues `words` reads from cycle `t` under the in-flight rule; returns the
-/// cycle after the last issue and the last response's cycle.
+/// cycle after the last issue and the cycle the last response entered the
+/// combine (`last_entry`: the last response's entry so far).
 fn issue_reads(
     mut t: u64,
     words: u64,
-    latency: u64,
-    inflight: usize,
+    timing: Timing,
     outstanding: &mut std::collections::VecDeque<u64>,
+    last_entry: &mut Option<u64>,
 ) -> (u64, u64) {
     let mut last = 0;
     for _ in 0..words {
@@ -326,10 +402,11 @@ fn issue_reads(
         while outstanding.front().is_some_and(|&r| r < c) {
             outstanding.pop_front();
         }
-        if outstanding.len() == inflight {
+        if outstanding.len() == timing.hbm_inflight as usize {
             c = outstanding.pop_front().expect("full") + 1;
         }
-        last = c + latency;
+        last = timing.buffered_entry(c + u64::from(timing.hbm_latency), *last_entry);
+        *last_entry = Some(last);
         outstanding.push_back(last);
         t = c + 1;
     }
@@ -347,12 +424,18 @@ fn issue_reads(
 /// the head of its queue in cycle 2, so the first step is in cycle 2. A
 /// marker takes one cycle (after the last tile's, the pass ends); an entry with an id outside the table
 /// one cycle. An id's first entry takes one cycle, then every entry of the
-/// id ceil(D/8) cycles (its gradient row into U) and one more (looking at
-/// the next entry). Then the id's row is read, one word per cycle under the
-/// in-flight rule, each word written back 1 + P cycles after its response
-/// (P the pipeline depth) and leaving the write queue two cycles later; the
-/// walk resumes one cycle after the last read was issued, or 5 + P cycles
-/// after the last response if that is later.
+/// id ceil(D/8) cycles (its gradient row into U, one word per cycle) and
+/// one more (looking at the next entry). With the add staged inside the
+/// loop (A stages) an entry's first word waits until A + 2 cycles after the
+/// previous entry's first word, and the row's reads wait until the id's last
+/// word of U has been written (W = 1 + M + A cycles after it entered, M as
+/// in [`forward_cycles`]). Then the id's row is read, one word per cycle under
+/// the in-flight rule; each response enters the combine as in
+/// [`forward_cycles`] (never held back: a row's responses write no partial
+/// sum), is written back W cycles later and leaves the write queue two
+/// cycles after that; the walk resumes one cycle after the last read was
+/// issued, or 4 + W cycles after the last response entered if that is
+/// later.
 pub fn update_cycles(
     prepared: &Prepared,
     rows: u32,
@@ -360,11 +443,11 @@ pub fn update_cycles(
     batch: u32,
     timing: Timing,
 ) -> UpdateCycles {
-    let latency = u64::from(timing.hbm_latency);
-    let inflight = timing.hbm_inflight as usize;
     let chunks = u64::from(dim.div_ceil(8));
-    let stages = u64::from(timing.depth);
+    let write_delay = timing.write_delay();
+    let loop_gap = u64::from(timing.loop_stages) + 2;
     let mut outstanding = std::collections::VecDeque::new();
+    let mut last_entry = None;
     let mut t = 2u64;
     let mut words = 0u64;
     let mut end = 0;
@@ -377,15 +460,27 @@ pub fn update_cycles(
                 k += 1;
                 continue;
             }
+            // `t` becomes the cycle the walker is in Accumulate for the
+            // entry; `first` the cycle its first word enters.
             t += 1;
+            let mut first: Option<u64> = None;
             while k < entries.len() && entries[k].id == e.id && entries[k].sample < batch {
-                t += chunks + 1;
+                let start = match first {
+                    Some(f) if timing.loop_stages > 0 => t.max(f + loop_gap),
+                    _ => t,
+                };
+                first = Some(start);
+                t = start + chunks + 1;
                 k += 1;
+            }
+            if timing.loop_stages > 0 {
+                t += write_delay;
             }
             let words_of_row = row_words(u64::from(e.id as u32) * u64::from(dim), dim);
             words += words_of_row;
-            let (after, last) = issue_reads(t, words_of_row, latency, inflight, &mut outstanding);
-            t = (after + 1).max(last + 5 + stages);
+            let (after, last) =
+                issue_reads(t, words_of_row, timing, &mut outstanding, &mut last_entry);
+            t = (after + 1).max(last + 4 + write_delay);
         }
         // The marker.
         if i + 1 == prepared.tiles.len() {

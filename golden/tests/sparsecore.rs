@@ -213,6 +213,8 @@ fn zipf_workload(tiles: u32, dim: u32) -> (golden::sparsecore::ForwardCycles, us
         hbm_inflight: 128,
         queue_depth: 16,
         depth: 0,
+        product_stages: 0,
+        loop_stages: 0,
     };
     (forward_cycles(&p, rows, dim, 64, timing), p.entries)
 }

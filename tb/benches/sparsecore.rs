@@ -26,9 +26,11 @@
 //!    written per cycle, and whether table and cycles equal the golden
 //!    model's. The update handles one id at a time, so each row pays the
 //!    HBM latency.
-//! 4. `depth`: forward and update at depth 0 against the `fmax` preset's
-//!    depth (3), per D, for T = 1 and 4: cycles and HBM bandwidth use at
-//!    each depth, and their ratio (what the pipeline costs in throughput).
+//! 4. `depth`: forward and update at depth 0, at depth 3 (the deepest whose
+//!    combine add is one cycle) and at the `fmax` preset's depth (5, the add
+//!    staged inside the loop), per D, for T = 1 and 4: cycles and HBM
+//!    bandwidth use at each depth, and depth 0's cycles over each deeper
+//!    one's (what the pipeline costs in throughput).
 //! 5. `sim`: simulated cycles per second of the forward runs, per T.
 //!
 //! `SYSTOLE_BENCH_QUICK=1` runs 512 entries instead of 4,096;
@@ -267,69 +269,68 @@ fn main() {
         }
     }
 
-    let deep = config::sparsecore::MAX_DEPTH;
+    // Depth 0, the deepest depth whose combine add is one cycle, and the
+    // deepest (the `fmax` preset's, the add staged inside the loop).
+    let depths = [
+        0,
+        config::sparsecore::STAGED_LOOP_DEPTH - 1,
+        config::sparsecore::MAX_DEPTH,
+    ];
+    let mut columns = vec!["pass".to_string(), "D".into(), "T".into()];
+    columns.extend(depths.iter().map(|d| format!("cycles (depth {d})")));
+    columns.extend(depths.iter().map(|d| format!("bandwidth use (depth {d})")));
+    columns.extend(depths[1..].iter().map(|d| format!("ratio (depth {d})")));
+    columns.push("= golden".into());
+    let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
     header(
-        &format!("depth: depth 0 against depth {deep}, HBM latency {LATENCY}, B = {BATCH}, V = {ROWS}, n = {n}"),
-        &[
-            "pass",
-            "D",
-            "T",
-            "cycles (depth 0)",
-            &format!("cycles (depth {deep})"),
-            "bandwidth use (depth 0)",
-            &format!("bandwidth use (depth {deep})"),
-            "ratio",
-            "= golden",
-        ],
+        &format!(
+            "depth: depths {depths:?}, HBM latency {LATENCY}, B = {BATCH}, V = {ROWS}, n = {n}"
+        ),
+        &columns,
     );
     for (t, shallow, _, _) in drivers.iter_mut().filter(|(t, ..)| DEPTH_TILES.contains(t)) {
-        let cfg = shallow.config().with_depth(deep).expect("valid");
-        eprintln!("bench: building or loading T = {t} at depth {deep}...");
-        let mut deeper = SparseCoreDriver::new(&cfg).unwrap_or_else(|e| panic!("T = {t}: {e}"));
+        let mut deeper: Vec<SparseCoreDriver> = depths[1..]
+            .iter()
+            .map(|&depth| {
+                let cfg = shallow.config().with_depth(depth).expect("valid");
+                eprintln!("bench: building or loading T = {t} at depth {depth}...");
+                SparseCoreDriver::new(&cfg).unwrap_or_else(|e| panic!("T = {t}: {e}"))
+            })
+            .collect();
         let p = prepare(&ids, &samples, &gains, ROWS, BATCH, *t).expect("valid entries");
         for (di, &dim) in DIMS.iter().enumerate() {
             let table = &tables[di];
             eprintln!("bench: depth, D = {dim}, T = {t}...");
-            let mut cycles = Vec::new();
-            let mut same = true;
-            for d in [&mut *shallow, &mut deeper] {
-                let (run, run_same) = checked_forward(d, table, dim, &p);
-                same &= run_same;
-                cycles.push(run.cycles);
-            }
             let useful = p.entries as f64 * f64::from(dim) * 4.0 / 32.0;
-            row(&[
-                "forward".into(),
-                dim.to_string(),
-                t.to_string(),
-                cycles[0].to_string(),
-                cycles[1].to_string(),
-                format!("{:.4}", useful / cycles[0] as f64),
-                format!("{:.4}", useful / cycles[1] as f64),
-                format!("{:.4}", cycles[0] as f64 / cycles[1] as f64),
-                if same { "yes".into() } else { "NO".into() },
-            ]);
-            let mut cycles = Vec::new();
-            let mut same = true;
-            for d in [&mut *shallow, &mut deeper] {
-                let (run, _, run_same) = checked_update(d, table, dim, &p);
-                same &= run_same;
-                cycles.push(run.cycles);
-            }
             // An update's bandwidth: the rows' words read and written.
+            let cfg = shallow.config();
             let words = 2.0
-                * update_cycles(&p, ROWS, dim, BATCH, Timing::of(&cfg, LATENCY)).words_read as f64;
-            row(&[
-                "update".into(),
-                dim.to_string(),
-                t.to_string(),
-                cycles[0].to_string(),
-                cycles[1].to_string(),
-                format!("{:.4}", words / cycles[0] as f64),
-                format!("{:.4}", words / cycles[1] as f64),
-                format!("{:.4}", cycles[0] as f64 / cycles[1] as f64),
-                if same { "yes".into() } else { "NO".into() },
-            ]);
+                * update_cycles(&p, ROWS, dim, BATCH, Timing::of(cfg, LATENCY)).words_read as f64;
+            for (pass, bytes) in [("forward", useful), ("update", words)] {
+                let mut cycles = Vec::new();
+                let mut same = true;
+                for d in std::iter::once(&mut *shallow).chain(deeper.iter_mut()) {
+                    let (c, run_same) = if pass == "forward" {
+                        let (run, s) = checked_forward(d, table, dim, &p);
+                        (run.cycles, s)
+                    } else {
+                        let (run, _, s) = checked_update(d, table, dim, &p);
+                        (run.cycles, s)
+                    };
+                    same &= run_same;
+                    cycles.push(c);
+                }
+                let mut cells = vec![pass.to_string(), dim.to_string(), t.to_string()];
+                cells.extend(cycles.iter().map(|c| c.to_string()));
+                cells.extend(cycles.iter().map(|&c| format!("{:.4}", bytes / c as f64)));
+                cells.extend(
+                    cycles[1..]
+                        .iter()
+                        .map(|&c| format!("{:.4}", cycles[0] as f64 / c as f64)),
+                );
+                cells.push(if same { "yes".into() } else { "NO".into() });
+                row(&cells);
+            }
         }
     }
 

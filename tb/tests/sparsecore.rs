@@ -649,7 +649,12 @@ fn deeper_pipelines_keep_bits_and_cycles() {
         .expect("an fmax preset")
         .config;
     assert_eq!(fmax.depth(), config::sparsecore::MAX_DEPTH);
-    for c in [small(2).with_depth(1).unwrap(), fmax] {
+    let staged = config::sparsecore::STAGED_LOOP_DEPTH;
+    for c in [
+        small(2).with_depth(1).unwrap(),
+        small(2).with_depth(staged).unwrap(),
+        fmax,
+    ] {
         let mut d = SparseCoreDriver::new(&c).unwrap();
         for round in 0..tb::seed::soak_rounds(4) {
             let b = random_batch(&mut rng, c.max_dim(), c.max_batch());
@@ -683,6 +688,60 @@ fn deeper_pipelines_keep_bits_and_cycles() {
                 let what = format!("update {what} {hbm:?}");
                 check_update(
                     &mut d, &what, &b.table, b.rows, b.dim, b.batch, &p, &grad, lr, hbm,
+                );
+            }
+        }
+    }
+}
+
+/// With the add staged inside the combine loop (depth 4 at two tiles, and
+/// the `fmax` preset), batches of one sample: every response adds into the
+/// same partial sums as the ones before it, so each waits for the interlock,
+/// the buffer fills and holds back the reads; an update's entries all share
+/// U's words. Bits and cycles as the golden model's.
+#[test]
+fn staged_loop_interlocks_responses_to_one_sample() {
+    use hw::Block;
+    let mut rng = tb::seed::rng_for("sparsecore_interlock");
+    let fmax = sparsecore::SparseCore
+        .presets()
+        .into_iter()
+        .find(|p| p.name == "fmax")
+        .expect("an fmax preset")
+        .config;
+    let staged = small(2)
+        .with_depth(config::sparsecore::STAGED_LOOP_DEPTH)
+        .unwrap();
+    for c in [staged, fmax] {
+        assert!(c.loop_stages() > 0);
+        let mut d = SparseCoreDriver::new(&c).unwrap();
+        for round in 0..tb::seed::soak_rounds(3) {
+            let b = random_batch(&mut rng, c.max_dim(), 1);
+            let p = prepare(&b.ids, &b.samples, &b.gains, b.rows, b.batch, c.tiles()).unwrap();
+            let latency = rng.gen_range(2..=12);
+            let what = format!(
+                "depth {} T={} round {round}: V={} D={} n={} latency {latency}",
+                c.depth(),
+                c.tiles(),
+                b.rows,
+                b.dim,
+                b.ids.len()
+            );
+            let fixed = HbmBehaviour::Fixed(latency);
+            let random = HbmBehaviour::Random {
+                min: 2,
+                max: 2 + rng.gen_range(0..=20),
+                ready: [1.0, 0.6][rng.gen_range(0..2)],
+                seed: rng.gen(),
+            };
+            let grad: Vec<u32> = (0..b.dim).map(|_| value(&mut rng, 0.02)).collect();
+            let lr = value(&mut rng, 0.02);
+            for hbm in [fixed, random] {
+                let what = format!("{what} {hbm:?}");
+                check(&mut d, &what, &b.table, b.rows, b.dim, 1, &p, hbm);
+                let what = format!("update {what}");
+                check_update(
+                    &mut d, &what, &b.table, b.rows, b.dim, 1, &p, &grad, lr, hbm,
                 );
             }
         }

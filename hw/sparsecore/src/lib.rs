@@ -130,11 +130,13 @@
 //!   lowest-numbered requesting tile (a read offered and not accepted in
 //!   the cycle before keeps its tile); when the read is accepted the tile
 //!   moves to its next word and p becomes that tile + 1 (mod T). p is 0
-//!   at the start of a pass. A read answered in
-//!   cycle r stops counting as outstanding in cycle r + 1; its combine writes
-//!   in cycle r + 1 + P, P the pipeline depth (below).
-//! - Tile t is finished from the cycle after it took its marker, or 2 + P
-//!   cycles after its last response if that is later (fin_t).
+//!   at the start of a pass. A read stops counting as outstanding in the
+//!   cycle after its response enters the combine, in cycle e: the cycle it
+//!   arrives (e = r) at depths 0 to 3, later from depth 4 on (below). Its
+//!   combine writes in cycle e + W: W = 1 + P at pipeline depth P <= 3,
+//!   W = 5 + P from depth 4 on.
+//! - Tile t is finished from the cycle after it took its marker, or 1 + W
+//!   cycles after its last response entered if that is later (fin_t).
 //! - The fold of tile t starts in cycle f_t = max(fin_t, g_t) + 1, where
 //!   g_0 = S + 1 and g_t = f_(t-1) + S + P; it reads one word per cycle
 //!   (f_t .. f_t + S - 1) and writes each 1 + P cycles later. After tile
@@ -147,19 +149,22 @@
 //! marker `busy_o` is low from the next cycle. An invalid entry takes one
 //! cycle; an id's first entry one cycle, then each of the id's entries
 //! ceil(D/8) cycles (one gradient word each) plus one cycle that looks at
-//! the next entry. Then the row's reads issue as in a forward walk; each
-//! response's result is queued for writing 1 + P cycles after it, reaches
-//! `hbm_wr_valid_o` two cycles later, and the walk resumes one cycle after
-//! the last read was issued or when the queue has been empty for a cycle,
-//! whichever is later (5 + P cycles after the last response with HBM writes
-//! always ready).
+//! the next entry (from depth 4 on an entry's first word also waits, see
+//! below). Then the row's reads issue as in a forward walk; each
+//! response's result is queued for writing W cycles after it entered the
+//! combine, reaches `hbm_wr_valid_o` two cycles later, and the walk resumes
+//! one cycle after the last read was issued or when the queue has been
+//! empty for a cycle, whichever is later (4 + W cycles after the last
+//! response entered with HBM writes always ready).
 //!
 //! # Pipeline depth
 //!
-//! `depth` (P, 0 to 3) gives each combine lane's fp32 multiplier P stages
-//! (`hw::arith::fp32_mul_unit`) and each fold lane's fp32 adder P stages
-//! (`hw::fp::fp32_add_unit`); at P = 0 both are combinational, the design
-//! before the parameter existed. The multiply sits outside the combine's
+//! `depth` (P, 0 to 5) gives each fold lane's fp32 adder P stages
+//! (`hw::fp::fp32_add_unit`) and each combine lane's fp32 multiplier
+//! min(P, 3) stages (`hw::arith::fp32_mul_unit`); at P = 0 both are
+//! combinational, the design before the parameter existed. At P <= 3 the
+//! combine's add is one cycle inside its read-modify-write loop; from
+//! P = 4 on it has P stages (below). The multiply sits outside the combine's
 //! read-modify-write loop: its operands (the gain or the learning rate, the
 //! HBM word, the gradient word, an update's U read with the response) are
 //! all there one cycle after the response, and the partial sum it is added
@@ -172,6 +177,39 @@
 //! ends at least four cycles before the row's first response, so the
 //! accumulation's deferred writes (P <= 3) are in place when the row reads
 //! U.
+//!
+//! From P = 4 on (`config::sparsecore::STAGED_LOOP_DEPTH`) the add has P
+//! stages inside the loop, so the loop no longer bounds the clock:
+//!
+//! - Responses wait in a response ring (`hbm_inflight` words) and enter
+//!   the combine from it in arrival order, one per cycle at most: a
+//!   response answered in cycle r is at the ring's head from cycle r + 2,
+//!   or the cycle after the one before it entered if that is later. The
+//!   tags (which replace the tag FIFO here, and carry each bank's
+//!   scratchpad word and write enable, computed at the grant) wait in a
+//!   ring of their own and leave with their responses, so reads
+//!   outstanding plus responses buffered never exceed `hbm_inflight`: the
+//!   ring cannot overflow, and a read counts against `hbm_inflight` until
+//!   its response enters. Both heads are registered reads at the read
+//!   pointer an entry advances, so an entry drives a few pointer bits, not
+//!   an enable on every bit of the head.
+//! - Interlock: the head waits while an earlier response to its tile that
+//!   adds into one of its partial sums (the same sample and a common
+//!   element of the row, compared bank by bank on the scratchpad address)
+//!   entered fewer than P + 2 cycles before (it is then in the adder, or
+//!   its write is not yet readable), and the responses behind it wait too.
+//!   Each partial sum's adds therefore keep the contract's order.
+//! - An item entering in cycle e is multiplied in cycles e + 1 .. e + 4
+//!   (three stages, then the product's register, so the multiplier's last
+//!   stage and the adder's first are not one path); its partial sum is
+//!   read in e + 4 through a plain registered port (block RAM where it is
+//!   large), the add runs from e + 5 and writes in e + 5 + P (W = 5 + P).
+//! - Update: an accumulation step into U waits like a response, so an
+//!   entry's first word enters at least P + 2 cycles after the previous
+//!   entry's of the same id; the row's reads (whose responses read U as
+//!   they enter) wait until no accumulation step is in the pipeline, W
+//!   cycles after the last one entered. A row's responses write no partial
+//!   sum and never wait.
 //!
 //! So with HBM always ready, a fixed latency L and a host that pushes
 //! whenever `ent_ready_o` is high, the cycles depend on the entry lists
@@ -368,6 +406,12 @@ enum LaneDefs {
         mul: Rc<ModuleDef>,
         add: Rc<ModuleDef>,
     },
+    /// From [`config::sparsecore::STAGED_LOOP_DEPTH`] on: the staged
+    /// multiplier and a staged fp32 adder inside the loop.
+    Looped {
+        mul: Rc<ModuleDef>,
+        add: Rc<ModuleDef>,
+    },
 }
 
 /// One element of the fold unit: add32(a, p).
@@ -400,7 +444,10 @@ pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
         tag: tag_ty(&cfg),
         write: write_ty(&cfg),
     };
-    let tag_fifo = fifo(design, types.tag.ty(), cfg.hbm_inflight(), FifoMode::Fwft);
+    // With the add staged inside the loop, the tags and the responses wait
+    // in rings of their own instead (see `body`).
+    let tag_fifo = (cfg.loop_stages() == 0)
+        .then(|| fifo(design, types.tag.ty(), cfg.hbm_inflight(), FifoMode::Fwft));
     let write_fifo = fifo(
         design,
         types.write.ty(),
@@ -457,7 +504,24 @@ fn write_ty(cfg: &SparseCoreConfig) -> RecordTy {
 /// What the combine needs to know about an outstanding read: the tile it is
 /// for, the scratchpad word of its first lanes, the row's offset in the
 /// word, which lanes hold the row, and the gain.
+///
+/// With the add staged inside the loop, the tag holds each bank's
+/// scratchpad word and write enable instead of the base, computed as the
+/// read is granted, so that the interlock's compare starts at registers.
 fn tag_ty(cfg: &SparseCoreConfig) -> RecordTy {
+    if cfg.loop_stages() > 0 {
+        return RecordTy::new(
+            "sc_read_banked",
+            &[
+                ("tile", Ty::u(tile_bits(cfg))),
+                ("bank_addr", Ty::u(WORD_ELEMS * act_addr_bits(cfg))),
+                ("bank_en", Ty::u(WORD_ELEMS)),
+                ("offset", Ty::u(3)),
+                ("lanes", Ty::u(WORD_ELEMS)),
+                ("gain", Ty::u(32)),
+            ],
+        );
+    }
     RecordTy::new(
         "sc_read",
         &[
@@ -468,6 +532,18 @@ fn tag_ty(cfg: &SparseCoreConfig) -> RecordTy {
             ("gain", Ty::u(32)),
         ],
     )
+}
+
+/// Bank b's scratchpad word for a response whose first lanes go to word
+/// `base` at offset `offset`: lane b + o of the HBM word belongs to the
+/// previous scratchpad word when b + o >= 8.
+fn bank_addr(m: &hw::ModuleBuilder, base: Expr, offset: Expr, b: u32) -> Expr {
+    let wraps = if b == 0 {
+        m.lit(Ty::BOOL, 0)
+    } else {
+        offset.is_ge(8 - b)
+    };
+    base - wraps.zext(base.width())
 }
 
 /// Width of a tile number.
@@ -481,9 +557,24 @@ struct Types {
     write: RecordTy,
 }
 
+/// The staged loop's tag and response rings: pointers with a wrap bit (a
+/// slot's index is the low bits), reads held, and the two memories.
+struct Ring {
+    held: hw::Reg,
+    tag_wr: hw::Reg,
+    rsp_wr: hw::Reg,
+    /// The response write pointer a cycle late: a response is readable
+    /// from the cycle after its write.
+    rsp_written: hw::Reg,
+    rd: hw::Reg,
+    tags: hw::Mem,
+    rsps: hw::Mem,
+}
+
 struct Defs {
     tile: Rc<ModuleDef>,
-    tag: Rc<ModuleDef>,
+    /// The tag FIFO, with the add in one cycle.
+    tag: Option<Rc<ModuleDef>>,
     write: Rc<ModuleDef>,
     fold: Rc<ModuleDef>,
 }
@@ -549,6 +640,10 @@ fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc
     let entry_fifo = fifo(design, types.entry.ty(), cfg.queue_depth(), FifoMode::Fwft);
     let lane = match cfg.depth() {
         0 => LaneDefs::Combinational(combine_lane(design)),
+        _ if cfg.loop_stages() > 0 => LaneDefs::Looped {
+            mul: fp32_mul_unit(design, cfg.mul_stages(), false),
+            add: fp32_add_unit(design, cfg.loop_stages(), false),
+        },
         d => LaneDefs::Staged {
             mul: fp32_mul_unit(design, d, false),
             add: combine_lane_add(design),
@@ -560,6 +655,33 @@ fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc
         m.doc("SparseCore tile: entry queue, walker, scratchpad (TileSPMEM), 8-wide fp32 combine");
         tile_body(m, &cfg, &entry, &entry_fifo, &lane);
     })
+}
+
+/// Update: the gradient word of the head's sample, chunk `acc_ctr`, as the
+/// tile's `acc_addr_o` (with `acc_o`); returns U's word, `acc_ctr` itself.
+fn acc_address(
+    m: &mut hw::ModuleBuilder,
+    cfg: &SparseCoreConfig,
+    sample: Expr,
+    row_words: Expr,
+    acc_ctr: Expr,
+    accumulating: Expr,
+) -> Expr {
+    let sb = sample_bits(cfg);
+    let nc_bits = row_words_bits(cfg);
+    let aw = act_addr_bits(cfg);
+    let acc_bits = (sb + nc_bits).max(nc_bits) + 1;
+    let acc_addr_wide = sample.mul_wide(row_words).zext(acc_bits) + acc_ctr.zext(acc_bits);
+    let acc_addr = low_bits(
+        m,
+        "acc_addr",
+        acc_addr_wide,
+        aw,
+        "s x ceil(D/8) + j is below max_batch x ceil(max_dim/8)",
+    );
+    m.output("acc_o", accumulating);
+    m.output("acc_addr_o", acc_addr);
+    fit(acc_ctr, aw)
 }
 
 fn tile_body(
@@ -599,7 +721,14 @@ fn tile_body(
     let rsp_valid = m.input("rsp_valid_i", Ty::BOOL);
     let rsp_data = m.input("rsp_data_i", Ty::u(WORD_BITS));
     let rsp_en = m.input("rsp_en_i", Ty::u(lanes));
-    let rsp_base = m.input("rsp_base_i", Ty::u(aw));
+    let staged = cfg.loop_stages() > 0;
+    // Each bank's scratchpad word, from the base and offset, or as the tag
+    // brings it with a staged loop.
+    let rsp_base = if staged {
+        m.input("rsp_bank_addr_i", Ty::u(lanes * aw))
+    } else {
+        m.input("rsp_base_i", Ty::u(aw))
+    };
     let rsp_off = m.input("rsp_offset_i", Ty::u(3));
     let rsp_lanes = m.input("rsp_lanes_i", Ty::u(lanes));
     let rsp_gain = m.input("rsp_gain_i", Ty::u(32));
@@ -691,9 +820,25 @@ fn tile_body(
     let take_marker = m.wire("take_marker", walking & head_valid & marker);
     m.output("marker_o", take_marker);
     let accumulating = state.is(TileState::Accumulate);
+    // With the add staged inside the loop, an accumulation step waits while
+    // the adder holds an earlier step to its word, and an update's row reads
+    // (which read U) wait until no step is left in the pipeline.
+    let loop_wires = (cfg.loop_stages() > 0).then(|| {
+        (
+            m.wire_decl("acc_wait", Ty::BOOL),
+            m.wire_decl("pipe_busy", Ty::BOOL),
+        )
+    });
+    let (acc_step, row_go) = match loop_wires {
+        None => (accumulating, head_valid),
+        Some((acc_wait, pipe_busy)) => (
+            m.wire("acc_step", accumulating & !acc_wait.value()),
+            m.wire("row_go", head_valid & !pipe_busy.value()),
+        ),
+    };
     let pop = m.wire(
         "entry_pop",
-        take_marker | skip | (read_fire & k_last & !updating) | (accumulating & acc_last),
+        take_marker | skip | (read_fire & k_last & !updating) | (acc_step & acc_last),
     );
     m.connect(queue, "out_ready_i", pop);
 
@@ -718,131 +863,227 @@ fn tile_body(
     m.set_next(s1_en, rsp_en);
     m.set_next(s1_data, rsp_data);
     m.set_next(s1_gain, mux(accumulating, head.get("gain"), rsp_gain));
-    m.set_next(s1_acc, accumulating);
+    m.set_next(s1_acc, acc_step);
     m.set_next(s1_first, first.q());
     m.set_next(s1_off, rsp_off);
     m.set_next(s1_lanes, rsp_lanes);
     let s1_upd = m.wire("s1_update", s1_valid.q() & updating);
-    // The add stage A = 1 + depth: the stage-1 values the add and the
-    // writes need, delayed by the multiplier's latency.
-    let valid_at = delay_taps(m, "valid_stage", s1_valid.q(), depth, Some(0));
-    let acc_at = delay_taps(m, "acc_stage", s1_acc.q(), depth, Some(0));
-    let a_valid = *valid_at.last().expect("a stage");
-    let a_acc = *acc_at.last().expect("a stage");
-    let a_en = delay(m, "en_stage", s1_en.q(), depth, None);
-    let a_first = delay(m, "first_stage", s1_first.q(), depth, None);
-    let a_off = delay(m, "off_stage", s1_off.q(), depth, None);
-    let a_lanes = delay(m, "lanes_stage", s1_lanes.q(), depth, None);
-    let a_data = delay(m, "data_stage", s1_data.q(), depth, None);
-    let a_upd = if depth == 0 {
-        s1_upd
-    } else {
-        m.wire("a_update", a_valid & updating)
-    };
-    // A combine item still in the multiplier (not yet written).
-    let in_flight = valid_at
-        .iter()
-        .copied()
-        .reduce(|a, b| a | b)
-        .expect("a stage");
-    // Update: the gradient word of the head's sample, chunk acc_ctr.
-    let acc_bits = (sb + nc_bits).max(nc_bits) + 1;
-    let acc_addr_wide = sample.mul_wide(row_words).zext(acc_bits) + acc_ctr.q().zext(acc_bits);
-    let acc_addr = low_bits(
-        m,
-        "acc_addr",
-        acc_addr_wide,
-        aw,
-        "s x ceil(D/8) + j is below max_batch x ceil(max_dim/8)",
-    );
-    m.output("acc_o", accumulating);
-    m.output("acc_addr_o", acc_addr);
-    let acc_word = fit(acc_ctr.q(), aw);
 
-    // ------------------------------------------- scratchpad and combine
-    let zero32 = m.lit(Ty::u(32), 0);
-    let mut sums = Vec::new();
-    let mut psums = Vec::new();
-    for b in 0..lanes {
-        // Bank b holds element d with d mod 8 = b; its lane came from word
-        // lane b + o, which belongs to the previous scratchpad word when
-        // b + o >= 8.
-        let wraps = if b == 0 {
-            m.lit(Ty::BOOL, 0)
-        } else {
-            rsp_off.is_ge(8 - b)
-        };
-        let addr = m.wire(&format!("bank{b}_addr"), rsp_base - wraps.zext(aw));
-        let s1_addr = m.reg(&format!("s1_bank{b}_addr"), Ty::u(aw));
-        m.set_next(s1_addr, mux(accumulating, acc_word, addr));
-        let addr_at = delay_taps(m, &format!("bank{b}_addr_stage"), s1_addr.q(), depth, None);
-        let a_addr = *addr_at.last().expect("a stage");
-        let bank = m.memory_depth(&format!("psum_bank{b}"), Ty::u(32), u64::from(words));
-        let e = s1_data.q().slice(32 * b, 32);
-        let g_lane = grad.slice(32 * b, 32);
-        match lane_defs {
-            LaneDefs::Combinational(lane_def) => {
-                let lane = m.instance(&format!("lane{b}"), lane_def);
-                let sum = m.inst_output(lane, "sum_o");
-                let write_en = clear | s1_acc.q() | (s1_valid.q() & !updating & s1_en.q().bit(b));
-                let write_addr = mux(clear, clear_addr, s1_addr.q());
-                let write_data = mux(clear, zero32, sum);
-                m.mem_write(bank, write_en, write_addr, write_data);
-                let p = m.mem_read_write_first(
-                    bank,
-                    None,
-                    mux(fold, fold_addr, mux(accumulating, acc_word, addr)),
-                );
-                // accumulate: U + g x G (U read as +0 for an id's first row);
-                // update: E - lr x U; forward: P + g x E.
-                let x = mux(s1_acc.q(), mux(s1_first.q(), zero32, p), mux(s1_upd, e, p));
-                let y = mux(s1_acc.q(), g_lane, mux(s1_upd, p, e));
-                m.connect(lane, "x_i", x);
-                m.connect(lane, "y_i", y);
-                m.connect(lane, "g_i", mux(s1_upd, lr, s1_gain.q()));
-                m.connect(lane, "neg_i", s1_upd);
-                sums.push(sum);
-                psums.push(p);
+    let (sums, a_upd, a_off, a_lanes, in_flight) = if let LaneDefs::Looped { mul, add } = lane_defs
+    {
+        // The add has A = loop_stages stages inside the read-modify-write
+        // loop. An item (a response, an accumulation step) enters the
+        // multiplier at stage 1; its product, registered, reaches stage
+        // 1 + M (M = product_stages: the multiplier's stages and that
+        // register), where the partial sum it adds to arrives (read at stage
+        // M) and the add starts; the sum is written at stage K = 1 + M + A. An item
+        // enters only when no earlier item writing one of its partial sums
+        // is in stages 1 .. A + 1, so its read (at stage M) comes after
+        // their writes, and the adds of each partial sum keep their order.
+        let (acc_wait, pipe_busy) = loop_wires.expect("a staged loop");
+        let m_stages = cfg.product_stages();
+        let a_stages = cfg.loop_stages();
+        let last = m_stages + a_stages;
+        let (add_at, write_at) = (m_stages as usize, last as usize);
+        let valid_at = delay_taps(m, "valid_stage", s1_valid.q(), last, Some(0));
+        let acc_at = delay_taps(m, "acc_stage", s1_acc.q(), last, Some(0));
+        let full = m.lit(Ty::u(lanes), 0xFF);
+        let none = m.lit(Ty::u(lanes), 0);
+        // The banks each item writes: every bank for an accumulation step,
+        // the response's lanes in a forward pass, none for an update's row.
+        let s1_wen = m.wire(
+            "s1_wen",
+            mux(
+                s1_acc.q(),
+                full,
+                mux(s1_valid.q() & !updating, s1_en.q(), none),
+            ),
+        );
+        let wen_at = delay_taps(m, "wen_stage", s1_wen, last, Some(0));
+        let a_first = delay(m, "first_stage", s1_first.q(), m_stages, None);
+        let a_data = delay(m, "data_stage", s1_data.q(), m_stages, None);
+        let add_acc = acc_at[add_at];
+        let add_upd = m.wire("add_update", valid_at[add_at] & updating);
+        let w_upd = m.wire("a_update", valid_at[write_at] & updating);
+        let w_off = delay(m, "off_stage", s1_off.q(), last, None);
+        let w_lanes = delay(m, "lanes_stage", s1_lanes.q(), last, None);
+        let busy = valid_at
+            .iter()
+            .chain(&acc_at)
+            .copied()
+            .reduce(|a, b| a | b)
+            .expect("a stage");
+        let busy = m.wire("pipe_items", busy);
+        m.drive(pipe_busy, busy);
+        let acc_word = acc_address(m, cfg, sample, row_words, acc_ctr.q(), accumulating);
+
+        let zero32 = m.lit(Ty::u(32), 0);
+        let mut sums = Vec::new();
+        let mut psums = Vec::new();
+        let mut rsp_hits = Vec::new();
+        let mut acc_hits = Vec::new();
+        for b in 0..lanes {
+            let addr = m.wire(&format!("bank{b}_addr"), rsp_base.slice(aw * b, aw));
+            let s1_addr = m.reg(&format!("s1_bank{b}_addr"), Ty::u(aw));
+            m.set_next(s1_addr, mux(accumulating, acc_word, addr));
+            let addr_at = delay_taps(m, &format!("bank{b}_addr_stage"), s1_addr.q(), last, None);
+            // Items in stages 1 .. A + 1 writing this bank at the word the
+            // head response or the accumulation step would use.
+            for k in 0..=a_stages as usize {
+                let writes = wen_at[k].bit(b);
+                rsp_hits.push(writes & addr_at[k].is_eq(addr) & rsp_en.bit(b));
+                acc_hits.push(writes & addr_at[k].is_eq(acc_word));
             }
-            LaneDefs::Staged { mul, add } => {
-                // The product's operands are all there at stage 1 (an
-                // update's U was read with the response); the add's x, a
-                // partial sum or U, is read at stage `depth` so that it
-                // arrives with the product and, on the write-first port,
-                // sees the write of the item one stage ahead: the
-                // read-modify-write loop is the add alone.
-                let add_lane = m.instance(&format!("lane{b}_add"), add);
-                let sum = m.inst_output(add_lane, "sum_o");
-                let write_en = clear | a_acc | (a_valid & !updating & a_en.bit(b));
-                let write_addr = mux(clear, clear_addr, a_addr);
-                let write_data = mux(clear, zero32, sum);
-                m.mem_write(bank, write_en, write_addr, write_data);
-                let stage_before = depth as usize - 1;
-                let read_addr = mux(
-                    updating & !acc_at[stage_before],
-                    addr,
-                    addr_at[stage_before],
-                );
-                let p = m.mem_read_write_first(bank, None, mux(fold, fold_addr, read_addr));
-                let mul_lane = m.instance(&format!("lane{b}"), mul);
-                let y = mux(s1_acc.q(), g_lane, mux(s1_upd, p, e));
-                m.connect(mul_lane, "a_i", mux(s1_upd, lr, s1_gain.q()));
-                m.connect(mul_lane, "b_i", y);
-                let product = m.inst_output(mul_lane, "p_o");
-                let a_e = a_data.slice(32 * b, 32);
-                let x = mux(a_acc, mux(a_first, zero32, p), mux(a_upd, a_e, p));
-                m.connect(add_lane, "x_i", x);
-                m.connect(add_lane, "p_i", product);
-                m.connect(add_lane, "neg_i", a_upd);
-                sums.push(sum);
-                psums.push(p);
+            let bank = m.memory_depth(&format!("psum_bank{b}"), Ty::u(32), u64::from(words));
+            let add_lane = m.instance(&format!("lane{b}_add"), add);
+            let sum = m.inst_output(add_lane, "sum_o");
+            let write_en = clear | wen_at[write_at].bit(b);
+            let write_addr = mux(clear, clear_addr, addr_at[write_at]);
+            m.mem_write(bank, write_en, write_addr, mux(clear, zero32, sum));
+            // A registered read (block RAM): a partial sum at stage M for
+            // the add; an update's U as its response enters (stage 0), for
+            // the multiplier; the fold's words.
+            let read_addr = mux(updating & !acc_at[add_at - 1], addr, addr_at[add_at - 1]);
+            let p = m.mem_read(bank, None, mux(fold, fold_addr, read_addr));
+            let mul_lane = m.instance(&format!("lane{b}"), mul);
+            let e = s1_data.q().slice(32 * b, 32);
+            let y = mux(s1_acc.q(), grad.slice(32 * b, 32), mux(s1_upd, p, e));
+            m.connect(mul_lane, "a_i", mux(s1_upd, lr, s1_gain.q()));
+            m.connect(mul_lane, "b_i", y);
+            let product = m.reg(&format!("lane{b}_product"), Ty::u(32));
+            let p_out = m.inst_output(mul_lane, "p_o");
+            m.set_next(product, p_out);
+            // sub32(x, p) is add32(x, -p).
+            let addend = product.q() ^ cat(&[add_upd, m.lit(Ty::u(31), 0)]);
+            let a_e = a_data.slice(32 * b, 32);
+            let x = mux(add_acc, mux(a_first, zero32, p), mux(add_upd, a_e, p));
+            m.connect(add_lane, "a_i", x);
+            m.connect(add_lane, "b_i", addend);
+            sums.push(sum);
+            psums.push(p);
+        }
+        let any = |v: &[Expr]| v.iter().copied().reduce(|a, b| a | b).expect("a bank");
+        let rsp_wait = m.wire("rsp_wait", !updating & any(&rsp_hits));
+        m.output("rsp_wait_o", rsp_wait);
+        m.drive(acc_wait, any(&acc_hits));
+        sums.reverse();
+        psums.reverse();
+        let sums = m.wire("lane_sums", cat(&sums));
+        m.output("psum_o", cat(&psums));
+        (sums, w_upd, w_off, w_lanes, busy)
+    } else {
+        // The add stage A = 1 + depth: the stage-1 values the add and the
+        // writes need, delayed by the multiplier's latency.
+        let valid_at = delay_taps(m, "valid_stage", s1_valid.q(), depth, Some(0));
+        let acc_at = delay_taps(m, "acc_stage", s1_acc.q(), depth, Some(0));
+        let a_valid = *valid_at.last().expect("a stage");
+        let a_acc = *acc_at.last().expect("a stage");
+        let a_en = delay(m, "en_stage", s1_en.q(), depth, None);
+        let a_first = delay(m, "first_stage", s1_first.q(), depth, None);
+        let a_off = delay(m, "off_stage", s1_off.q(), depth, None);
+        let a_lanes = delay(m, "lanes_stage", s1_lanes.q(), depth, None);
+        let a_data = delay(m, "data_stage", s1_data.q(), depth, None);
+        let a_upd = if depth == 0 {
+            s1_upd
+        } else {
+            m.wire("a_update", a_valid & updating)
+        };
+        // A combine item still in the multiplier (not yet written).
+        let in_flight = valid_at
+            .iter()
+            .copied()
+            .reduce(|a, b| a | b)
+            .expect("a stage");
+        let acc_word = acc_address(m, cfg, sample, row_words, acc_ctr.q(), accumulating);
+
+        // ------------------------------------------- scratchpad and combine
+        let zero32 = m.lit(Ty::u(32), 0);
+        let mut sums = Vec::new();
+        let mut psums = Vec::new();
+        for b in 0..lanes {
+            // Bank b holds element d with d mod 8 = b; its lane came from word
+            // lane b + o, which belongs to the previous scratchpad word when
+            // b + o >= 8.
+            let wraps = if b == 0 {
+                m.lit(Ty::BOOL, 0)
+            } else {
+                rsp_off.is_ge(8 - b)
+            };
+            let addr = m.wire(&format!("bank{b}_addr"), rsp_base - wraps.zext(aw));
+            let s1_addr = m.reg(&format!("s1_bank{b}_addr"), Ty::u(aw));
+            m.set_next(s1_addr, mux(accumulating, acc_word, addr));
+            let addr_at = delay_taps(m, &format!("bank{b}_addr_stage"), s1_addr.q(), depth, None);
+            let a_addr = *addr_at.last().expect("a stage");
+            let bank = m.memory_depth(&format!("psum_bank{b}"), Ty::u(32), u64::from(words));
+            let e = s1_data.q().slice(32 * b, 32);
+            let g_lane = grad.slice(32 * b, 32);
+            match lane_defs {
+                LaneDefs::Combinational(lane_def) => {
+                    let lane = m.instance(&format!("lane{b}"), lane_def);
+                    let sum = m.inst_output(lane, "sum_o");
+                    let write_en =
+                        clear | s1_acc.q() | (s1_valid.q() & !updating & s1_en.q().bit(b));
+                    let write_addr = mux(clear, clear_addr, s1_addr.q());
+                    let write_data = mux(clear, zero32, sum);
+                    m.mem_write(bank, write_en, write_addr, write_data);
+                    let p = m.mem_read_write_first(
+                        bank,
+                        None,
+                        mux(fold, fold_addr, mux(accumulating, acc_word, addr)),
+                    );
+                    // accumulate: U + g x G (U read as +0 for an id's first row);
+                    // update: E - lr x U; forward: P + g x E.
+                    let x = mux(s1_acc.q(), mux(s1_first.q(), zero32, p), mux(s1_upd, e, p));
+                    let y = mux(s1_acc.q(), g_lane, mux(s1_upd, p, e));
+                    m.connect(lane, "x_i", x);
+                    m.connect(lane, "y_i", y);
+                    m.connect(lane, "g_i", mux(s1_upd, lr, s1_gain.q()));
+                    m.connect(lane, "neg_i", s1_upd);
+                    sums.push(sum);
+                    psums.push(p);
+                }
+                LaneDefs::Looped { .. } => unreachable!("the staged loop is built above"),
+                LaneDefs::Staged { mul, add } => {
+                    // The product's operands are all there at stage 1 (an
+                    // update's U was read with the response); the add's x, a
+                    // partial sum or U, is read at stage `depth` so that it
+                    // arrives with the product and, on the write-first port,
+                    // sees the write of the item one stage ahead: the
+                    // read-modify-write loop is the add alone.
+                    let add_lane = m.instance(&format!("lane{b}_add"), add);
+                    let sum = m.inst_output(add_lane, "sum_o");
+                    let write_en = clear | a_acc | (a_valid & !updating & a_en.bit(b));
+                    let write_addr = mux(clear, clear_addr, a_addr);
+                    let write_data = mux(clear, zero32, sum);
+                    m.mem_write(bank, write_en, write_addr, write_data);
+                    let stage_before = depth as usize - 1;
+                    let read_addr = mux(
+                        updating & !acc_at[stage_before],
+                        addr,
+                        addr_at[stage_before],
+                    );
+                    let p = m.mem_read_write_first(bank, None, mux(fold, fold_addr, read_addr));
+                    let mul_lane = m.instance(&format!("lane{b}"), mul);
+                    let y = mux(s1_acc.q(), g_lane, mux(s1_upd, p, e));
+                    m.connect(mul_lane, "a_i", mux(s1_upd, lr, s1_gain.q()));
+                    m.connect(mul_lane, "b_i", y);
+                    let product = m.inst_output(mul_lane, "p_o");
+                    let a_e = a_data.slice(32 * b, 32);
+                    let x = mux(a_acc, mux(a_first, zero32, p), mux(a_upd, a_e, p));
+                    m.connect(add_lane, "x_i", x);
+                    m.connect(add_lane, "p_i", product);
+                    m.connect(add_lane, "neg_i", a_upd);
+                    sums.push(sum);
+                    psums.push(p);
+                }
             }
         }
-    }
-    sums.reverse();
-    psums.reverse();
-    let sums = m.wire("lane_sums", cat(&sums));
-    m.output("psum_o", cat(&psums));
+        sums.reverse();
+        psums.reverse();
+        let sums = m.wire("lane_sums", cat(&sums));
+        m.output("psum_o", cat(&psums));
+        (sums, a_upd, a_off, a_lanes, in_flight)
+    };
 
     // ------------------------------------------------- update: HBM writes
     // Back from bank order to the word's lanes: lane l takes bank
@@ -867,10 +1108,7 @@ fn tile_body(
     );
     // The row's writes count from its first word; the previous row's are
     // all out when its reads start.
-    let row_start = m.wire(
-        "row_start",
-        state.is(TileState::Next) & !same_id & head_valid,
-    );
+    let row_start = m.wire("row_start", state.is(TileState::Next) & !same_id & row_go);
     m.set_next(
         kw,
         mux(
@@ -899,16 +1137,23 @@ fn tile_body(
             });
         })
         .state(TileState::Accumulate, |m| {
-            m.assign(acc_ctr, acc_ctr.q() + 1u32);
-            m.if_(acc_last, |m| {
-                m.assign(acc_ctr, 0);
-                m.assign(first, 0);
-                state.goto(m, TileState::Next);
-            });
+            let step = |m: &mut hw::ModuleBuilder| {
+                m.assign(acc_ctr, acc_ctr.q() + 1u32);
+                m.if_(acc_last, |m| {
+                    m.assign(acc_ctr, 0);
+                    m.assign(first, 0);
+                    state.goto(m, TileState::Next);
+                });
+            };
+            if loop_wires.is_some() {
+                m.if_(acc_step, step);
+            } else {
+                step(m);
+            }
         })
         .state(TileState::Next, |m| {
             m.if_(same_id, |m| state.goto(m, TileState::Accumulate))
-                .elif(head_valid, |m| {
+                .elif(row_go, |m| {
                     m.assign(k, 0);
                     state.goto(m, TileState::Row);
                 });
@@ -980,8 +1225,22 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     } else {
         m.wire("row_words", m.lit(Ty::u(1), 1))
     };
-    let span = m.wire("span", batch.q().mul_wide(row_words));
-    let span_last = m.wire("span_last", span - 1u32);
+    let span_last = if cfg.loop_stages() > 0 {
+        // B x ceil(D/8) - 1 from the start's inputs into a register, so the
+        // product is not on the sequencer's paths during the pass.
+        let words_in = if db > 3 {
+            dim_in.slice(3, db - 3).zext(nc_bits) + dim_in.slice(0, 3).any().zext(nc_bits)
+        } else {
+            m.lit(Ty::u(1), 1)
+        };
+        let r = m.reg_reset("span_last_q", Ty::u(spb), 0);
+        let taken = start & state.is(PassState::Idle);
+        m.set_next(r, mux(taken, batch_in.mul_wide(words_in) - 1u32, r.q()));
+        r.q()
+    } else {
+        let span = m.wire("span", batch.q().mul_wide(row_words));
+        m.wire("span_last", span - 1u32)
+    };
     let ctr = m.reg_reset("ctr", Ty::u(spb), 0);
     let ctr_at_last = m.wire("ctr_at_last", ctr.q().is_eq(span_last));
     let ctr_word = fit(ctr.q(), aw);
@@ -1040,13 +1299,36 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     );
 
     // ----------------------------------------------------------- arbiter
-    let tag_q = m.instance("read_tags", &defs.tag);
-    m.waive(
-        "UNUSEDSIGNAL",
-        "read_tags_count_o",
-        "room for another read is the tag FIFO's in_ready_o",
-    );
-    let tag_room = m.inst_output(tag_q, "in_ready_o");
+    // Reads granted whose responses have not entered the combine: the tag
+    // FIFO's words, or with a staged loop the count of the tag ring.
+    let tag_q = defs.tag.as_ref().map(|def| m.instance("read_tags", def));
+    let ring = match tag_q {
+        Some(q) => {
+            m.waive(
+                "UNUSEDSIGNAL",
+                "read_tags_count_o",
+                "room for another read is the tag FIFO's in_ready_o",
+            );
+            Err(m.inst_output(q, "in_ready_o"))
+        }
+        None => {
+            let inflight = cfg.hbm_inflight();
+            let pw = bits_for(inflight);
+            Ok(Ring {
+                held: m.reg_reset("tags_held", Ty::u(pw), 0),
+                tag_wr: m.reg_reset("tag_wr_ptr", Ty::u(pw), 0),
+                rsp_wr: m.reg_reset("rsp_wr_ptr", Ty::u(pw), 0),
+                rsp_written: m.reg_reset("rsp_written", Ty::u(pw), 0),
+                rd: m.reg_reset("rsp_rd_ptr", Ty::u(pw), 0),
+                tags: m.memory_depth("tag_ring", types.tag.ty(), u64::from(inflight)),
+                rsps: m.memory_depth("rsp_ring", Ty::u(WORD_BITS), u64::from(inflight)),
+            })
+        }
+    };
+    let tag_room = match &ring {
+        Err(room) => *room,
+        Ok(r) => m.wire("tag_room", r.held.q().is_ne(cfg.hbm_inflight())),
+    };
     let mut req_bits = reqs.clone();
     req_bits.reverse();
     let req_vec = m.wire("req_vec", cat(&req_bits));
@@ -1086,26 +1368,107 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
             ),
         ),
     );
-    m.connect(tag_q, "in_valid_i", fire);
-    let tag = types.tag.pack(&[
-        ("tile", chosen),
-        ("base", select(chosen, &req_bases)),
-        ("offset", select(chosen, &req_offsets)),
-        ("lanes", select(chosen, &req_lanes)),
-        ("gain", select(chosen, &req_gains)),
-    ]);
-    m.connect(tag_q, "in_data_i", tag.bits());
+    if let Some(q) = tag_q {
+        m.connect(q, "in_valid_i", fire);
+    }
+    let (tag, tag_write) = if cfg.loop_stages() > 0 {
+        // The grant's fields are registered first and the banks' words
+        // computed from the registers, so that neither the row's address
+        // arithmetic nor the ring's write follows the other in one cycle;
+        // the tag reaches its ring a cycle after the grant, long before its
+        // response can enter.
+        let held = |m: &mut hw::ModuleBuilder, name: &str, v: Expr| {
+            let r = m.reg(name, v.ty());
+            m.set_next(r, v);
+            r.q()
+        };
+        let written = m.reg_reset("grant_valid", Ty::BOOL, 0);
+        m.set_next(written, fire);
+        let tile_q = held(m, "grant_tile", chosen);
+        let base = held(m, "grant_base", select(chosen, &req_bases));
+        let offset = held(m, "grant_offset", select(chosen, &req_offsets));
+        let lanes_of = held(m, "grant_lanes", select(chosen, &req_lanes));
+        let gain = held(m, "grant_gain", select(chosen, &req_gains));
+        let mut addrs: Vec<Expr> = (0..lanes).map(|b| bank_addr(m, base, offset, b)).collect();
+        addrs.reverse();
+        let tag = types.tag.pack(&[
+            ("tile", tile_q),
+            ("bank_addr", cat(&addrs)),
+            ("bank_en", rotate(lanes_of, 1, offset)),
+            ("offset", offset),
+            ("lanes", lanes_of),
+            ("gain", gain),
+        ]);
+        (tag, written.q())
+    } else {
+        let tag = types.tag.pack(&[
+            ("tile", chosen),
+            ("base", select(chosen, &req_bases)),
+            ("offset", select(chosen, &req_offsets)),
+            ("lanes", select(chosen, &req_lanes)),
+            ("gain", select(chosen, &req_gains)),
+        ]);
+        (tag, fire)
+    };
+    let (tag_valid, tag_word, word, issue) = match (tag_q, &ring) {
+        (Some(q), _) => {
+            m.connect(q, "in_data_i", tag.bits());
 
-    // ----------------------------------------------------------- responses
-    m.connect(tag_q, "out_ready_i", rsp_valid);
-    let tag_valid = m.inst_output(tag_q, "out_valid_o");
-    let rtag = types.tag.unpack(m.inst_output(tag_q, "out_data_o"));
+            // ------------------------------------------------------- responses
+            let tag_valid = m.inst_output(q, "out_valid_o");
+            let tag_word = m.inst_output(q, "out_data_o");
+            m.connect(q, "out_ready_i", rsp_valid);
+            (tag_valid, tag_word, rsp_data, None)
+        }
+        (None, Ok(r)) => {
+            // Tags and responses wait in two rings, in grant and arrival
+            // order, and leave together when the response enters its tile's
+            // combine: a read counts against `hbm_inflight` until then, so
+            // neither ring (as deep) can overflow. Both heads are memory
+            // reads at the read pointer the entry advances, registered
+            // without an enable: an entry drives a few pointer bits, not
+            // every bit of the head. A response written in cycle x is read
+            // from x + 1, so it is at the head from x + 2.
+            let inflight = cfg.hbm_inflight();
+            let slot = |p: Expr| fit(p, bits_for(inflight - 1).max(1));
+            m.set_next(r.tag_wr, mux(tag_write, r.tag_wr.q() + 1u32, r.tag_wr.q()));
+            m.mem_write(r.tags, tag_write, slot(r.tag_wr.q()), tag.bits());
+            m.set_next(r.rsp_wr, mux(rsp_valid, r.rsp_wr.q() + 1u32, r.rsp_wr.q()));
+            m.set_next(r.rsp_written, r.rsp_wr.q());
+            m.mem_write(r.rsps, rsp_valid, slot(r.rsp_wr.q()), rsp_data);
+            let head = m.wire("rsp_head", r.rsp_written.q().is_ne(r.rd.q()));
+            let issue = m.wire_decl("rsp_issue", Ty::BOOL);
+            let rd_next = m.wire(
+                "rsp_rd_next",
+                r.rd.q() + issue.value().zext(r.rd.q().width()),
+            );
+            m.set_next(r.rd, rd_next);
+            let held = r.held.q();
+            let pw = held.width();
+            m.set_next(r.held, held + fire.zext(pw) - issue.value().zext(pw));
+            let tag_word = m.mem_read(r.tags, None, slot(rd_next));
+            let word = m.mem_read(r.rsps, None, slot(rd_next));
+            (head, tag_word, word, Some(issue))
+        }
+        (None, Err(_)) => unreachable!("a tag FIFO's room comes with the FIFO"),
+    };
+    let rtag = types.tag.unpack(tag_word);
     let r_off = rtag.get("offset");
+    let issue = issue.map(|w| {
+        let waits = out(m, "rsp_wait_o");
+        let go = tag_valid & !select(rtag.get("tile"), &waits);
+        m.drive(w, go);
+        w.value()
+    });
     // Rotate the word so that lane (b + o) mod 8 lands in bank b.
-    let rotated = m.wire("rsp_rotated", rotate(rsp_data, 32, r_off));
-    let bank_en = m.wire("rsp_bank_en", rotate(rtag.get("lanes"), 1, r_off));
+    let rotated = m.wire("rsp_rotated", rotate(word, 32, r_off));
+    let bank_en = if cfg.loop_stages() > 0 {
+        m.wire("rsp_bank_en", rtag.get("bank_en"))
+    } else {
+        m.wire("rsp_bank_en", rotate(rtag.get("lanes"), 1, r_off))
+    };
     // A response with no read outstanding is outside the protocol; ignored.
-    let rsp_ok = m.wire("rsp_ok", rsp_valid & tag_valid);
+    let rsp_ok = issue.unwrap_or_else(|| m.wire("rsp_ok", rsp_valid & tag_valid));
 
     // ------------------------------------------------- activation buffer
     let acts = m.memory_depth("act_buf", Ty::u(WORD_BITS), u64::from(words));
@@ -1224,7 +1587,11 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         m.connect(inst, "rsp_valid_i", rsp_ok & mine(rtag.get("tile")));
         m.connect(inst, "rsp_data_i", rotated);
         m.connect(inst, "rsp_en_i", bank_en);
-        m.connect(inst, "rsp_base_i", rtag.get("base"));
+        if cfg.loop_stages() > 0 {
+            m.connect(inst, "rsp_bank_addr_i", rtag.get("bank_addr"));
+        } else {
+            m.connect(inst, "rsp_base_i", rtag.get("base"));
+        }
         m.connect(inst, "rsp_offset_i", r_off);
         m.connect(inst, "rsp_lanes_i", rtag.get("lanes"));
         m.connect(inst, "rsp_gain_i", rtag.get("gain"));

@@ -373,14 +373,17 @@ impl SparseCoreDriver {
         let mut words_written = 0u64;
         let mut rows_written = 0u64;
         let mut cycle = 0u64;
-        // Generous: every word at the worst latency, plus clears and folds.
+        // Generous: every word at the worst latency and through the whole
+        // combine pipeline (a deep one holds an update's row until its U is
+        // written), plus clears and folds.
         let span = u64::from(batch) * u64::from(dim.div_ceil(8));
         let max_latency = match hbm {
             HbmBehaviour::Fixed(l) => u64::from(l),
             HbmBehaviour::Random { max, ready, .. } => u64::from(max) + (16.0 / ready) as u64,
         };
         let words_bound: u64 = stream.len() as u64 * (u64::from(dim) / 8 + 2);
-        let limit = (words_bound + 4) * (max_latency + 4)
+        let pipeline = 4 * (u64::from(self.cfg.depth()) + 2);
+        let limit = (words_bound + 4) * (max_latency + 4 + pipeline)
             + (u64::from(self.cfg.tiles()) + 1) * (span + max_latency + 8)
             + 64;
         let mut stalled_read: Option<u64> = None;
