@@ -16,7 +16,7 @@
 //! warnings, `iverilog -g2005`, and a Yosys synthesis without latches.
 
 use hw::blocks::{self, CrcSpec, FifoMode, Prbs};
-use hw::{emit_design, Design, Dir, EmittedFile, Header, ModuleDef, Ty};
+use hw::{emit_design, Design, EmittedFile, Header, ModuleDef, Ty};
 use num_bigint::BigUint;
 use num_traits::{One, ToPrimitive, Zero};
 use rand::Rng;
@@ -58,22 +58,7 @@ fn wrapper(design: &mut Design, name: &str, blocks: &[Rc<ModuleDef>]) -> Rc<Modu
         for (k, def) in blocks.iter().enumerate() {
             // (The instance's outputs are wires `block<k>_<port>`.)
             let u = m.instance(&format!("block{k}"), def);
-            for (port, dir, ty) in def.port_list() {
-                if port == hw::ir::CLOCK || port == hw::ir::RESET {
-                    continue;
-                }
-                let outer = format!("u{k}_{port}");
-                match dir {
-                    Dir::In => {
-                        let v = m.input(&outer, ty);
-                        m.connect(u, &port, v);
-                    }
-                    Dir::Out => {
-                        let v = m.inst_output(u, &port);
-                        m.output(&outer, v);
-                    }
-                }
-            }
+            m.expose_ports(u, def, |port| format!("u{k}_{port}"));
         }
     })
 }

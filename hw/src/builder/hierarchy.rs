@@ -212,6 +212,33 @@ impl ModuleBuilder {
         }
     }
 
+    /// Brings every port of `inst` (an instance of `module`) but its clock
+    /// and reset out as a port of this module, named `outer(port)`: inputs
+    /// in, outputs out. For wrappers that only re-package a module.
+    #[track_caller]
+    pub fn expose_ports(
+        &mut self,
+        inst: Inst,
+        module: &Rc<ModuleDef>,
+        outer: impl Fn(&str) -> String,
+    ) {
+        for (port, dir, ty) in module.port_list() {
+            if port == CLOCK || port == RESET {
+                continue;
+            }
+            match dir {
+                Dir::In => {
+                    let v = self.input(&outer(&port), ty);
+                    self.connect(inst, &port, v);
+                }
+                Dir::Out => {
+                    let v = self.inst_output(inst, &port);
+                    self.output(&outer(&port), v);
+                }
+            }
+        }
+    }
+
     /// An array of instances of `module` over the loop dimensions `dims`
     /// (name, extent), emitted as nested generate loops. Connect each port to a
     /// bus with [`array_connect`](Self::array_connect) or to one value with

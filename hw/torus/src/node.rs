@@ -175,21 +175,7 @@ fn shared_stub(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
             m.doc("A torus link's serdes stub, as one module for simulation models to share");
             m.shared_code("six stubs per chip, up to 384 in a torus");
             let st = m.instance("stub", &stub_def);
-            for (name, dir, ty) in stub_def.port_list() {
-                if name == hw::ir::CLOCK || name == hw::ir::RESET {
-                    continue;
-                }
-                match dir {
-                    Dir::In => {
-                        let v = m.input(&name, ty);
-                        m.connect(st, &name, v);
-                    }
-                    Dir::Out => {
-                        let v = m.inst_output(st, &name);
-                        m.output(&name, v);
-                    }
-                }
-            }
+            m.expose_ports(st, &stub_def, str::to_string);
         },
     )
 }
