@@ -16,3 +16,14 @@ pub mod seed;
 pub mod tensorcore;
 pub mod tools;
 pub mod vpu;
+
+/// The configuration of `block`'s preset `name` (the ones the RTL checks and
+/// the FPGA report use).
+pub fn preset<B: hw::Block>(block: &B, name: &str) -> B::Config {
+    block
+        .presets()
+        .into_iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("{} has no preset {name}", block.name()))
+        .config
+}

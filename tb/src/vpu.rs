@@ -13,13 +13,7 @@ use sim::drivers::vpu_ops::{self, GoldenVpu, OpRun, Requant};
 /// The configuration of the VPU block's preset `name` (the ones the RTL
 /// checks and the FPGA report use).
 pub fn preset(name: &str) -> VpuConfig {
-    use hw::Block;
-    vpu::Vpu
-        .presets()
-        .into_iter()
-        .find(|p| p.name == name)
-        .unwrap_or_else(|| panic!("no VPU preset {name}"))
-        .config
+    crate::preset(&vpu::Vpu, name)
 }
 
 /// `cfg` at the depths every VPU check covers: 0, 1 and the `fmax`

@@ -46,13 +46,7 @@ fn tight() -> IciConfig {
 }
 
 fn fmax() -> IciConfig {
-    use hw::Block;
-    ici::Ici
-        .presets()
-        .into_iter()
-        .find(|p| p.name == "fmax")
-        .expect("an fmax preset")
-        .config
+    tb::preset(&ici::Ici, "fmax")
 }
 
 /// Delivery is exact and no alarm was raised.

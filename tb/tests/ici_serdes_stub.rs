@@ -196,14 +196,7 @@ fn pipelined_stub_makes_the_same_decisions_in_the_same_cycles() {
     // The formal preset's 26-bit frame, the fmax preset's (a position of
     // 7 bits), and a power-of-two width; latencies 1 (the flips go onto
     // the output) to 3.
-    use hw::Block;
-    let fmax = ici::Ici
-        .presets()
-        .into_iter()
-        .find(|p| p.name == "fmax")
-        .expect("an fmax preset")
-        .config
-        .frame_bits();
+    let fmax = tb::preset(&ici::Ici, "fmax").frame_bits();
     for (width, latency) in [(26, 1), (fmax, 2), (fmax, 3), (64, 1)] {
         check(width, latency, 20_000, &mut rng);
     }

@@ -640,14 +640,8 @@ fn sixteen_tiles_walk_in_parallel_for_every_row_length() {
 /// to back).
 #[test]
 fn deeper_pipelines_keep_bits_and_cycles() {
-    use hw::Block;
     let mut rng = tb::seed::rng_for("sparsecore_depths");
-    let fmax = sparsecore::SparseCore
-        .presets()
-        .into_iter()
-        .find(|p| p.name == "fmax")
-        .expect("an fmax preset")
-        .config;
+    let fmax = tb::preset(&sparsecore::SparseCore, "fmax");
     assert_eq!(fmax.depth(), config::sparsecore::MAX_DEPTH);
     let staged = config::sparsecore::STAGED_LOOP_DEPTH;
     for c in [
@@ -701,14 +695,8 @@ fn deeper_pipelines_keep_bits_and_cycles() {
 /// U's words. Bits and cycles as the golden model's.
 #[test]
 fn staged_loop_interlocks_responses_to_one_sample() {
-    use hw::Block;
     let mut rng = tb::seed::rng_for("sparsecore_interlock");
-    let fmax = sparsecore::SparseCore
-        .presets()
-        .into_iter()
-        .find(|p| p.name == "fmax")
-        .expect("an fmax preset")
-        .config;
+    let fmax = tb::preset(&sparsecore::SparseCore, "fmax");
     let staged = small(2)
         .with_depth(config::sparsecore::STAGED_LOOP_DEPTH)
         .unwrap();
