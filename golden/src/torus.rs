@@ -367,46 +367,24 @@ pub fn allreduce_f32_v2(cfg: &TorusConfig, v: &[Vec<u32>]) -> Vec<u32> {
         .collect()
 }
 
-/// Elements each directed link carries in order v2's schedule for `n`
-/// elements per chip: every chain reduced upward (its chips but the owner
+/// Elements each directed link carries in order v2's schedule
+/// ([`v2_schedule`]) for `n` elements per chip: every chain reduced upward (its chips but the owner
 /// each send their partial over the + 1 link of the stage's dimension),
 /// then the result sent back from the owner downward, stages in reverse
 /// (every chip of a chain but its start forwards it over the - 1 link).
 /// Indexed by logical chip and torus port (0..6: x+, x-, y+, y-, z+, z-);
 /// rings of one carry nothing.
 pub fn v2_link_loads(cfg: &TorusConfig, n: usize) -> Vec<[u64; 6]> {
-    let dims = cfg.dims();
     let mut load = vec![[0u64; 6]; cfg.chips()];
-    // One element of each (part, owner) pair, weighted by how many of the
-    // n elements it stands for.
-    let mut weight = std::collections::HashMap::new();
+    // The schedule depends on an element's part and owner only: one
+    // element of each pair, weighted by how many of the n it stands for.
+    let mut weight: HashMap<(usize, [u32; 3]), (usize, u64)> = HashMap::new();
     for e in 0..n {
-        *weight.entry((e % 3, v2_owner(cfg, e))).or_insert(0u64) += 1;
+        weight.entry((e % 3, v2_owner(cfg, e))).or_insert((e, 0)).1 += 1;
     }
-    for (&(part, owner), &w) in &weight {
-        let order = v2_stage_dims(part);
-        // The chips of each stage's chains: the stage's own dimension runs
-        // free, the earlier stages' dimensions sit at the owner's, the
-        // later ones run free too (stage 1 runs on every line).
-        for (stage, &d) in order.iter().enumerate() {
-            if dims[d] == 1 {
-                continue;
-            }
-            for (c, links) in load.iter_mut().enumerate() {
-                let at = cfg.coords(c);
-                let on_chain = order[..stage].iter().all(|&e| at[e] == owner[e]);
-                if !on_chain {
-                    continue;
-                }
-                // Up: everyone but the owner's coordinate sends on + 1.
-                if at[d] != owner[d] {
-                    links[2 * d] += w;
-                }
-                // Down: everyone but the chain's start forwards on - 1.
-                if at[d] != (owner[d] + 1) % dims[d] {
-                    links[2 * d + 1] += w;
-                }
-            }
+    for &(e, w) in weight.values() {
+        for m in v2_schedule(cfg, e) {
+            load[m.from][m.port] += w;
         }
     }
     load
