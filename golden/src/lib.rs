@@ -29,7 +29,9 @@
 //!   error-free link ([`ici::cycle_model`]).
 //! * [`torus`] gives the ICI torus's routes, its channel dependency graph
 //!   check and the all-reduce in the contract's order; [`torus_cycle`] its
-//!   cycle model on error-free links (host packets and all-reduce).
+//!   cycle model on error-free links (host packets and all-reduce);
+//!   [`torus_v2`] the order-v2 all-reduce engine's rules and its cycle model
+//!   on links of fixed latency.
 //!
 //! The models are written from the contract alone, independently of the RTL,
 //! so that the two implementations can catch each other's mistakes. For the
@@ -50,6 +52,7 @@ pub mod stream_crc;
 pub mod tensorcore;
 pub mod torus;
 pub mod torus_cycle;
+pub mod torus_v2;
 pub mod vectors;
 pub mod vpu;
 

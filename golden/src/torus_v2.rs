@@ -1,0 +1,552 @@
+//! The order-v2 all-reduce engine: its rules, and its cycle model on links
+//! of fixed latency.
+//!
+//! Order v2 (`docs/numerics.md#all-reduce-order-v2`, [`crate::torus`]'s
+//! `v2_*` functions) gives every element its own chains, so that a
+//! reduction can keep all six links of every chip busy. This module states
+//! an engine that does it and runs its rules cycle by cycle on a torus
+//! whose links each carry one flit per cycle with a fixed latency
+//! ([`V2Timing`]). The RTL engine is to match this model once its link
+//! timing is put in `V2Timing`; until then the model measures the rules
+//! against the link bound ([`crate::torus::v2_link_bound`]).
+//!
+//! **Streams.** Part p (elements e = p mod 3) reduces along D1, D2, D3 (its
+//! stage dimensions, [`crate::torus::v2_stage_dims`]); since the three
+//! parts rotate the dimensions, each dimension is one stage of each part.
+//! Within a stage along d (a ring of k chips), the elements whose owner has
+//! coordinate r along d form stream r: on every line they share their
+//! chain, so a chip has one place j = (c_d - r - 1) mod k in all of them
+//! (j = 0 starts the chain, j = k - 1, where c_d = r, ends it). A stage's
+//! streams go on in parallel: consecutive elements have owners one apart,
+//! and one stream in element order would make each element wait a whole
+//! hop for the one before it. A flit names its part and stream; the + link
+//! of d carries the reduction streams of the three parts' stages along d,
+//! the - link their result streams.
+//!
+//! **Members.** Chip c takes part in stage s of element e (s = 1, 2, 3) when
+//! c's coordinates along the stages before s are the owner's (stage 1: every
+//! chip). A chip's reduction processor R(p, s) and its result processor
+//! B(p, s) each step through the chip's stage-s members of part p, each
+//! stream in increasing e, at most one step per cycle: the first stream,
+//! round robin from the one after the last stepped, whose next member's
+//! step can go.
+//!
+//! **Reduction step R(p, s) for member e** of stream r: its term (stage 1:
+//! the chip's element e, from input queue (p, r); later stages: from stage
+//! queue (p, s, r), which R(p, s - 1) fills) and, unless j = 0, the partial
+//! from receive queue (+d, p, r); the sum is partial + term (add32 for
+//! fp32, a wrapping add for int32), or the term alone at j = 0. Unless
+//! j = k - 1 it goes to the chip above along d (outbound queue (+d, p), a
+//! credit of the receiver's queue taken by the step); at j = k - 1 to stage
+//! queue (p, s + 1, r'), r' the owner's coordinate along the next stage's
+//! dimension, or after stage 3 to the final queue of p (this chip owns e).
+//! The sum enters its queue `add` cycles after the step.
+//!
+//! **Result step B(p, s) for member e** of stream r, stages 3, 2, 1: the
+//! result from the final queue of p (stage 3, at the owner), from handoff
+//! queue (p, s, r'') (c_d = r at stages 2 and 1: stream r'' of B(p, s + 1),
+//! r'' the owner's coordinate along the stage above's dimension, put it there),
+//! or else from receive queue (-d, p, r) (the chip above along d sent it
+//! down). Unless c_d = r + 1 (the chain's last chip) it goes to the chip
+//! below (outbound queue (-d, p), with a credit); at stages 3 and 2 also to
+//! handoff queue (p, s - 1, r); at stage 1 it leaves on result lane p with its index.
+//! Outputs enter their queues one cycle after the step.
+//!
+//! **Input.** Lane p offers the chip's elements of part p in increasing e,
+//! one per cycle at most; element e goes into input queue (p, r), r the
+//! owner's coordinate along D1, when that queue has a slot.
+//!
+//! **Links.** Each of a chip's six outbound links sends at most one flit per
+//! cycle, from the first part, round robin from the one after the last
+//! sent, whose outbound queue has a head. A flit sent at t is at the head
+//! end of the receiver's queue from t + `hop`. A receive queue has `queue`
+//! slots and its sender one credit per slot, taken by the step that makes
+//! the flit and back `credit` cycles after the receiver pops the slot; so a
+//! flit in an outbound queue always has its slot, and one stream never
+//! waits behind another on a link.
+//!
+//! **Queues.** Every queue has one producer and one consumer. A step counts
+//! a queue's slots at the start of its cycle (a pop frees its slot from the
+//! next cycle), outputs still on their way included.
+//!
+//! **Why it cannot deadlock, with any slot counts of at least one.** Let e
+//! be the smallest element with a step left anywhere, and X one of its
+//! remaining steps whose inputs' steps are done (e's steps form a chain per
+//! stage and a tree of results: no cycle). X's stream has stepped every
+//! member before e and none after, so X is its next step. X's inputs are at
+//! their queues' heads: a stream's queue has a single producer working in
+//! the stream's order, so what is in front of e is smaller and, every
+//! smaller element being done, already gone. X's output queues and the
+//! receive queue beyond them hold no element of X's producers' past e
+//! (they are in order too) and none before e (done): they are empty, their
+//! credits back within `credit` cycles. Input queues fill in element order
+//! from one lane, so they hold only elements >= e: the one e needs has a
+//! slot. So X goes, and the engine always progresses.
+//!
+//! **Rate.** A stage-1 processor steps at most once per cycle, so an
+//! all-reduce of n elements per chip takes at least n / 3 cycles plus the
+//! chains' latency; the busiest link carries n (P - 1) / (3P) elements on a
+//! k x k x k torus, so that lane rate leaves every link (P - 1) / P busy.
+
+use crate::numerics::add32;
+use crate::torus::{neighbour, v2_owner, v2_stage_dims};
+use config::TorusConfig;
+use std::collections::VecDeque;
+
+/// The engine's and the links' timing and slot counts (each at least 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V2Timing {
+    /// Cycles from a flit's send to its presence at the receiver's queue.
+    pub hop: u32,
+    /// Cycles from a receive queue's pop to its credit at the sender.
+    pub credit: u32,
+    /// Cycles from a reduction step to its sum in the next queue.
+    pub add: u32,
+    /// Slots of each receive queue (one per link, part and stream).
+    pub queue: u32,
+    /// Slots of each outbound queue (one per link and part).
+    pub outbound: u32,
+    /// Slots of each input, stage, final and handoff queue.
+    pub local: u32,
+}
+
+impl V2Timing {
+    /// Links of about the ICI link's error-free latency with a router hop,
+    /// a five-stage fp32 adder, and receive queues that cover a stream's
+    /// credit round trip (hop + credit) at the link's full rate.
+    pub const DEFAULT: V2Timing = V2Timing {
+        hop: 8,
+        credit: 8,
+        add: 5,
+        queue: 16,
+        outbound: 8,
+        local: 32,
+    };
+
+    fn check(&self) {
+        for (name, v) in [
+            ("hop", self.hop),
+            ("credit", self.credit),
+            ("add", self.add),
+            ("queue", self.queue),
+            ("outbound", self.outbound),
+            ("local", self.local),
+        ] {
+            assert!(v >= 1, "V2Timing::{name} must be at least 1");
+        }
+    }
+}
+
+/// What [`run`] gives: every chip's results, the cycles, the flits on each
+/// link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct V2Run {
+    /// Per logical chip, the result of every element.
+    pub results: Vec<Vec<u32>>,
+    /// Cycles from the first cycle until the last result has left.
+    pub cycles: u64,
+    /// Flits sent per logical chip and torus port (x+, x-, y+, y-, z+, z-).
+    pub link_flits: Vec<[u64; 6]>,
+}
+
+/// A queue with one producer and one consumer: entries become visible at
+/// their ready cycle; slots are counted at the start of a cycle.
+#[derive(Debug, Clone)]
+struct Queue {
+    items: VecDeque<Entry>,
+    slots: usize,
+    popped_at: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    ready: u64,
+    element: usize,
+    value: u32,
+    /// The stream at the receiver (flits only).
+    stream: usize,
+}
+
+impl Queue {
+    fn new(slots: u32) -> Queue {
+        Queue {
+            items: VecDeque::new(),
+            slots: slots as usize,
+            popped_at: None,
+        }
+    }
+
+    fn has_slot(&self, t: u64) -> bool {
+        self.items.len() + usize::from(self.popped_at == Some(t)) < self.slots
+    }
+
+    fn head(&self, t: u64) -> Option<Entry> {
+        self.items.front().copied().filter(|e| e.ready <= t)
+    }
+
+    fn pop(&mut self, t: u64) -> Entry {
+        self.popped_at = Some(t);
+        self.items.pop_front().expect("a popped queue has a head")
+    }
+
+    fn push(&mut self, entry: Entry) {
+        assert!(self.items.len() < self.slots, "a push without a slot");
+        self.items.push_back(entry);
+    }
+}
+
+/// Credits of one stream at its sender: the count, and credits on their
+/// way back with the cycle they arrive.
+#[derive(Debug, Clone, Default)]
+struct Credits {
+    count: u32,
+    returns: VecDeque<u64>,
+}
+
+/// A processor's streams: each one's next member (n when it has none), and
+/// the stream to look at first.
+#[derive(Debug, Clone)]
+struct Processor {
+    next: Vec<usize>,
+    first: usize,
+}
+
+/// One chip's engine. Queues and credits are indexed by part, then stage
+/// (0-based) or port, then stream.
+#[derive(Debug, Clone)]
+struct Chip {
+    at: [u32; 3],
+    next_input: [usize; 3],
+    input: Vec<Vec<Queue>>,
+    /// Receive queues by the port the flit was sent on.
+    receive: Vec<Vec<Vec<Queue>>>,
+    outbound: Vec<Vec<Queue>>,
+    credits: Vec<Vec<Vec<Credits>>>,
+    next_part: [usize; 6],
+    /// Stage queues: index s holds stage s's terms (s = 1, 2).
+    stage: Vec<Vec<Vec<Queue>>>,
+    finals: Vec<Queue>,
+    /// Handoff queues: index s holds result stage s's sources (s = 0, 1),
+    /// one queue per stream of stage s + 1.
+    handoff: Vec<Vec<Vec<Queue>>>,
+    reduce: Vec<Vec<Processor>>,
+    result: Vec<Vec<Processor>>,
+    results: Vec<Option<u32>>,
+    flits: [u64; 6],
+}
+
+/// Runs the engine on every chip's vector (`v[c]`, logical chip c; all one
+/// length) and gives the results, the cycles and the link loads. `fp`: fp32
+/// sums (add32), else int32 wrapping sums. Panics if the engine stops
+/// making progress, which the rules above rule out.
+pub fn run(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool, timing: V2Timing) -> V2Run {
+    timing.check();
+    let chips = cfg.chips();
+    assert_eq!(v.len(), chips, "one vector per chip");
+    let n = v[0].len();
+    assert!(v.iter().all(|x| x.len() == n), "vectors of one length");
+    let dims = cfg.dims();
+    let owners: Vec<[u32; 3]> = (0..n).map(|e| v2_owner(cfg, e)).collect();
+    let add = |a: u32, b: u32| if fp { add32(a, b) } else { a.wrapping_add(b) };
+    // Part p's stage dimensions (the same for all its elements).
+    let order = |p: usize| v2_stage_dims(p);
+    let ring = |p: usize, s: usize| dims[order(p)[s]] as usize;
+    // Element e is a member of stage s's stream r at `at`.
+    let member = |at: [u32; 3], e: usize, s: usize, r: usize| {
+        let o = order(e % 3);
+        owners[e][o[s]] as usize == r && o[..s].iter().all(|&d| at[d] == owners[e][d])
+    };
+    let next_member = |at: [u32; 3], from: usize, s: usize, r: usize| {
+        let mut e = from;
+        while e < n && !member(at, e, s, r) {
+            e += 3;
+        }
+        e
+    };
+    let queues = |slots: u32, p: usize, s: usize| vec![Queue::new(slots); ring(p, s)];
+    let mut chip: Vec<Chip> = (0..chips)
+        .map(|c| {
+            let at = cfg.coords(c);
+            let processors = |p: usize| -> Vec<Processor> {
+                (0..3)
+                    .map(|s| Processor {
+                        next: (0..ring(p, s)).map(|r| next_member(at, p, s, r)).collect(),
+                        first: 0,
+                    })
+                    .collect()
+            };
+            Chip {
+                at,
+                next_input: [0, 1, 2],
+                input: (0..3).map(|p| queues(timing.local, p, 0)).collect(),
+                receive: (0..6)
+                    .map(|port| {
+                        (0..3)
+                            .map(|_| vec![Queue::new(timing.queue); dims[port / 2] as usize])
+                            .collect()
+                    })
+                    .collect(),
+                outbound: vec![vec![Queue::new(timing.outbound); 3]; 6],
+                credits: (0..6)
+                    .map(|port| {
+                        (0..3)
+                            .map(|_| {
+                                vec![
+                                    Credits {
+                                        count: timing.queue,
+                                        returns: VecDeque::new(),
+                                    };
+                                    dims[port / 2] as usize
+                                ]
+                            })
+                            .collect()
+                    })
+                    .collect(),
+                next_part: [0; 6],
+                stage: (0..3)
+                    .map(|p| (0..3).map(|s| queues(timing.local, p, s)).collect())
+                    .collect(),
+                finals: vec![Queue::new(timing.local); 3],
+                // Handoff queues of result stage s, one per stream of the
+                // stage above that fills them.
+                handoff: (0..3)
+                    .map(|p| {
+                        (0..3)
+                            .map(|s| queues(timing.local, p, (s + 1).min(2)))
+                            .collect()
+                    })
+                    .collect(),
+                reduce: (0..3).map(processors).collect(),
+                result: (0..3).map(processors).collect(),
+                results: vec![None; n],
+                flits: [0; 6],
+            }
+        })
+        .collect();
+    let mut left = chips * n;
+    let mut t: u64 = 0;
+    let mut last_progress = 0u64;
+    let stall_limit = u64::from(timing.hop + timing.credit + timing.add) + 16;
+    let mut cycles = 0u64;
+    while left > 0 {
+        let mut progress = false;
+        for ch in chip.iter_mut() {
+            for cr in ch.credits.iter_mut().flatten().flatten() {
+                while cr.returns.front().is_some_and(|&r| r <= t) {
+                    cr.returns.pop_front();
+                    cr.count += 1;
+                }
+            }
+            // Input lanes.
+            for p in 0..3 {
+                let e = ch.next_input[p];
+                if e >= n {
+                    continue;
+                }
+                let r = owners[e][order(p)[0]] as usize;
+                if ch.input[p][r].has_slot(t) {
+                    let c = cfg.chip(ch.at);
+                    ch.input[p][r].push(Entry {
+                        ready: t + 1,
+                        element: e,
+                        value: v[c][e],
+                        stream: r,
+                    });
+                    ch.next_input[p] = e + 3;
+                    progress = true;
+                }
+            }
+        }
+        // Links: at most one flit per outbound link.
+        for c in 0..chips {
+            for port in 0..6 {
+                let first = chip[c].next_part[port];
+                let pick = (0..3)
+                    .map(|i| (first + i) % 3)
+                    .find(|&p| chip[c].outbound[port][p].head(t).is_some());
+                let Some(p) = pick else { continue };
+                let entry = chip[c].outbound[port][p].pop(t);
+                chip[c].next_part[port] = (p + 1) % 3;
+                chip[c].flits[port] += 1;
+                let to = cfg.chip(neighbour(cfg, chip[c].at, port));
+                chip[to].receive[port][p][entry.stream].push(Entry {
+                    ready: t + u64::from(timing.hop),
+                    ..entry
+                });
+                progress = true;
+            }
+        }
+        // Processors. A pop of a receive queue returns a credit to the chip
+        // that sent into it, the neighbour behind the port it came on.
+        let mut credit_returns: Vec<(usize, usize, usize, usize)> = Vec::new();
+        for (c, ch) in chip.iter_mut().enumerate() {
+            let at = ch.at;
+            for p in 0..3 {
+                let o = order(p);
+                // Reduction steps, stages 1 to 3.
+                for s in 0..3 {
+                    let d = o[s];
+                    let k = dims[d] as usize;
+                    let can_step = |ch: &Chip, r: usize| -> bool {
+                        let e = ch.reduce[p][s].next[r];
+                        if e >= n {
+                            return false;
+                        }
+                        let j = (at[d] as usize + 2 * k - r - 1) % k;
+                        let term = if s == 0 {
+                            ch.input[p][r].head(t).is_some()
+                        } else {
+                            ch.stage[p][s][r].head(t).is_some()
+                        };
+                        let partial = j == 0 || ch.receive[2 * d][p][r].head(t).is_some();
+                        let out = if j + 1 < k {
+                            ch.outbound[2 * d][p].has_slot(t) && ch.credits[2 * d][p][r].count > 0
+                        } else if s < 2 {
+                            let r2 = owners[e][o[s + 1]] as usize;
+                            ch.stage[p][s + 1][r2].has_slot(t)
+                        } else {
+                            ch.finals[p].has_slot(t)
+                        };
+                        term && partial && out
+                    };
+                    let first = ch.reduce[p][s].first;
+                    let Some(r) = (0..k).map(|i| (first + i) % k).find(|&r| can_step(ch, r)) else {
+                        continue;
+                    };
+                    let e = ch.reduce[p][s].next[r];
+                    let j = (at[d] as usize + 2 * k - r - 1) % k;
+                    let term = if s == 0 {
+                        ch.input[p][r].pop(t)
+                    } else {
+                        ch.stage[p][s][r].pop(t)
+                    };
+                    assert_eq!(term.element, e, "a term arrives in its stream's order");
+                    let value = if j == 0 {
+                        term.value
+                    } else {
+                        let x = ch.receive[2 * d][p][r].pop(t);
+                        assert_eq!(x.element, e, "a partial arrives in its stream's order");
+                        credit_returns.push((c, 2 * d, p, r));
+                        add(x.value, term.value)
+                    };
+                    let ready = t + u64::from(timing.add);
+                    if j + 1 < k {
+                        ch.credits[2 * d][p][r].count -= 1;
+                        ch.outbound[2 * d][p].push(Entry {
+                            ready,
+                            element: e,
+                            value,
+                            stream: r,
+                        });
+                    } else if s < 2 {
+                        let r2 = owners[e][o[s + 1]] as usize;
+                        ch.stage[p][s + 1][r2].push(Entry {
+                            ready,
+                            element: e,
+                            value,
+                            stream: r2,
+                        });
+                    } else {
+                        ch.finals[p].push(Entry {
+                            ready,
+                            element: e,
+                            value,
+                            stream: 0,
+                        });
+                    }
+                    ch.reduce[p][s].next[r] = next_member(at, e + 3, s, r);
+                    ch.reduce[p][s].first = (r + 1) % k;
+                    progress = true;
+                }
+                // Result steps, stages 3 to 1.
+                for s in (0..3).rev() {
+                    let d = o[s];
+                    let k = dims[d] as usize;
+                    let source = |ch: &Chip, r: usize| -> Option<Entry> {
+                        if at[d] as usize == r {
+                            if s == 2 {
+                                ch.finals[p].head(t)
+                            } else {
+                                let e = ch.result[p][s].next[r];
+                                ch.handoff[p][s][owners[e][o[s + 1]] as usize].head(t)
+                            }
+                        } else {
+                            ch.receive[2 * d + 1][p][r].head(t)
+                        }
+                    };
+                    let forwards = |r: usize| at[d] as usize != (r + 1) % k;
+                    let can_step = |ch: &Chip, r: usize| -> bool {
+                        let e = ch.result[p][s].next[r];
+                        if e >= n || source(ch, r).is_none() {
+                            return false;
+                        }
+                        let forward = !forwards(r)
+                            || (ch.outbound[2 * d + 1][p].has_slot(t)
+                                && ch.credits[2 * d + 1][p][r].count > 0);
+                        let handoff = s == 0 || ch.handoff[p][s - 1][r].has_slot(t);
+                        forward && handoff
+                    };
+                    let first = ch.result[p][s].first;
+                    let Some(r) = (0..k).map(|i| (first + i) % k).find(|&r| can_step(ch, r)) else {
+                        continue;
+                    };
+                    let e = ch.result[p][s].next[r];
+                    let x = if at[d] as usize == r {
+                        if s == 2 {
+                            ch.finals[p].pop(t)
+                        } else {
+                            ch.handoff[p][s][owners[e][o[s + 1]] as usize].pop(t)
+                        }
+                    } else {
+                        credit_returns.push((c, 2 * d + 1, p, r));
+                        ch.receive[2 * d + 1][p][r].pop(t)
+                    };
+                    assert_eq!(x.element, e, "a result arrives in its stream's order");
+                    let out = Entry {
+                        ready: t + 1,
+                        element: e,
+                        value: x.value,
+                        stream: r,
+                    };
+                    if forwards(r) {
+                        ch.credits[2 * d + 1][p][r].count -= 1;
+                        ch.outbound[2 * d + 1][p].push(out);
+                    }
+                    if s > 0 {
+                        ch.handoff[p][s - 1][r].push(out);
+                    } else {
+                        assert!(ch.results[e].is_none(), "a result leaves once");
+                        ch.results[e] = Some(x.value);
+                        left -= 1;
+                        cycles = t + 2;
+                    }
+                    ch.result[p][s].next[r] = next_member(at, e + 3, s, r);
+                    ch.result[p][s].first = (r + 1) % k;
+                    progress = true;
+                }
+            }
+        }
+        for (c, port, p, r) in credit_returns {
+            let from = cfg.chip(neighbour(cfg, chip[c].at, port ^ 1));
+            chip[from].credits[port][p][r]
+                .returns
+                .push_back(t + u64::from(timing.credit));
+        }
+        if progress {
+            last_progress = t;
+        }
+        assert!(
+            t - last_progress <= stall_limit,
+            "the engine made no progress from cycle {last_progress}"
+        );
+        t += 1;
+    }
+    V2Run {
+        results: chip
+            .iter()
+            .map(|c| c.results.iter().map(|r| r.expect("every result")).collect())
+            .collect(),
+        cycles,
+        link_flits: chip.iter().map(|c| c.flits).collect(),
+    }
+}
