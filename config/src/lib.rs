@@ -40,8 +40,8 @@ pub use vpu::{VpuConfig, VpuUnits};
 
 pub use ici::{IciConfig, ICI_CRC_BITS, ICI_KIND_BITS, ICI_MAX_DEPTH};
 pub use torus::{
-    Packet, TorusConfig, Wiring, LOCAL_PORT, TORUS_LOCAL_DEPTH, TORUS_MAX_DEPTH, TORUS_PORTS,
-    TORUS_VCS, TORUS_VC_COUNTS,
+    AllreduceV2, Packet, TorusConfig, Wiring, LOCAL_PORT, TORUS_LOCAL_DEPTH, TORUS_MAX_DEPTH,
+    TORUS_PORTS, TORUS_VCS, TORUS_VC_COUNTS,
 };
 
 use serde::{Deserialize, Serialize};

@@ -63,6 +63,38 @@ pub const TORUS_MAX_DIM: u32 = 4;
 /// word per cycle), shared by the RTL and the cycle model.
 pub const TORUS_LOCAL_DEPTH: u32 = 4;
 
+/// The order-v2 all-reduce engine's slot counts and adder depth, shared by
+/// the RTL (`hw/torus`), its cycle model (`golden::torus_v2`) and the
+/// driver. Slot counts are powers of two (the queues are ring buffers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AllreduceV2 {
+    /// Slots of each receive queue: one per link, part and stream; the
+    /// sender holds one credit per slot.
+    pub queue: u32,
+    /// Slots of each outbound queue: one per link and part.
+    pub outbound: u32,
+    /// Slots of each input, stage, final and handoff queue.
+    pub local: u32,
+    /// Register stages of each reduction processor's fp32 adder; a sum is
+    /// in its next queue `adder_stages + 1` cycles after its step.
+    pub adder_stages: u32,
+}
+
+impl AllreduceV2 {
+    /// Receive queues that cover a stream's credit round trip on the
+    /// torus's links at their full rate.
+    pub const DEFAULT: AllreduceV2 = AllreduceV2 {
+        queue: 16,
+        outbound: 8,
+        local: 32,
+        adder_stages: 2,
+    };
+
+    /// Bits of an element's index within its part (q = e div 3): vectors of
+    /// up to 3 x 2^16 elements per chip.
+    pub const INDEX_BITS: u32 = 16;
+}
+
 /// Configuration of an X x Y x Z torus of chip nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TorusConfig {

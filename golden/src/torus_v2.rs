@@ -23,37 +23,37 @@
 //! of d carries the reduction streams of the three parts' stages along d,
 //! the - link their result streams.
 //!
-//! **Members.** Chip c takes part in stage s of element e (s = 1, 2, 3) when
-//! c's coordinates along the stages before s are the owner's (stage 1: every
-//! chip). A chip's reduction processor R(p, s) and its result processor
-//! B(p, s) each step through the chip's stage-s members of part p, each
-//! stream in increasing e, at most one step per cycle: the first stream,
-//! round robin from the one after the last stepped, whose next member's
-//! step can go.
+//! **Processors.** A chip has a reduction processor R(p, s) and a result
+//! processor B(p, s) per part p and stage s; each makes at most one step
+//! per cycle, for the first of its streams, round robin from the one after
+//! the stream of its last step, whose step can go. A stream's steps take
+//! what is at the head of its queues, so its order is the order its queues
+//! are filled in.
 //!
-//! **Reduction step R(p, s) for member e** of stream r: its term (stage 1:
-//! the chip's element e, from input queue (p, r); later stages: from stage
-//! queue (p, s, r), which R(p, s - 1) fills) and, unless j = 0, the partial
-//! from receive queue (+d, p, r); the sum is partial + term (add32 for
-//! fp32, a wrapping add for int32), or the term alone at j = 0. Unless
-//! j = k - 1 it goes to the chip above along d (outbound queue (+d, p), a
-//! credit of the receiver's queue taken by the step); at j = k - 1 to stage
-//! queue (p, s + 1, r'), r' the owner's coordinate along the next stage's
-//! dimension, or after stage 3 to the final queue of p (this chip owns e).
-//! The sum enters its queue `add` cycles after the step.
+//! **Reduction step R(p, s), stream r**: its term from the head of input
+//! queue (p, r) (stage 1: the chip's own element) or of stage queue
+//! (p, s, r) (R(p, s - 1) fills it), and, unless j = 0, the partial of the
+//! same element from the head of receive queue (+d, p, r); the sum is
+//! partial + term (add32 for fp32, a wrapping add for int32), or the term
+//! alone at j = 0. Unless j = k - 1 it goes to the chip above along d
+//! (outbound queue (+d, p), a credit of the receiver's queue taken by the
+//! step); at j = k - 1 to stage queue (p, s + 1, r'), r' the element's
+//! owner's coordinate along the next stage's dimension, or after stage 3 to
+//! the final queue of p (this chip owns the element). The sum enters its
+//! queue `add` cycles after the step.
 //!
-//! **Result step B(p, s) for member e** of stream r, stages 3, 2, 1: the
-//! result from the final queue of p (stage 3, at the owner), from handoff
-//! queue (p, s, r'') (c_d = r at stages 2 and 1: stream r'' of B(p, s + 1),
-//! r'' the owner's coordinate along the stage above's dimension, put it there),
-//! or else from receive queue (-d, p, r) (the chip above along d sent it
-//! down). Unless c_d = r + 1 (the chain's last chip) it goes to the chip
-//! below (outbound queue (-d, p), with a credit); at stages 3 and 2 also to
-//! handoff queue (p, s - 1, r); at stage 1 it leaves on result lane p with its index.
-//! Outputs enter their queues one cycle after the step.
+//! **Result step B(p, s), stream r**, for stages 3, 2, 1: the result at the
+//! head of the final queue of p (stage 3 at the owner, c_d = r), of handoff
+//! queue (p, s) (stages 2 and 1 where c_d = r: B(p, s + 1) fills it), or
+//! else of receive queue (-d, p, r) (the chip above along d sent it down).
+//! Unless c_d = r + 1 (the chain's last chip) it goes to the chip below
+//! (outbound queue (-d, p), with a credit); at stages 3 and 2 also to
+//! handoff queue (p, s - 1); at stage 1 it leaves on result lane p with its
+//! index. Outputs enter their queues, and results their lane, one cycle
+//! after the step.
 //!
 //! **Input.** Lane p offers the chip's elements of part p in increasing e,
-//! one per cycle at most; element e goes into input queue (p, r), r the
+//! one per cycle at most; element e goes into input queue (p, r), r its
 //! owner's coordinate along D1, when that queue has a slot.
 //!
 //! **Links.** Each of a chip's six outbound links sends at most one flit per
@@ -69,19 +69,27 @@
 //! a queue's slots at the start of its cycle (a pop frees its slot from the
 //! next cycle), outputs still on their way included.
 //!
-//! **Why it cannot deadlock, with any slot counts of at least one.** Let e
-//! be the smallest element with a step left anywhere, and X one of its
-//! remaining steps whose inputs' steps are done (e's steps form a chain per
-//! stage and a tree of results: no cycle). X's stream has stepped every
-//! member before e and none after, so X is its next step. X's inputs are at
-//! their queues' heads: a stream's queue has a single producer working in
-//! the stream's order, so what is in front of e is smaller and, every
-//! smaller element being done, already gone. X's output queues and the
-//! receive queue beyond them hold no element of X's producers' past e
-//! (they are in order too) and none before e (done): they are empty, their
-//! credits back within `credit` cycles. Input queues fill in element order
-//! from one lane, so they hold only elements >= e: the one e needs has a
-//! slot. So X goes, and the engine always progresses.
+//! **Order.** Every reduction stream carries its elements in increasing e:
+//! input queues fill in element order, R(p, 1)'s stream r sends them on in
+//! that order, and R(p, s + 1)'s stage queues are filled by the one stream
+//! of R(p, s) that ends chains here, in its order. So the partial at a
+//! receive queue's head is the term's element. Result streams need no
+//! order: each result has one source and carries its index.
+//!
+//! **Why it cannot deadlock, with any slot counts of at least one.** The
+//! results form a tree from each owner's final queue out to the lanes, with
+//! no step waiting for two results; lanes always take. So a result step
+//! waits only for a slot downstream, which the steps below it free. For
+//! the reductions, let e be the smallest element with a reduction step left
+//! anywhere, and X one of them whose inputs' steps are done (e's steps form
+//! a chain per stage: no cycle). X's stream has stepped every element
+//! before e and none after (streams are in order), so X is its next step
+//! and its inputs are at their queues' heads. An outbound queue drains on
+//! its own (each flit in it has its slot beyond), a final queue into the
+//! result tree; the receive queue or stage queue X fills holds none of its
+//! stream's elements before e (all done) and none after (not made), so its
+//! slots and credits are back within `credit` cycles. An input queue holds
+//! only elements >= e, so the lane can put e in. So X goes.
 //!
 //! **Rate.** A stage-1 processor steps at most once per cycle, so an
 //! all-reduce of n elements per chip takes at least n / 3 cycles plus the
@@ -90,7 +98,7 @@
 
 use crate::numerics::add32;
 use crate::torus::{neighbour, v2_owner, v2_stage_dims};
-use config::TorusConfig;
+use config::{AllreduceV2, TorusConfig};
 use std::collections::VecDeque;
 
 /// The engine's and the links' timing and slot counts (each at least 1).
@@ -111,17 +119,23 @@ pub struct V2Timing {
 }
 
 impl V2Timing {
-    /// Links of about the ICI link's error-free latency with a router hop,
-    /// a five-stage fp32 adder, and receive queues that cover a stream's
-    /// credit round trip (hop + credit) at the link's full rate.
-    pub const DEFAULT: V2Timing = V2Timing {
-        hop: 8,
-        credit: 8,
-        add: 5,
-        queue: 16,
-        outbound: 8,
-        local: 32,
-    };
+    /// The engine `engine` on links of `hop` and `credit` cycles.
+    pub fn new(engine: AllreduceV2, hop: u32, credit: u32) -> V2Timing {
+        V2Timing {
+            hop,
+            credit,
+            add: engine.adder_stages + 1,
+            queue: engine.queue,
+            outbound: engine.outbound,
+            local: engine.local,
+        }
+    }
+
+    /// The default engine on links of about the ICI link's error-free
+    /// latency with a router hop.
+    pub fn default_links() -> V2Timing {
+        V2Timing::new(AllreduceV2::DEFAULT, 8, 8)
+    }
 
     fn check(&self) {
         for (name, v) in [
@@ -137,13 +151,17 @@ impl V2Timing {
     }
 }
 
-/// What [`run`] gives: every chip's results, the cycles, the flits on each
-/// link.
+/// What [`run`] gives: every chip's results and when they left, the
+/// cycles, the flits on each link.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct V2Run {
     /// Per logical chip, the result of every element.
     pub results: Vec<Vec<u32>>,
-    /// Cycles from the first cycle until the last result has left.
+    /// Per logical chip, the cycle each element's result is on its lane.
+    pub result_cycles: Vec<Vec<u64>>,
+    /// Per logical chip and lane, the cycle each element was taken in.
+    pub taken: Vec<[Vec<u64>; 3]>,
+    /// One past the cycle of the last result.
     pub cycles: u64,
     /// Flits sent per logical chip and torus port (x+, x-, y+, y-, z+, z-).
     pub link_flits: Vec<[u64; 6]>,
@@ -197,18 +215,10 @@ impl Queue {
 
 /// Credits of one stream at its sender: the count, and credits on their
 /// way back with the cycle they arrive.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Credits {
     count: u32,
     returns: VecDeque<u64>,
-}
-
-/// A processor's streams: each one's next member (n when it has none), and
-/// the stream to look at first.
-#[derive(Debug, Clone)]
-struct Processor {
-    next: Vec<usize>,
-    first: usize,
 }
 
 /// One chip's engine. Queues and credits are indexed by part, then stage
@@ -226,19 +236,20 @@ struct Chip {
     /// Stage queues: index s holds stage s's terms (s = 1, 2).
     stage: Vec<Vec<Vec<Queue>>>,
     finals: Vec<Queue>,
-    /// Handoff queues: index s holds result stage s's sources (s = 0, 1),
-    /// one queue per stream of stage s + 1.
-    handoff: Vec<Vec<Vec<Queue>>>,
-    reduce: Vec<Vec<Processor>>,
-    result: Vec<Vec<Processor>>,
-    results: Vec<Option<u32>>,
+    /// Handoff queues: index s holds result stage s's results (s = 0, 1).
+    handoff: Vec<Vec<Queue>>,
+    /// Round-robin pointers of the reduction and result processors.
+    reduce_first: [[usize; 3]; 3],
+    result_first: [[usize; 3]; 3],
+    results: Vec<Option<(u32, u64)>>,
+    taken: [Vec<u64>; 3],
     flits: [u64; 6],
 }
 
 /// Runs the engine on every chip's vector (`v[c]`, logical chip c; all one
-/// length) and gives the results, the cycles and the link loads. `fp`: fp32
-/// sums (add32), else int32 wrapping sums. Panics if the engine stops
-/// making progress, which the rules above rule out.
+/// length) and gives the results, when they left, and the link loads.
+/// `fp`: fp32 sums (add32), else int32 wrapping sums. Panics if the engine
+/// stops making progress, which the rules above rule out.
 pub fn run(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool, timing: V2Timing) -> V2Run {
     timing.check();
     let chips = cfg.chips();
@@ -249,88 +260,47 @@ pub fn run(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool, timing: V2Timing) -> V2R
     let owners: Vec<[u32; 3]> = (0..n).map(|e| v2_owner(cfg, e)).collect();
     let add = |a: u32, b: u32| if fp { add32(a, b) } else { a.wrapping_add(b) };
     // Part p's stage dimensions (the same for all its elements).
-    let order = |p: usize| v2_stage_dims(p);
+    let order = v2_stage_dims;
     let ring = |p: usize, s: usize| dims[order(p)[s]] as usize;
-    // Element e is a member of stage s's stream r at `at`.
-    let member = |at: [u32; 3], e: usize, s: usize, r: usize| {
-        let o = order(e % 3);
-        owners[e][o[s]] as usize == r && o[..s].iter().all(|&d| at[d] == owners[e][d])
-    };
-    let next_member = |at: [u32; 3], from: usize, s: usize, r: usize| {
-        let mut e = from;
-        while e < n && !member(at, e, s, r) {
-            e += 3;
-        }
-        e
-    };
     let queues = |slots: u32, p: usize, s: usize| vec![Queue::new(slots); ring(p, s)];
     let mut chip: Vec<Chip> = (0..chips)
-        .map(|c| {
-            let at = cfg.coords(c);
-            let processors = |p: usize| -> Vec<Processor> {
-                (0..3)
-                    .map(|s| Processor {
-                        next: (0..ring(p, s)).map(|r| next_member(at, p, s, r)).collect(),
-                        first: 0,
-                    })
-                    .collect()
-            };
-            Chip {
-                at,
-                next_input: [0, 1, 2],
-                input: (0..3).map(|p| queues(timing.local, p, 0)).collect(),
-                receive: (0..6)
-                    .map(|port| {
-                        (0..3)
-                            .map(|_| vec![Queue::new(timing.queue); dims[port / 2] as usize])
-                            .collect()
-                    })
-                    .collect(),
-                outbound: vec![vec![Queue::new(timing.outbound); 3]; 6],
-                credits: (0..6)
-                    .map(|port| {
-                        (0..3)
-                            .map(|_| {
-                                vec![
-                                    Credits {
-                                        count: timing.queue,
-                                        returns: VecDeque::new(),
-                                    };
-                                    dims[port / 2] as usize
-                                ]
-                            })
-                            .collect()
-                    })
-                    .collect(),
-                next_part: [0; 6],
-                stage: (0..3)
-                    .map(|p| (0..3).map(|s| queues(timing.local, p, s)).collect())
-                    .collect(),
-                finals: vec![Queue::new(timing.local); 3],
-                // Handoff queues of result stage s, one per stream of the
-                // stage above that fills them.
-                handoff: (0..3)
-                    .map(|p| {
-                        (0..3)
-                            .map(|s| queues(timing.local, p, (s + 1).min(2)))
-                            .collect()
-                    })
-                    .collect(),
-                reduce: (0..3).map(processors).collect(),
-                result: (0..3).map(processors).collect(),
-                results: vec![None; n],
-                flits: [0; 6],
-            }
+        .map(|c| Chip {
+            at: cfg.coords(c),
+            next_input: [0, 1, 2],
+            input: (0..3).map(|p| queues(timing.local, p, 0)).collect(),
+            receive: (0..6)
+                .map(|port| vec![vec![Queue::new(timing.queue); dims[port / 2] as usize]; 3])
+                .collect(),
+            outbound: vec![vec![Queue::new(timing.outbound); 3]; 6],
+            credits: (0..6)
+                .map(|port| {
+                    let one = Credits {
+                        count: timing.queue,
+                        returns: VecDeque::new(),
+                    };
+                    vec![vec![one; dims[port / 2] as usize]; 3]
+                })
+                .collect(),
+            next_part: [0; 6],
+            stage: (0..3)
+                .map(|p| (0..3).map(|s| queues(timing.local, p, s)).collect())
+                .collect(),
+            finals: vec![Queue::new(timing.local); 3],
+            handoff: vec![vec![Queue::new(timing.local); 2]; 3],
+            reduce_first: [[0; 3]; 3],
+            result_first: [[0; 3]; 3],
+            results: vec![None; n],
+            taken: [Vec::new(), Vec::new(), Vec::new()],
+            flits: [0; 6],
         })
         .collect();
     let mut left = chips * n;
     let mut t: u64 = 0;
     let mut last_progress = 0u64;
     let stall_limit = u64::from(timing.hop + timing.credit + timing.add) + 16;
-    let mut cycles = 0u64;
     while left > 0 {
         let mut progress = false;
-        for ch in chip.iter_mut() {
+        for (c, ch) in chip.iter_mut().enumerate() {
             for cr in ch.credits.iter_mut().flatten().flatten() {
                 while cr.returns.front().is_some_and(|&r| r <= t) {
                     cr.returns.pop_front();
@@ -345,13 +315,13 @@ pub fn run(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool, timing: V2Timing) -> V2R
                 }
                 let r = owners[e][order(p)[0]] as usize;
                 if ch.input[p][r].has_slot(t) {
-                    let c = cfg.chip(ch.at);
                     ch.input[p][r].push(Entry {
                         ready: t + 1,
                         element: e,
                         value: v[c][e],
                         stream: r,
                     });
+                    ch.taken[p].push(t);
                     ch.next_input[p] = e + 3;
                     progress = true;
                 }
@@ -387,40 +357,40 @@ pub fn run(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool, timing: V2Timing) -> V2R
                 for s in 0..3 {
                     let d = o[s];
                     let k = dims[d] as usize;
-                    let can_step = |ch: &Chip, r: usize| -> bool {
-                        let e = ch.reduce[p][s].next[r];
-                        if e >= n {
-                            return false;
-                        }
-                        let j = (at[d] as usize + 2 * k - r - 1) % k;
-                        let term = if s == 0 {
-                            ch.input[p][r].head(t).is_some()
+                    let term_queue = |ch: &Chip, r: usize| -> Option<Entry> {
+                        if s == 0 {
+                            ch.input[p][r].head(t)
                         } else {
-                            ch.stage[p][s][r].head(t).is_some()
+                            ch.stage[p][s][r].head(t)
+                        }
+                    };
+                    let can_step = |ch: &Chip, r: usize| -> bool {
+                        let Some(term) = term_queue(ch, r) else {
+                            return false;
                         };
+                        let j = (at[d] as usize + 2 * k - r - 1) % k;
                         let partial = j == 0 || ch.receive[2 * d][p][r].head(t).is_some();
                         let out = if j + 1 < k {
                             ch.outbound[2 * d][p].has_slot(t) && ch.credits[2 * d][p][r].count > 0
                         } else if s < 2 {
-                            let r2 = owners[e][o[s + 1]] as usize;
+                            let r2 = owners[term.element][o[s + 1]] as usize;
                             ch.stage[p][s + 1][r2].has_slot(t)
                         } else {
                             ch.finals[p].has_slot(t)
                         };
-                        term && partial && out
+                        partial && out
                     };
-                    let first = ch.reduce[p][s].first;
+                    let first = ch.reduce_first[p][s];
                     let Some(r) = (0..k).map(|i| (first + i) % k).find(|&r| can_step(ch, r)) else {
                         continue;
                     };
-                    let e = ch.reduce[p][s].next[r];
                     let j = (at[d] as usize + 2 * k - r - 1) % k;
                     let term = if s == 0 {
                         ch.input[p][r].pop(t)
                     } else {
                         ch.stage[p][s][r].pop(t)
                     };
-                    assert_eq!(term.element, e, "a term arrives in its stream's order");
+                    let e = term.element;
                     let value = if j == 0 {
                         term.value
                     } else {
@@ -429,33 +399,22 @@ pub fn run(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool, timing: V2Timing) -> V2R
                         credit_returns.push((c, 2 * d, p, r));
                         add(x.value, term.value)
                     };
-                    let ready = t + u64::from(timing.add);
+                    let out = Entry {
+                        ready: t + u64::from(timing.add),
+                        element: e,
+                        value,
+                        stream: r,
+                    };
                     if j + 1 < k {
                         ch.credits[2 * d][p][r].count -= 1;
-                        ch.outbound[2 * d][p].push(Entry {
-                            ready,
-                            element: e,
-                            value,
-                            stream: r,
-                        });
+                        ch.outbound[2 * d][p].push(out);
                     } else if s < 2 {
                         let r2 = owners[e][o[s + 1]] as usize;
-                        ch.stage[p][s + 1][r2].push(Entry {
-                            ready,
-                            element: e,
-                            value,
-                            stream: r2,
-                        });
+                        ch.stage[p][s + 1][r2].push(Entry { stream: r2, ..out });
                     } else {
-                        ch.finals[p].push(Entry {
-                            ready,
-                            element: e,
-                            value,
-                            stream: 0,
-                        });
+                        ch.finals[p].push(out);
                     }
-                    ch.reduce[p][s].next[r] = next_member(at, e + 3, s, r);
-                    ch.reduce[p][s].first = (r + 1) % k;
+                    ch.reduce_first[p][s] = (r + 1) % k;
                     progress = true;
                 }
                 // Result steps, stages 3 to 1.
@@ -467,8 +426,7 @@ pub fn run(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool, timing: V2Timing) -> V2R
                             if s == 2 {
                                 ch.finals[p].head(t)
                             } else {
-                                let e = ch.result[p][s].next[r];
-                                ch.handoff[p][s][owners[e][o[s + 1]] as usize].head(t)
+                                ch.handoff[p][s].head(t)
                             }
                         } else {
                             ch.receive[2 * d + 1][p][r].head(t)
@@ -476,52 +434,46 @@ pub fn run(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool, timing: V2Timing) -> V2R
                     };
                     let forwards = |r: usize| at[d] as usize != (r + 1) % k;
                     let can_step = |ch: &Chip, r: usize| -> bool {
-                        let e = ch.result[p][s].next[r];
-                        if e >= n || source(ch, r).is_none() {
+                        if source(ch, r).is_none() {
                             return false;
                         }
                         let forward = !forwards(r)
                             || (ch.outbound[2 * d + 1][p].has_slot(t)
                                 && ch.credits[2 * d + 1][p][r].count > 0);
-                        let handoff = s == 0 || ch.handoff[p][s - 1][r].has_slot(t);
+                        let handoff = s == 0 || ch.handoff[p][s - 1].has_slot(t);
                         forward && handoff
                     };
-                    let first = ch.result[p][s].first;
+                    let first = ch.result_first[p][s];
                     let Some(r) = (0..k).map(|i| (first + i) % k).find(|&r| can_step(ch, r)) else {
                         continue;
                     };
-                    let e = ch.result[p][s].next[r];
                     let x = if at[d] as usize == r {
                         if s == 2 {
                             ch.finals[p].pop(t)
                         } else {
-                            ch.handoff[p][s][owners[e][o[s + 1]] as usize].pop(t)
+                            ch.handoff[p][s].pop(t)
                         }
                     } else {
                         credit_returns.push((c, 2 * d + 1, p, r));
                         ch.receive[2 * d + 1][p][r].pop(t)
                     };
-                    assert_eq!(x.element, e, "a result arrives in its stream's order");
                     let out = Entry {
                         ready: t + 1,
-                        element: e,
-                        value: x.value,
                         stream: r,
+                        ..x
                     };
                     if forwards(r) {
                         ch.credits[2 * d + 1][p][r].count -= 1;
                         ch.outbound[2 * d + 1][p].push(out);
                     }
                     if s > 0 {
-                        ch.handoff[p][s - 1][r].push(out);
+                        ch.handoff[p][s - 1].push(out);
                     } else {
-                        assert!(ch.results[e].is_none(), "a result leaves once");
-                        ch.results[e] = Some(x.value);
+                        assert!(ch.results[x.element].is_none(), "a result leaves once");
+                        ch.results[x.element] = Some((x.value, t + 1));
                         left -= 1;
-                        cycles = t + 2;
                     }
-                    ch.result[p][s].next[r] = next_member(at, e + 3, s, r);
-                    ch.result[p][s].first = (r + 1) % k;
+                    ch.result_first[p][s] = (r + 1) % k;
                     progress = true;
                 }
             }
@@ -541,12 +493,33 @@ pub fn run(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool, timing: V2Timing) -> V2R
         );
         t += 1;
     }
+    let result_cycles: Vec<Vec<u64>> = chip
+        .iter()
+        .map(|c| {
+            c.results
+                .iter()
+                .map(|r| r.expect("every result").1)
+                .collect()
+        })
+        .collect();
     V2Run {
         results: chip
             .iter()
-            .map(|c| c.results.iter().map(|r| r.expect("every result")).collect())
+            .map(|c| {
+                c.results
+                    .iter()
+                    .map(|r| r.expect("every result").0)
+                    .collect()
+            })
             .collect(),
-        cycles,
+        cycles: result_cycles
+            .iter()
+            .flatten()
+            .map(|&c| c + 1)
+            .max()
+            .unwrap_or(0),
+        result_cycles,
+        taken: chip.iter().map(|c| c.taken.clone()).collect(),
         link_flits: chip.iter().map(|c| c.flits).collect(),
     }
 }

@@ -50,7 +50,7 @@ fn results_are_order_v2_on_every_chip() {
         for n in [1, 2, 3, 7, 50] {
             let v = vectors(&cfg, n, &mut rng);
             let want = allreduce_f32_v2(&cfg, &v);
-            let got = run(&cfg, &v, true, V2Timing::DEFAULT);
+            let got = run(&cfg, &v, true, V2Timing::default_links());
             for (c, r) in got.results.iter().enumerate() {
                 assert_eq!(r, &want, "{dims:?} n = {n}: chip {c}");
             }
@@ -69,7 +69,7 @@ fn int32_sums_wrap() {
     let want: Vec<u32> = (0..n)
         .map(|e| v.iter().fold(0u32, |s, c| s.wrapping_add(c[e])))
         .collect();
-    let got = run(&cfg, &v, false, V2Timing::DEFAULT);
+    let got = run(&cfg, &v, false, V2Timing::default_links());
     assert!(got.results.iter().all(|r| r == &want));
 }
 
@@ -80,7 +80,7 @@ fn links_carry_the_schedules_loads() {
         let cfg = TorusConfig::with_dims(dims).unwrap();
         let n = 61;
         let v = vectors(&cfg, n, &mut rng);
-        let got = run(&cfg, &v, true, V2Timing::DEFAULT);
+        let got = run(&cfg, &v, true, V2Timing::default_links());
         assert_eq!(got.link_flits, v2_link_loads(&cfg, n), "{dims:?}");
     }
 }
@@ -122,7 +122,7 @@ fn runs_near_the_link_bound() {
     ] {
         let cfg = TorusConfig::with_dims(dims).unwrap();
         let v = vectors(&cfg, n, &mut rng);
-        let got = run(&cfg, &v, true, V2Timing::DEFAULT);
+        let got = run(&cfg, &v, true, V2Timing::default_links());
         let fraction = v2_link_bound(&cfg, n) as f64 / got.cycles as f64;
         println!(
             "{dims:?} n = {n}: {} cycles, bound {}, {fraction:.3}",
