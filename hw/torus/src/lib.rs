@@ -169,6 +169,7 @@
 //! way; the chain schedule pays for both. The bench measures both numbers.
 
 pub mod allreduce;
+pub mod allreduce_v2;
 pub mod block;
 pub mod node;
 pub mod router;
