@@ -154,8 +154,9 @@ impl TorusConfig {
             )));
         }
         let cfg = TorusConfig { vcs, ..self };
+        // Bit 63 tells the all-reduce engine's flits from the router's.
         let bits = FLIT_FIXED_BITS + vcs * cfg.credit_bits();
-        if bits > 64 {
+        if bits > 63 {
             return Err(ConfigError(format!(
                 "torus flits hold {vcs} credit counts of {} bits only with vc_depth below 32, got {}",
                 cfg.credit_bits(),

@@ -47,15 +47,12 @@
 //! with ties always up and one VC, it finds the cycles of rings of 4 that
 //! the dateline's second VC removes.
 //!
-//! **All-reduce** ([`allreduce_f32`], [`allreduce_i32`]): the order of
-//! `docs/numerics.md#all-reduce`: S_x(y, z) = v[0,y,z] + ... + v[X-1,y,z],
-//! then S_y(z) = S_x(0,z) + ... + S_x(Y-1,z), then S = S_y(0) + ... +
-//! S_y(Z-1), each left to right with add32 from its first term; int32 sums
-//! wrap. Every chip ends with S.
+//! **All-reduce** ([`allreduce_f32_v2`], [`allreduce_i32`]): fp32 sums in
+//! the contract's order, int32 sums wrapping (their order does not matter).
 //!
 //! **All-reduce order v2** ([`allreduce_f32_v2`]): the bandwidth-optimal
-//! order of `docs/numerics.md#all-reduce-order-v2`, which the torus engine
-//! is to adopt: element e's part e mod 3 picks the order of the stage
+//! order of `docs/numerics.md#all-reduce-order-v2`, which the torus's
+//! engine runs (`crate::torus_v2`): element e's part e mod 3 picks the order of the stage
 //! dimensions ([`v2_stage_dims`]), e div 3 in mixed radix its owner chip
 //! ([`v2_owner`]), and every chain runs from just past the owner round its
 //! ring to the owner ([`v2_chain`]). [`v2_schedule`] states the messages of
@@ -65,14 +62,6 @@
 //! up to 4x4x4 every chip ends with the order's sum, every message is one
 //! hop, and its links carry what [`v2_link_loads`] counts.
 //!
-//! **The engine's schedule** ([`allreduce_schedule`]): the messages of one
-//! element as `hw/torus`'s crate docs describe them (partial sums along the
-//! X rows, the Y column of the plane x = X-1 and the Z line, then the
-//! result broadcast back), stated here on its own and run on values by
-//! [`allreduce_by_schedule_f32`]: for every torus up to 4x4x4 it gives
-//! every chip the contract's sum, each chip gets the result once, every
-//! message is one hop, and no chip sends or receives more than four
-//! packets per element.
 
 use crate::numerics::add32;
 use config::{Packet, TorusConfig, LOCAL_PORT};
@@ -275,32 +264,13 @@ pub fn delivered(cfg: &TorusConfig, sent: &[Vec<Packet>]) -> Vec<Vec<Vec<Packet>
     out
 }
 
-/// The fp32 all-reduce of `v` (one vector per logical chip number, all of
-/// one length) in the contract's order: what every chip ends with.
-pub fn allreduce_f32(cfg: &TorusConfig, v: &[Vec<u32>]) -> Vec<u32> {
-    allreduce(cfg, v, add32)
-}
-
-/// The int32 all-reduce (wrapping sums).
+/// The int32 all-reduce (wrapping sums; their order does not matter).
 pub fn allreduce_i32(cfg: &TorusConfig, v: &[Vec<i32>]) -> Vec<i32> {
-    allreduce(cfg, v, i32::wrapping_add)
-}
-
-fn allreduce<T: Copy>(cfg: &TorusConfig, v: &[Vec<T>], add: fn(T, T) -> T) -> Vec<T> {
     assert_eq!(v.len(), cfg.chips(), "one vector per chip");
     let n = v[0].len();
     assert!(v.iter().all(|c| c.len() == n), "vectors of one length");
-    let [xs, ys, zs] = cfg.dims();
-    let fold = |terms: &mut dyn Iterator<Item = T>| {
-        let first = terms.next().expect("a sum has a first term");
-        terms.fold(first, add)
-    };
     (0..n)
-        .map(|i| {
-            let sx = |y: u32, z: u32| fold(&mut (0..xs).map(|x| v[cfg.chip([x, y, z])][i]));
-            let sy = |z: u32| fold(&mut (0..ys).map(|y| sx(y, z)));
-            fold(&mut (0..zs).map(sy))
-        })
+        .map(|e| v.iter().fold(0i32, |s, c| s.wrapping_add(c[e])))
         .collect()
 }
 
@@ -536,149 +506,6 @@ pub fn v2_link_bound(cfg: &TorusConfig, n: usize) -> u64 {
         .unwrap_or(0)
 }
 
-/// Tags of the all-reduce schedule's packets: partial sums along X, Y and
-/// Z, and the broadcast result.
-pub const TAG_X: u8 = 0;
-pub const TAG_Y: u8 = 1;
-pub const TAG_Z: u8 = 2;
-pub const TAG_RESULT: u8 = 3;
-
-/// One packet of the all-reduce schedule (per element): logical chip
-/// numbers and the tag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Message {
-    pub from: usize,
-    pub to: usize,
-    pub tag: u8,
-}
-
-/// The all-reduce schedule of `hw/torus`'s crate docs ("All-reduce"), per
-/// element, in an order in which each message's sender already has what
-/// it sends: the X chains, the Y chains on the plane x = X-1, the Z chain
-/// on the line x = X-1, y = Y-1, then the broadcast from the root
-/// (X-1, Y-1, Z-1) up in Z round that line, up in Y round each column of
-/// the plane, up in X round each row, each chain stopping before the chip
-/// it started from.
-pub fn allreduce_schedule(cfg: &TorusConfig) -> Vec<Message> {
-    let [xs, ys, zs] = cfg.dims();
-    let mut out = Vec::new();
-    let up = |c: [u32; 3], d: usize| neighbour(cfg, c, 2 * d);
-    for z in 0..zs {
-        for y in 0..ys {
-            for x in 0..xs - 1 {
-                let c = [x, y, z];
-                out.push((c, up(c, 0), TAG_X));
-            }
-        }
-        for y in 0..ys - 1 {
-            let c = [xs - 1, y, z];
-            out.push((c, up(c, 1), TAG_Y));
-        }
-    }
-    for z in 0..zs - 1 {
-        let c = [xs - 1, ys - 1, z];
-        out.push((c, up(c, 2), TAG_Z));
-    }
-    // Broadcast: breadth along Z, then Y, then X, so senders have it.
-    let root = [xs - 1, ys - 1, zs - 1];
-    let mut line = vec![root];
-    let mut c = root;
-    while zs > 1 && up(c, 2) != root {
-        out.push((c, up(c, 2), TAG_RESULT));
-        c = up(c, 2);
-        line.push(c);
-    }
-    let mut plane = Vec::new();
-    for &l in &line {
-        plane.push(l);
-        let mut c = l;
-        while ys > 1 && up(c, 1)[1] != ys - 1 {
-            out.push((c, up(c, 1), TAG_RESULT));
-            c = up(c, 1);
-            plane.push(c);
-        }
-    }
-    for &p in &plane {
-        let mut c = p;
-        while xs > 1 && up(c, 0)[0] != xs - 1 {
-            out.push((c, up(c, 0), TAG_RESULT));
-            c = up(c, 0);
-        }
-    }
-    out.into_iter()
-        .map(|(f, t, tag)| Message {
-            from: cfg.chip(f),
-            to: cfg.chip(t),
-            tag,
-        })
-        .collect()
-}
-
-/// Every chip's fp32 result when the schedule is run on values: each
-/// chip adds its term to the partial it received (the partial on the
-/// left), passes partials on, and takes the result it is sent.
-pub fn allreduce_by_schedule_f32(cfg: &TorusConfig, v: &[Vec<u32>]) -> Vec<Vec<u32>> {
-    let n = v[0].len();
-    let chips = cfg.chips();
-    let [xs, ys, zs] = cfg.dims();
-    let sched = allreduce_schedule(cfg);
-    (0..n)
-        .map(|i| {
-            // What each chip received, by tag.
-            let mut got: Vec<[Option<u32>; 4]> = vec![[None; 4]; chips];
-            let mut result: Vec<Option<u32>> = vec![None; chips];
-            let root = cfg.chip([xs - 1, ys - 1, zs - 1]);
-            // A chip's partial of a tag: the chain's value it sends on.
-            let partial = |c: usize, got: &Vec<[Option<u32>; 4]>| -> [u32; 3] {
-                let [x, y, z] = cfg.coords(c);
-                let px = match got[c][0] {
-                    Some(p) if x > 0 => add32(p, v[c][i]),
-                    _ => v[c][i],
-                };
-                let py = match got[c][1] {
-                    Some(p) if y > 0 => add32(p, px),
-                    _ => px,
-                };
-                let pz = match got[c][2] {
-                    Some(p) if z > 0 => add32(p, py),
-                    _ => py,
-                };
-                [px, py, pz]
-            };
-            for m in &sched {
-                if m.tag == TAG_RESULT && result[root].is_none() {
-                    result[root] = Some(partial(root, &got)[2]);
-                }
-                let value = if m.tag == TAG_RESULT {
-                    result[m.from].expect("a forwarder has the result")
-                } else {
-                    partial(m.from, &got)[m.tag as usize]
-                };
-                assert!(got[m.to][m.tag as usize].is_none(), "a second {m:?}");
-                got[m.to][m.tag as usize] = Some(value);
-                if m.tag == TAG_RESULT {
-                    result[m.to] = Some(value);
-                }
-            }
-            if result[root].is_none() {
-                result[root] = Some(partial(root, &got)[2]);
-            }
-            result
-                .into_iter()
-                .map(|r| r.expect("every chip gets the result"))
-                .collect()
-        })
-        .fold(
-            vec![Vec::with_capacity(n); chips],
-            |mut acc, per_chip: Vec<u32>| {
-                for (c, r) in per_chip.into_iter().enumerate() {
-                    acc[c].push(r);
-                }
-                acc
-            },
-        )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -774,24 +601,6 @@ mod tests {
     }
 
     #[test]
-    fn the_fp32_allreduce_matches_the_reference_vectors() {
-        let rows = read_vectors("f32_allreduce.tsv", 3);
-        assert!(rows.len() >= 2000);
-        for r in rows {
-            let dims = TorusConfig::parse_dims(&r.fields[0]).unwrap();
-            let cfg = TorusConfig::with_dims(dims).unwrap();
-            let v: Vec<Vec<u32>> = r.fields[1].split(',').map(|h| vec![hex32(h)]).collect();
-            let want = hex32(&r.fields[2]);
-            assert_eq!(
-                allreduce_f32(&cfg, &v),
-                [want],
-                "f32_allreduce.tsv:{}",
-                r.line
-            );
-        }
-    }
-
-    #[test]
     fn the_fp32_allreduce_v2_matches_the_reference_vectors() {
         let rows = read_vectors("f32_allreduce_v2.tsv", 4);
         assert!(rows.len() >= 2000);
@@ -844,7 +653,12 @@ mod tests {
                     .collect()
             })
             .collect();
-        assert_eq!(allreduce_f32_v2(&cfg, &v)[e], allreduce_f32(&cfg, &v)[e]);
+        // The first order: x rows, then y, then z, each from coordinate 0.
+        let fold = |terms: Vec<u32>| terms[1..].iter().fold(terms[0], |s, &t| add32(s, t));
+        let row = |y: u32, z: u32| fold((0..2).map(|x| v[cfg.chip([x, y, z])][e]).collect());
+        let plane = |z: u32| fold((0..3).map(|y| row(y, z)).collect());
+        let first_order = fold((0..2).map(plane).collect());
+        assert_eq!(allreduce_f32_v2(&cfg, &v)[e], first_order);
     }
 
     #[test]
@@ -913,78 +727,11 @@ mod tests {
     }
 
     #[test]
-    fn the_order_is_x_then_y_then_z_and_int32_wraps() {
-        // 1e8 + 1 - 1e8 in different orders gives different fp32 results.
-        let big = 0x4cbe_bc20; // 1e8
-        let one = 0x3f80_0000;
-        let neg = 0xccbe_bc20;
-        let cfg = TorusConfig::with_dims([3, 1, 1]).unwrap();
-        // ((1e8 + 1) - 1e8) = 0: the 1 is lost to rounding.
-        assert_eq!(allreduce_f32(&cfg, &[vec![big], vec![one], vec![neg]]), [0]);
-        let cfg = TorusConfig::with_dims([1, 1, 3]).unwrap();
-        // ((1 + 1e8) - 1e8) = 0 too, but (1e8 - 1e8) + 1 = 1.
-        assert_eq!(
-            allreduce_f32(&cfg, &[vec![big], vec![neg], vec![one]]),
-            [one]
-        );
+    fn int32_sums_wrap() {
         let cfg = TorusConfig::with_dims([2, 1, 1]).unwrap();
         assert_eq!(
             allreduce_i32(&cfg, &[vec![i32::MAX, 5], vec![1, -7]]),
             [i32::MIN, -2]
         );
-    }
-
-    #[test]
-    fn the_engine_schedule_gives_every_chip_the_contract_sum_once_in_one_hop_messages() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        for cfg in all_dims() {
-            let chips = cfg.chips();
-            let v: Vec<Vec<u32>> = (0..chips)
-                .map(|_| {
-                    (0..3)
-                        .map(|_| {
-                            let r = next();
-                            match r % 8 {
-                                0 => 0x7f80_0000 | (r >> 40) as u32 & 0x8000_0000,
-                                1 => (r >> 32) as u32 & 0x807f_ffff,
-                                _ => 0x3000_0000 + (r >> 40) as u32 % 0x2000_0000,
-                            }
-                        })
-                        .collect()
-                })
-                .collect();
-            let want = allreduce_f32(&cfg, &v);
-            let got = allreduce_by_schedule_f32(&cfg, &v);
-            assert!(got.iter().all(|r| *r == want), "{cfg}");
-            let sched = allreduce_schedule(&cfg);
-            let mut inj = vec![0; chips];
-            let mut ej = vec![0; chips];
-            for m in &sched {
-                let (f, t) = (cfg.coords(m.from), cfg.coords(m.to));
-                assert!(
-                    (0..6).any(|p| neighbour(&cfg, f, p) == t && m.from != m.to),
-                    "{cfg}: {m:?} is not one hop"
-                );
-                inj[m.from] += 1;
-                ej[m.to] += 1;
-            }
-            // Per element: X, Y, Z partials to all but the chains' first
-            // chips, one result to every chip but the root.
-            let [x, y, z] = cfg.dims();
-            let partials = (x - 1) * y * z + (y - 1) * z + (z - 1);
-            assert_eq!(sched.len(), partials as usize + chips - 1, "{cfg}");
-            // The rate the crate docs state: at most four packets per
-            // element in and out of any chip (the line x = X-1, y = Y-1).
-            assert!(
-                inj.iter().chain(&ej).all(|&k| k <= 4),
-                "{cfg}: {inj:?} {ej:?}"
-            );
-        }
     }
 }

@@ -1,6 +1,6 @@
 //! The ICI torus, cycle by cycle, on error-free links: when each host
-//! packet is taken and ejected ([`packet_cycles`]), and when each chip's
-//! all-reduce results come out ([`allreduce_cycles`]).
+//! packet is taken and ejected ([`packet_cycles`]). The all-reduce
+//! engine's cycles are [`crate::torus_v2`]'s.
 //!
 //! The model is the documented protocol of `hw/torus` (its crate docs:
 //! "The router", "Node and top", "All-reduce") and the ICI link's timing
@@ -41,15 +41,13 @@
 //!   creation cycle on; the injection buffer takes it when it has room.
 //!   The host takes the ejection buffer's head in cycles its `ej_ready`
 //!   allows.
-//! - **All-reduce engine**: see [`allreduce_cycles`].
 //!
 //! Cycle 0 is the first cycle after reset; a run's length is one past the
 //! cycle of its last delivery. `tb/tests/torus.rs` holds the RTL to every
 //! cycle this model gives.
 
 use crate::ici::LinkPair;
-use crate::numerics::add32;
-use crate::torus::{neighbour, route, TAG_RESULT, TAG_X, TAG_Y, TAG_Z};
+use crate::torus::{neighbour, route};
 use config::{Packet, TorusConfig, Wiring, LOCAL_PORT};
 use std::collections::VecDeque;
 
@@ -359,10 +357,6 @@ impl Network {
         }
     }
 
-    fn inj_ready(&self, c: usize, t: u64) -> bool {
-        self.routers[c].inj_ready(t)
-    }
-
     /// Cycle `t`: each chip's injection offer and ejection readiness.
     fn step(&mut self, t: u64, inj: &[Option<Packet>], ej_ready: &[bool]) -> Vec<LocalPort> {
         let mut offers: Vec<[Option<LinkFlit>; 2]> = vec![[None, None]; self.links.len()];
@@ -466,268 +460,6 @@ pub fn packet_cycles(
     Some(timing)
 }
 
-/// One chip's all-reduce engine: see [`allreduce_cycles`].
-#[derive(Debug)]
-struct Engine {
-    at: [u32; 3],
-    dims: [u32; 3],
-    /// Receive queues by tag (X, Y, Z partials; results).
-    queues: [Fifo<u32>; 4],
-    /// Elements started and not yet finished.
-    inflight: u32,
-    window: u32,
-    /// Broadcast forwards of the result at the head already sent, Z, Y, X.
-    done: [bool; 3],
-}
-
-/// What an engine decides in one cycle, from the state at its start.
-#[derive(Debug)]
-struct EnginePlan {
-    /// The packet offered for injection.
-    offer: Option<Packet>,
-    /// The element is reduced (its vector word taken).
-    reduce: bool,
-    /// At the root: the result pushed into its own result queue.
-    root_result: Option<u32>,
-    /// The broadcast forward sent (0: Z, 1: Y, 2: X).
-    forward: Option<usize>,
-    /// The result at the head leaves (to the host).
-    finish: Option<u32>,
-}
-
-impl Engine {
-    fn new(cfg: &TorusConfig, at: [u32; 3], window: u32) -> Engine {
-        let q = || Fifo::new(window as usize);
-        Engine {
-            at,
-            dims: cfg.dims(),
-            queues: [q(), q(), q(), q()],
-            inflight: 0,
-            window,
-            done: [false; 3],
-        }
-    }
-
-    /// The chip one up in dimension `d` (wrapping).
-    fn next(&self, d: usize) -> [u32; 3] {
-        let mut c = self.at;
-        c[d] = (c[d] + 1) % self.dims[d];
-        c
-    }
-
-    /// Per dimension: whether this chip is the last of its ring.
-    fn last(&self) -> [bool; 3] {
-        std::array::from_fn(|d| self.at[d] == self.dims[d] - 1)
-    }
-
-    /// Which partials (X, Y, Z) this chip adds its term to: X when x > 0;
-    /// Y on the plane x = X-1 when y > 0; Z on the line x = X-1, y = Y-1
-    /// when z > 0.
-    fn needs(&self) -> [bool; 3] {
-        let last = self.last();
-        let first: [bool; 3] = std::array::from_fn(|d| self.at[d] == 0);
-        [
-            !first[0],
-            last[0] && !first[1],
-            last[0] && last[1] && !first[2],
-        ]
-    }
-
-    fn plan(&self, t: u64, v: Option<u32>, inj_ready: bool, fp: bool) -> EnginePlan {
-        let last = self.last();
-        let need = self.needs();
-        let root = last.iter().all(|&l| l);
-        let heads: [Option<u32>; 4] = std::array::from_fn(|k| self.queues[k].head(t).copied());
-        let inputs_ok = v.is_some()
-            && self.inflight < self.window
-            && (0..3).all(|k| !need[k] || heads[k].is_some());
-        let add = |a: u32, b: u32| if fp { add32(a, b) } else { a.wrapping_add(b) };
-        // The partial that arrived, plus this chip's term, X then Y then Z.
-        let reduction = inputs_ok.then(|| {
-            let mut acc = v.expect("a vector word");
-            let mut partials = [0; 3];
-            for (k, partial) in partials.iter_mut().enumerate() {
-                if need[k] {
-                    acc = add(heads[k].expect("a partial"), acc);
-                }
-                *partial = acc;
-            }
-            if !last[0] {
-                (self.next(0), TAG_X, partials[0])
-            } else if !last[1] {
-                (self.next(1), TAG_Y, partials[1])
-            } else {
-                (self.next(2), TAG_Z, partials[2])
-            }
-        });
-        // Broadcast forwards, Z, Y, X: each unless the next chip is where
-        // the chain started.
-        let forwards_on = |d: usize| self.dims[d] >= 2 && self.at[d] != self.dims[d] - 2;
-        let fwd_need = [
-            last[0] && last[1] && forwards_on(2),
-            last[0] && forwards_on(1),
-            forwards_on(0),
-        ];
-        let remaining: [bool; 3] = std::array::from_fn(|k| fwd_need[k] && !self.done[k]);
-        let pick = remaining.iter().position(|&r| r);
-        let broadcasting = heads[3].is_some() && pick.is_some();
-        let offer = if broadcasting {
-            let d = 2 - pick.expect("a forward");
-            Some(Packet {
-                dest: self.next(d),
-                tag: TAG_RESULT,
-                payload: heads[3].expect("a result"),
-            })
-        } else if !root {
-            reduction.map(|(dest, tag, payload)| Packet { dest, tag, payload })
-        } else {
-            None
-        };
-        let forward = if broadcasting && inj_ready {
-            pick
-        } else {
-            None
-        };
-        let reduce = if root {
-            inputs_ok
-        } else {
-            inputs_ok && !broadcasting && inj_ready
-        };
-        let left = (0..3).any(|k| remaining[k] && forward != Some(k));
-        let finish = if left { None } else { heads[3] };
-        EnginePlan {
-            offer,
-            reduce,
-            root_result: if root && reduce {
-                reduction.map(|r| r.2)
-            } else {
-                None
-            },
-            forward,
-            finish,
-        }
-    }
-
-    fn apply(&mut self, t: u64, plan: &EnginePlan, ejected: Option<Packet>) {
-        if let Some(p) = ejected {
-            self.queues[usize::from(p.tag)].push(t, p.payload);
-        }
-        if let Some(r) = plan.root_result {
-            self.queues[usize::from(TAG_RESULT)].push(t, r);
-        }
-        if plan.reduce {
-            let need = self.needs();
-            for (queue, _) in self.queues.iter_mut().zip(need).filter(|(_, n)| *n) {
-                queue.pop(t);
-            }
-            self.inflight += 1;
-        }
-        if plan.finish.is_some() {
-            self.queues[usize::from(TAG_RESULT)].pop(t);
-            self.inflight -= 1;
-            self.done = [false; 3];
-        } else if let Some(k) = plan.forward {
-            self.done[k] = true;
-        }
-    }
-}
-
-/// The cycles of an all-reduce by the model, by logical chip.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AllReduceTiming {
-    /// The cycle each element of the chip's vector was taken.
-    pub taken: Vec<Vec<u64>>,
-    /// The result elements, in order, and the cycle each came out.
-    pub results: Vec<Vec<u32>>,
-    pub result_cycles: Vec<Vec<u64>>,
-    /// One past the cycle in which the last chip got its last element.
-    pub cycles: u64,
-}
-
-/// An all-reduce by the engines of `hw/torus`'s crate docs ("All-reduce")
-/// on error-free links: chip c's vector `values[c]` is offered element by
-/// element (fp32 patterns when `fp`, else int32), each engine with a window
-/// of `window` elements. Each engine, in cycle t:
-///
-/// - **Reduction.** Ready when the next element is offered, fewer than W
-///   elements are in flight, and every partial the chip needs (X: x > 0;
-///   Y: on the plane x = X-1 with y > 0; Z: on the line x = X-1, y = Y-1
-///   with z > 0) is at the head of its tag's queue. It adds them in the
-///   contract's order and offers the partial to the next chip up in X, else
-///   Y, else Z; it goes (taking the vector word and the partials, one more
-///   element in flight) when the router's injection buffer takes it and no
-///   broadcast forward is offered. At the root it goes when ready, pushing
-///   the result into the root's own result queue.
-/// - **Broadcast.** While a result is at the head of the result queue, its
-///   forwards not yet sent (Z on the line x = X-1, y = Y-1, Y on the plane
-///   x = X-1, X everywhere, each unless the next chip up is where the
-///   chain started) are offered one per cycle, Z first, before any
-///   reduction. The result leaves the queue, to the host, in the cycle its
-///   last forward is taken (at once when it has none), and the element is
-///   no longer in flight.
-/// - **Receive.** Whatever the router ejects at t enters the queue of its
-///   tag at t (the engine always takes it).
-///
-/// `None` if not everything arrives within `max_cycles`.
-pub fn allreduce_cycles(
-    cfg: &TorusConfig,
-    wiring: &Wiring,
-    values: &[Vec<u32>],
-    fp: bool,
-    window: u32,
-    max_cycles: u64,
-) -> Option<AllReduceTiming> {
-    let n_chips = cfg.chips();
-    assert_eq!(wiring.table().len(), n_chips, "a wiring of this torus");
-    assert_eq!(values.len(), n_chips, "one vector per chip");
-    let n = values[0].len();
-    let mut net = Network::new(cfg);
-    let mut engines: Vec<Engine> = (0..n_chips)
-        .map(|c| Engine::new(cfg, cfg.coords(c), window))
-        .collect();
-    let mut timing = AllReduceTiming {
-        taken: vec![Vec::new(); n_chips],
-        results: vec![Vec::new(); n_chips],
-        result_cycles: vec![Vec::new(); n_chips],
-        cycles: 0,
-    };
-    let mut done = 0;
-    let mut t = 0;
-    while done < n_chips * n {
-        if t >= max_cycles {
-            return None;
-        }
-        let plans: Vec<EnginePlan> = engines
-            .iter()
-            .enumerate()
-            .map(|(c, e)| {
-                let v = values[c].get(timing.taken[c].len()).copied();
-                e.plan(t, v, net.inj_ready(c, t), fp)
-            })
-            .collect();
-        let inj: Vec<Option<Packet>> = plans.iter().map(|p| p.offer).collect();
-        let local = net.step(t, &inj, &vec![true; n_chips]);
-        for (c, (engine, plan)) in engines.iter_mut().zip(&plans).enumerate() {
-            debug_assert_eq!(
-                local[c].injected,
-                plan.forward.is_some() || (plan.reduce && plan.root_result.is_none())
-            );
-            engine.apply(t, plan, local[c].ejected);
-            if plan.reduce {
-                timing.taken[c].push(t);
-            }
-            if let Some(r) = plan.finish {
-                timing.results[c].push(r);
-                timing.result_cycles[c].push(t);
-                done += 1;
-            }
-        }
-        t += 1;
-    }
-    timing.cycles = t;
-    Some(timing)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -757,19 +489,5 @@ mod tests {
         let l = u64::from(c.link().latency());
         assert_eq!(t.taken[0], [5]);
         assert_eq!(t.received[1], [(p, 5 + 2 + 4 + l + 4)]);
-    }
-
-    #[test]
-    fn an_allreduce_gives_every_chip_the_sum() {
-        let c = cfg([2, 2, 1], 4);
-        let w = Wiring::identity(&c);
-        let values: Vec<Vec<u32>> = (0..4)
-            .map(|k| (0..20).map(|i| i * 10 + k).collect())
-            .collect();
-        let t = allreduce_cycles(&c, &w, &values, false, 64, 100_000).unwrap();
-        let want: Vec<u32> = (0..20).map(|i| 4 * 10 * i + 6).collect();
-        for r in &t.results {
-            assert_eq!(r, &want);
-        }
     }
 }

@@ -96,18 +96,29 @@
 //! chains' latency; the busiest link carries n (P - 1) / (3P) elements on a
 //! k x k x k torus, so that lane rate leaves every link (P - 1) / P busy.
 
+use crate::ici::LinkPair;
 use crate::numerics::add32;
 use crate::torus::{neighbour, v2_owner, v2_stage_dims};
 use config::{AllreduceV2, TorusConfig};
 use std::collections::VecDeque;
 
+/// The links between the engines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum V2Links {
+    /// Fixed latencies (`torus::allreduce_v2::links_top`): a flit sent at t
+    /// is in the receiver's queue from t + `hop`; a pop at t is a credit at
+    /// the sender from t + `credit` (credits travel beside the flits).
+    Fixed { hop: u32, credit: u32 },
+    /// The torus's ICI links (`torus::node::top`, error-free, no host
+    /// packets), each cable a [`LinkPair`] of the torus's link
+    /// configuration: see "ICI links" in the module docs.
+    Ici,
+}
+
 /// The engine's and the links' timing and slot counts (each at least 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V2Timing {
-    /// Cycles from a flit's send to its presence at the receiver's queue.
-    pub hop: u32,
-    /// Cycles from a receive queue's pop to its credit at the sender.
-    pub credit: u32,
+    pub links: V2Links,
     /// Cycles from a reduction step to its sum in the next queue.
     pub add: u32,
     /// Slots of each receive queue (one per link, part and stream).
@@ -122,12 +133,19 @@ impl V2Timing {
     /// The engine `engine` on links of `hop` and `credit` cycles.
     pub fn new(engine: AllreduceV2, hop: u32, credit: u32) -> V2Timing {
         V2Timing {
-            hop,
-            credit,
+            links: V2Links::Fixed { hop, credit },
             add: engine.adder_stages + 1,
             queue: engine.queue,
             outbound: engine.outbound,
             local: engine.local,
+        }
+    }
+
+    /// The default engine on the torus's ICI links.
+    pub fn on_torus() -> V2Timing {
+        V2Timing {
+            links: V2Links::Ici,
+            ..V2Timing::new(AllreduceV2::DEFAULT, 1, 1)
         }
     }
 
@@ -138,9 +156,13 @@ impl V2Timing {
     }
 
     fn check(&self) {
+        let (hop, credit) = match self.links {
+            V2Links::Fixed { hop, credit } => (hop, credit),
+            V2Links::Ici => (1, 1),
+        };
         for (name, v) in [
-            ("hop", self.hop),
-            ("credit", self.credit),
+            ("hop", hop),
+            ("credit", credit),
             ("add", self.add),
             ("queue", self.queue),
             ("outbound", self.outbound),
@@ -297,7 +319,28 @@ pub fn run(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool, timing: V2Timing) -> V2R
     let mut left = chips * n;
     let mut t: u64 = 0;
     let mut last_progress = 0u64;
-    let stall_limit = u64::from(timing.hop + timing.credit + timing.add) + 16;
+    let stall_limit = match timing.links {
+        V2Links::Fixed { hop, credit } => u64::from(hop + credit + timing.add) + 16,
+        V2Links::Ici => 16 * u64::from(cfg.link().word_latency() + timing.add) + 64,
+    };
+    // ICI links: one per cable from a chip's up port of a dimension (end 0)
+    // to its neighbour's down port (end 1); by chip and port, the link and
+    // end; and per chip and port, the credits owed by part and stream.
+    let mut links: Vec<LinkPair<V2Flit>> = Vec::new();
+    let mut port_link = vec![[(usize::MAX, 0usize); 6]; chips];
+    let mut link_ends: Vec<[(usize, usize); 2]> = Vec::new();
+    if timing.links == V2Links::Ici {
+        for c in 0..chips {
+            for d in 0..3 {
+                let peer = cfg.chip(neighbour(cfg, cfg.coords(c), 2 * d));
+                port_link[c][2 * d] = (links.len(), 0);
+                port_link[peer][2 * d + 1] = (links.len(), 1);
+                link_ends.push([(c, 2 * d), (peer, 2 * d + 1)]);
+                links.push(LinkPair::new(cfg.link()));
+            }
+        }
+    }
+    let mut owed: Vec<[[[u32; 4]; 3]; 6]> = vec![[[[0; 4]; 3]; 6]; chips];
     while left > 0 {
         let mut progress = false;
         for (c, ch) in chip.iter_mut().enumerate() {
@@ -328,7 +371,13 @@ pub fn run(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool, timing: V2Timing) -> V2R
             }
         }
         // Links: at most one flit per outbound link.
+        if timing.links == V2Links::Ici {
+            progress |= ici_links(t, &mut chip, &mut links, &port_link, &link_ends, &mut owed);
+        }
         for c in 0..chips {
+            let V2Links::Fixed { hop, .. } = timing.links else {
+                break;
+            };
             for port in 0..6 {
                 let first = chip[c].next_part[port];
                 let pick = (0..3)
@@ -340,7 +389,7 @@ pub fn run(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool, timing: V2Timing) -> V2R
                 chip[c].flits[port] += 1;
                 let to = cfg.chip(neighbour(cfg, chip[c].at, port));
                 chip[to].receive[port][p][entry.stream].push(Entry {
-                    ready: t + u64::from(timing.hop),
+                    ready: t + u64::from(hop),
                     ..entry
                 });
                 progress = true;
@@ -479,10 +528,16 @@ pub fn run(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool, timing: V2Timing) -> V2R
             }
         }
         for (c, port, p, r) in credit_returns {
-            let from = cfg.chip(neighbour(cfg, chip[c].at, port ^ 1));
-            chip[from].credits[port][p][r]
-                .returns
-                .push_back(t + u64::from(timing.credit));
+            match timing.links {
+                V2Links::Fixed { credit, .. } => {
+                    let from = cfg.chip(neighbour(cfg, chip[c].at, port ^ 1));
+                    chip[from].credits[port][p][r]
+                        .returns
+                        .push_back(t + u64::from(credit));
+                }
+                // Owed on the port the flit came in on, from t + 1.
+                V2Links::Ici => owed[c][port ^ 1][p][r] += 1,
+            }
         }
         if progress {
             last_progress = t;
@@ -522,4 +577,92 @@ pub fn run(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool, timing: V2Timing) -> V2R
         taken: chip.iter().map(|c| c.taken.clone()).collect(),
         link_flits: chip.iter().map(|c| c.flits).collect(),
     }
+}
+
+/// A flit of the engine on an ICI link: an element of a part's stream (or
+/// none: credits alone), and per part a credit of one stream.
+#[derive(Debug, Clone, Copy)]
+struct V2Flit {
+    data: Option<(usize, Entry)>,
+    credits: [Option<usize>; 3],
+}
+
+/// One cycle of the ICI links: each chip offers, on each port, the first
+/// part's outbound head (round robin) with, per part, a credit of the
+/// lowest stream it owes on that port, or when it has no head but owes,
+/// credits alone; the link end takes the offer when ready (the outbound
+/// head leaves, the credits are paid). A flit a link end delivers at t is
+/// in its receive queue from t + 1 and its credits count from t + 1.
+fn ici_links(
+    t: u64,
+    chip: &mut [Chip],
+    links: &mut [LinkPair<V2Flit>],
+    port_link: &[[(usize, usize); 6]],
+    link_ends: &[[(usize, usize); 2]],
+    owed: &mut [[[[u32; 4]; 3]; 6]],
+) -> bool {
+    let mut progress = false;
+    let mut offers: Vec<[Option<V2Flit>; 2]> = vec![[None, None]; links.len()];
+    // Per link end: the sender's port and the part of its element, if any.
+    type Pick = Option<(usize, Option<usize>)>;
+    let mut picks: Vec<[Pick; 2]> = vec![[None, None]; links.len()];
+    for (c, ch) in chip.iter().enumerate() {
+        for port in 0..6 {
+            let (l, k) = port_link[c][port];
+            let first = ch.next_part[port];
+            let part = (0..3)
+                .map(|i| (first + i) % 3)
+                .find(|&p| ch.outbound[port][p].head(t).is_some());
+            let credits: [Option<usize>; 3] =
+                std::array::from_fn(|p| owed[c][port][p].iter().position(|&o| o > 0));
+            if part.is_none() && credits.iter().all(Option::is_none) {
+                continue;
+            }
+            let data = part.map(|p| (p, ch.outbound[port][p].head(t).expect("a head")));
+            offers[l][k] = Some(V2Flit { data, credits });
+            picks[l][k] = Some((port, part));
+        }
+    }
+    let n_links = links.len();
+    for l in 0..n_links {
+        let ready = [links[l].tx_ready(0), links[l].tx_ready(1)];
+        let step = links[l].step(offers[l], [true, true]);
+        for k in 0..2 {
+            // The sender's side.
+            if let (Some((port, part)), true) = (picks[l][k], ready[k]) {
+                debug_assert!(step.taken[k]);
+                let c = link_ends[l][k].0;
+                let flit = offers[l][k].expect("an offer");
+                for (p, r) in flit.credits.iter().enumerate() {
+                    if let Some(r) = r {
+                        owed[c][port][p][*r] -= 1;
+                    }
+                }
+                if let Some(p) = part {
+                    chip[c].outbound[port][p].pop(t);
+                    chip[c].next_part[port] = (p + 1) % 3;
+                    chip[c].flits[port] += 1;
+                }
+                progress = true;
+            }
+            // The receiver's side.
+            if let Some(flit) = step.delivered[k] {
+                let (c, port) = link_ends[l][k];
+                let sent_on = port ^ 1;
+                if let Some((p, entry)) = flit.data {
+                    chip[c].receive[sent_on][p][entry.stream].push(Entry {
+                        ready: t + 1,
+                        ..entry
+                    });
+                }
+                for (p, r) in flit.credits.iter().enumerate() {
+                    if let Some(r) = r {
+                        chip[c].credits[port][p][*r].returns.push_back(t + 1);
+                    }
+                }
+                progress = true;
+            }
+        }
+    }
+    progress
 }

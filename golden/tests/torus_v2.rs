@@ -7,7 +7,7 @@ mod support;
 
 use config::TorusConfig;
 use golden::torus::{allreduce_f32_v2, v2_link_bound, v2_link_loads};
-use golden::torus_v2::{run, V2Timing};
+use golden::torus_v2::{run, V2Links, V2Timing};
 use rand::Rng;
 
 const SHAPES: [[u32; 3]; 7] = [
@@ -89,8 +89,7 @@ fn links_carry_the_schedules_loads() {
 fn single_slots_do_not_deadlock() {
     let mut rng = support::rng("single_slots_do_not_deadlock", 3);
     let tight = V2Timing {
-        hop: 3,
-        credit: 2,
+        links: V2Links::Fixed { hop: 3, credit: 2 },
         add: 4,
         queue: 1,
         outbound: 1,

@@ -84,7 +84,7 @@ fn allreduce_golden_and_rtl_give_the_contract_sum_on_every_chip() {
     let cfg = TorusConfig::with_dims([2, 1, 1]).unwrap();
     let v = f32_values(2, 40);
     write_f32(&case, &v);
-    let want = golden::torus::allreduce_f32(&cfg, &v);
+    let want = golden::torus::allreduce_f32_v2(&cfg, &v);
     for extra in [
         vec!["--golden"],
         vec!["--stats", "--ber", "1e-3", "--seed", "5"],

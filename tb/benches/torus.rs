@@ -89,7 +89,7 @@ fn main() {
                     .collect()
             })
             .collect();
-        let want = golden::torus::allreduce_f32(&cfg, &values);
+        let want = golden::torus::allreduce_f32_v2(&cfg, &values);
         let t = Instant::now();
         let run = d
             .allreduce(&values, true, &Faults::default(), 10_000_000)

@@ -403,7 +403,7 @@ fn allreduce_is_bit_exact_on_every_chip_with_and_without_errors() {
                 })
                 .collect();
             let want: Vec<u32> = if fp {
-                golden::torus::allreduce_f32(&cfg, &values)
+                golden::torus::allreduce_f32_v2(&cfg, &values)
             } else {
                 let v: Vec<Vec<i32>> = values
                     .iter()
@@ -629,21 +629,16 @@ fn allreduce_results_come_out_in_the_cycle_model_s_cycles() {
             let run = d
                 .allreduce(&values, fp, &Faults::default(), 200_000)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let model = golden::torus_cycle::allreduce_cycles(
-                &cfg,
-                &wiring,
-                &values,
-                fp,
-                torus::allreduce::WINDOW,
-                1_000_000,
-            )
-            .unwrap_or_else(|| panic!("{what}: the model does not finish"));
+            let model =
+                golden::torus_v2::run(&cfg, &values, fp, golden::torus_v2::V2Timing::on_torus());
             for c in 0..cfg.chips() {
-                first_difference(
-                    &run.taken[c],
-                    &model.taken[c],
-                    &format!("{what}: chip {c} took"),
-                );
+                let mut taken = vec![0; n];
+                for (p, lane) in model.taken[c].iter().enumerate() {
+                    for (i, &t) in lane.iter().enumerate() {
+                        taken[3 * i + p] = t;
+                    }
+                }
+                first_difference(&run.taken[c], &taken, &format!("{what}: chip {c} took"));
                 first_difference(
                     &run.result_cycles[c],
                     &model.result_cycles[c],

@@ -945,3 +945,158 @@ pub fn links_top(
         m.output("alarm_o", alarm);
     })
 }
+
+/// The bit that marks an engine's flit on a link (router flits leave it 0).
+pub const ENGINE_FLIT_BIT: u32 = 63;
+/// Where an engine flit carries credits: per part p, bits 3p .. 3p + 2 of
+/// this field (a credit, and its stream).
+pub const CREDIT_FIELD: u32 = 53;
+
+/// The chip side of the engine's name.
+pub fn chip_name(cfg: &TorusConfig, eng: &AllreduceV2) -> String {
+    engine_name(cfg, eng).replace("torus_allreduce_v2_", "torus_allreduce_v2_chip_")
+}
+
+/// The engine with its credits carried in its own flits, for a node's link
+/// ends: ports as the engine's, without `<port>_pop_o` and
+/// `<port>_credit_i`, every flit with [`ENGINE_FLIT_BIT`] set.
+///
+/// Per port, the pops of its receive queues are owed to the neighbour
+/// (a count per part and stream); every flit sent on that port carries, per
+/// part, one credit of the lowest stream owed one ([`CREDIT_FIELD`]), and
+/// when the engine has no flit to send but owes credits it sends a flit of
+/// credits alone (`data` 0). A flit's credits count at the receiving
+/// engine in the cycle it arrives. On links that take a flit every cycle,
+/// a pop at t is a credit at the sender from t + 1 + the link's latency,
+/// since each part pops at most once per cycle.
+#[track_caller]
+pub fn chip(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<ModuleDef> {
+    let engine_def = engine(design, cfg, eng);
+    let cfg = *cfg;
+    let eng = *eng;
+    let dims = cfg.dims();
+    let params = [
+        ("x", dims[0].to_string()),
+        ("y", dims[1].to_string()),
+        ("z", dims[2].to_string()),
+    ];
+    design.define(&chip_name(&cfg, &eng), &params, |_, m| {
+        m.doc("Order-v2 all-reduce engine with its credits in its flits");
+        m.shared_code("one engine per chip, up to 64 in a torus");
+        let e = m.instance("engine", &engine_def);
+        for name in ["at_x_i", "at_y_i", "at_z_i", "fp_i"] {
+            let ty = if name == "fp_i" { Ty::BOOL } else { Ty::u(2) };
+            let v = m.input(name, ty);
+            m.connect(e, name, v);
+        }
+        for p in 0..3 {
+            for (f, ty) in [("valid", Ty::BOOL), ("data", Ty::u(32))] {
+                let v = m.input(&format!("v{p}_{f}_i"), ty);
+                m.connect(e, &format!("v{p}_{f}_i"), v);
+            }
+            let r = m.inst_output(e, &format!("v{p}_ready_o"));
+            m.output(&format!("v{p}_ready_o"), r);
+            for f in ["valid", "index", "data"] {
+                let o = m.inst_output(e, &format!("r{p}_{f}_o"));
+                m.output(&format!("r{p}_{f}_o"), o);
+            }
+        }
+        let cb = bits_for(eng.queue);
+        let c2 = Ty::u(2);
+        for (port, pname) in TORUS_PORTS[..6].iter().enumerate() {
+            let k = dims[port / 2];
+            let tx_ready = m.input(&format!("{pname}_tx_ready_i"), Ty::BOOL);
+            let rx_valid = m.input(&format!("{pname}_rx_valid_i"), Ty::BOOL);
+            let rx_data = m.input(&format!("{pname}_rx_data_i"), Ty::u(FLIT_BITS));
+            let e_valid = m.inst_output(e, &format!("{pname}_tx_valid_o"));
+            let e_data = m.inst_output(e, &format!("{pname}_tx_data_o"));
+            let pops = m.inst_output(e, &format!("{pname}_pop_o"));
+            // Receive: flits with data to the engine, credits to its counts.
+            m.connect(e, &format!("{pname}_rx_valid_i"), rx_valid & rx_data.bit(0));
+            m.connect(e, &format!("{pname}_rx_data_i"), rx_data);
+            let credits = mux(rx_valid, rx_data.slice(CREDIT_FIELD, 9), m.lit(Ty::u(9), 0));
+            m.connect(e, &format!("{pname}_credit_i"), credits);
+            if k == 1 {
+                m.waive(
+                    "UNUSEDSIGNAL",
+                    &format!("{pname}_tx_ready_i"),
+                    "a ring of one carries no flits",
+                );
+                m.connect(e, &format!("{pname}_tx_ready_i"), m.lit(Ty::BOOL, 1));
+                m.waive(
+                    "UNUSEDSIGNAL",
+                    &format!("engine_{pname}_tx_valid_o"),
+                    "a ring of one carries no flits",
+                );
+                m.waive(
+                    "UNUSEDSIGNAL",
+                    &format!("engine_{pname}_tx_data_o"),
+                    "a ring of one carries no flits",
+                );
+                m.waive(
+                    "UNUSEDSIGNAL",
+                    &format!("engine_{pname}_pop_o"),
+                    "a ring of one carries no flits",
+                );
+                m.output(&format!("{pname}_tx_valid_o"), m.lit(Ty::BOOL, 0));
+                m.output(&format!("{pname}_tx_data_o"), m.lit(Ty::u(FLIT_BITS), 0));
+                continue;
+            }
+            m.waive(
+                "UNUSEDSIGNAL",
+                &format!("engine_{pname}_tx_data_o"),
+                "bits above the engine's flit fields are zero",
+            );
+            // Owed credits per part and stream; each flit returns, per part,
+            // one of the lowest stream owed one.
+            let mut fields = Vec::new();
+            let mut owing = m.lit(Ty::BOOL, 0);
+            let mut settle = Vec::new();
+            for p in 0..3u32 {
+                let popped = pops.bit(3 * p);
+                let popped_stream = pops.slice(3 * p + 1, 2);
+                let owed: Vec<Reg> = (0..k)
+                    .map(|r| m.reg_reset(&format!("{pname}_owed_p{p}_s{r}"), Ty::u(cb), 0))
+                    .collect();
+                let some: Vec<Expr> = owed.iter().map(|o| o.q().is_ne(0u32)).collect();
+                let mut pick_r = m.lit(c2, 0);
+                let mut found = m.lit(Ty::BOOL, 0);
+                let mut first = Vec::new();
+                for (r, s) in some.iter().enumerate() {
+                    let here = *s & !found;
+                    pick_r = mux(here, m.lit(c2, r as u64), pick_r);
+                    first.push(here);
+                    found = found | *s;
+                }
+                owing = owing | found;
+                fields.push((found, pick_r));
+                settle.push((owed, first, popped, popped_stream));
+            }
+            let tx_valid = m.wire(&format!("{pname}_tx_valid"), e_valid | owing);
+            let sent = tx_valid & tx_ready;
+            for (owed, first, popped, popped_stream) in settle {
+                for (r, o) in owed.iter().enumerate() {
+                    let add = popped & popped_stream.is_eq(m.lit(c2, r as u64));
+                    let sub = sent & first[r];
+                    m.set_next(*o, o.q() + add.zext(cb) - sub.zext(cb));
+                }
+            }
+            let credit_bits: Vec<Expr> = fields.iter().rev().flat_map(|(v, s)| [*s, *v]).collect();
+            let flit = cat(&[
+                m.lit(Ty::BOOL, 1),
+                m.lit(Ty::u(ENGINE_FLIT_BIT - CREDIT_FIELD - 9), 0),
+                cat(&credit_bits),
+                mux(
+                    e_valid,
+                    e_data.slice(0, CREDIT_FIELD),
+                    m.lit(Ty::u(CREDIT_FIELD), 0),
+                ),
+            ]);
+            m.connect(e, &format!("{pname}_tx_ready_i"), tx_ready);
+            m.output(&format!("{pname}_tx_valid_o"), tx_valid);
+            m.output(&format!("{pname}_tx_data_o"), flit);
+        }
+        let alarm = m.inst_output(e, "alarm_o");
+        m.output("alarm_o", alarm);
+    })
+}

@@ -99,76 +99,34 @@
 //! [`node::STUB_SEED_STEP`]). A ring of size 1 joins a chip's up port to its
 //! own down port; a ring of size 2 joins the two chips twice.
 //!
-//! Every chip of the top also has an all-reduce engine beside its router
-//! (`engine_i` gives the local port to the engines, else to the host's
-//! packet streams), so one Verilated model serves both.
+//! Every chip of the top also has an all-reduce engine on its node's links
+//! beside the router, so one Verilated model serves both.
 //!
 //! # All-reduce
 //!
-//! [`allreduce::engine`] streams: chip c takes its vector element by element
-//! (`v` stream) and gives every result element once (`res_valid_o`), in
-//! order. Element i flows along chains whose order is the contract's
-//! (`docs/numerics.md#all-reduce`):
+//! [`allreduce_v2`]: each chip's engine runs all-reduce order v2
+//! (`docs/numerics.md#all-reduce-order-v2`) on all six links at once. Its
+//! rules (streams per owner coordinate, a reduction and a result processor
+//! per part and stage, per-stream credits, three lanes in and out) and why
+//! it cannot deadlock are `golden::torus_v2`'s, which is also its cycle
+//! model; `tb/tests/torus_v2.rs` holds the engine to it on links of fixed
+//! latency and `tb/tests/torus.rs` on the torus's ICI links.
 //!
-//! 1. **X** (every row): chip (0, y, z) sends v[i] to (1, y, z) (tag 0);
-//!    chip x > 0 adds its v[i] to the partial it received, left operand the
-//!    partial (`add32`, or a wrapping add for int32), and sends it on; chip
-//!    (X-1, y, z) holds S_x(y, z).
-//! 2. **Y** (plane x = X - 1): (X-1, 0, z) sends S_x(0, z) up in Y (tag 1);
-//!    each next chip adds its S_x; (X-1, Y-1, z) holds S_y(z).
-//! 3. **Z** (line x = X-1, y = Y-1): the same with S_y (tag 2); the root
-//!    (X-1, Y-1, Z-1) holds S.
-//! 4. **Broadcast** (tag 3): the root's result goes up in Z round the line
-//!    (wrapping to z = 0), every chip of that line sends it up in Y round its
-//!    column, and every chip of the plane x = X-1 up in X round its row, each
-//!    chain stopping before the chip it started from: every chip receives
-//!    it exactly once and hands it to its host.
+//! **Sharing the links.** On each port the node gives the link end, in
+//! this order: the engine's flit with an element, the router's flit, the
+//! engine's flit of credits alone. An engine flit has bit 63 set (router
+//! flits use at most 63 bits), and the receiving node hands it to its
+//! engine; the engine's credits ride in its own flits, apart from the
+//! router's VCs. So host packets take the cycles the engine's streams
+//! leave on a link, and never block the engine: its flits need no router
+//! buffer.
 //!
-//! One cycle does a chip's whole reduction step for an element (up to three
-//! adds, when the partials it needs are at the heads of its tag queues and
-//! its injection is free); its broadcast forwards go one per cycle, and take
-//! the injection port before the reduction. Every hop is a neighbour, so
-//! dimension-order routing sends each packet over one link.
-//!
-//! In cycle terms (`golden::torus_cycle::allreduce_cycles` states them as a
-//! model): the engine takes every packet its router ejects into the queue
-//! of its tag (first-word fall-through, W deep) in the cycle it is ejected.
-//! A reduction is ready when the next element is offered, fewer than W
-//! elements are in flight, and the partials the chip needs are at their
-//! queues' heads; it goes (taking the element, popping the partials) when
-//! the injection buffer takes its packet in a cycle with no broadcast
-//! forward offered, or at the root at once, the result entering the root's
-//! own result queue. While a result is at its queue's head, its forwards
-//! not yet sent are offered one per cycle, Z, then Y, then X; the result
-//! comes out (`res_valid_o`) and leaves the window in the cycle its last
-//! forward is taken, or at once when it has none.
-//!
-//! **Why it cannot deadlock.** A chip starts element i only once it has the
-//! result of element i - W (W = [`allreduce::WINDOW`]). A packet for chip c
-//! of element i exists only if c's part of element i - W is done, so each of
-//! c's four receive queues (W deep) holds at most W packets: the engine
-//! always takes what its router ejects, the network always drains (its
-//! channels are deadlock-free), and every injection eventually goes.
-//!
-//! **Rate and the link bound.** Per element, a chip of the line x = X-1,
-//! y = Y-1 injects four packets (its Z partial and three forwards) and
-//! ejects four (three partials and the result), through one local port of
-//! one packet per cycle each way; so n elements take about 4n cycles plus
-//! the chains' latency (W = 64: at four cycles per element a window covers
-//! 256 cycles, about the round trip of the chains on 4x4x4; measured on
-//! 4x2x2, 3.16 cycles per element where the schedule's rate is 3; on
-//! 2x2x4, 4.73 where it is 4: there the chains' round trip outgrows the
-//! window, so a larger window would buy the rest).
-//!
-//! The bound that link bandwidth sets, for comparison: every chip must
-//! receive (P - 1) / P of the data it did not hold, over six links of one
-//! 32-bit element per cycle each, and send as much: 2n (P - 1) / (6P)
-//! cycles for a reduce-scatter and all-gather (336 for n = 1024 on 4x4x4).
-//! The fixed summation order keeps each chain in one direction of one
-//! ring, and the one local port limits a chip to one packet per cycle each
-//! way; the chain schedule pays for both. The bench measures both numbers.
+//! **Rate and the link bound.** A lane takes one element per cycle, so n
+//! elements per chip take at least n / 3 cycles; the busiest link carries
+//! `golden::torus::v2_link_bound` elements, n (P - 1) / (3P) on a k x k x k
+//! torus, so the lanes keep every link (P - 1) / P busy. The benchmark
+//! measures both.
 
-pub mod allreduce;
 pub mod allreduce_v2;
 pub mod block;
 pub mod node;

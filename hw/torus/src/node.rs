@@ -34,7 +34,7 @@ pub fn node(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
         .map(|(k, v)| (k.as_str(), v.clone()))
         .collect();
     design.define(&node_name(&cfg), &params, |_, m| {
-        m.doc("ICI torus chip node: a router and six ICI link ends");
+        m.doc("ICI torus chip node: a router and six ICI link ends, shared with an all-reduce engine");
         m.shared_code("one node per chip, up to 64 in a torus: one copy of its code keeps the model's build time and cache footprint those of one chip");
         let coord_ty = Ty::u(crate::COORD_BITS);
         let r = m.instance("router", &router_def);
@@ -49,11 +49,17 @@ pub fn node(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
         let mut ups = Vec::new();
         for name in &TORUS_PORTS[..6] {
             let l = m.instance(&format!("link_{name}"), &link_def);
-            // Router -> link.
+            // Router and all-reduce engine -> link: the engine's flits with
+            // data first, then the router's, then the engine's credits
+            // alone.
             let valid = m.inst_output(r, &format!("{name}_tx_valid_o"));
             let data = m.inst_output(r, &format!("{name}_tx_data_o"));
-            m.connect(l, "tx_valid_i", valid);
-            m.connect(l, "tx_data_i", data);
+            let e_valid = m.input(&format!("{name}_etx_valid_i"), Ty::BOOL);
+            let e_data = m.input(&format!("{name}_etx_data_i"), Ty::u(64));
+            let e_first = m.wire(&format!("{name}_engine_first"), e_valid & e_data.bit(0));
+            let e_goes = m.wire(&format!("{name}_engine_goes"), e_first | !valid);
+            m.connect(l, "tx_valid_i", e_valid | valid);
+            m.connect(l, "tx_data_i", mux(e_goes, e_data, data));
             m.connect(l, "tx_last_i", m.lit(Ty::BOOL, 1));
             m.connect(
                 l,
@@ -61,12 +67,17 @@ pub fn node(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
                 m.lit(link_len, u64::from(cfg.link().flit_bytes() - 1)),
             );
             let ready = m.inst_output(l, "tx_ready_o");
-            m.connect(r, &format!("{name}_tx_ready_i"), ready);
-            // Link -> router: always taken (credits guarantee the space).
+            m.connect(r, &format!("{name}_tx_ready_i"), ready & !e_first);
+            m.output(&format!("{name}_etx_ready_o"), ready & e_goes);
+            // Link -> router or engine, by the engine's flag bit: always
+            // taken (credits guarantee the space).
             let rv = m.inst_output(l, "rx_valid_o");
             let rd = m.inst_output(l, "rx_data_o");
-            m.connect(r, &format!("{name}_rx_valid_i"), rv);
+            let engine_flit = rd.bit(crate::allreduce_v2::ENGINE_FLIT_BIT);
+            m.connect(r, &format!("{name}_rx_valid_i"), rv & !engine_flit);
             m.connect(r, &format!("{name}_rx_data_i"), rd);
+            m.output(&format!("{name}_erx_valid_o"), rv & engine_flit);
+            m.output(&format!("{name}_erx_data_o"), rd);
             m.connect(l, "rx_ready_i", m.lit(Ty::BOOL, 1));
             // Lanes.
             let ser = m.inst_output(l, lp::SER_WORD);
@@ -149,15 +160,6 @@ pub fn top_name(cfg: &TorusConfig, wiring: &Wiring) -> String {
 /// What stub k's seed is XORed with: k times this constant.
 pub const STUB_SEED_STEP: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// Builds the torus: physical chip p is instance `chip<p>` and sits at the
-/// logical coordinates the wiring gives it; each of its torus ports is
-/// joined to the neighbour's opposite port by two serdes stubs (one per
-/// direction). Every chip has an all-reduce engine (instance `ar<p>`,
-/// window [`crate::allreduce::WINDOW`]) beside its router's local port;
-/// `engine_i` gives the local port to the engines (1) or to the host (0).
-///
-/// Per physical chip p: the host's packets `c<p>_inj_*` and `c<p>_ej_*`
-/// (streams; idle while `engine_i` is high), the engine's vector
 /// The serdes stub of a torus link, wrapped so that Verilator models keep
 /// one copy of its code for the six per chip (384 on a 4x4x4 torus).
 fn shared_stub(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
@@ -180,13 +182,21 @@ fn shared_stub(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
     )
 }
 
-/// `c<p>_v_*` (a stream in) and result `c<p>_res_valid_o` /
-/// `c<p>_res_data_o` (one element per pulse, no back-pressure). `fp_i`
+/// Builds the torus: physical chip p is instance `chip<p>` and sits at the
+/// logical coordinates the wiring gives it; each of its torus ports is
+/// joined to the neighbour's opposite port by two serdes stubs (one per
+/// direction). Every chip has an order-v2 all-reduce engine (instance
+/// `ar<p>`, [`crate::allreduce_v2::chip`]) on its node's links beside the
+/// router.
+///
+/// Per physical chip p: the host's packets `c<p>_inj_*` and `c<p>_ej_*`
+/// (streams), the engine's lanes `c<p>_v<l>_*` (elements in, l = 0..3) and
+/// `c<p>_r<l>_*` (results out with their index, no back-pressure). `fp_i`
 /// selects fp32 (1) or int32 (0) sums.
 #[track_caller]
 pub fn top(design: &mut Design, cfg: &TorusConfig, wiring: &Wiring) -> Rc<ModuleDef> {
     let node_def = node(design, cfg);
-    let engine_def = crate::allreduce::engine(design, cfg, crate::allreduce::WINDOW);
+    let engine_def = crate::allreduce_v2::chip(design, cfg, &config::AllreduceV2::DEFAULT);
     let stub_def = shared_stub(design, cfg);
     let cfg = *cfg;
     let wiring = wiring.clone();
@@ -213,7 +223,6 @@ pub fn top(design: &mut Design, cfg: &TorusConfig, wiring: &Wiring) -> Rc<Module
             .collect();
         let pkt = crate::packet_ty();
         let fp = m.input("fp_i", Ty::BOOL);
-        let use_engine = m.input("engine_i", Ty::BOOL);
         let mut sums: Vec<Option<hw::Expr>> = vec![None; NODE_COUNTERS.len()];
         let mut alarm = m.lit(Ty::BOOL, 0);
         let mut up = m.lit(Ty::BOOL, 1);
@@ -230,39 +239,40 @@ pub fn top(design: &mut Design, cfg: &TorusConfig, wiring: &Wiring) -> Rc<Module
                 m.connect(e, &format!("at_{axis}_i"), m.lit(coord_ty, u64::from(v)));
             }
             m.connect(e, "fp_i", fp);
-            let host = !use_engine;
-            // Injection: the engine's or the host's packets.
+            // The host's packets.
             let inj = m.stream_input(&format!("c{p}_inj"), &pkt);
-            let e_valid = m.inst_output(e, "inj_valid_o");
-            let e_rec = m.inst_output_record(e, "inj", &pkt);
-            let valid = mux(use_engine, e_valid, inj.stream.valid);
-            let bits = mux(use_engine, e_rec.bits(), inj.stream.data.bits());
-            m.connect(inst, "inj_valid_i", valid);
-            m.connect_record(inst, "inj", &pkt.unpack(bits));
-            let ready = m.inst_output(inst, "inj_ready_o");
-            m.connect(e, "inj_ready_i", ready & use_engine);
-            m.drive(inj.ready, ready & host);
-            // Ejection: to the engine or to the host.
-            let r_valid = m.inst_output(inst, "ej_valid_o");
-            let r_rec = m.inst_output_record(inst, "ej", &pkt);
-            m.connect(e, "ej_valid_i", r_valid & use_engine);
-            m.connect_record(e, "ej", &r_rec);
-            let e_ready = m.inst_output(e, "ej_ready_o");
+            let ready = m.connect_stream(inst, "inj", &inj.stream);
+            m.drive(inj.ready, ready);
             let h_ready = m.input(&format!("c{p}_ej_ready_i"), Ty::BOOL);
-            m.connect(inst, "ej_ready_i", mux(use_engine, e_ready, h_ready));
-            m.output(&format!("c{p}_ej_valid_o"), r_valid & host);
-            m.output_record(&format!("c{p}_ej"), &r_rec);
-            // The engine's host side.
-            let vv = m.input(&format!("c{p}_v_valid_i"), Ty::BOOL);
-            let vd = m.input(&format!("c{p}_v_data_i"), Ty::u(crate::PAYLOAD_BITS));
-            m.connect(e, "v_valid_i", vv);
-            m.connect(e, "v_data_i", vd);
-            let vr = m.inst_output(e, "v_ready_o");
-            m.output(&format!("c{p}_v_ready_o"), vr);
-            let rv = m.inst_output(e, "res_valid_o");
-            let rd = m.inst_output(e, "res_data_o");
-            m.output(&format!("c{p}_res_valid_o"), rv);
-            m.output(&format!("c{p}_res_data_o"), rd);
+            let ej = m.inst_stream(inst, "ej", &pkt, h_ready);
+            m.output(&format!("c{p}_ej_valid_o"), ej.valid);
+            m.output_record(&format!("c{p}_ej"), &ej.data);
+            // The engine on the node's links.
+            for name in &TORUS_PORTS[..6] {
+                for (from, to) in [("tx_valid_o", "etx_valid_i"), ("tx_data_o", "etx_data_i")] {
+                    let v = m.inst_output(e, &format!("{name}_{from}"));
+                    m.connect(inst, &format!("{name}_{to}"), v);
+                }
+                let v = m.inst_output(inst, &format!("{name}_etx_ready_o"));
+                m.connect(e, &format!("{name}_tx_ready_i"), v);
+                for (from, to) in [("erx_valid_o", "rx_valid_i"), ("erx_data_o", "rx_data_i")] {
+                    let v = m.inst_output(inst, &format!("{name}_{from}"));
+                    m.connect(e, &format!("{name}_{to}"), v);
+                }
+            }
+            // The engine's lanes.
+            for l in 0..3 {
+                for (f, ty) in [("valid", Ty::BOOL), ("data", Ty::u(crate::PAYLOAD_BITS))] {
+                    let v = m.input(&format!("c{p}_v{l}_{f}_i"), ty);
+                    m.connect(e, &format!("v{l}_{f}_i"), v);
+                }
+                let v = m.inst_output(e, &format!("v{l}_ready_o"));
+                m.output(&format!("c{p}_v{l}_ready_o"), v);
+                for f in ["valid", "index", "data"] {
+                    let v = m.inst_output(e, &format!("r{l}_{f}_o"));
+                    m.output(&format!("c{p}_r{l}_{f}_o"), v);
+                }
+            }
             alarm = alarm | m.inst_output(e, "alarm_o");
             for (k, (_, out)) in NODE_COUNTERS.iter().enumerate() {
                 let v = m.inst_output(inst, out);

@@ -123,7 +123,7 @@ pub fn run_allreduce(args: &AllReduceArgs) -> Result<(), Failure> {
     let values: Vec<Vec<u32>> = flat.chunks(n).map(<[u32]>::to_vec).collect();
     let (results, stats) = if args.golden {
         let r = if fp {
-            golden::torus::allreduce_f32(&cfg, &values)
+            golden::torus::allreduce_f32_v2(&cfg, &values)
         } else {
             let v: Vec<Vec<i32>> = values
                 .iter()

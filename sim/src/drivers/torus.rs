@@ -71,11 +71,12 @@ struct Chip {
     ej_valid: PortId,
     ej_ready: PortId,
     ej: [PortId; 5],
-    v_valid: PortId,
-    v_ready: PortId,
-    v_data: PortId,
-    res_valid: PortId,
-    res_data: PortId,
+    /// The engine's three lanes: element in, result out (valid, index,
+    /// data).
+    v_valid: [PortId; 3],
+    v_ready: [PortId; 3],
+    v_data: [PortId; 3],
+    res: [[PortId; 3]; 3],
 }
 
 const FIELDS: [&str; 5] = ["dx", "dy", "dz", "tag", "payload"];
@@ -101,7 +102,6 @@ pub struct TorusDriver {
     thresholds: [PortId; 3],
     counters: [PortId; 4],
     alarm: PortId,
-    engine: PortId,
     fp: PortId,
 }
 
@@ -138,11 +138,14 @@ impl TorusDriver {
                 ej_valid: q.get("ej_valid_o")?,
                 ej_ready: q.get("ej_ready_i")?,
                 ej: field_ports("ej")?,
-                v_valid: q.get("v_valid_i")?,
-                v_ready: q.get("v_ready_o")?,
-                v_data: q.get("v_data_i")?,
-                res_valid: q.get("res_valid_o")?,
-                res_data: q.get("res_data_o")?,
+                v_valid: q.array(["v0_valid_i", "v1_valid_i", "v2_valid_i"])?,
+                v_ready: q.array(["v0_ready_o", "v1_ready_o", "v2_ready_o"])?,
+                v_data: q.array(["v0_data_i", "v1_data_i", "v2_data_i"])?,
+                res: [
+                    q.array(["r0_valid_o", "r0_index_o", "r0_data_o"])?,
+                    q.array(["r1_valid_o", "r1_index_o", "r1_data_o"])?,
+                    q.array(["r2_valid_o", "r2_index_o", "r2_data_o"])?,
+                ],
             });
         }
         let p = PortTable::new(&model);
@@ -161,7 +164,6 @@ impl TorusDriver {
                 "corrupted_o",
             ])?,
             alarm: p.get("alarm_o")?,
-            engine: p.get("engine_i")?,
             fp: p.get("fp_i")?,
             model,
         })
@@ -193,9 +195,10 @@ impl TorusDriver {
         for c in &self.chips {
             self.model.poke(c.inj_valid, 0);
             self.model.poke(c.ej_ready, 0);
-            self.model.poke(c.v_valid, 0);
+            for &v in &c.v_valid {
+                self.model.poke(v, 0);
+            }
         }
-        self.model.poke(self.engine, 0);
         self.model.poke(self.fp, 0);
         self.model.poke(self.seed, faults.seed);
         self.model.poke(self.seed_load, 1);
@@ -299,9 +302,9 @@ impl TorusDriver {
 /// What one all-reduce gave.
 #[derive(Debug, Clone, Default)]
 pub struct AllReduceRun {
-    /// By logical chip: every chip's result.
+    /// By logical chip: every chip's result, by element.
     pub results: Vec<Vec<u32>>,
-    /// By logical chip: the cycle each result element came out.
+    /// By logical chip: the cycle each element's result came out.
     pub result_cycles: Vec<Vec<u64>>,
     /// By logical chip: the cycle each element of its vector was taken.
     pub taken: Vec<Vec<u64>>,
@@ -328,27 +331,21 @@ impl TorusDriver {
         let n_chips = self.cfg.chips();
         assert_eq!(values.len(), n_chips, "one vector per chip");
         let n = values[0].len();
-        for c in &self.chips {
-            self.model.poke(c.v_valid, 0);
-            self.model.poke(c.inj_valid, 0);
-            self.model.poke(c.ej_ready, 0);
-        }
-        self.model.poke(self.engine, 1);
+        assert!(
+            n <= 3 << config::AllreduceV2::INDEX_BITS,
+            "the engine indexes at most 3 x 2^16 elements per chip"
+        );
+        self.reset(faults);
         self.model.poke(self.fp, u64::from(fp));
-        self.model.poke(self.seed, faults.seed);
-        self.model.poke(self.seed_load, 1);
-        self.model.poke(self.reset, 1);
-        self.set_rates(faults);
-        self.model.step();
-        self.model.poke(self.reset, 0);
-        self.model.poke(self.seed_load, 0);
+        self.model.eval();
         let mut run = AllReduceRun {
-            results: vec![Vec::with_capacity(n); n_chips],
-            result_cycles: vec![Vec::with_capacity(n); n_chips],
-            taken: vec![Vec::with_capacity(n); n_chips],
+            results: vec![vec![0; n]; n_chips],
+            result_cycles: vec![vec![u64::MAX; n]; n_chips],
+            taken: vec![vec![0; n]; n_chips],
             ..AllReduceRun::default()
         };
-        let mut next = vec![0usize; n_chips];
+        // Lane l of each chip takes elements l, l + 3, ...
+        let mut next: Vec<[usize; 3]> = vec![[0, 1, 2]; n_chips];
         let mut done = 0usize;
         let mut cycle = 0u64;
         let phys: Vec<usize> = (0..n_chips).map(|c| self.wiring.chip_at(c)).collect();
@@ -364,23 +361,34 @@ impl TorusDriver {
             }
             for c in 0..n_chips {
                 let chip = &self.chips[phys[c]];
-                let have = next[c] < n;
-                self.model.poke(chip.v_valid, u64::from(have));
-                if have {
-                    self.model.poke(chip.v_data, u64::from(values[c][next[c]]));
+                for (l, &e) in next[c].iter().enumerate() {
+                    self.model.poke(chip.v_valid[l], u64::from(e < n));
+                    if e < n {
+                        self.model.poke(chip.v_data[l], u64::from(values[c][e]));
+                    }
                 }
             }
             self.model.eval();
             for c in 0..n_chips {
                 let chip = &self.chips[phys[c]];
-                if next[c] < n && self.model.peek(chip.v_ready) == 1 {
-                    run.taken[c].push(cycle);
-                    next[c] += 1;
-                }
-                if self.model.peek(chip.res_valid) == 1 {
-                    run.results[c].push(self.model.peek(chip.res_data) as u32);
-                    run.result_cycles[c].push(cycle);
-                    done += 1;
+                for (l, next_e) in next[c].iter_mut().enumerate() {
+                    let e = *next_e;
+                    if e < n && self.model.peek(chip.v_ready[l]) == 1 {
+                        run.taken[c][e] = cycle;
+                        *next_e += 3;
+                    }
+                    let [valid, index, data] = chip.res[l];
+                    if self.model.peek(valid) == 1 {
+                        let e = self.model.peek(index) as usize;
+                        if e >= n || e % 3 != l || run.result_cycles[c][e] != u64::MAX {
+                            return Err(DriverError::Protocol(format!(
+                                "chip {c}'s lane {l} gave element {e} (of {n}) out of turn"
+                            )));
+                        }
+                        run.results[c][e] = self.model.peek(data) as u32;
+                        run.result_cycles[c][e] = cycle;
+                        done += 1;
+                    }
                 }
             }
             self.model.step();
@@ -389,7 +397,9 @@ impl TorusDriver {
         run.cycles = cycle;
         self.set_rates(&Faults::default());
         for c in &self.chips {
-            self.model.poke(c.v_valid, 0);
+            for &v in &c.v_valid {
+                self.model.poke(v, 0);
+            }
         }
         self.model
             .run_cycles_native(u64::from(self.cfg.link().latency()) + 2);
