@@ -5,12 +5,12 @@
 //! tables on stdout (progress on stderr) and writes the load sweep as CSV
 //! for the plot.
 //!
-//! 1. `allreduce`: fp32 all-reduce of 1,024 elements per chip (results
-//!    checked against `golden::torus`), cycles against the link bound:
-//!    the busiest link's elements in all-reduce order v2's schedule
-//!    (`golden::torus::v2_link_bound`; n(P - 1)/(3P) on a k x k x k torus,
-//!    one element per link and cycle) and against the engine's local-port
-//!    rate (about 4n, see `hw/torus`'s crate docs).
+//! 1. `allreduce`: fp32 all-reduces of 1,024, 8,192 and 65,536 elements
+//!    per chip (results checked against `golden::torus::allreduce_f32_v2`),
+//!    cycles against the link bound: the busiest link's elements in
+//!    all-reduce order v2's schedule (`golden::torus::v2_link_bound`;
+//!    n(P - 1)/(3P) on a k x k x k torus, one element per link and cycle),
+//!    and the model's speed on each.
 //! 2. `load`: uniform random traffic, throughput (packets delivered per chip
 //!    per cycle, over the whole run and, as "accepted", while every chip
 //!    still injects) and latency (mean and p99, creation to delivery)
@@ -44,7 +44,7 @@ use std::time::Instant;
 const DIMS_ENV: &str = "SYSTOLE_TORUS_DIMS";
 const VCS_ENV: &str = "SYSTOLE_TORUS_VCS";
 const TABLES: [&str; 2] = ["allreduce", "load"];
-const ELEMENTS: usize = 1024;
+const ELEMENTS: [usize; 3] = [1024, 8192, 65536];
 const LOADS: [f64; 9] = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0];
 /// Packets each chip sends per load point.
 const PACKETS: u64 = 1000;
@@ -78,39 +78,44 @@ fn main() {
     );
     let mut speed = Vec::new();
     if want(TABLES[0]) {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
-        let values: Vec<Vec<u32>> = (0..cfg.chips())
-            .map(|_| {
-                (0..ELEMENTS)
-                    .map(|_| {
-                        rng.gen_range(0x3000_0000u32..0x5000_0000)
-                            | (rng.gen::<u32>() & 0x8000_0000)
-                    })
-                    .collect()
-            })
-            .collect();
-        let want = golden::torus::allreduce_f32_v2(&cfg, &values);
-        let t = Instant::now();
-        let run = d
-            .allreduce(&values, true, &Faults::default(), 10_000_000)
-            .expect("the all-reduce finishes");
-        let secs = t.elapsed().as_secs_f64();
-        assert!(
-            run.results.iter().all(|r| *r == want),
-            "all-reduce mismatch"
-        );
-        let n = ELEMENTS as f64;
-        let bound = golden::torus::v2_link_bound(&cfg, ELEMENTS) as f64;
-        println!("| elements | chips | cycles | link bound | of bound | cycles per element |");
-        println!("| --- | --- | --- | --- | --- | --- |");
         println!(
-            "| {ELEMENTS} | {} | {} | {bound} | {:.3} | {:.2} |\n",
-            cfg.chips(),
-            run.cycles,
-            bound / run.cycles as f64,
-            run.cycles as f64 / n
+            "| elements | chips | cycles | link bound | of bound | cycles per element | cycles/s |"
         );
-        speed.push(("all-reduce", run.cycles, secs));
+        println!("| --- | --- | --- | --- | --- | --- | --- |");
+        for n in ELEMENTS {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+            let values: Vec<Vec<u32>> = (0..cfg.chips())
+                .map(|_| {
+                    (0..n)
+                        .map(|_| {
+                            rng.gen_range(0x3000_0000u32..0x5000_0000)
+                                | (rng.gen::<u32>() & 0x8000_0000)
+                        })
+                        .collect()
+                })
+                .collect();
+            let want = golden::torus::allreduce_f32_v2(&cfg, &values);
+            let t = Instant::now();
+            let run = d
+                .allreduce(&values, true, &Faults::default(), 10_000_000)
+                .expect("the all-reduce finishes");
+            let secs = t.elapsed().as_secs_f64();
+            assert!(
+                run.results.iter().all(|r| *r == want),
+                "all-reduce mismatch"
+            );
+            let bound = golden::torus::v2_link_bound(&cfg, n) as f64;
+            println!(
+                "| {n} | {} | {} | {bound} | {:.3} | {:.3} | {:.0} |",
+                cfg.chips(),
+                run.cycles,
+                bound / run.cycles as f64,
+                run.cycles as f64 / n as f64,
+                run.cycles as f64 / secs
+            );
+            speed.push(("all-reduce", run.cycles, secs));
+        }
+        println!();
     }
     if want(TABLES[1]) {
         let mut rows = Vec::new();
