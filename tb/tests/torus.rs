@@ -309,6 +309,48 @@ fn random_traffic_arrives_once_and_in_order_with_and_without_errors() {
 }
 
 #[test]
+fn host_packets_and_an_allreduce_share_the_links() {
+    // Both at once, the engine's flits first on every link: every packet
+    // arrives once and in order, every chip ends with order v2's bits.
+    let seed = tb::seed::seed_for("torus_shared_links");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for (name, cfg, twisted) in [
+        ("2x2x1", torus::block::small([2, 2, 1]), false),
+        ("3x1x1", torus::block::small([3, 1, 1]), false),
+        ("2x2x1 twisted", torus::block::small([2, 2, 1]), true),
+    ] {
+        let wiring = if twisted {
+            Wiring::twisted(&cfg, 1)
+        } else {
+            Wiring::identity(&cfg)
+        };
+        let mut d = driver(&cfg, &wiring);
+        for ber in [0.0, 2e-3] {
+            let sent = random_traffic(&cfg, 150, &mut rng);
+            let values: Vec<Vec<u32>> = (0..cfg.chips())
+                .map(|_| (0..240).map(|_| special_f32(&mut rng)).collect())
+                .collect();
+            let faults = Faults {
+                ber,
+                seed: rng.gen(),
+                ..Faults::default()
+            };
+            let what = format!("{name}, ber {ber}");
+            let (ar, packets) = d
+                .allreduce_with_packets(&values, true, &sent, &faults, 400_000)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            check_delivery(&cfg, &sent, &packets, &what);
+            let want = golden::torus::allreduce_f32_v2(&cfg, &values);
+            for (c, r) in ar.results.iter().enumerate() {
+                assert_eq!(r, &want, "{what}: chip {c}'s all-reduce");
+            }
+            assert!(!ar.alarm, "{what}: alarm");
+            println!("{what}: both done in {} cycles", ar.cycles);
+        }
+    }
+}
+
+#[test]
 fn saturating_traffic_never_stalls_for_good() {
     // A ring of 4 where every chip sends mostly to the chip two hops on
     // (both ways round the ring are minimal: the router sends half of them

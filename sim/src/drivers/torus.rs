@@ -208,95 +208,6 @@ impl TorusDriver {
         self.model.poke(self.reset, 0);
         self.model.poke(self.seed_load, 0);
     }
-
-    /// Sends `sent[c]` from logical chip c (each with its creation cycle,
-    /// non-decreasing), in order, and takes every packet a chip's router
-    /// ejects in cycles where `ej_ready(cycle, chip)` holds. Stops when
-    /// everything was delivered, or fails after `max_cycles`.
-    pub fn run(
-        &mut self,
-        sent: &[Vec<(u64, Packet)>],
-        faults: &Faults,
-        ej_ready: &dyn Fn(u64, usize) -> bool,
-        max_cycles: u64,
-    ) -> Result<TorusRun, DriverError> {
-        let n = self.cfg.chips();
-        assert_eq!(sent.len(), n, "one packet list per chip");
-        self.reset(faults);
-        let total: usize = sent.iter().map(Vec::len).sum();
-        let mut run = TorusRun {
-            received: vec![Vec::new(); n],
-            taken: vec![Vec::new(); n],
-            ..TorusRun::default()
-        };
-        let mut next = vec![0usize; n];
-        let mut offered = vec![usize::MAX; n];
-        let mut delivered = 0usize;
-        let mut cycle = 0u64;
-        while delivered < total {
-            if cycle >= max_cycles {
-                return Err(DriverError::Stuck {
-                    cycles: cycle,
-                    detail: format!("the torus delivered {delivered} of {total} packets"),
-                });
-            }
-            for c in 0..n {
-                let chip = &self.chips[self.wiring.chip_at(c)];
-                let have = next[c] < sent[c].len() && sent[c][next[c]].0 <= cycle;
-                self.model.poke(chip.inj_valid, u64::from(have));
-                if have && offered[c] != next[c] {
-                    let p = sent[c][next[c]].1;
-                    let v = [
-                        u64::from(p.dest[0]),
-                        u64::from(p.dest[1]),
-                        u64::from(p.dest[2]),
-                        u64::from(p.tag),
-                        u64::from(p.payload),
-                    ];
-                    for (port, v) in chip.inj.iter().zip(v) {
-                        self.model.poke(*port, v);
-                    }
-                    offered[c] = next[c];
-                }
-                let ready = ej_ready(cycle, c);
-                self.model.poke(chip.ej_ready, u64::from(ready));
-                // Handshake outputs come from registers.
-                if have && self.model.peek(chip.inj_ready) == 1 {
-                    run.taken[c].push(cycle);
-                    next[c] += 1;
-                }
-                if ready && self.model.peek(chip.ej_valid) == 1 {
-                    let f: Vec<u64> = chip.ej.iter().map(|p| self.model.peek(*p)).collect();
-                    run.received[c].push(Delivery {
-                        packet: Packet {
-                            dest: [f[0] as u32, f[1] as u32, f[2] as u32],
-                            tag: f[3] as u8,
-                            payload: f[4] as u32,
-                        },
-                        cycle,
-                    });
-                    delivered += 1;
-                }
-            }
-            self.model.step();
-            cycle += 1;
-        }
-        run.cycles = cycle;
-        // Drain the lanes with no new errors so the counters settle.
-        self.set_rates(&Faults::default());
-        for c in &self.chips {
-            self.model.poke(c.inj_valid, 0);
-        }
-        self.model
-            .run_cycles_native(u64::from(self.cfg.link().latency()) + 2);
-        let v: Vec<u64> = self.counters.iter().map(|p| self.model.peek(*p)).collect();
-        run.crc_errors = v[0];
-        run.retransmits = v[1];
-        run.link_downs = v[2];
-        run.corrupted = v[3];
-        run.alarm = self.model.peek(self.alarm) != 0;
-        Ok(run)
-    }
 }
 
 /// What one all-reduce gave.
@@ -318,9 +229,25 @@ pub struct AllReduceRun {
 }
 
 impl TorusDriver {
+    /// Sends `sent[c]` from logical chip c (each with its creation cycle,
+    /// non-decreasing), in order, and takes every packet a chip's router
+    /// ejects in cycles where `ej_ready(cycle, chip)` holds. Stops when
+    /// everything was delivered, or fails after `max_cycles`.
+    pub fn run(
+        &mut self,
+        sent: &[Vec<(u64, Packet)>],
+        faults: &Faults,
+        ej_ready: &dyn Fn(u64, usize) -> bool,
+        max_cycles: u64,
+    ) -> Result<TorusRun, DriverError> {
+        let none = vec![Vec::new(); self.cfg.chips()];
+        let (packets, _) = self.drive(sent, ej_ready, &none, false, faults, max_cycles)?;
+        Ok(packets)
+    }
+
     /// All-reduces `values` (one vector per logical chip, all of one
     /// length; fp32 patterns when `fp`, else int32 as u32), feeding each
-    /// chip's elements in order as its engine takes them.
+    /// chip's lanes in order as its engine takes them.
     pub fn allreduce(
         &mut self,
         values: &[Vec<u32>],
@@ -328,39 +255,98 @@ impl TorusDriver {
         faults: &Faults,
         max_cycles: u64,
     ) -> Result<AllReduceRun, DriverError> {
+        let none = vec![Vec::new(); self.cfg.chips()];
+        let (_, run) = self.drive(&none, &|_, _| true, values, fp, faults, max_cycles)?;
+        Ok(run)
+    }
+
+    /// Host packets and an all-reduce in one run, sharing the links: both
+    /// as [`TorusDriver::run`] and [`TorusDriver::allreduce`] give them.
+    pub fn allreduce_with_packets(
+        &mut self,
+        values: &[Vec<u32>],
+        fp: bool,
+        sent: &[Vec<(u64, Packet)>],
+        faults: &Faults,
+        max_cycles: u64,
+    ) -> Result<(AllReduceRun, TorusRun), DriverError> {
+        let (packets, run) = self.drive(sent, &|_, _| true, values, fp, faults, max_cycles)?;
+        Ok((run, packets))
+    }
+
+    /// One run: packets `sent` from every logical chip and, when `values`
+    /// holds vectors, an all-reduce of them; until both are done.
+    fn drive(
+        &mut self,
+        sent: &[Vec<(u64, Packet)>],
+        ej_ready: &dyn Fn(u64, usize) -> bool,
+        values: &[Vec<u32>],
+        fp: bool,
+        faults: &Faults,
+        max_cycles: u64,
+    ) -> Result<(TorusRun, AllReduceRun), DriverError> {
         let n_chips = self.cfg.chips();
+        assert_eq!(sent.len(), n_chips, "one packet list per chip");
         assert_eq!(values.len(), n_chips, "one vector per chip");
         let n = values[0].len();
+        assert!(values.iter().all(|v| v.len() == n), "vectors of one length");
         assert!(
             n <= 3 << config::AllreduceV2::INDEX_BITS,
             "the engine indexes at most 3 x 2^16 elements per chip"
         );
         self.reset(faults);
         self.model.poke(self.fp, u64::from(fp));
-        self.model.eval();
-        let mut run = AllReduceRun {
+        let total: usize = sent.iter().map(Vec::len).sum();
+        let mut packets = TorusRun {
+            received: vec![Vec::new(); n_chips],
+            taken: vec![Vec::new(); n_chips],
+            ..TorusRun::default()
+        };
+        let mut ar = AllReduceRun {
             results: vec![vec![0; n]; n_chips],
             result_cycles: vec![vec![u64::MAX; n]; n_chips],
             taken: vec![vec![0; n]; n_chips],
             ..AllReduceRun::default()
         };
+        let mut next_packet = vec![0usize; n_chips];
+        let mut offered = vec![usize::MAX; n_chips];
+        let mut delivered = 0usize;
         // Lane l of each chip takes elements l, l + 3, ...
         let mut next: Vec<[usize; 3]> = vec![[0, 1, 2]; n_chips];
         let mut done = 0usize;
         let mut cycle = 0u64;
         let phys: Vec<usize> = (0..n_chips).map(|c| self.wiring.chip_at(c)).collect();
-        while done < n_chips * n {
+        while delivered < total || done < n_chips * n {
             if cycle >= max_cycles {
                 return Err(DriverError::Stuck {
                     cycles: cycle,
                     detail: format!(
-                        "the all-reduce delivered {done} of {} result elements",
+                        "the torus delivered {delivered} of {total} packets and {done} of {} \
+                         all-reduce results",
                         n_chips * n
                     ),
                 });
             }
             for c in 0..n_chips {
                 let chip = &self.chips[phys[c]];
+                let have = next_packet[c] < sent[c].len() && sent[c][next_packet[c]].0 <= cycle;
+                self.model.poke(chip.inj_valid, u64::from(have));
+                if have && offered[c] != next_packet[c] {
+                    let p = sent[c][next_packet[c]].1;
+                    let v = [
+                        u64::from(p.dest[0]),
+                        u64::from(p.dest[1]),
+                        u64::from(p.dest[2]),
+                        u64::from(p.tag),
+                        u64::from(p.payload),
+                    ];
+                    for (port, v) in chip.inj.iter().zip(v) {
+                        self.model.poke(*port, v);
+                    }
+                    offered[c] = next_packet[c];
+                }
+                self.model
+                    .poke(chip.ej_ready, u64::from(ej_ready(cycle, c)));
                 for (l, &e) in next[c].iter().enumerate() {
                     self.model.poke(chip.v_valid[l], u64::from(e < n));
                     if e < n {
@@ -371,22 +357,39 @@ impl TorusDriver {
             self.model.eval();
             for c in 0..n_chips {
                 let chip = &self.chips[phys[c]];
+                let have = next_packet[c] < sent[c].len() && sent[c][next_packet[c]].0 <= cycle;
+                if have && self.model.peek(chip.inj_ready) == 1 {
+                    packets.taken[c].push(cycle);
+                    next_packet[c] += 1;
+                }
+                if ej_ready(cycle, c) && self.model.peek(chip.ej_valid) == 1 {
+                    let f: Vec<u64> = chip.ej.iter().map(|p| self.model.peek(*p)).collect();
+                    packets.received[c].push(Delivery {
+                        packet: Packet {
+                            dest: [f[0] as u32, f[1] as u32, f[2] as u32],
+                            tag: f[3] as u8,
+                            payload: f[4] as u32,
+                        },
+                        cycle,
+                    });
+                    delivered += 1;
+                }
                 for (l, next_e) in next[c].iter_mut().enumerate() {
                     let e = *next_e;
                     if e < n && self.model.peek(chip.v_ready[l]) == 1 {
-                        run.taken[c][e] = cycle;
+                        ar.taken[c][e] = cycle;
                         *next_e += 3;
                     }
                     let [valid, index, data] = chip.res[l];
                     if self.model.peek(valid) == 1 {
                         let e = self.model.peek(index) as usize;
-                        if e >= n || e % 3 != l || run.result_cycles[c][e] != u64::MAX {
+                        if e >= n || e % 3 != l || ar.result_cycles[c][e] != u64::MAX {
                             return Err(DriverError::Protocol(format!(
                                 "chip {c}'s lane {l} gave element {e} (of {n}) out of turn"
                             )));
                         }
-                        run.results[c][e] = self.model.peek(data) as u32;
-                        run.result_cycles[c][e] = cycle;
+                        ar.results[c][e] = self.model.peek(data) as u32;
+                        ar.result_cycles[c][e] = cycle;
                         done += 1;
                     }
                 }
@@ -394,9 +397,10 @@ impl TorusDriver {
             self.model.step();
             cycle += 1;
         }
-        run.cycles = cycle;
+        // Drain the lanes with no new errors so the counters settle.
         self.set_rates(&Faults::default());
         for c in &self.chips {
+            self.model.poke(c.inj_valid, 0);
             for &v in &c.v_valid {
                 self.model.poke(v, 0);
             }
@@ -404,11 +408,20 @@ impl TorusDriver {
         self.model
             .run_cycles_native(u64::from(self.cfg.link().latency()) + 2);
         let v: Vec<u64> = self.counters.iter().map(|p| self.model.peek(*p)).collect();
-        run.crc_errors = v[0];
-        run.retransmits = v[1];
-        run.link_downs = v[2];
-        run.corrupted = v[3];
-        run.alarm = self.model.peek(self.alarm) != 0;
-        Ok(run)
+        let alarm = self.model.peek(self.alarm) != 0;
+        for r in [&mut packets.cycles, &mut ar.cycles] {
+            *r = cycle;
+        }
+        packets.crc_errors = v[0];
+        packets.retransmits = v[1];
+        packets.link_downs = v[2];
+        packets.corrupted = v[3];
+        packets.alarm = alarm;
+        ar.crc_errors = v[0];
+        ar.retransmits = v[1];
+        ar.link_downs = v[2];
+        ar.corrupted = v[3];
+        ar.alarm = alarm;
+        Ok((packets, ar))
     }
 }
