@@ -51,9 +51,13 @@ pub fn stage_dims(p: usize) -> [usize; 3] {
 }
 
 /// Queues for `streams` streams of `depth` words of `width` bits, named
-/// `torus_v2_queue_k<streams>_d<depth>_w<width>`. Each stream is a shift
-/// register whose head is word 0: a push (one per cycle, to `push_stream_i`)
-/// is the head from the next cycle when the stream was empty. `pop_i` and
+/// `torus_v2_queue_k<streams>_d<depth>_w<width>`. Each stream's head waits
+/// in a register and the words behind it in a memory (a region of `depth`
+/// words per stream), read ahead through a write-first port per stream, so
+/// that a cycle costs a few words whatever the depth: a push (one per
+/// cycle, to `push_stream_i`) is the head from the next cycle when the
+/// stream was empty (or held only the head, popped in that cycle), and
+/// after a pop the next word is the head from the next cycle. `pop_i` and
 /// `reserve_i` hold a bit per stream; `has_slot_o` says a stream has fewer
 /// than `depth` words and reservations at the start of the cycle (a word's
 /// reservation ends with its pop), for producers whose words arrive some
@@ -65,6 +69,7 @@ pub fn stream_queue(design: &mut Design, streams: u32, depth: u32, width: u32) -
         ("depth", depth.to_string()),
         ("width", width.to_string()),
     ];
+    assert!(depth.is_power_of_two(), "queue depths are powers of two");
     design.define(&name, &params, |_, m| {
         m.doc("Order-v2 all-reduce engine: a queue per stream, with slot reservations");
         let push = m.input("push_i", Ty::BOOL);
@@ -80,38 +85,107 @@ pub fn stream_queue(design: &mut Design, streams: u32, depth: u32, width: u32) -
             );
         }
         let cb = bits_for(depth);
-        let (mut nonempty, mut heads, mut slots, mut alarms) = (vec![], vec![], vec![], vec![]);
-        for r in 0..streams {
-            let push_r = if streams == 1 {
-                push
-            } else {
-                push & push_stream.is_eq(m.lit(Ty::u(2), r))
-            };
-            let pop_r = pop.bit(r);
-            let count = m.reg_reset(&format!("s{r}_count"), Ty::u(cb), 0);
-            let used = m.reg_reset(&format!("s{r}_used"), Ty::u(cb), 0);
-            let words: Vec<Reg> = (0..depth)
-                .map(|i| m.reg(&format!("s{r}_w{i}"), Ty::u(width)))
-                .collect();
-            // A push lands behind what stays.
-            let at = m.wire(&format!("s{r}_at"), count.q() - pop_r.zext(cb));
-            for i in 0..depth as usize {
-                let next = if i + 1 < depth as usize {
-                    words[i + 1].q()
-                } else {
-                    words[i].q()
-                };
-                let kept = mux(pop_r, next, words[i].q());
-                let here = push_r & at.is_eq(m.lit(Ty::u(cb), i as u64));
-                m.set_next(words[i], mux(here, push_data, kept));
+        // Pointer bits within a stream's region, and stream bits above them.
+        let ab = depth.trailing_zeros();
+        let sb = if streams > 1 {
+            bits_for(streams - 1)
+        } else {
+            0
+        };
+        let mem = (depth > 1).then(|| m.memory("words", Ty::u(width), (ab + sb).max(1)));
+        // A word's address: its stream's region, then its place there.
+        let addr = |stream: Option<Expr>, ptr: Expr| -> Expr {
+            match stream {
+                Some(r) => cat(&[r, ptr]),
+                None => ptr,
             }
-            m.set_next(count, count.q() + push_r.zext(cb) - pop_r.zext(cb));
-            m.set_next(used, used.q() + reserve.bit(r).zext(cb) - pop_r.zext(cb));
-            nonempty.push(count.q().is_ne(0u32));
-            heads.push(words[0].q());
-            slots.push(used.q().is_lt(m.lit(Ty::u(cb), depth)));
-            let full = count.q().is_eq(m.lit(Ty::u(cb), depth));
-            alarms.push(push_r & full & !pop_r);
+        };
+        let push_r: Vec<Expr> = (0..streams)
+            .map(|r| {
+                if streams == 1 {
+                    push
+                } else {
+                    push & push_stream.is_eq(m.lit(Ty::u(2), r))
+                }
+            })
+            .collect();
+        let count: Vec<Reg> = (0..streams)
+            .map(|r| m.reg_reset(&format!("s{r}_count"), Ty::u(cb), 0))
+            .collect();
+        let used: Vec<Reg> = (0..streams)
+            .map(|r| m.reg_reset(&format!("s{r}_used"), Ty::u(cb), 0))
+            .collect();
+        let head: Vec<Reg> = (0..streams)
+            .map(|r| m.reg(&format!("s{r}_head"), Ty::u(width)))
+            .collect();
+        // A push goes to the head register when the stream is empty after
+        // this cycle's pop, else behind it into the memory.
+        let to_head: Vec<Expr> = (0..streams as usize)
+            .map(|r| {
+                let one = m.lit(Ty::u(cb), 1);
+                let empty =
+                    count[r].q().is_eq(0u32) | (count[r].q().is_eq(one) & pop.bit(r as u32));
+                m.wire(&format!("s{r}_to_head"), empty)
+            })
+            .collect();
+        // Pointers: where the word behind the head is (rd) and where the
+        // next word behind goes (wr).
+        let ptrs: Vec<(Reg, Reg)> = (0..if depth > 1 { streams } else { 0 })
+            .map(|r| {
+                (
+                    m.reg_reset(&format!("s{r}_rd"), Ty::u(ab.max(1)), 0),
+                    m.reg_reset(&format!("s{r}_wr"), Ty::u(ab.max(1)), 0),
+                )
+            })
+            .collect();
+        let mut from_mem = Vec::new();
+        if let Some(mem) = mem {
+            // One write port, for the pushing stream.
+            let mut wr = ptrs[0].1.q();
+            for (r, (_, w)) in ptrs.iter().enumerate().skip(1) {
+                wr = mux(push_stream.is_eq(m.lit(Ty::u(2), r as u64)), w.q(), wr);
+            }
+            let mut behind = m.lit(Ty::BOOL, 0);
+            for r in 0..streams as usize {
+                behind = behind | (push_r[r] & !to_head[r]);
+            }
+            let waddr = addr((sb > 0).then(|| push_stream.slice(0, sb)), wr);
+            m.mem_write(mem, behind, waddr, push_data);
+            // Each stream reads ahead the word that will be behind its head
+            // in the next cycle.
+            for r in 0..streams as usize {
+                let (rd, _) = ptrs[r];
+                let popped = pop.bit(r as u32) & count[r].q().is_gt(m.lit(Ty::u(cb), 1));
+                let rd_next = mux(popped, rd.q() + 1u32, rd.q());
+                let raddr = addr((sb > 0).then(|| m.lit(Ty::u(sb), r as u64)), rd_next);
+                from_mem.push(m.mem_read_write_first(mem, None, raddr));
+            }
+        }
+        let (mut nonempty, mut heads, mut slots, mut alarms) = (vec![], vec![], vec![], vec![]);
+        for r in 0..streams as usize {
+            let pop_r = pop.bit(r as u32);
+            let one = m.lit(Ty::u(cb), 1);
+            let more = count[r].q().is_gt(one);
+            // The head: a push into an empty stream, else the word behind.
+            let refill = match from_mem.get(r) {
+                Some(&w) => mux(pop_r & more, w, head[r].q()),
+                None => head[r].q(),
+            };
+            m.set_next(head[r], mux(push_r[r] & to_head[r], push_data, refill));
+            if let Some(&(rd, wr)) = ptrs.get(r) {
+                m.set_next(rd, mux(pop_r & more, rd.q() + 1u32, rd.q()));
+                m.set_next(wr, mux(push_r[r] & !to_head[r], wr.q() + 1u32, wr.q()));
+            }
+            m.set_next(count[r], count[r].q() + push_r[r].zext(cb) - pop_r.zext(cb));
+            m.set_next(
+                used[r],
+                used[r].q() + reserve.bit(r as u32).zext(cb) - pop_r.zext(cb),
+            );
+            nonempty.push(count[r].q().is_ne(0u32));
+            heads.push(head[r].q());
+            slots.push(used[r].q().is_lt(m.lit(Ty::u(cb), depth)));
+            let full = count[r].q().is_eq(m.lit(Ty::u(cb), depth));
+            alarms.push(push_r[r] & full & !pop_r);
         }
         let rev = |v: &[Expr]| cat(&v.iter().rev().copied().collect::<Vec<_>>());
         m.output("nonempty_o", rev(&nonempty));
