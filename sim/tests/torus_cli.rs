@@ -210,6 +210,11 @@ fn bad_input_is_one_line_exit_two_and_no_output() {
     write_npy(&case.path("v.npy"), &[6], &[1i32; 6]);
     let out = allreduce(&case, "2x1x1", &["--golden"]);
     assert_usage_error(&out, "1-D", "needs [2, n]", &[&r]);
+    // More elements than the engine indexes (3 x 2^16 per chip).
+    let n = 3 * 65536 + 1;
+    write_npy(&case.path("v.npy"), &[2, n as u64], &vec![0i32; 2 * n]);
+    let out = allreduce(&case, "2x1x1", &[]);
+    assert_usage_error(&out, "too long", "indexes at most 196608", &[&r]);
     for (extra, msg) in [
         (vec!["--traffic", "ring"], "--traffic"),
         (vec!["--traffic", "uniform", "--packets", "0"], "--packets"),

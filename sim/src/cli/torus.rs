@@ -120,6 +120,12 @@ pub fn run_allreduce(args: &AllReduceArgs) -> Result<(), Failure> {
         )));
     }
     let n = shape[1] as usize;
+    let most = 3usize << config::AllreduceV2::INDEX_BITS;
+    if n > most && !args.golden {
+        return Err(bad(format!(
+            "V has {n} elements per chip; the torus's all-reduce engine indexes at most {most}"
+        )));
+    }
     let values: Vec<Vec<u32>> = flat.chunks(n).map(<[u32]>::to_vec).collect();
     let (results, stats) = if args.golden {
         let r = if fp {
