@@ -369,16 +369,20 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
             force_dup,
         } = stub_inputs(m, width);
 
-        // This cycle's draws. No reset: a seed loaded while the rest resets
-        // stays loaded.
+        // This cycle's draws but the duplicate draw, whose verdict is
+        // registered instead (below). No reset: a seed loaded while the rest
+        // resets stays loaded.
         let (outs, _) = lfsr_forms();
-        let draws_reg = m.reg("draws", Ty::u(DRAW_BITS));
+        let kept = DRAW_BITS - DRAW_WIDTH;
+        let draws_reg = m.reg("draws", Ty::u(kept));
         let draws = draws_reg.q();
+        // Draw bit i of the cycle (not in the duplicate field) in the register.
+        let at = |i: u32| if i < DRAW_WIDTH { i } else { i - DRAW_WIDTH };
         // The LFSR's register after this cycle's step is the last 64 bits
         // drawn (register bit j-1 = b(k-j)), so it needs no register of its
         // own; it is all-zero exactly when the draws are (never loaded).
         let stepped = cat(&(0..64)
-            .map(|i| draws.bit(DRAW_BITS - 64 + i))
+            .map(|i| draws.bit(at(DRAW_BITS - 64 + i)))
             .collect::<Vec<_>>());
         let next_lfsr = m.wire("next_lfsr", mux(seed_load, seed, stepped));
         let next_draws = cat(&outs
@@ -396,18 +400,43 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
             Ty::u(DRAW_BITS),
             num_bigint::BigInt::from(replacement_draws),
         );
+        let next_running = next_lfsr.any();
+        let kept_of = |d: Expr| {
+            cat(&[
+                d.slice(2 * DRAW_WIDTH, DRAW_BITS - 2 * DRAW_WIDTH),
+                d.slice(0, DRAW_WIDTH),
+            ])
+        };
         m.set_next(
             draws_reg,
-            mux(next_lfsr.any(), next_draws, replacement_draws),
+            mux(
+                next_running,
+                kept_of(next_draws),
+                kept_of(replacement_draws),
+            ),
+        );
+        // The duplicate verdict, a cycle ahead: the next draw against this
+        // cycle's threshold, for both candidate draws, so that `in_ready_o`
+        // is a register and `force_dup_i` away from the link's issue
+        // decision. The threshold therefore acts from the cycle after it is
+        // set.
+        let dup_field = |d: Expr| d.slice(DRAW_WIDTH, DRAW_WIDTH).is_lt(dup_thr);
+        let dup_hit = m.reg("dup_hit", Ty::BOOL);
+        m.set_next(
+            dup_hit,
+            mux(
+                next_running,
+                dup_field(next_draws),
+                dup_field(replacement_draws),
+            ),
         );
 
         let drop_draw = draws.slice(0, DRAW_WIDTH);
-        let dup_draw = draws.slice(DRAW_WIDTH, DRAW_WIDTH);
 
         let Slot { dup, drop, last } = slot_decisions(
             m,
             in_word,
-            (force_dup | dup_draw.is_lt(dup_thr), force_drop | drop_draw.is_lt(drop_thr)),
+            (force_dup | dup_hit.q(), force_drop | drop_draw.is_lt(drop_thr)),
         );
 
         // The line's first stage: the word before its flips, which is the
@@ -421,7 +450,7 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
         let mut mask = force.q();
         let one = m.lit(word_ty, 1);
         for s in 0..FLIP_SLOTS {
-            let base = 2 * DRAW_WIDTH + s * (DRAW_WIDTH + POS_WIDTH);
+            let base = at(2 * DRAW_WIDTH + s * (DRAW_WIDTH + POS_WIDTH));
             let hit = m.reg(&format!("flip_hit{s}"), Ty::BOOL);
             m.set_next(hit, draws.slice(base, DRAW_WIDTH).is_lt(flip_thr));
             let pos16 = draws.slice(base + DRAW_WIDTH, POS_WIDTH);
