@@ -404,7 +404,13 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
             Ty::u(DRAW_BITS),
             num_bigint::BigInt::from(replacement_draws),
         );
-        let next_running = next_lfsr.any();
+        // Stepping a nonzero register gives a nonzero one, and every load
+        // is nonzero, so the register is zero only before its first clock
+        // edge (powered up at zero, never loaded): a flag set on that edge
+        // stands for the OR of the stepped register.
+        let live = m.reg("draws_live", Ty::BOOL);
+        m.set_next(live, m.lit(Ty::BOOL, 1));
+        let next_running = mux(seed_load, seed.any(), live.q());
         let kept_of = |d: Expr| {
             cat(&[
                 d.slice(2 * DRAW_WIDTH, DRAW_BITS - 2 * DRAW_WIDTH),
