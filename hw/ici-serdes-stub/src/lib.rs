@@ -323,10 +323,6 @@ pub fn pipelined_stub_name(width: u32, latency: u32) -> String {
     format!("{}_p", stub_name(width, latency))
 }
 
-/// Bits of the flip mask ORed into one flip-flop of the pipelined stub's
-/// corrupted flag: with the line's valid bit, two levels of four-input LUTs.
-const OR_PART: u32 = 12;
-
 /// Bits of a flip position (a bit index below `width`).
 fn position_bits(width: u32) -> u32 {
     (32 - (width - 1).leading_zeros()).max(1)
@@ -484,19 +480,14 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
         m.output(OUT_VALID, valid_out);
         m.output(OUT_WORD, word_out);
 
-        // The mask's OR over the word is registered before it counts, in
-        // parts of OR_PART bits, so that the flip decode, the OR and the
-        // counter's carry chain are not one path, and no net spans the word.
-        let parts: Vec<Expr> = (0..width.div_ceil(OR_PART))
-            .rev()
-            .map(|g| {
-                let lo = g * OR_PART;
-                counted.q() & mask.slice(lo, OR_PART.min(width - lo)).any()
-            })
-            .collect();
-        let corrupted = m.reg_reset("flip_corrupted", Ty::u(parts.len() as u32), 0);
-        m.set_next(corrupted, cat(&parts));
-        counters(m, drop, dup, corrupted.q().any());
+        // The mask is registered before its OR counts, so that the flip
+        // decode and the OR over the word are not one path (nor the OR and
+        // the counter's carry chain).
+        let held = m.reg("flip_mask_held", word_ty);
+        m.set_next(held, mask);
+        let held_counted = m.reg_reset("flip_mask_counted", Ty::BOOL, 0);
+        m.set_next(held_counted, counted.q());
+        counters(m, drop, dup, held_counted.q() & held.q().any());
     })
 }
 
