@@ -76,7 +76,8 @@
 //! used under links with a receive pipeline (`depth` >= 1), registers the
 //! draws a cycle ahead and applies the flips one stage into the line; it
 //! makes the same decisions in the same cycles and delivers the same words,
-//! and only `corrupted_o` comes two cycles later (its docs say how).
+//! except that its duplicate threshold acts a cycle after it is set, and
+//! `corrupted_o` comes two cycles later (its docs say how).
 
 use hw::{cat, delay, mux, Design, Expr, ModuleDef, Ty};
 use num_bigint::BigUint;
@@ -331,14 +332,19 @@ fn position_bits(width: u32) -> u32 {
 /// Builds the stub for `width`-bit words (>= 2) and `latency` (>= 1) cycles
 /// with its random draws pipelined, for links whose receive pipeline is
 /// deep enough to need it (`depth` >= 1): the same decisions in the same
-/// cycles as [`serdes_stub`], the same words on the same outputs, and
-/// `corrupted_o` two cycles later.
+/// cycles as [`serdes_stub`] given the duplicate threshold a cycle late,
+/// the same words on the same outputs, and `corrupted_o` two cycles later.
 ///
 /// - A register holds this cycle's [`DRAW_BITS`] draw bits, computed in the
 ///   cycle before from the last 64 bits it drew (the LFSR's register after
 ///   the step), or from `seed_i` in a seed-load cycle; there is no separate
-///   LFSR register. Only the threshold compares stay in the cycle, so a
-///   threshold acts in the cycle it is set, as in [`serdes_stub`].
+///   LFSR register. The drop and flip threshold compares stay in the
+///   cycle, so those thresholds act in the cycle they are set, as in
+///   [`serdes_stub`].
+/// - The duplicate draw is not held: its verdict is, computed in the cycle
+///   before from the next draw and that cycle's `dup_threshold_i`, so
+///   `in_ready_o` comes from registers and `force_dup_i` only, and the
+///   duplicate threshold acts from the cycle after it is set.
 /// - The flips are applied one cycle into the line: its first stage is the
 ///   register of the last word taken (the word entering at t, before its
 ///   flips, as a duplicate repeats it), with each slot's verdict and scaled position
@@ -347,9 +353,10 @@ fn position_bits(width: u32) -> u32 {
 ///   (at `latency` 1, on the way to `out_word_o`). The word leaves at
 ///   t + `latency` as before.
 /// - `corrupted_o` counts a word from the mask of that first stage,
-///   registered once more, so it shows the words that entered up to three
-///   cycles before the current one (the other counters: one); a drained
-///   line reads the same counts.
+///   registered once more (the mask itself, whose OR enables the counter),
+///   so it shows the words that entered up to three cycles before the
+///   current one (the other counters: one); a drained line reads the same
+///   counts.
 #[track_caller]
 pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDef> {
     let params = stub_params(width, latency);
