@@ -335,10 +335,13 @@ fn position_bits(width: u32) -> u32 {
 /// cycles as [`serdes_stub`] given the duplicate threshold a cycle late,
 /// the same words on the same outputs, and `corrupted_o` two cycles later.
 ///
-/// - A register holds this cycle's [`DRAW_BITS`] draw bits, computed in the
-///   cycle before from the last 64 bits it drew (the LFSR's register after
-///   the step), or from `seed_i` in a seed-load cycle; there is no separate
-///   LFSR register. The drop and flip threshold compares stay in the
+/// - A register holds this cycle's draw bits (the [`DRAW_BITS`] but the
+///   duplicate draw), computed in the cycle before from the last 64 bits it
+///   drew (the LFSR's register after the step), or from `seed_i` in a
+///   seed-load cycle; there is no separate LFSR register. Whether that
+///   state is nonzero is the seed's OR in a seed-load cycle and otherwise a
+///   flag set on the first clock edge (stepping never zeroes a nonzero
+///   register). The drop and flip threshold compares stay in the
 ///   cycle, so those thresholds act in the cycle they are set, as in
 ///   [`serdes_stub`].
 /// - The duplicate draw is not held: its verdict is, computed in the cycle
