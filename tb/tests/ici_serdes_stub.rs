@@ -4,7 +4,8 @@
 //! that change from cycle to cycle, scripted flips, drops and duplicates
 //! and resets, both make the same decisions in the same cycles: the same
 //! `in_ready_o`, `out_valid_o`, `out_word_o` and counters, `corrupted_o`
-//! two cycles later in the pipelined stub.
+//! two cycles later in the pipelined stub, whose duplicate threshold acts
+//! a cycle after it is set (the plain stub is given it a cycle late).
 
 use hw::emit::{emit_design, Header};
 use hw::Design;
@@ -131,6 +132,7 @@ fn check(width: u32, latency: u32, cycles: u64, rng: &mut impl Rng) {
     // Thresholds hold for runs of cycles, and sometimes change every cycle.
     let mut held: Vec<Option<Vec<u32>>> = vec![None; p.inputs.len()];
     let (mut events, mut reset_seen) = (0u64, 0u64);
+    let mut dup_threshold_before: Option<Vec<u32>> = None;
     // Resets this cycle and in the two before.
     let (mut reset_now, mut reset_last) = (false, [false; 2]);
     for t in 0..cycles {
@@ -153,7 +155,14 @@ fn check(width: u32, latency: u32, cycles: u64, rng: &mut impl Rng) {
                 reset_now = v[0] == 1;
                 reset_seen += u64::from(reset_now);
             }
-            plain.poke_wide(in_plain[k], &v);
+            // The pipelined stub's duplicate threshold acts a cycle after
+            // it is set: the plain stub sees it a cycle late.
+            if name == sp::DUP_THRESHOLD {
+                let late = dup_threshold_before.replace(v.clone());
+                plain.poke_wide(in_plain[k], late.as_ref().unwrap_or(&v));
+            } else {
+                plain.poke_wide(in_plain[k], &v);
+            }
             piped.poke_wide(in_piped[k], &v);
         }
         plain.eval();

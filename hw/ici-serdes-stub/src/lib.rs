@@ -76,7 +76,8 @@
 //! used under links with a receive pipeline (`depth` >= 1), registers the
 //! draws a cycle ahead and applies the flips one stage into the line; it
 //! makes the same decisions in the same cycles and delivers the same words,
-//! and only `corrupted_o` comes two cycles later (its docs say how).
+//! except that its duplicate threshold acts a cycle after it is set, and
+//! `corrupted_o` comes two cycles later (its docs say how).
 
 use hw::{cat, delay, mux, Design, Expr, ModuleDef, Ty};
 use num_bigint::BigUint;
@@ -331,14 +332,22 @@ fn position_bits(width: u32) -> u32 {
 /// Builds the stub for `width`-bit words (>= 2) and `latency` (>= 1) cycles
 /// with its random draws pipelined, for links whose receive pipeline is
 /// deep enough to need it (`depth` >= 1): the same decisions in the same
-/// cycles as [`serdes_stub`], the same words on the same outputs, and
-/// `corrupted_o` two cycles later.
+/// cycles as [`serdes_stub`] given the duplicate threshold a cycle late,
+/// the same words on the same outputs, and `corrupted_o` two cycles later.
 ///
-/// - A register holds this cycle's [`DRAW_BITS`] draw bits, computed in the
-///   cycle before from the last 64 bits it drew (the LFSR's register after
-///   the step), or from `seed_i` in a seed-load cycle; there is no separate
-///   LFSR register. Only the threshold compares stay in the cycle, so a
-///   threshold acts in the cycle it is set, as in [`serdes_stub`].
+/// - A register holds this cycle's draw bits (the [`DRAW_BITS`] but the
+///   duplicate draw), computed in the cycle before from the last 64 bits it
+///   drew (the LFSR's register after the step), or from `seed_i` in a
+///   seed-load cycle; there is no separate LFSR register. Whether that
+///   state is nonzero is the seed's OR in a seed-load cycle and otherwise a
+///   flag set on the first clock edge (stepping never zeroes a nonzero
+///   register). The drop and flip threshold compares stay in the
+///   cycle, so those thresholds act in the cycle they are set, as in
+///   [`serdes_stub`].
+/// - The duplicate draw is not held: its verdict is, computed in the cycle
+///   before from the next draw and that cycle's `dup_threshold_i`, so
+///   `in_ready_o` comes from registers and `force_dup_i` only, and the
+///   duplicate threshold acts from the cycle after it is set.
 /// - The flips are applied one cycle into the line: its first stage is the
 ///   register of the last word taken (the word entering at t, before its
 ///   flips, as a duplicate repeats it), with each slot's verdict and scaled position
@@ -347,9 +356,10 @@ fn position_bits(width: u32) -> u32 {
 ///   (at `latency` 1, on the way to `out_word_o`). The word leaves at
 ///   t + `latency` as before.
 /// - `corrupted_o` counts a word from the mask of that first stage,
-///   registered once more, so it shows the words that entered up to three
-///   cycles before the current one (the other counters: one); a drained
-///   line reads the same counts.
+///   registered once more (the mask itself, whose OR enables the counter),
+///   so it shows the words that entered up to three cycles before the
+///   current one (the other counters: one); a drained line reads the same
+///   counts.
 #[track_caller]
 pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDef> {
     let params = stub_params(width, latency);
@@ -369,16 +379,20 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
             force_dup,
         } = stub_inputs(m, width);
 
-        // This cycle's draws. No reset: a seed loaded while the rest resets
-        // stays loaded.
+        // This cycle's draws but the duplicate draw, whose verdict is
+        // registered instead (below). No reset: a seed loaded while the rest
+        // resets stays loaded.
         let (outs, _) = lfsr_forms();
-        let draws_reg = m.reg("draws", Ty::u(DRAW_BITS));
+        let kept = DRAW_BITS - DRAW_WIDTH;
+        let draws_reg = m.reg("draws", Ty::u(kept));
         let draws = draws_reg.q();
+        // Draw bit i of the cycle (not in the duplicate field) in the register.
+        let at = |i: u32| if i < DRAW_WIDTH { i } else { i - DRAW_WIDTH };
         // The LFSR's register after this cycle's step is the last 64 bits
         // drawn (register bit j-1 = b(k-j)), so it needs no register of its
         // own; it is all-zero exactly when the draws are (never loaded).
         let stepped = cat(&(0..64)
-            .map(|i| draws.bit(DRAW_BITS - 64 + i))
+            .map(|i| draws.bit(at(DRAW_BITS - 64 + i)))
             .collect::<Vec<_>>());
         let next_lfsr = m.wire("next_lfsr", mux(seed_load, seed, stepped));
         let next_draws = cat(&outs
@@ -396,18 +410,49 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
             Ty::u(DRAW_BITS),
             num_bigint::BigInt::from(replacement_draws),
         );
+        // Stepping a nonzero register gives a nonzero one, and every load
+        // is nonzero, so the register is zero only before its first clock
+        // edge (powered up at zero, never loaded): a flag set on that edge
+        // stands for the OR of the stepped register.
+        let live = m.reg("draws_live", Ty::BOOL);
+        m.set_next(live, m.lit(Ty::BOOL, 1));
+        let next_running = mux(seed_load, seed.any(), live.q());
+        let kept_of = |d: Expr| {
+            cat(&[
+                d.slice(2 * DRAW_WIDTH, DRAW_BITS - 2 * DRAW_WIDTH),
+                d.slice(0, DRAW_WIDTH),
+            ])
+        };
         m.set_next(
             draws_reg,
-            mux(next_lfsr.any(), next_draws, replacement_draws),
+            mux(
+                next_running,
+                kept_of(next_draws),
+                kept_of(replacement_draws),
+            ),
+        );
+        // The duplicate verdict, a cycle ahead: the next draw against this
+        // cycle's threshold, for both candidate draws, so that `in_ready_o`
+        // is a register and `force_dup_i` away from the link's issue
+        // decision. The threshold therefore acts from the cycle after it is
+        // set.
+        let dup_field = |d: Expr| d.slice(DRAW_WIDTH, DRAW_WIDTH).is_lt(dup_thr);
+        let dup_hit = m.reg("dup_hit", Ty::BOOL);
+        m.set_next(
+            dup_hit,
+            mux(
+                next_running,
+                dup_field(next_draws),
+                dup_field(replacement_draws),
+            ),
         );
 
         let drop_draw = draws.slice(0, DRAW_WIDTH);
-        let dup_draw = draws.slice(DRAW_WIDTH, DRAW_WIDTH);
 
         let Slot { dup, drop, last } = slot_decisions(
             m,
             in_word,
-            (force_dup | dup_draw.is_lt(dup_thr), force_drop | drop_draw.is_lt(drop_thr)),
+            (force_dup | dup_hit.q(), force_drop | drop_draw.is_lt(drop_thr)),
         );
 
         // The line's first stage: the word before its flips, which is the
@@ -421,7 +466,7 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
         let mut mask = force.q();
         let one = m.lit(word_ty, 1);
         for s in 0..FLIP_SLOTS {
-            let base = 2 * DRAW_WIDTH + s * (DRAW_WIDTH + POS_WIDTH);
+            let base = at(2 * DRAW_WIDTH + s * (DRAW_WIDTH + POS_WIDTH));
             let hit = m.reg(&format!("flip_hit{s}"), Ty::BOOL);
             m.set_next(hit, draws.slice(base, DRAW_WIDTH).is_lt(flip_thr));
             let pos16 = draws.slice(base + DRAW_WIDTH, POS_WIDTH);
@@ -445,12 +490,14 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
         m.output(OUT_VALID, valid_out);
         m.output(OUT_WORD, word_out);
 
-        // The mask's OR over the word is registered before it counts, so
-        // the flip decode and the wide OR are not one path with the
-        // counter's carry chain.
-        let corrupted = m.reg_reset("flip_corrupted", Ty::BOOL, 0);
-        m.set_next(corrupted, counted.q() & mask.any());
-        counters(m, drop, dup, corrupted.q());
+        // The mask is registered before its OR counts, so that the flip
+        // decode and the OR over the word are not one path (nor the OR and
+        // the counter's carry chain).
+        let held = m.reg("flip_mask_held", word_ty);
+        m.set_next(held, mask);
+        let held_counted = m.reg_reset("flip_mask_counted", Ty::BOOL, 0);
+        m.set_next(held_counted, counted.q());
+        counters(m, drop, dup, held_counted.q() & held.q().any());
     })
 }
 

@@ -820,7 +820,8 @@ impl Issue {
         let up = regs.up;
         let nak_pending = regs.nak_pending.q();
         let free = up & ser_ready & !nak_pending & !echo.q();
-        let (issue, issue_seq, retransmit, split_next) = match sent2 {
+        let s_addr = cfg.replay_depth().trailing_zeros();
+        let (issue, issue_seq, retransmit, split_next, read) = match sent2 {
             Some(sent2) => {
                 let issue = m.wire(
                     "tx_issue",
@@ -829,18 +830,28 @@ impl Issue {
                 let issue_seq = m.wire("tx_issue_seq", ack.new_base + resize(sent2, s_bits));
                 let high1 = ack.high1.expect("the window's sent-once count");
                 let retransmit = m.wire("tx_retransmit", issue & sent2.is_lt(high1));
-                (issue, issue_seq, retransmit, None)
+                let read = m.mem_read(replay, Some(ser_ready), issue_seq.trunc(s_addr));
+                (issue, issue_seq, retransmit, None, read)
             }
             None => {
                 let si = split_issue(m, cfg, regs, ack, free);
-                (si.issue, si.issue_seq, si.retransmit, Some(si.next))
+                // The flit is read at each of the three addresses it can
+                // come from, which are registers or their sum, and the
+                // choice is registered beside the reads: progress and the
+                // restart decide which read is the flit, not its address.
+                let reads = si
+                    .candidates
+                    .map(|a| m.mem_read(replay, Some(ser_ready), a.trunc(s_addr)));
+                let at_ack = m.reg("s2_read_at_ack", Ty::BOOL);
+                let at_base = m.reg("s2_read_at_base", Ty::BOOL);
+                m.set_next(at_ack, si.choice.0);
+                m.set_next(at_base, si.choice.1);
+                m.set_enable(at_ack, ser_ready);
+                m.set_enable(at_base, ser_ready);
+                let read = mux(at_ack.q(), reads[0], mux(at_base.q(), reads[1], reads[2]));
+                (si.issue, si.issue_seq, si.retransmit, Some(si.next), read)
             }
         };
-        let read = m.mem_read(
-            replay,
-            Some(ser_ready),
-            issue_seq.trunc(cfg.replay_depth().trailing_zeros()),
-        );
         let kind = m.reg_reset("s2_kind", FrameKind::ty(), FrameKind::Idle.index());
         let seq = m.reg_reset("s2_seq", Ty::u(s_bits), 0);
         let nak_out = m.wire("tx_nak_out", up & ser_ready & nak_pending & !echo.q());
@@ -878,6 +889,11 @@ struct SplitIssue {
     issue_seq: Expr,
     retransmit: Expr,
     next: (Expr, Expr),
+    /// The candidate flits to send: at the `ack`, at the base, at base +
+    /// `sent`; and which one is sent (the restart with progress, the one
+    /// without, the rest).
+    candidates: [Expr; 3],
+    choice: (Expr, Expr),
 }
 
 /// The issue decision at the split depth: the rules of [`Issue::next`]
@@ -960,6 +976,8 @@ fn split_issue(
         issue_seq,
         retransmit,
         next: (sent_next, high_next),
+        candidates: [sa.ack, base, snd],
+        choice: (progress & restart_p, !progress & restart_n),
     }
 }
 
