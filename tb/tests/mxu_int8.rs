@@ -172,12 +172,13 @@ fn long_stream_keeps_the_array_busy() {
 
 #[rstest]
 fn pipelined_arrays_keep_bits_and_cycles(
-    #[values(1, 2, 3, 4)] depth: u32,
+    #[values(1, 2, 3, 4, 5)] depth: u32,
     #[values((1, 1), (3, 2), (4, 4))] shape: (u32, u32),
 ) {
     // The product and operand registers (depths 1, 2), the accumulator's
-    // input register (3) and the partial products (4) change the latency
-    // only: the model's cycles, the golden results, one row a cycle.
+    // input register (3), the partial products (4) and the multipliers' own
+    // operand registers (5) change the latency only: the model's cycles,
+    // the golden results, one row a cycle.
     let (rows, cols) = shape;
     let mut d = driver_at(rows, cols, depth);
     edges_and_random(
