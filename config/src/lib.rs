@@ -53,8 +53,9 @@ pub const ACC_ROWS_RANGE: std::ops::RangeInclusive<u32> = 2..=65536;
 /// The MXU pipeline depths the generators accept: registers added inside each
 /// processing element and before the accumulator's adder, in the order
 /// `hw/mxu/TIMING.md` ("Pipeline depth") lists them. 0 is the unpipelined
-/// array; 4 splits the multipliers and (bf16) the fp32 adders into stages.
-pub const MXU_DEPTH_RANGE: std::ops::RangeInclusive<u32> = 0..=4;
+/// array; 4 splits the multipliers and (bf16) the fp32 adders into stages; 5
+/// registers each multiplier's operands once more beside it.
+pub const MXU_DEPTH_RANGE: std::ops::RangeInclusive<u32> = 0..=5;
 
 /// The largest array dimension the generators accept. 1024 is four times the
 /// TPUv1 array; larger arrays are refused rather than silently taking hours.

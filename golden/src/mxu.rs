@@ -216,13 +216,17 @@ impl MxuTiming {
             .unwrap_or_else(|e| panic!("MxuTiming: {e} (they must be nonzero)"));
         // The contract's L, P and La (its "Terms" and the depth table):
         // through depth 3, L by element type alone, P = min(D, 2), La one
-        // more at D = 3; depth 4 as its own row of the table.
+        // more at D = 3; depths 4 and 5 as their own rows of the table.
         let depth = u64::from(cfg.depth());
         let (pe_latency, product_latency, acc_add_latency) = match (cfg.dtype(), depth) {
             (ElemType::Int8, 0..=3) => (1, depth.min(2), u64::from(depth >= 3)),
             (ElemType::Bf16, 0..=3) => (2, depth.min(2), 2 + u64::from(depth >= 3)),
-            (ElemType::Int8, _) => (1, 3, 1),
-            (ElemType::Bf16, _) => (6, 4, 7),
+            (ElemType::Int8, 4) => (1, 3, 1),
+            (ElemType::Bf16, 4) => (6, 4, 7),
+            // Depth 5: depth 4 with the multiplier's operands registered
+            // once more (and int8's partial products): P = 5 for both.
+            (ElemType::Int8, _) => (1, 5, 1),
+            (ElemType::Bf16, _) => (6, 5, 7),
         };
         MxuTiming {
             plan,
@@ -687,6 +691,24 @@ mod tests {
         let t = one_pass_at(1, 1, ElemType::Bf16, 3, 1, 3);
         assert_eq!(t.first_row_gap(), 5);
         assert_eq!(t.acceptance_cycles(1, 1), [3, 8, 13]);
+    }
+
+    #[test]
+    fn depth_5_adds_product_cycles_only() {
+        // The multipliers' own operand registers (and int8's second
+        // partial-product register): P = 5 for both types, L and La as at
+        // depth 4, so only the writes move.
+        for (dtype, more) in [(ElemType::Int8, 2), (ElemType::Bf16, 1)] {
+            let t = one_pass_at(4, 4, dtype, 5, 5, 3);
+            let d4 = one_pass_at(4, 4, dtype, 4, 5, 3);
+            assert_eq!(t.product_latency(), 5, "{dtype}");
+            assert_eq!(
+                (t.pe_latency(), t.acc_add_latency()),
+                (d4.pe_latency(), d4.acc_add_latency())
+            );
+            assert_eq!(t.acceptance_cycles(5, 1), d4.acceptance_cycles(5, 1));
+            assert_eq!(t.write_latency(), d4.write_latency() + more);
+        }
     }
 
     #[test]

@@ -121,12 +121,13 @@ fn adversarial_values(#[case] rows: u32, #[case] cols: u32) {
 
 #[rstest]
 fn pipelined_arrays_keep_bits_and_cycles(
-    #[values(1, 2, 3, 4)] depth: u32,
+    #[values(1, 2, 3, 4, 5)] depth: u32,
     #[values((1, 1), (2, 3))] shape: (u32, u32),
 ) {
     // The product and operand registers (depths 1, 2), the accumulator's
-    // input register (3) and the staged multiplier and adders (4, six
-    // cycles per PE) change the latency only.
+    // input register (3), the staged multiplier and adders (4, six cycles
+    // per PE) and the multiplier's own operand registers (5) change the
+    // latency only.
     let (rows, cols) = shape;
     let mut d = driver_at(rows, cols, depth);
     specials_and_random(

@@ -103,7 +103,7 @@ impl Block for Mxu {
                     min: u64::from(*MXU_DEPTH_RANGE.start()),
                     max: u64::from(*MXU_DEPTH_RANGE.end()),
                 },
-                help: "Pipeline depth: 1 registers each PE's product, 2 its multiplier's operands too, 3 the accumulator adder's inputs too, 4 splits the multipliers (and the bf16 adders) into stages",
+                help: "Pipeline depth: 1 registers each PE's product, 2 its multiplier's operands too, 3 the accumulator adder's inputs too, 4 splits the multipliers (and the bf16 adders) into stages, 5 registers each multiplier's operands (and int8's partial products) once more",
             },
         ]
     }

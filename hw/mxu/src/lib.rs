@@ -53,7 +53,10 @@
 //! a x w\[3:0\], summed a cycle later; bf16: the staged multiplier of
 //! `hw::fp` at its `product` and `exponent` cuts) and, for bf16, registers
 //! every cut of the fp32 adders, in the PEs (L = 6: the row skews grow with
-//! it) and in the accumulator.
+//! it) and in the accumulator. Depth 5 gives each multiplier operand
+//! registers of its own, loaded from the pass-right and active weight
+//! registers (which also feed the next PE and the swap), and registers the
+//! int8 partial products once more before their add: P = 5 for both types.
 //!
 //! **Accumulator.** Every activation row carries an accumulator address and an
 //! `add` flag. When its output row leaves the array (cycle T) the accumulator
@@ -176,10 +179,15 @@ impl Stages {
         let product_latency = match (dtype, depth) {
             (_, 0..=3) => depth.min(2),
             // Operands, the two partial products, their sum.
-            (ElemType::Int8, _) => 3,
+            (ElemType::Int8, 4) => 3,
             // Operands, the bf16 multiplier's `product` and `exponent`
             // cuts, the product.
-            (ElemType::Bf16, _) => 4,
+            (ElemType::Bf16, 4) => 4,
+            // Depth 4's, with the multiplier's operands registered again
+            // beside it, and the int8 partial products once more before
+            // their add.
+            (ElemType::Int8, _) => 5,
+            (ElemType::Bf16, _) => 5,
         };
         Stages {
             pe_latency,
@@ -197,6 +205,15 @@ const ACC_ADD_STAGES: u32 = 5;
 /// int8 into two partial products, bf16 at the staged multiplier's cuts.
 fn staged_multiplier(depth: u32) -> bool {
     depth >= 4
+}
+
+/// Whether each multiplier has operand registers of its own (depth 5),
+/// loaded from the register that passes the activation right and from the
+/// active weight register. Those two feed the next PE and the weight swap
+/// as well; the multiplier's own copies feed nothing else, so placement can
+/// put them beside a multiplier in a DSP block's fixed column.
+fn multiplier_operand_registers(product_latency: u32) -> bool {
+    product_latency >= 5
 }
 
 /// The Verilog name of the top module for `cfg`, e.g. `mxu_int8_8x8_acc256`,
@@ -778,8 +795,16 @@ pub const PARTIAL_PRODUCT_LOW: &str = "mul_lo";
 /// of half the depth of the 8 x 8 one, summed in the next stage:
 /// a x w = 16 (a x w\[7:4\]) + a x w\[3:0\] exactly. Each half is a
 /// multiplier module of its own (`hw::arith::int_mul_unit`, product
-/// registered), so the FPGA flows can tell the halves apart.
-fn split_product(design: &mut Design, m: &mut ModuleBuilder, a: Expr, w: Expr) -> Expr {
+/// registered), so the FPGA flows can tell the halves apart. With
+/// `twice`, each half is registered once more before the add, so a half in
+/// a DSP block and the adder need not sit together.
+fn split_product(
+    design: &mut Design,
+    m: &mut ModuleBuilder,
+    a: Expr,
+    w: Expr,
+    twice: bool,
+) -> Expr {
     let high_mul = hw::arith::int_mul_unit(design, Ty::s(8), Ty::s(4), 1, false);
     let low_mul = hw::arith::int_mul_unit(design, Ty::s(8), Ty::s(5), 1, false);
     let high = m.instance(PARTIAL_PRODUCT_HIGH, &high_mul);
@@ -789,8 +814,12 @@ fn split_product(design: &mut Design, m: &mut ModuleBuilder, a: Expr, w: Expr) -
     m.connect(low, "a_i", a);
     let zero = m.lit(Ty::BOOL, 0);
     m.connect(low, "b_i", cat(&[zero, w.slice(0, 4)]).as_signed());
-    let high = m.inst_output(high, "p_o"); // s12
-    let low = m.inst_output(low, "p_o"); // s13
+    let mut high = m.inst_output(high, "p_o"); // s12
+    let mut low = m.inst_output(low, "p_o"); // s13
+    if twice {
+        high = register(m, "prod_hi", high);
+        low = register(m, "prod_lo", low);
+    }
     let nibble = m.lit(Ty::u(4), 0);
     cat(&[high, nibble]).as_signed() + low.sext(16)
 }
@@ -803,6 +832,21 @@ fn multiplier_activation(product_latency: u32, a: Expr, a_q: Expr) -> Expr {
         a_q
     } else {
         a
+    }
+}
+
+/// The multiplier's operands: with product latency 5 a register of its own
+/// for each ([`multiplier_operand_registers`]), otherwise `x` and `w`.
+fn multiplier_operands(
+    m: &mut ModuleBuilder,
+    product_latency: u32,
+    x: Expr,
+    w: Expr,
+) -> (Expr, Expr) {
+    if multiplier_operand_registers(product_latency) {
+        (register(m, "mul_a", x), register(m, "mul_w", w))
+    } else {
+        (x, w)
     }
 }
 
@@ -863,7 +907,8 @@ fn pe_int8(design: &mut Design, product_latency: u32) -> Rc<ModuleDef> {
             0 => "int8 PE: shadow/active weights, psum += a * w (int32, wrapping)",
             1 => "int8 PE: shadow/active weights, product register, psum += product (int32, wrapping)",
             2 => "int8 PE: shadow/active weights, operand and product registers, psum += product (int32, wrapping)",
-            _ => "int8 PE: shadow/active weights, operand registers, two registered partial products, product register, psum += product (int32, wrapping)",
+            3 => "int8 PE: shadow/active weights, operand registers, two registered partial products, product register, psum += product (int32, wrapping)",
+            _ => "int8 PE: shadow/active weights, two levels of operand registers, two partial products registered twice, product register, psum += product (int32, wrapping)",
         };
         m.doc(doc);
         let a = m.input("a_i", Ty::s(8));
@@ -881,10 +926,17 @@ fn pe_int8(design: &mut Design, product_latency: u32) -> Rc<ModuleDef> {
         }
         let a_q = pass_right(m, a);
         let x = multiplier_activation(product_latency, a, a_q);
+        let (x, weight) = multiplier_operands(m, product_latency, x, weight);
         // The exact 16-bit product, registered as it is: the multiplier alone
         // in its stage (a DSP block's multiplier and its output register).
         let product = if product_latency >= 3 {
-            split_product(design, m, x, weight)
+            split_product(
+                design,
+                m,
+                x,
+                weight,
+                multiplier_operand_registers(product_latency),
+            )
         } else {
             x.mul_wide(weight)
         };
@@ -926,7 +978,8 @@ fn pe_bf16(design: &mut Design, stages: Stages) -> Rc<ModuleDef> {
             0 => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, two pipeline stages",
             1 => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, product register and two adder stages",
             2 => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, operand and product registers and two adder stages",
-            _ => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, operand registers, a three-stage multiplier, product register and a six-stage adder",
+            4 => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, operand registers, a three-stage multiplier, product register and a six-stage adder",
+            _ => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, two levels of operand registers, a three-stage multiplier, product register and a six-stage adder",
         };
         m.doc(doc);
         m.shared_code(
@@ -944,6 +997,7 @@ fn pe_bf16(design: &mut Design, stages: Stages) -> Rc<ModuleDef> {
                 multiplier_activation(product_latency, a, a_q)
             }
         };
+        let (x, weight) = multiplier_operands(m, product_latency, x, weight);
         let product = if product_latency >= 3 {
             // The operands are registered already (`a_q` and the active
             // weight): the multiplier's `product` and `exponent` cuts.

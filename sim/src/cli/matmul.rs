@@ -31,7 +31,7 @@ pub struct MatmulArgs {
     /// Accumulator rows (a power of two); larger M runs in several passes.
     #[arg(long, value_name = "N", default_value_t = MxuConfig::DEFAULT.acc_rows())]
     acc_rows: u32,
-    /// Pipeline depth of the array (0 to 4; see `gen --block list`): the same
+    /// Pipeline depth of the array (0 to 5; see `gen --block list`): the same
     /// results, a few cycles more latency per pass.
     #[arg(long, value_name = "D", default_value_t = MxuConfig::DEFAULT.depth())]
     depth: u32,
