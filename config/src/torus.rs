@@ -245,6 +245,20 @@ impl TorusConfig {
         [n % x, (n / x) % y, n / (x * y)]
     }
 
+    /// The logical coordinates next to `at` through torus port `port`
+    /// (0..6: x+, x-, y+, y-, z+, z-), round its ring.
+    pub fn neighbour(&self, at: [u32; 3], port: usize) -> [u32; 3] {
+        let d = port / 2;
+        let k = self.dims[d];
+        let mut c = at;
+        c[d] = if port & 1 == 0 {
+            (at[d] + 1) % k
+        } else {
+            (at[d] + k - 1) % k
+        };
+        c
+    }
+
     /// Parameters as (name, value) pairs, for file headers and logs.
     pub fn params(&self) -> Vec<(String, String)> {
         let mut p: Vec<(String, String)> = [

@@ -157,17 +157,10 @@ pub fn route_with(
     (LOCAL_PORT, 0)
 }
 
-/// The neighbour of `at` through torus port `port`.
+/// The neighbour of `at` through torus port `port`
+/// ([`TorusConfig::neighbour`]).
 pub fn neighbour(cfg: &TorusConfig, at: [u32; 3], port: usize) -> [u32; 3] {
-    let d = port / 2;
-    let k = cfg.dims()[d];
-    let mut c = at;
-    c[d] = if port & 1 == 0 {
-        (at[d] + 1) % k
-    } else {
-        (at[d] + k - 1) % k
-    };
-    c
+    cfg.neighbour(at, port)
 }
 
 /// One hop of a route: leaving the router at `at` through `port` on `vc`.

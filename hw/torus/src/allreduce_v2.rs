@@ -993,15 +993,7 @@ pub fn links_top(
         for (c, &e) in engines.iter().enumerate() {
             let at = cfg.coords(c);
             for port in 0..6 {
-                let d = port / 2;
-                let size = cfg.dims()[d];
-                let mut nb = at;
-                nb[d] = if port & 1 == 0 {
-                    (at[d] + 1) % size
-                } else {
-                    (at[d] + size - 1) % size
-                };
-                let to = engines[cfg.chip(nb)];
+                let to = engines[cfg.chip(cfg.neighbour(at, port))];
                 let (pname, peer) = (TORUS_PORTS[port], TORUS_PORTS[port ^ 1]);
                 m.connect(e, &format!("{pname}_tx_ready_i"), m.lit(Ty::BOOL, 1));
                 let valid = m.inst_output(e, &format!("{pname}_tx_valid_o"));

@@ -291,15 +291,7 @@ pub fn top(design: &mut Design, cfg: &TorusConfig, wiring: &Wiring) -> Rc<Module
             let at = cfg.coords(c);
             let from = nodes[wiring.chip_at(c)];
             for (port, name) in TORUS_PORTS[..6].iter().enumerate() {
-                let d = port / 2;
-                let size = cfg.dims()[d];
-                let mut nb = at;
-                nb[d] = if port & 1 == 0 {
-                    (at[d] + 1) % size
-                } else {
-                    (at[d] + size - 1) % size
-                };
-                let to = nodes[wiring.chip_at(cfg.chip(nb))];
+                let to = nodes[wiring.chip_at(cfg.chip(cfg.neighbour(at, port)))];
                 let peer = TORUS_PORTS[port ^ 1];
                 let st = m.instance(&format!("stub_c{c}_{name}"), &stub_def);
                 let word = m.inst_output(from, &format!("{name}_ser_word_o"));
