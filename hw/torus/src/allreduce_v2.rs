@@ -319,8 +319,15 @@ fn pick(m: &ModuleBuilder, values: &[Expr], sel: Expr) -> Expr {
 }
 
 /// Round robin over `can` from the register `first`: the one-hot grant, the
-/// granted index (2 bits) and whether any goes; `first` moves past a grant.
-fn round_robin(m: &mut ModuleBuilder, name: &str, can: &[Expr]) -> (Vec<Expr>, Expr, Expr) {
+/// granted index (2 bits) and whether any is granted; `first` moves past a
+/// grant in cycles where `taken` holds too (a processor's step always goes;
+/// a link's flit goes when the link end is ready).
+fn round_robin(
+    m: &mut ModuleBuilder,
+    name: &str,
+    can: &[Expr],
+    taken: Expr,
+) -> (Vec<Expr>, Expr, Expr) {
     let k = can.len();
     let ty = Ty::u(2);
     let first = m.reg_reset(&format!("{name}_first"), ty, 0);
@@ -365,8 +372,31 @@ fn round_robin(m: &mut ModuleBuilder, name: &str, can: &[Expr]) -> (Vec<Expr>, E
     } else {
         mux(sel.is_eq(m.lit(ty, k as u64 - 1)), m.lit(ty, 0), sel + 1u32)
     };
-    m.set_next(first, mux(any, next, first.q()));
+    m.set_next(first, mux(any & taken, next, first.q()));
     (grant, sel, any)
+}
+
+/// Brings the lanes of `inst` (an engine, or an engine's [`chip`]) out as
+/// ports named `outer(port)`: `v<p>_valid_i`, `v<p>_data_i` in,
+/// `v<p>_ready_o`, `r<p>_valid_o`, `r<p>_index_o`, `r<p>_data_o` out.
+pub fn expose_lanes(m: &mut ModuleBuilder, inst: Inst, outer: impl Fn(&str) -> String) {
+    for p in 0..3 {
+        for (f, ty) in [("valid", Ty::BOOL), ("data", Ty::u(32))] {
+            let port = format!("v{p}_{f}_i");
+            let v = m.input(&outer(&port), ty);
+            m.connect(inst, &port, v);
+        }
+        for f in [
+            "v{p}_ready_o",
+            "r{p}_valid_o",
+            "r{p}_index_o",
+            "r{p}_data_o",
+        ] {
+            let port = f.replace("{p}", &p.to_string());
+            let o = m.inst_output(inst, &port);
+            m.output(&outer(&port), o);
+        }
+    }
 }
 
 /// The engine's Verilog name.
@@ -610,7 +640,7 @@ pub fn engine(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<M
                     jzero.push(z);
                     jlast.push(l);
                 }
-                let (grant, sel, go) = round_robin(m, &name, &can);
+                let (grant, sel, go) = round_robin(m, &name, &can, m.lit(Ty::BOOL, 1));
                 let z_sel = m.wire(&format!("{name}_jzero"), pick(m, &jzero, sel));
                 let l_sel = m.wire(&format!("{name}_jlast"), pick(m, &jlast, sel));
                 let term = m.wire(&format!("{name}_term"), pick(m, &terms, sel));
@@ -662,25 +692,16 @@ pub fn engine(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<M
                 m.connect(add, "b_i", term.slice(0, 32));
                 let fsum = m.inst_output(add, "sum_o");
                 let isum = partial + term.slice(0, 32);
-                let mut valid = go;
                 // The stream only matters for a flit up (rings of two or more).
-                let mut ctl = if k > 1 {
+                let ctl = if k > 1 {
                     cat(&[z_sel, l_sel, sel, term])
                 } else {
                     cat(&[z_sel, l_sel, term])
                 };
-                let mut isum = isum;
-                for i in 0..adder_stages {
-                    let v = m.reg_reset(&format!("{name}_v{i}"), Ty::BOOL, 0);
-                    m.set_next(v, valid);
-                    let c = m.reg(&format!("{name}_ctl{i}"), ctl.ty());
-                    m.set_next(c, ctl);
-                    let is = m.reg(&format!("{name}_isum{i}"), Ty::u(32));
-                    m.set_next(is, isum);
-                    valid = v.q();
-                    ctl = c.q();
-                    isum = is.q();
-                }
+                let stages = adder_stages;
+                let valid = hw::delay(m, &format!("{name}_valid"), go, stages, Some(0));
+                let ctl = hw::delay(m, &format!("{name}_ctl"), ctl, stages, None);
+                let isum = hw::delay(m, &format!("{name}_isum"), isum, stages, None);
                 let e_term = ctl.slice(0, carried);
                 let sb = if k > 1 { 2 } else { 0 };
                 let e_sel = ctl.slice(carried, sb.max(1));
@@ -748,7 +769,7 @@ pub fn engine(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<M
                     fwd.push(f);
                     items.push(item);
                 }
-                let (grant, sel, go) = round_robin(m, &name, &can);
+                let (grant, sel, go) = round_robin(m, &name, &can, m.lit(Ty::BOOL, 1));
                 let o_sel = m.wire(&format!("{name}_own"), pick(m, &on_owner, sel));
 
                 let item = m.wire(&format!("{name}_item"), pick(m, &items, sel));
@@ -826,20 +847,7 @@ pub fn engine(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<M
                 .map(|p| outbound[port][p].as_ref().expect("a ring").head[0])
                 .collect();
             let name = format!("link_{pname}");
-            let next = m.reg_reset(&format!("{name}_next"), c2, 0);
-            let mut grant = [m.lit(Ty::BOOL, 0); 3];
-            for f in 0..3usize {
-                let here = next.q().is_eq(lit2(m, f as u32));
-                let mut before = m.lit(Ty::BOOL, 0);
-                for i in 0..3 {
-                    let p = (f + i) % 3;
-                    grant[p] = grant[p] | (here & avail[p] & !before);
-                    before = before | avail[p];
-                }
-            }
-            let any = m.wire(&format!("{name}_valid"), grant[0] | grant[1] | grant[2]);
-            let part = mux(grant[1], lit2(m, 1), mux(grant[2], lit2(m, 2), lit2(m, 0)));
-            let part = m.wire(&format!("{name}_part"), part);
+            let (grant, part, any) = round_robin(m, &name, &avail, tx_ready);
             let head = m.wire(&format!("{name}_head"), pick(m, &heads, part));
             let flit = cat(&[
                 head.slice(0, ITEM_BITS),
@@ -849,13 +857,10 @@ pub fn engine(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<M
             ]);
             m.output(&format!("{pname}_tx_valid_o"), any);
             m.output(&format!("{pname}_tx_data_o"), flit.zext(FLIT_BITS));
-            let sent = any & tx_ready;
             for (p, g) in grant.iter().enumerate() {
                 let o = outbound[port][p].as_mut().expect("a ring");
                 o.pop_terms[0].push(*g & tx_ready);
             }
-            let after = mux(part.is_eq(lit2(m, 2)), lit2(m, 0), part + 1u32);
-            m.set_next(next, mux(sent, after, next.q()));
             // Receive into the queue of the flit's part and stream.
             let f_data = rx_data.bit(0);
             let f_part = rx_data.slice(1, 2);
@@ -967,29 +972,9 @@ pub fn links_top(
                 m.connect(e, &format!("at_{axis}_i"), m.lit(Ty::u(2), u64::from(v)));
             }
             m.connect(e, "fp_i", fp);
-            for p in 0..3 {
-                let v = m.input(&format!("c{c}_v{p}_valid_i"), Ty::BOOL);
-                let d = m.input(&format!("c{c}_v{p}_data_i"), Ty::u(32));
-                m.connect(e, &format!("v{p}_valid_i"), v);
-                m.connect(e, &format!("v{p}_data_i"), d);
-                let ready = m.inst_output(e, &format!("v{p}_ready_o"));
-                m.output(&format!("c{c}_v{p}_ready_o"), ready);
-                for f in ["valid", "index", "data"] {
-                    let o = m.inst_output(e, &format!("r{p}_{f}_o"));
-                    m.output(&format!("c{c}_r{p}_{f}_o"), o);
-                }
-            }
+            expose_lanes(m, e, |port| format!("c{c}_{port}"));
             alarm = alarm | m.inst_output(e, "alarm_o");
         }
-        let delay = |m: &mut ModuleBuilder, name: &str, v: Expr, cycles: u32| -> Expr {
-            let mut x = v;
-            for i in 0..cycles {
-                let r = m.reg_reset(&format!("{name}_d{i}"), v.ty(), 0);
-                m.set_next(r, x);
-                x = r.q();
-            }
-            x
-        };
         for (c, &e) in engines.iter().enumerate() {
             let at = cfg.coords(c);
             for port in 0..6 {
@@ -999,12 +984,12 @@ pub fn links_top(
                 let valid = m.inst_output(e, &format!("{pname}_tx_valid_o"));
                 let data = m.inst_output(e, &format!("{pname}_tx_data_o"));
                 let link = format!("c{c}_{pname}");
-                let valid = delay(m, &format!("{link}_valid"), valid, hop - 1);
-                let data = delay(m, &format!("{link}_data"), data, hop - 1);
+                let valid = hw::delay(m, &format!("{link}_valid"), valid, hop - 1, Some(0));
+                let data = hw::delay(m, &format!("{link}_data"), data, hop - 1, Some(0));
                 m.connect(to, &format!("{peer}_rx_valid_i"), valid);
                 m.connect(to, &format!("{peer}_rx_data_i"), data);
                 let pops = m.inst_output(e, &format!("{pname}_pop_o"));
-                let pops = delay(m, &format!("{link}_pops"), pops, credit - 1);
+                let pops = hw::delay(m, &format!("{link}_pops"), pops, credit - 1, Some(0));
                 m.connect(to, &format!("{peer}_credit_i"), pops);
             }
         }
@@ -1055,18 +1040,7 @@ pub fn chip(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<Mod
             let v = m.input(name, ty);
             m.connect(e, name, v);
         }
-        for p in 0..3 {
-            for (f, ty) in [("valid", Ty::BOOL), ("data", Ty::u(32))] {
-                let v = m.input(&format!("v{p}_{f}_i"), ty);
-                m.connect(e, &format!("v{p}_{f}_i"), v);
-            }
-            let r = m.inst_output(e, &format!("v{p}_ready_o"));
-            m.output(&format!("v{p}_ready_o"), r);
-            for f in ["valid", "index", "data"] {
-                let o = m.inst_output(e, &format!("r{p}_{f}_o"));
-                m.output(&format!("r{p}_{f}_o"), o);
-            }
-        }
+        expose_lanes(m, e, str::to_string);
         let cb = bits_for(eng.queue);
         let c2 = Ty::u(2);
         for (port, pname) in TORUS_PORTS[..6].iter().enumerate() {
@@ -1089,21 +1063,13 @@ pub fn chip(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<Mod
                     "a ring of one carries no flits",
                 );
                 m.connect(e, &format!("{pname}_tx_ready_i"), m.lit(Ty::BOOL, 1));
-                m.waive(
-                    "UNUSEDSIGNAL",
-                    &format!("engine_{pname}_tx_valid_o"),
-                    "a ring of one carries no flits",
-                );
-                m.waive(
-                    "UNUSEDSIGNAL",
-                    &format!("engine_{pname}_tx_data_o"),
-                    "a ring of one carries no flits",
-                );
-                m.waive(
-                    "UNUSEDSIGNAL",
-                    &format!("engine_{pname}_pop_o"),
-                    "a ring of one carries no flits",
-                );
+                for out in ["tx_valid_o", "tx_data_o", "pop_o"] {
+                    m.waive(
+                        "UNUSEDSIGNAL",
+                        &format!("engine_{pname}_{out}"),
+                        "a ring of one carries no flits",
+                    );
+                }
                 m.output(&format!("{pname}_tx_valid_o"), m.lit(Ty::BOOL, 0));
                 m.output(&format!("{pname}_tx_data_o"), m.lit(Ty::u(FLIT_BITS), 0));
                 continue;

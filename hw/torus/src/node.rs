@@ -261,18 +261,7 @@ pub fn top(design: &mut Design, cfg: &TorusConfig, wiring: &Wiring) -> Rc<Module
                 }
             }
             // The engine's lanes.
-            for l in 0..3 {
-                for (f, ty) in [("valid", Ty::BOOL), ("data", Ty::u(crate::PAYLOAD_BITS))] {
-                    let v = m.input(&format!("c{p}_v{l}_{f}_i"), ty);
-                    m.connect(e, &format!("v{l}_{f}_i"), v);
-                }
-                let v = m.inst_output(e, &format!("v{l}_ready_o"));
-                m.output(&format!("c{p}_v{l}_ready_o"), v);
-                for f in ["valid", "index", "data"] {
-                    let v = m.inst_output(e, &format!("r{l}_{f}_o"));
-                    m.output(&format!("c{p}_r{l}_{f}_o"), v);
-                }
-            }
+            crate::allreduce_v2::expose_lanes(m, e, |port| format!("c{p}_{port}"));
             alarm = alarm | m.inst_output(e, "alarm_o");
             for (k, (_, out)) in NODE_COUNTERS.iter().enumerate() {
                 let v = m.inst_output(inst, out);
