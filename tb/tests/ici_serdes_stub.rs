@@ -7,27 +7,19 @@
 //! two cycles later in the pipelined stub, whose duplicate threshold acts
 //! a cycle after it is set (the plain stub is given it a cycle late).
 
-use hw::emit::{emit_design, Header};
-use hw::Design;
 use ici::serdes_stub::{ports as sp, serdes_stub, serdes_stub_pipelined, DRAW_WIDTH};
 use rand::Rng;
-use sim::from_hw::model_spec;
 use sim::verilator::{Model, PortId};
 
 fn build(width: u32, latency: u32, pipelined: bool) -> Model {
-    let mut design = Design::new();
-    let top = if pipelined {
-        serdes_stub_pipelined(&mut design, width, latency)
-    } else {
-        serdes_stub(&mut design, width, latency)
-    };
-    let header = Header {
-        generator: "ici_serdes_stub test".into(),
-        params: vec![],
-    };
-    let files = emit_design(&design, &top, &header);
-    Model::build(&model_spec(&files, &top), &top.name)
-        .unwrap_or_else(|e| panic!("cannot build {}: {e}", top.name))
+    sim::drivers::module_model("ici_serdes_stub test", vec![], |design| {
+        if pipelined {
+            serdes_stub_pipelined(design, width, latency)
+        } else {
+            serdes_stub(design, width, latency)
+        }
+    })
+    .unwrap_or_else(|e| panic!("cannot build the serdes stub: {e}"))
 }
 
 /// The ports both stubs have, by name.

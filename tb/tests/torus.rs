@@ -7,12 +7,10 @@
 //! taken and comes out. Seeds are printed and taken from `SYSTOLE_SEED`.
 
 use config::{Packet, TorusConfig, Wiring, LOCAL_PORT, TORUS_PORTS};
-use hw::{catch_elab, emit_design, Design, Header};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sim::drivers::ici::Faults;
 use sim::drivers::torus::{TorusDriver, TorusRun};
-use sim::from_hw::model_spec;
 use sim::Model;
 
 /// The link flit as `hw/torus`'s crate docs state it: data, vc (1 bit, 2
@@ -53,19 +51,10 @@ fn unflit(cfg: &TorusConfig, w: u64) -> (bool, u32, Packet, Vec<u64>) {
 /// Every head, at every router position of a torus, goes to the port and
 /// VC `golden::torus::route` names, one packet at a time.
 fn check_router(cfg: &TorusConfig) {
-    hw::quiet_elab_errors();
-    let (design, top) = catch_elab(|| {
-        let mut d = Design::new();
-        let t = torus::router::router(&mut d, cfg);
-        (d, t)
+    let mut m = sim::drivers::module_model("torus test", cfg.params(), |d| {
+        torus::router::router(d, cfg)
     })
     .unwrap();
-    let header = Header {
-        generator: "torus test".into(),
-        params: cfg.params(),
-    };
-    let files = emit_design(&design, &top, &header);
-    let mut m = Model::build(&model_spec(&files, &top), &top.name).unwrap();
     let port = |m: &Model, n: &str| m.port(n).unwrap();
     let names = &TORUS_PORTS[..6];
     let rx_valid: Vec<_> = names
@@ -263,6 +252,15 @@ fn check_delivery(cfg: &TorusConfig, sent: &[Vec<(u64, Packet)>], run: &TorusRun
     assert!(!run.alarm, "{what}: alarm");
 }
 
+/// The plain cabling, or the twisted one the tests re-cable with.
+fn wiring_of(cfg: &TorusConfig, twisted: bool) -> Wiring {
+    if twisted {
+        Wiring::twisted(cfg, 1)
+    } else {
+        Wiring::identity(cfg)
+    }
+}
+
 fn driver(cfg: &TorusConfig, w: &Wiring) -> TorusDriver {
     TorusDriver::new(cfg, w).unwrap_or_else(|e| panic!("cannot build {cfg}: {e}"))
 }
@@ -277,11 +275,7 @@ fn random_traffic_arrives_once_and_in_order_with_and_without_errors() {
         ("2x2x1 twisted", torus::block::small([2, 2, 1]), true),
     ];
     for (name, cfg, twisted) in cases {
-        let wiring = if twisted {
-            Wiring::twisted(&cfg, 1)
-        } else {
-            Wiring::identity(&cfg)
-        };
+        let wiring = wiring_of(&cfg, twisted);
         let mut d = driver(&cfg, &wiring);
         for ber in [0.0, 2e-3] {
             let sent = random_traffic(&cfg, 150, &mut rng);
@@ -319,11 +313,7 @@ fn host_packets_and_an_allreduce_share_the_links() {
         ("3x1x1", torus::block::small([3, 1, 1]), false),
         ("2x2x1 twisted", torus::block::small([2, 2, 1]), true),
     ] {
-        let wiring = if twisted {
-            Wiring::twisted(&cfg, 1)
-        } else {
-            Wiring::identity(&cfg)
-        };
+        let wiring = wiring_of(&cfg, twisted);
         let mut d = driver(&cfg, &wiring);
         for ber in [0.0, 2e-3] {
             let sent = random_traffic(&cfg, 150, &mut rng);
@@ -429,11 +419,7 @@ fn allreduce_is_bit_exact_on_every_chip_with_and_without_errors() {
         ("2x2x1 twisted", torus::block::small([2, 2, 1]), true),
     ];
     for (name, cfg, twisted) in cases {
-        let wiring = if twisted {
-            Wiring::twisted(&cfg, 1)
-        } else {
-            Wiring::identity(&cfg)
-        };
+        let wiring = wiring_of(&cfg, twisted);
         let mut d = driver(&cfg, &wiring);
         let chips = cfg.chips();
         for (fp, ber, n) in [(true, 0.0, 150), (false, 0.0, 100), (true, 3e-3, 120)] {
@@ -517,11 +503,7 @@ fn cycle_model_tori() -> Vec<(&'static str, TorusConfig, Wiring)> {
     }
     tori.into_iter()
         .map(|(name, cfg, twisted)| {
-            let wiring = if twisted {
-                Wiring::twisted(&cfg, 1)
-            } else {
-                Wiring::identity(&cfg)
-            };
+            let wiring = wiring_of(&cfg, twisted);
             (name, cfg, wiring)
         })
         .collect()

@@ -153,6 +153,40 @@ pub fn block_model<B: hw::Block>(block: &B, cfg: &B::Config) -> Result<Model, Dr
     Ok(Model::build(&model_spec(&files, &top), &top.name)?)
 }
 
+/// The Verilog of a module that is not a registered block (a test top, one
+/// part of a block): `build` elaborates it into a fresh design; the file
+/// header names `generator` and `params`. Elaboration errors come back as
+/// [`DriverError::Elaboration`].
+pub fn module_files(
+    generator: &str,
+    params: Vec<(String, String)>,
+    build: impl FnOnce(&mut hw::Design) -> std::rc::Rc<hw::ModuleDef>,
+) -> Result<(Vec<hw::EmittedFile>, std::rc::Rc<hw::ModuleDef>), DriverError> {
+    hw::quiet_elab_errors();
+    let (design, top) = hw::catch_elab(|| {
+        let mut design = hw::Design::new();
+        let top = build(&mut design);
+        (design, top)
+    })
+    .map_err(|e| DriverError::Elaboration(e.to_string()))?;
+    let header = hw::Header {
+        generator: generator.to_string(),
+        params,
+    };
+    Ok((hw::emit_design(&design, &top, &header), top))
+}
+
+/// The Verilated model of a module that is not a registered block, built
+/// as [`block_model`] builds a block's ([`module_files`]).
+pub fn module_model(
+    generator: &str,
+    params: Vec<(String, String)>,
+    build: impl FnOnce(&mut hw::Design) -> std::rc::Rc<hw::ModuleDef>,
+) -> Result<Model, DriverError> {
+    let (files, top) = module_files(generator, params, build)?;
+    Ok(Model::build(&model_spec(&files, &top), &top.name)?)
+}
+
 /// A model's ports, looked up by name (with a prefix for the ports of one
 /// of several identical clients, e.g. `c3_` for chip 3 of a torus).
 pub struct PortTable<'a> {
