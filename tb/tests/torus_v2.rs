@@ -6,20 +6,12 @@
 use config::{AllreduceV2, TorusConfig};
 use golden::torus::allreduce_f32_v2;
 use golden::torus_v2::{run, V2Timing};
-use hw::{catch_elab, emit_design, Design, Header};
 use rand::Rng;
-use sim::from_hw::model_spec;
-use sim::Model;
+use sim::drivers::torus::{AllReduceRun, LaneFeed, Lanes};
+use sim::drivers::PortTable;
 
-/// What the RTL gave: per chip, each element's result and cycle, and each
-/// lane's take cycles.
-struct RtlRun {
-    results: Vec<Vec<u32>>,
-    result_cycles: Vec<Vec<u64>>,
-    taken: Vec<[Vec<u64>; 3]>,
-    alarm: bool,
-}
-
+/// The RTL engines on links of `hop` and `credit` cycles, fed and read
+/// through the torus driver's lanes (`sim::drivers::torus::LaneFeed`).
 fn run_rtl(
     cfg: &TorusConfig,
     eng: AllreduceV2,
@@ -27,91 +19,41 @@ fn run_rtl(
     credit: u32,
     v: &[Vec<u32>],
     fp: bool,
-) -> RtlRun {
-    hw::quiet_elab_errors();
-    let (design, top) = catch_elab(|| {
-        let mut d = Design::new();
-        let t = torus::allreduce_v2::links_top(&mut d, cfg, &eng, hop, credit);
-        (d, t)
+) -> (AllReduceRun, bool) {
+    let mut m = sim::drivers::module_model("torus_v2 test", cfg.params(), |d| {
+        torus::allreduce_v2::links_top(d, cfg, &eng, hop, credit)
     })
     .unwrap();
-    let header = Header {
-        generator: "torus_v2 test".into(),
-        params: cfg.params(),
-    };
-    let files = emit_design(&design, &top, &header);
-    let mut m = Model::build(&model_spec(&files, &top), &top.name).unwrap();
-    let port = |m: &Model, n: &str| m.port(n).unwrap();
-    let chips = cfg.chips();
-    let n = v[0].len();
-    let v_valid: Vec<[_; 3]> = (0..chips)
-        .map(|c| [0, 1, 2].map(|p| port(&m, &format!("c{c}_v{p}_valid_i"))))
+    let lanes: Vec<Lanes> = (0..cfg.chips())
+        .map(|c| Lanes::of(&PortTable::prefixed(&m, &format!("c{c}_"))).unwrap())
         .collect();
-    let v_data: Vec<[_; 3]> = (0..chips)
-        .map(|c| [0, 1, 2].map(|p| port(&m, &format!("c{c}_v{p}_data_i"))))
-        .collect();
-    let v_ready: Vec<[_; 3]> = (0..chips)
-        .map(|c| [0, 1, 2].map(|p| port(&m, &format!("c{c}_v{p}_ready_o"))))
-        .collect();
-    let r_out: Vec<[[_; 3]; 3]> = (0..chips)
-        .map(|c| {
-            [0, 1, 2]
-                .map(|p| ["valid", "index", "data"].map(|f| port(&m, &format!("c{c}_r{p}_{f}_o"))))
-        })
-        .collect();
-    let reset = port(&m, hw::ir::RESET);
-    let fp_port = port(&m, "fp_i");
-    let alarm = port(&m, "alarm_o");
+    let top = PortTable::new(&m);
+    let [reset, fp_port, alarm] = top.array([hw::ir::RESET, "fp_i", "alarm_o"]).unwrap();
     m.poke(fp_port, u64::from(fp));
-    for &port in v_valid.iter().flatten() {
-        m.poke(port, 0);
+    for l in &lanes {
+        l.idle(&mut m);
     }
     m.poke(reset, 1);
     m.step();
     m.poke(reset, 0);
-    let mut out = RtlRun {
-        results: vec![vec![0; n]; chips],
-        result_cycles: vec![vec![u64::MAX; n]; chips],
-        taken: vec![[Vec::new(), Vec::new(), Vec::new()]; chips],
-        alarm: false,
-    };
-    let mut next = vec![[0usize, 1, 2]; chips];
-    let mut left = chips * n;
+    let mut feed = LaneFeed::new(v);
     let mut cycle = 0u64;
-    while left > 0 {
-        assert!(cycle < 200 * n as u64 + 10_000, "the RTL engine stopped");
-        for c in 0..chips {
-            for p in 0..3 {
-                let e = next[c][p];
-                m.poke(v_valid[c][p], u64::from(e < n));
-                if e < n {
-                    m.poke(v_data[c][p], u64::from(v[c][e]));
-                }
-            }
+    while feed.left() > 0 {
+        assert!(
+            cycle < 200 * v[0].len() as u64 + 10_000,
+            "the RTL engine stopped"
+        );
+        for (c, l) in lanes.iter().enumerate() {
+            feed.offer(&mut m, c, l);
         }
         m.eval();
-        for c in 0..chips {
-            for p in 0..3 {
-                if next[c][p] < n && m.peek(v_ready[c][p]) == 1 {
-                    out.taken[c][p].push(cycle);
-                    next[c][p] += 3;
-                }
-                let [valid, index, data] = r_out[c][p];
-                if m.peek(valid) == 1 {
-                    let e = m.peek(index) as usize;
-                    assert!(e < n && e % 3 == p, "chip {c} lane {p}: index {e}");
-                    assert_eq!(out.result_cycles[c][e], u64::MAX, "chip {c}: {e} twice");
-                    out.results[c][e] = m.peek(data) as u32;
-                    out.result_cycles[c][e] = cycle;
-                    left -= 1;
-                }
-            }
+        for (c, l) in lanes.iter().enumerate() {
+            feed.observe(&m, c, l, cycle).unwrap();
         }
         m.step();
         cycle += 1;
     }
-    out.alarm = m.peek(alarm) != 0;
-    out
+    (feed.run, m.peek(alarm) != 0)
 }
 
 fn value(rng: &mut impl Rng) -> u32 {
@@ -142,9 +84,9 @@ fn check(
         .collect();
     let timing = V2Timing::new(eng, hop, credit);
     let model = run(&cfg, &v, fp, timing);
-    let rtl = run_rtl(&cfg, eng, hop, credit, &v, fp);
+    let (rtl, alarm) = run_rtl(&cfg, eng, hop, credit, &v, fp);
     let what = format!("{dims:?} {eng:?} hop {hop} credit {credit} n {n} fp {fp}");
-    assert!(!rtl.alarm, "{what}: alarm");
+    assert!(!alarm, "{what}: alarm");
     if fp {
         let want = allreduce_f32_v2(&cfg, &v);
         for (c, r) in rtl.results.iter().enumerate() {
@@ -153,10 +95,13 @@ fn check(
     }
     assert_eq!(rtl.results, model.results, "{what}: results");
     for c in 0..cfg.chips() {
-        assert_eq!(
-            rtl.taken[c], model.taken[c],
-            "{what}: chip {c}'s take cycles"
-        );
+        let mut taken = vec![0; n];
+        for (p, lane) in model.taken[c].iter().enumerate() {
+            for (i, &t) in lane.iter().enumerate() {
+                taken[3 * i + p] = t;
+            }
+        }
+        assert_eq!(rtl.taken[c], taken, "{what}: chip {c}'s take cycles");
         assert_eq!(
             rtl.result_cycles[c], model.result_cycles[c],
             "{what}: chip {c}'s result cycles"
@@ -204,21 +149,15 @@ fn rtl_passes_lint_icarus_and_yosys() {
     hw::quiet_elab_errors();
     let build = |dims: [u32; 3], whole: bool| {
         let cfg = TorusConfig::with_dims(dims).unwrap();
-        let (design, top) = catch_elab(|| {
-            let mut d = Design::new();
-            let t = if whole {
-                torus::allreduce_v2::links_top(&mut d, &cfg, &DEFAULT, 3, 2)
+        let (files, top) = sim::drivers::module_files("torus_v2 test", cfg.params(), |d| {
+            if whole {
+                torus::allreduce_v2::links_top(d, &cfg, &DEFAULT, 3, 2)
             } else {
-                torus::allreduce_v2::engine(&mut d, &cfg, &DEFAULT)
-            };
-            (d, t)
+                torus::allreduce_v2::engine(d, &cfg, &DEFAULT)
+            }
         })
         .unwrap();
-        let header = Header {
-            generator: "torus_v2 test".into(),
-            params: cfg.params(),
-        };
-        (emit_design(&design, &top, &header), top.name.clone())
+        (files, top.name.clone())
     };
     for (dims, whole) in [([4, 4, 4], false), ([2, 2, 1], true), ([3, 1, 1], true)] {
         let (files, top) = build(dims, whole);

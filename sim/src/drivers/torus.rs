@@ -71,12 +71,124 @@ struct Chip {
     ej_valid: PortId,
     ej_ready: PortId,
     ej: [PortId; 5],
-    /// The engine's three lanes: element in, result out (valid, index,
-    /// data).
-    v_valid: [PortId; 3],
-    v_ready: [PortId; 3],
-    v_data: [PortId; 3],
-    res: [[PortId; 3]; 3],
+    lanes: Lanes,
+}
+
+/// One chip's all-reduce lanes on a model (`torus::allreduce_v2`'s ports):
+/// elements in (valid, data, ready) and results out (valid, index, data).
+#[derive(Debug, Clone, Copy)]
+pub struct Lanes {
+    valid: [PortId; 3],
+    data: [PortId; 3],
+    ready: [PortId; 3],
+    results: [[PortId; 3]; 3],
+}
+
+impl Lanes {
+    /// The lanes among `ports` (a chip's prefix on a torus: `c3_`).
+    pub fn of(ports: &PortTable) -> Result<Lanes, DriverError> {
+        Ok(Lanes {
+            valid: ports.array(["v0_valid_i", "v1_valid_i", "v2_valid_i"])?,
+            data: ports.array(["v0_data_i", "v1_data_i", "v2_data_i"])?,
+            ready: ports.array(["v0_ready_o", "v1_ready_o", "v2_ready_o"])?,
+            results: [
+                ports.array(["r0_valid_o", "r0_index_o", "r0_data_o"])?,
+                ports.array(["r1_valid_o", "r1_index_o", "r1_data_o"])?,
+                ports.array(["r2_valid_o", "r2_index_o", "r2_data_o"])?,
+            ],
+        })
+    }
+
+    /// Nothing offered.
+    pub fn idle(&self, model: &mut Model) {
+        for &v in &self.valid {
+            model.poke(v, 0);
+        }
+    }
+}
+
+/// An all-reduce fed into every chip's lanes and collected from them, one
+/// cycle at a time: lane l of chip c offers `values[c][l]`, `[l + 3]`, ...
+/// in order; every result is checked to come once, on its lane.
+#[derive(Debug)]
+pub struct LaneFeed<'v> {
+    values: &'v [Vec<u32>],
+    next: Vec<[usize; 3]>,
+    left: usize,
+    /// What has been taken and given so far (cycles not yet set).
+    pub run: AllReduceRun,
+}
+
+impl<'v> LaneFeed<'v> {
+    /// Before the first cycle; `values` by chip, all of one length.
+    pub fn new(values: &'v [Vec<u32>]) -> LaneFeed<'v> {
+        let chips = values.len();
+        let n = values.first().map_or(0, Vec::len);
+        assert!(values.iter().all(|v| v.len() == n), "vectors of one length");
+        assert!(
+            n <= 3 << config::AllreduceV2::INDEX_BITS,
+            "the engine indexes at most 3 x 2^16 elements per chip"
+        );
+        LaneFeed {
+            values,
+            next: vec![[0, 1, 2]; chips],
+            left: chips * n,
+            run: AllReduceRun {
+                results: vec![vec![0; n]; chips],
+                result_cycles: vec![vec![u64::MAX; n]; chips],
+                taken: vec![vec![0; n]; chips],
+                ..AllReduceRun::default()
+            },
+        }
+    }
+
+    /// Results still to come.
+    pub fn left(&self) -> usize {
+        self.left
+    }
+
+    /// Before the cycle's evaluation: chip `c`'s lanes offer their next
+    /// elements.
+    pub fn offer(&self, model: &mut Model, c: usize, lanes: &Lanes) {
+        for (l, &e) in self.next[c].iter().enumerate() {
+            let have = e < self.values[c].len();
+            model.poke(lanes.valid[l], u64::from(have));
+            if have {
+                model.poke(lanes.data[l], u64::from(self.values[c][e]));
+            }
+        }
+    }
+
+    /// After the cycle's evaluation: what chip `c`'s lanes took and gave in
+    /// `cycle`.
+    pub fn observe(
+        &mut self,
+        model: &Model,
+        c: usize,
+        lanes: &Lanes,
+        cycle: u64,
+    ) -> Result<(), DriverError> {
+        let n = self.values[c].len();
+        for (l, next) in self.next[c].iter_mut().enumerate() {
+            if *next < n && model.peek(lanes.ready[l]) == 1 {
+                self.run.taken[c][*next] = cycle;
+                *next += 3;
+            }
+            let [valid, index, data] = lanes.results[l];
+            if model.peek(valid) == 1 {
+                let e = model.peek(index) as usize;
+                if e >= n || e % 3 != l || self.run.result_cycles[c][e] != u64::MAX {
+                    return Err(DriverError::Protocol(format!(
+                        "chip {c}'s lane {l} gave element {e} (of {n}) out of turn"
+                    )));
+                }
+                self.run.results[c][e] = model.peek(data) as u32;
+                self.run.result_cycles[c][e] = cycle;
+                self.left -= 1;
+            }
+        }
+        Ok(())
+    }
 }
 
 const FIELDS: [&str; 5] = ["dx", "dy", "dz", "tag", "payload"];
@@ -138,14 +250,7 @@ impl TorusDriver {
                 ej_valid: q.get("ej_valid_o")?,
                 ej_ready: q.get("ej_ready_i")?,
                 ej: field_ports("ej")?,
-                v_valid: q.array(["v0_valid_i", "v1_valid_i", "v2_valid_i"])?,
-                v_ready: q.array(["v0_ready_o", "v1_ready_o", "v2_ready_o"])?,
-                v_data: q.array(["v0_data_i", "v1_data_i", "v2_data_i"])?,
-                res: [
-                    q.array(["r0_valid_o", "r0_index_o", "r0_data_o"])?,
-                    q.array(["r1_valid_o", "r1_index_o", "r1_data_o"])?,
-                    q.array(["r2_valid_o", "r2_index_o", "r2_data_o"])?,
-                ],
+                lanes: Lanes::of(&q)?,
             });
         }
         let p = PortTable::new(&model);
@@ -195,9 +300,7 @@ impl TorusDriver {
         for c in &self.chips {
             self.model.poke(c.inj_valid, 0);
             self.model.poke(c.ej_ready, 0);
-            for &v in &c.v_valid {
-                self.model.poke(v, 0);
-            }
+            c.lanes.idle(&mut self.model);
         }
         self.model.poke(self.fp, 0);
         self.model.poke(self.seed, faults.seed);
@@ -288,12 +391,7 @@ impl TorusDriver {
         let n_chips = self.cfg.chips();
         assert_eq!(sent.len(), n_chips, "one packet list per chip");
         assert_eq!(values.len(), n_chips, "one vector per chip");
-        let n = values[0].len();
-        assert!(values.iter().all(|v| v.len() == n), "vectors of one length");
-        assert!(
-            n <= 3 << config::AllreduceV2::INDEX_BITS,
-            "the engine indexes at most 3 x 2^16 elements per chip"
-        );
+        let mut feed = LaneFeed::new(values);
         self.reset(faults);
         self.model.poke(self.fp, u64::from(fp));
         let total: usize = sent.iter().map(Vec::len).sum();
@@ -302,28 +400,19 @@ impl TorusDriver {
             taken: vec![Vec::new(); n_chips],
             ..TorusRun::default()
         };
-        let mut ar = AllReduceRun {
-            results: vec![vec![0; n]; n_chips],
-            result_cycles: vec![vec![u64::MAX; n]; n_chips],
-            taken: vec![vec![0; n]; n_chips],
-            ..AllReduceRun::default()
-        };
         let mut next_packet = vec![0usize; n_chips];
         let mut offered = vec![usize::MAX; n_chips];
         let mut delivered = 0usize;
-        // Lane l of each chip takes elements l, l + 3, ...
-        let mut next: Vec<[usize; 3]> = vec![[0, 1, 2]; n_chips];
-        let mut done = 0usize;
         let mut cycle = 0u64;
         let phys: Vec<usize> = (0..n_chips).map(|c| self.wiring.chip_at(c)).collect();
-        while delivered < total || done < n_chips * n {
+        while delivered < total || feed.left() > 0 {
             if cycle >= max_cycles {
                 return Err(DriverError::Stuck {
                     cycles: cycle,
                     detail: format!(
-                        "the torus delivered {delivered} of {total} packets and {done} of {} \
-                         all-reduce results",
-                        n_chips * n
+                        "the torus delivered {delivered} of {total} packets; {} all-reduce \
+                         results never came",
+                        feed.left()
                     ),
                 });
             }
@@ -347,12 +436,7 @@ impl TorusDriver {
                 }
                 self.model
                     .poke(chip.ej_ready, u64::from(ej_ready(cycle, c)));
-                for (l, &e) in next[c].iter().enumerate() {
-                    self.model.poke(chip.v_valid[l], u64::from(e < n));
-                    if e < n {
-                        self.model.poke(chip.v_data[l], u64::from(values[c][e]));
-                    }
-                }
+                feed.offer(&mut self.model, c, &chip.lanes);
             }
             self.model.eval();
             for c in 0..n_chips {
@@ -374,25 +458,7 @@ impl TorusDriver {
                     });
                     delivered += 1;
                 }
-                for (l, next_e) in next[c].iter_mut().enumerate() {
-                    let e = *next_e;
-                    if e < n && self.model.peek(chip.v_ready[l]) == 1 {
-                        ar.taken[c][e] = cycle;
-                        *next_e += 3;
-                    }
-                    let [valid, index, data] = chip.res[l];
-                    if self.model.peek(valid) == 1 {
-                        let e = self.model.peek(index) as usize;
-                        if e >= n || e % 3 != l || ar.result_cycles[c][e] != u64::MAX {
-                            return Err(DriverError::Protocol(format!(
-                                "chip {c}'s lane {l} gave element {e} (of {n}) out of turn"
-                            )));
-                        }
-                        ar.results[c][e] = self.model.peek(data) as u32;
-                        ar.result_cycles[c][e] = cycle;
-                        done += 1;
-                    }
-                }
+                feed.observe(&self.model, c, &chip.lanes, cycle)?;
             }
             self.model.step();
             cycle += 1;
@@ -401,17 +467,15 @@ impl TorusDriver {
         self.set_rates(&Faults::default());
         for c in &self.chips {
             self.model.poke(c.inj_valid, 0);
-            for &v in &c.v_valid {
-                self.model.poke(v, 0);
-            }
+            c.lanes.idle(&mut self.model);
         }
         self.model
             .run_cycles_native(u64::from(self.cfg.link().latency()) + 2);
         let v: Vec<u64> = self.counters.iter().map(|p| self.model.peek(*p)).collect();
         let alarm = self.model.peek(self.alarm) != 0;
-        for r in [&mut packets.cycles, &mut ar.cycles] {
-            *r = cycle;
-        }
+        let mut ar = feed.run;
+        packets.cycles = cycle;
+        ar.cycles = cycle;
         packets.crc_errors = v[0];
         packets.retransmits = v[1];
         packets.link_downs = v[2];
