@@ -268,6 +268,24 @@ struct Chip {
     flits: [u64; 6],
 }
 
+impl Chip {
+    /// The part whose flit goes next on `port` at `t`: the first, round
+    /// robin from the one after the last sent, with an outbound head.
+    fn next_part(&self, port: usize, t: u64) -> Option<usize> {
+        let first = self.next_part[port];
+        (0..3)
+            .map(|i| (first + i) % 3)
+            .find(|&p| self.outbound[port][p].head(t).is_some())
+    }
+
+    /// Part `p`'s outbound head leaves on `port` at `t`.
+    fn send(&mut self, port: usize, p: usize, t: u64) -> Entry {
+        self.next_part[port] = (p + 1) % 3;
+        self.flits[port] += 1;
+        self.outbound[port][p].pop(t)
+    }
+}
+
 /// Runs the engine on every chip's vector (`v[c]`, logical chip c; all one
 /// length) and gives the results, when they left, and the link loads.
 /// `fp`: fp32 sums (add32), else int32 wrapping sums. Panics if the engine
@@ -371,28 +389,25 @@ pub fn run(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool, timing: V2Timing) -> V2R
             }
         }
         // Links: at most one flit per outbound link.
-        if timing.links == V2Links::Ici {
-            progress |= ici_links(t, &mut chip, &mut links, &port_link, &link_ends, &mut owed);
-        }
-        for c in 0..chips {
-            let V2Links::Fixed { hop, .. } = timing.links else {
-                break;
-            };
-            for port in 0..6 {
-                let first = chip[c].next_part[port];
-                let pick = (0..3)
-                    .map(|i| (first + i) % 3)
-                    .find(|&p| chip[c].outbound[port][p].head(t).is_some());
-                let Some(p) = pick else { continue };
-                let entry = chip[c].outbound[port][p].pop(t);
-                chip[c].next_part[port] = (p + 1) % 3;
-                chip[c].flits[port] += 1;
-                let to = cfg.chip(neighbour(cfg, chip[c].at, port));
-                chip[to].receive[port][p][entry.stream].push(Entry {
-                    ready: t + u64::from(hop),
-                    ..entry
-                });
-                progress = true;
+        match timing.links {
+            V2Links::Ici => {
+                progress |= ici_links(t, &mut chip, &mut links, &port_link, &link_ends, &mut owed);
+            }
+            V2Links::Fixed { hop, .. } => {
+                for c in 0..chips {
+                    for port in 0..6 {
+                        let Some(p) = chip[c].next_part(port, t) else {
+                            continue;
+                        };
+                        let entry = chip[c].send(port, p, t);
+                        let to = cfg.chip(neighbour(cfg, chip[c].at, port));
+                        chip[to].receive[port][p][entry.stream].push(Entry {
+                            ready: t + u64::from(hop),
+                            ..entry
+                        });
+                        progress = true;
+                    }
+                }
             }
         }
         // Processors. A pop of a receive queue returns a credit to the chip
@@ -609,10 +624,7 @@ fn ici_links(
     for (c, ch) in chip.iter().enumerate() {
         for port in 0..6 {
             let (l, k) = port_link[c][port];
-            let first = ch.next_part[port];
-            let part = (0..3)
-                .map(|i| (first + i) % 3)
-                .find(|&p| ch.outbound[port][p].head(t).is_some());
+            let part = ch.next_part(port, t);
             let credits: [Option<usize>; 3] =
                 std::array::from_fn(|p| owed[c][port][p].iter().position(|&o| o > 0));
             if part.is_none() && credits.iter().all(Option::is_none) {
@@ -639,9 +651,7 @@ fn ici_links(
                     }
                 }
                 if let Some(p) = part {
-                    chip[c].outbound[port][p].pop(t);
-                    chip[c].next_part[port] = (p + 1) % 3;
-                    chip[c].flits[port] += 1;
+                    chip[c].send(port, p, t);
                 }
                 progress = true;
             }
