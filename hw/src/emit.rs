@@ -720,6 +720,10 @@ impl<'a> Emitter<'a> {
         writeln!(out).unwrap();
         writeln!(out, "`default_nettype none").unwrap();
         writeln!(out).unwrap();
+        if let Some(reason) = &def.keep_hierarchy {
+            writeln!(out, "// Kept as a module by synthesis: {reason}").unwrap();
+            writeln!(out, "(* keep_hierarchy *)").unwrap();
+        }
         let ports = def.port_list();
         if ports.is_empty() {
             writeln!(out, "module {};", def.name).unwrap();

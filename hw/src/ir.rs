@@ -362,6 +362,10 @@ pub struct ModuleDef {
     /// Verilator configuration file). Simulation only: the Verilog and what
     /// synthesis makes of it are unchanged.
     pub sim_layout: SimLayout,
+    /// Why synthesis must keep this module's instances as instances
+    /// (`(* keep_hierarchy *)`), if it must: optimisations then stop at their
+    /// ports. `None` lets synthesis flatten it like any other module.
+    pub keep_hierarchy: Option<String>,
     /// Enums whose constants the module uses.
     pub enums: Vec<EnumDecl>,
     /// Constant nodes written by name (an enum constant), in creation order.
@@ -393,6 +397,7 @@ impl ModuleDef {
             memories: Vec::new(),
             waivers: Vec::new(),
             sim_layout: SimLayout::Auto,
+            keep_hierarchy: None,
             enums: Vec::new(),
             const_names: Vec::new(),
             fsms: Vec::new(),

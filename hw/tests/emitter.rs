@@ -915,6 +915,46 @@ fn no_inline_requests_reach_the_verilator_configuration() {
 }
 
 #[test]
+fn keep_hierarchy_marks_only_its_module() {
+    quiet_elab_errors();
+    let mut d = Design::new();
+    let kept = d.define("kept_reg", &[], |_, m| {
+        m.keep_hierarchy("a copy of a register that synthesis must not merge");
+        let a = m.input("d_i", Ty::u(8));
+        let r = m.reg("q", Ty::u(8));
+        m.set_next(r, a);
+        m.output("q_o", r.q());
+    });
+    let top = d.define("holder3", &[], |_, m| {
+        let a = m.input("a_i", Ty::u(8));
+        let u = m.instance("u", &kept);
+        m.connect(u, "d_i", a);
+        let y = m.inst_output(u, "q_o");
+        m.output("y_o", y);
+    });
+    let files = emit_design(&d, &top, &header());
+    let text = |name: &str| &files.iter().find(|f| f.name == name).unwrap().text;
+    let kept_text = text("kept_reg.v");
+    assert!(
+        kept_text.contains(
+            "// Kept as a module by synthesis: a copy of a register that synthesis must not merge\n\
+             (* keep_hierarchy *)\nmodule kept_reg ("
+        ),
+        "{kept_text}"
+    );
+    assert!(!text("holder3.v").contains("keep_hierarchy"));
+    // A request needs its reason, on one line.
+    for reason in [" ", "two\nlines"] {
+        let err = catch_elab(|| {
+            let mut m = ModuleBuilder::new("unexplained");
+            m.keep_hierarchy(reason);
+            m.finish()
+        });
+        assert!(err.is_err(), "{reason:?}");
+    }
+}
+
+#[test]
 fn verilog_keywords_are_refused_as_names() {
     quiet_elab_errors();
     let kws = keywords();

@@ -242,3 +242,69 @@ fn no_emitted_shift_amount_reaches_2_to_the_31() {
         "saturated amounts are written as 2^31 - 1"
     );
 }
+
+/// Two registers loaded from the same signal are one to Yosys once the
+/// design is flattened; behind `keep_hierarchy` the copy survives. The MXU's
+/// multiplier operand registers depend on it (`hw::ModuleBuilder::keep_hierarchy`).
+#[test]
+fn keep_hierarchy_keeps_a_copied_register_through_flattening() {
+    let flip_flops = |keep: bool| -> u64 {
+        let mut design = Design::new();
+        let copy = design.define(&format!("copy_reg_{keep}"), &[], |_, m| {
+            if keep {
+                m.keep_hierarchy("the copy must survive");
+            }
+            let d = m.input("d_i", Ty::u(8));
+            let q = m.reg("q", Ty::u(8));
+            m.set_next(q, d);
+            m.output("q_o", q.q());
+        });
+        let top = design.define(&format!("two_copies_{keep}"), &[], |_, m| {
+            let a = m.input("a_i", Ty::u(8));
+            let first = m.reg("first", Ty::u(8));
+            m.set_next(first, a);
+            let u = m.instance("u", &copy);
+            m.connect(u, "d_i", a);
+            let copied = m.inst_output(u, "q_o");
+            m.output("first_o", first.q());
+            m.output("copy_o", copied);
+        });
+        let files = emit_design(&design, &top, &Header::default());
+        let dir = tb::tools::write_temp(&files);
+        let sources: Vec<String> = tb::tools::verilog_paths(dir.path(), &files)
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let stat = dir.path().join("stat.json");
+        let script = format!(
+            "read_verilog {}; synth -flatten -top two_copies_{keep}; tee -q -o {} stat -json",
+            sources.join(" "),
+            stat.display()
+        );
+        let out = std::process::Command::new("yosys")
+            .args(["-q", "-p", &script])
+            .output()
+            .expect("yosys runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&stat).unwrap()).unwrap();
+        let by_type = &json["design"]["num_cells_by_type"];
+        by_type
+            .as_object()
+            .expect("yosys stat -json has the design's cell counts")
+            .iter()
+            .filter(|(name, _)| name.contains("DFF"))
+            .map(|(_, n)| n.as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(
+        flip_flops(false),
+        8,
+        "without the request Yosys merges the copy"
+    );
+    assert_eq!(flip_flops(true), 16);
+}

@@ -331,6 +331,22 @@ impl ModuleBuilder {
         self.with(|m| m.def.sim_layout = SimLayout::Shared { reason });
     }
 
+    /// Asks synthesis to keep every instance of this module as an instance
+    /// (`(* keep_hierarchy *)`, which Yosys honours), for `reason` (written
+    /// next to the attribute). Use it where flattening would undo a register
+    /// placed on purpose: Yosys merges flip-flops with the same input, so a
+    /// copy of a register kept next to the one cell it feeds (a DSP block's
+    /// operand) only survives behind a module boundary. Simulation is
+    /// unchanged.
+    #[track_caller]
+    pub fn keep_hierarchy(&mut self, reason: &str) {
+        if reason.trim().is_empty() || reason.contains('\n') {
+            elab_error("keep_hierarchy needs a reason on one line".to_string());
+        }
+        let reason = reason.to_string();
+        self.with(|m| m.def.keep_hierarchy = Some(reason));
+    }
+
     #[track_caller]
     fn claim_name(&self, name: &str) {
         if let Some(p) = identifier_problem(name) {
