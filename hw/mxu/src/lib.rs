@@ -838,16 +838,49 @@ fn multiplier_activation(product_latency: u32, a: Expr, a_q: Expr) -> Expr {
 /// The multiplier's operands: with product latency 5 a register of its own
 /// for each ([`multiplier_operand_registers`]), otherwise `x` and `w`.
 fn multiplier_operands(
+    design: &mut Design,
     m: &mut ModuleBuilder,
     product_latency: u32,
     x: Expr,
     w: Expr,
 ) -> (Expr, Expr) {
     if multiplier_operand_registers(product_latency) {
-        (register(m, "mul_a", x), register(m, "mul_w", w))
+        (
+            kept_register(design, m, "mul_a", x),
+            register(m, "mul_w", w),
+        )
     } else {
         (x, w)
     }
+}
+
+/// `value` in a register of its own module, which synthesis keeps
+/// ([`ModuleBuilder::keep_hierarchy`]). The multiplier's activation register
+/// holds the activation two cycles after its arrival, as the next PE's
+/// pass-right register does: flattened, Yosys merges the two, and the
+/// multiplier (often a DSP block away from the PE's logic) is fed from a
+/// register that also feeds the next PE (int8 16x16 on the ECP5-85F: a 15 ns
+/// route). Kept apart, the placer can put each next to what it feeds.
+fn kept_register(design: &mut Design, m: &mut ModuleBuilder, name: &str, value: Expr) -> Expr {
+    let ty = value.ty();
+    let sign = if ty.signed { "s" } else { "u" };
+    let def = design.define(
+        &format!("mxu_operand_reg_{sign}{}", ty.width),
+        &[("width", ty.width.to_string())],
+        |_, r| {
+            r.doc("a multiplier's operand register, kept out of Yosys's register merging");
+            r.keep_hierarchy(
+                "a multiplier's own operand register, equal to a register elsewhere in the PE array",
+            );
+            let d = r.input("d_i", ty);
+            let q = r.reg("q", ty);
+            r.set_next(q, d);
+            r.output("q_o", q.q());
+        },
+    );
+    let inst = m.instance(name, &def);
+    m.connect(inst, "d_i", value);
+    m.inst_output(inst, "q_o")
 }
 
 /// The product as the partial-sum adder takes it: registered with product
@@ -926,7 +959,7 @@ fn pe_int8(design: &mut Design, product_latency: u32) -> Rc<ModuleDef> {
         }
         let a_q = pass_right(m, a);
         let x = multiplier_activation(product_latency, a, a_q);
-        let (x, weight) = multiplier_operands(m, product_latency, x, weight);
+        let (x, weight) = multiplier_operands(design, m, product_latency, x, weight);
         // The exact 16-bit product, registered as it is: the multiplier alone
         // in its stage (a DSP block's multiplier and its output register).
         let product = if product_latency >= 3 {
@@ -973,7 +1006,7 @@ fn pe_bf16(design: &mut Design, stages: Stages) -> Rc<ModuleDef> {
     if pe_latency != 2 {
         params.push(("pe_latency", pe_latency.to_string()));
     }
-    design.define(&name, &params, |_, m| {
+    design.define(&name, &params, |design, m| {
         let doc = match product_latency {
             0 => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, two pipeline stages",
             1 => "bf16 PE: psum = add32(psum, mul(a, w)), FTZ-RNE, product register and two adder stages",
@@ -997,7 +1030,7 @@ fn pe_bf16(design: &mut Design, stages: Stages) -> Rc<ModuleDef> {
                 multiplier_activation(product_latency, a, a_q)
             }
         };
-        let (x, weight) = multiplier_operands(m, product_latency, x, weight);
+        let (x, weight) = multiplier_operands(design, m, product_latency, x, weight);
         let product = if product_latency >= 3 {
             // The operands are registered already (`a_q` and the active
             // weight): the multiplier's `product` and `exponent` cuts.
