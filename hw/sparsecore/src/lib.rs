@@ -776,7 +776,17 @@ fn tile_body(
     let row_id = m.wire("row_id", mux(updating, cur_id.q(), id.slice(0, 31)));
     let elem = m.wire("row_elem", row_id.mul_wide(dim));
     let w0 = m.wire("row_word0", elem.slice(3, 31 + db - 3));
-    let offset = m.wire("row_offset", elem.slice(0, 3));
+    // (id x D) mod 8 from the factors' low bits alone, so that the last-word
+    // test, and through it the queue's pop, does not wait for the full
+    // product (a DSP block's, a route away).
+    let id_low = row_id.slice(0, 3);
+    let dim_low = dim.slice(0, db.min(3)).zext(3);
+    let offset = m.wire("row_offset", id_low * dim_low);
+    m.waive(
+        "UNUSEDSIGNAL",
+        "row_elem",
+        "its low three bits are formed from the factors' low bits (row_offset)",
+    );
     let ew = db.max(3) + 1;
     let end = m.wire("row_end", offset.zext(ew) + dim.zext(ew) - 1u32);
     let k = m.reg_reset("word_k", Ty::u(k_bits), 0);
