@@ -324,6 +324,20 @@ pub fn pipelined_stub_name(width: u32, latency: u32) -> String {
     format!("{}_p", stub_name(width, latency))
 }
 
+/// `x` times the constant `k` (32 bits), as a sum of `x` shifted by each
+/// set bit of `k`: LUT adders beside the draws instead of a DSP block's
+/// multiplier, which sits a route away and has no output register that
+/// synthesis would use (the pipelined stub's scaled position, ECP5-85F:
+/// draw register to DSP to the position's decode was the longest path).
+fn times_constant(m: &mut hw::ModuleBuilder, x: Expr, k: u32) -> Expr {
+    let wide = x.zext(32);
+    (0..32)
+        .filter(|b| k >> b & 1 == 1)
+        .map(|b| wide << m.lit(Ty::u(5), b))
+        .reduce(|a, b| a + b)
+        .unwrap_or_else(|| m.lit(Ty::u(32), 0))
+}
+
 /// Bits of a flip position (a bit index below `width`).
 fn position_bits(width: u32) -> u32 {
     (32 - (width - 1).leading_zeros()).max(1)
@@ -463,25 +477,50 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
         let counted = m.reg_reset("flip_counted", Ty::BOOL, 0);
         m.set_next(counted, !drop);
         let pos_bits = position_bits(width);
+        // Each slot's position is registered as two one-hot parts, its low
+        // three bits (the verdict folded in: all zero without a flip) and
+        // the rest, so that a mask bit is one AND per slot of two registers
+        // that each fan out to a few bits, not a decode of the whole
+        // position from registers that fan out to every bit of the word.
+        let lo_bits = pos_bits.min(3);
+        let groups = width.div_ceil(1 << lo_bits);
         let mut mask = force.q();
-        let one = m.lit(word_ty, 1);
         for s in 0..FLIP_SLOTS {
             let base = at(2 * DRAW_WIDTH + s * (DRAW_WIDTH + POS_WIDTH));
-            let hit = m.reg(&format!("flip_hit{s}"), Ty::BOOL);
-            m.set_next(hit, draws.slice(base, DRAW_WIDTH).is_lt(flip_thr));
+            let hit = draws.slice(base, DRAW_WIDTH).is_lt(flip_thr);
             let pos16 = draws.slice(base + DRAW_WIDTH, POS_WIDTH);
             let name = format!("flip_product{s}");
-            let product = m.wire(&name, pos16.zext(32) * m.lit(Ty::u(32), width));
+            let product = times_constant(m, pos16, width);
+            let product = m.wire(&name, product);
             m.waive(
                 "UNUSEDSIGNAL",
                 &name,
                 "the position is the high half of draw x width; the low half is the fraction dropped",
             );
-            let pos = m.reg(&format!("flip_pos{s}"), Ty::u(pos_bits));
-            m.set_next(pos, product.slice(POS_WIDTH, pos_bits));
-            let bit = one << pos.q();
-            let zero = m.lit(word_ty, 0);
-            mask = mask ^ mux(hit.q(), bit, zero);
+            let pos = product.slice(POS_WIDTH, pos_bits);
+            let low = pos.slice(0, lo_bits);
+            let low_hot = cat(&(0..1u32 << lo_bits)
+                .rev()
+                .map(|j| hit & low.is_eq(m.lit(Ty::u(lo_bits), j)))
+                .collect::<Vec<_>>());
+            let high_hot = if pos_bits > lo_bits {
+                let high = pos.slice(lo_bits, pos_bits - lo_bits);
+                cat(&(0..groups)
+                    .rev()
+                    .map(|g| high.is_eq(m.lit(Ty::u(pos_bits - lo_bits), g)))
+                    .collect::<Vec<_>>())
+            } else {
+                m.lit(Ty::u(groups), 1)
+            };
+            let low_q = m.reg(&format!("flip_low{s}"), Ty::u(1 << lo_bits));
+            m.set_next(low_q, low_hot);
+            let high_q = m.reg(&format!("flip_high{s}"), Ty::u(groups));
+            m.set_next(high_q, high_hot);
+            let bits = cat(&(0..width)
+                .rev()
+                .map(|i| high_q.q().bit(i >> lo_bits) & low_q.q().bit(i & ((1 << lo_bits) - 1)))
+                .collect::<Vec<_>>());
+            mask = mask ^ bits;
         }
         let mask = m.wire("flip_mask", mask);
         let entering = m.wire("entering", last ^ mask);
