@@ -76,8 +76,8 @@ use config::{ElemType, MxuConfig};
 use hw::blocks::FifoMode;
 use hw::pipeline::Pipeline;
 use hw::{
-    bits_for, cat, delay, delay_taps, mux, Bus, Design, Expr, Mem, ModuleBuilder, ModuleDef, Reg,
-    Ty, Wire,
+    bits_for, cat, delay, delay_taps, mux, Bus, Design, Expr, Inst, Mem, ModuleBuilder, ModuleDef,
+    Reg, Ty, Wire,
 };
 use std::rc::Rc;
 
@@ -263,8 +263,67 @@ pub fn build(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
             ElemType::Bf16 => Some(acc_adder(design, cfg.depth())),
         };
         let weight_fifo = weight_fifo(design, &cfg);
-        build_top(m, &cfg, &pe, acc_adder.as_ref(), &weight_fifo);
+        let bank = banked_accumulator(&cfg).then(|| acc_bank(design, &cfg));
+        let parts = Parts {
+            pe: &pe,
+            acc_adder: acc_adder.as_ref(),
+            weight_fifo: &weight_fifo,
+            acc_bank: bank.as_ref(),
+        };
+        build_top(m, &cfg, &parts);
     })
+}
+
+/// The modules the MXU top instantiates.
+struct Parts<'a> {
+    pe: &'a Rc<ModuleDef>,
+    acc_adder: Option<&'a Rc<ModuleDef>>,
+    weight_fifo: &'a Rc<ModuleDef>,
+    /// One column's accumulator memory, when the accumulator is banked.
+    acc_bank: Option<&'a Rc<ModuleDef>>,
+}
+
+/// Whether the accumulator is one memory per column, each with its own copy
+/// of the read address register (depth 5): one address register feeding
+/// every block RAM of a wide accumulator is a net across the part (int8
+/// 16x16 on the ECP5-85F: 12.8 ns of routing into 30 block RAMs).
+fn banked_accumulator(cfg: &MxuConfig) -> bool {
+    cfg.depth() >= 5
+}
+
+/// One column's accumulator memory (32-bit words), kept as a module so that
+/// its read address and enable registers stay its own: the accumulating read
+/// takes the address a cycle before it reads (`acc_en_d_i`, `acc_addr_d_i`)
+/// and registers it here; the host's read and the write ports are as the
+/// unbanked memory's.
+fn acc_bank(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
+    let aw = cfg.acc_rows().trailing_zeros();
+    design.define(
+        &format!("mxu_acc_bank_a{aw}"),
+        &[("addr_bits", aw.to_string())],
+        |_, m| {
+            m.doc("one column of the accumulator memory with its own read address register");
+            m.keep_hierarchy(
+                "its read address register copies every other column's, which Yosys would merge",
+            );
+            let en_d = m.input("acc_en_d_i", Ty::BOOL);
+            let addr_d = m.input("acc_addr_d_i", Ty::u(aw));
+            let host_en = m.input("host_en_i", Ty::BOOL);
+            let host_addr = m.input("host_addr_i", Ty::u(aw));
+            let wr_en = m.input("wr_en_i", Ty::BOOL);
+            let wr_addr = m.input("wr_addr_i", Ty::u(aw));
+            let wr_data = m.input("wr_data_i", Ty::u(32));
+            let en = m.reg_reset("acc_en", Ty::BOOL, 0);
+            m.set_next(en, en_d);
+            let addr = register(m, "acc_addr", addr_d);
+            let mem = m.memory("acc", Ty::u(32), aw);
+            let old = m.mem_read(mem, Some(en.q()), addr);
+            m.mem_write(mem, wr_en, wr_addr, wr_data);
+            let host = m.mem_read(mem, Some(host_en), host_addr);
+            m.output("acc_data_o", old);
+            m.output("host_data_o", host);
+        },
+    )
 }
 
 /// The accumulator's fp32 adder at `depth`: two stages up to depth 3
@@ -302,13 +361,7 @@ fn weight_fifo(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
 /// The MXU top: its ports, then its parts along the data: the weight FIFO,
 /// the loader, the skews into the PE grid, the de-skew, the accumulator and
 /// the host's read port.
-fn build_top(
-    m: &mut ModuleBuilder,
-    cfg: &MxuConfig,
-    pe: &Rc<ModuleDef>,
-    acc_adder: Option<&Rc<ModuleDef>>,
-    weight_fifo: &Rc<ModuleDef>,
-) {
+fn build_top(m: &mut ModuleBuilder, cfg: &MxuConfig, parts: &Parts) {
     use ports::*;
     let t = Timing::of(cfg);
     let (rows, cols) = (cfg.rows(), cfg.cols());
@@ -325,18 +378,16 @@ fn build_top(
     let rd_en = m.input(ACC_RD_EN, Ty::BOOL);
     let rd_addr = m.input(ACC_RD_ADDR, Ty::u(acc_aw));
 
-    let head = weight_fifo_port(m, weight_fifo, w_valid, w_row);
+    let head = weight_fifo_port(m, parts.weight_fifo, w_valid, w_row);
     let loader = loader(m, cfg, &t, &head, a_valid, a_first);
     let buses = ArrayBuses::declare(m, cfg, &t);
     activation_skew(m, cfg, &t, &buses, a_row, loader.first_accept);
     weight_skew(m, cfg, &buses, head.row, loader.take);
-    pe_grid(m, cfg, &t, pe, &buses);
+    pe_grid(m, cfg, &t, parts.pe, &buses);
     let out_row = deskew(m, cfg, &buses);
-    let side = RowSide::pipe(m, &t, acc_aw, loader.accept, a_add, a_addr);
-    let acc = accumulator(m, cfg, acc_adder, out_row, &side);
-
-    // ---- Host read port.
-    let data = m.mem_read(acc, Some(rd_en), rd_addr);
+    let banked = parts.acc_bank.is_some();
+    let side = RowSide::pipe(m, &t, acc_aw, banked, (loader.accept, a_add, a_addr));
+    let data = accumulator(m, cfg, parts, out_row, &side, (rd_en, rd_addr));
     m.output(ACC_RD_DATA, data);
     let rd_valid = delay(m, "rd_valid", rd_en, 1, Some(0));
     m.output(ACC_RD_VALID, rd_valid);
@@ -577,6 +628,9 @@ struct RowSide {
     out_valid: Expr,
     out_addr: Expr,
     out_add: Expr,
+    /// With a banked accumulator, `out_valid` and `out_addr` a cycle early
+    /// (the last stage's inputs), for the banks' registers of their own.
+    early: Option<(Expr, Expr)>,
 }
 
 impl RowSide {
@@ -584,24 +638,35 @@ impl RowSide {
         m: &mut ModuleBuilder,
         t: &Timing,
         acc_aw: u32,
-        accept: Expr,
-        a_add: Expr,
-        a_addr: Expr,
+        banked: bool,
+        (accept, a_add, a_addr): (Expr, Expr, Expr),
     ) -> RowSide {
         let valid_pipe = m.reg_reset("valid_pipe", Ty::u(t.array_latency), 0);
-        let valid_next = if t.array_latency == 1 {
-            accept
+        let (valid_next, early_valid) = if t.array_latency == 1 {
+            (accept, accept)
         } else {
-            cat(&[valid_pipe.q().slice(0, t.array_latency - 1), accept])
+            let kept = valid_pipe.q().slice(0, t.array_latency - 1);
+            (cat(&[kept, accept]), kept.msb())
         };
         m.set_next(valid_pipe, valid_next);
         let out_valid = m.wire("out_valid", valid_pipe.q().msb());
-        let side = delay(m, "side_pipe", cat(&[a_add, a_addr]), t.array_latency, None);
+        let side_in = cat(&[a_add, a_addr]);
+        let (side, early) = if banked && t.array_latency > 1 {
+            let early = delay(m, "side_pipe", side_in, t.array_latency - 1, None);
+            let side = register(m, "side_last", early);
+            (side, Some((early_valid, early.slice(0, acc_aw))))
+        } else if banked {
+            let side = register(m, "side_last", side_in);
+            (side, Some((early_valid, a_addr)))
+        } else {
+            (delay(m, "side_pipe", side_in, t.array_latency, None), None)
+        };
         RowSide {
             valid_pipe,
             out_valid,
             out_addr: side.slice(0, acc_aw),
             out_add: side.msb(),
+            early,
         }
     }
 }
@@ -619,17 +684,19 @@ struct AccWrite {
 
 /// The accumulator memory: the row leaving the array in cycle T reads its
 /// accumulator row; the new value (the output, or the sum of both) is
-/// written in T + 1 + La. Returns the memory, for the host's read port.
+/// written in T + 1 + La. Returns the host's read port's data (`host`: its
+/// enable and address).
 fn accumulator(
     m: &mut ModuleBuilder,
     cfg: &MxuConfig,
-    acc_adder: Option<&Rc<ModuleDef>>,
+    parts: &Parts,
     out_row: Expr,
     side: &RowSide,
-) -> Mem {
+    host: (Expr, Expr),
+) -> Expr {
     let acc_aw = cfg.acc_rows().trailing_zeros();
-    let acc = m.memory("acc", Ty::u(cfg.cols() * 32), acc_aw);
-    let old = m.mem_read(acc, Some(side.out_valid), side.out_addr);
+    let memory = AccMemory::new(m, cfg, parts.acc_bank, side, host);
+    let old = memory.old;
     let row1 = m.reg("row1", out_row.ty());
     m.set_next(row1, out_row);
     let side1 = m.reg("side1", Ty::u(acc_aw + 1));
@@ -661,20 +728,100 @@ fn accumulator(
         (read, None)
     };
     let la = Stages::of(cfg.dtype(), cfg.depth()).acc_adder_latency;
-    let write = match acc_adder {
+    let write = match parts.acc_adder {
         None => add_int32(cfg.cols(), &read),
         Some(adder) => add_fp32(m, cfg.cols(), la, adder, &read),
     };
     let new_row = m.wire("acc_new_row", write.row);
     let wr_valid = m.wire("acc_write", write.valid);
-    m.mem_write(acc, wr_valid, write.side.slice(0, acc_aw), new_row);
+    let host = memory.write(m, wr_valid, write.side.slice(0, acc_aw), new_row);
     m.output(ports::ACC_WR, wr_valid);
     let pending = match read_pending {
         Some(v) => v | write.pending,
         None => write.pending,
     };
     m.output(ports::BUSY, side.valid_pipe.q().any() | pending);
-    acc
+    host
+}
+
+/// The accumulator's storage: one memory, or one bank per column.
+struct AccMemory {
+    /// The accumulating read's row (a cycle after the output row left the array).
+    old: Expr,
+    /// The host's read port: enable and address.
+    host: (Expr, Expr),
+    storage: AccStorage,
+}
+
+enum AccStorage {
+    Memory(Mem),
+    /// Each column's bank instance.
+    Banks(Vec<Inst>),
+}
+
+impl AccMemory {
+    fn new(
+        m: &mut ModuleBuilder,
+        cfg: &MxuConfig,
+        bank: Option<&Rc<ModuleDef>>,
+        side: &RowSide,
+        host: (Expr, Expr),
+    ) -> AccMemory {
+        let acc_aw = cfg.acc_rows().trailing_zeros();
+        let Some(bank) = bank else {
+            let acc = m.memory("acc", Ty::u(cfg.cols() * 32), acc_aw);
+            let old = m.mem_read(acc, Some(side.out_valid), side.out_addr);
+            return AccMemory {
+                old,
+                host,
+                storage: AccStorage::Memory(acc),
+            };
+        };
+        let (early_valid, early_addr) = side.early.expect("a banked accumulator's early address");
+        let banks: Vec<Inst> = (0..cfg.cols())
+            .map(|c| {
+                let b = m.instance(&format!("acc_bank{c}"), bank);
+                m.connect(b, "acc_en_d_i", early_valid);
+                m.connect(b, "acc_addr_d_i", early_addr);
+                m.connect(b, "host_en_i", host.0);
+                m.connect(b, "host_addr_i", host.1);
+                b
+            })
+            .collect();
+        let words: Vec<Expr> = banks
+            .iter()
+            .rev()
+            .map(|&b| m.inst_output(b, "acc_data_o"))
+            .collect();
+        AccMemory {
+            old: cat(&words),
+            host,
+            storage: AccStorage::Banks(banks),
+        }
+    }
+
+    /// The write port, then the host's read port; returns the host's row.
+    fn write(&self, m: &mut ModuleBuilder, enable: Expr, addr: Expr, row: Expr) -> Expr {
+        match &self.storage {
+            AccStorage::Memory(acc) => {
+                m.mem_write(*acc, enable, addr, row);
+                m.mem_read(*acc, Some(self.host.0), self.host.1)
+            }
+            AccStorage::Banks(banks) => {
+                for (c, &b) in banks.iter().enumerate() {
+                    m.connect(b, "wr_en_i", enable);
+                    m.connect(b, "wr_addr_i", addr);
+                    m.connect(b, "wr_data_i", row.slice(32 * c as u32, 32));
+                }
+                let words: Vec<Expr> = banks
+                    .iter()
+                    .rev()
+                    .map(|&b| m.inst_output(b, "host_data_o"))
+                    .collect();
+                cat(&words)
+            }
+        }
+    }
 }
 
 /// `value` in a register named `name`, loaded every cycle.
