@@ -877,12 +877,7 @@ fn tile_body(
     m.set_next(s1_first, first.q());
     m.set_next(s1_off, rsp_off);
     m.set_next(s1_lanes, rsp_lanes);
-    // A response of an update pass, registered with the response rather
-    // than formed from the pass's mode register, whose fanout spans the tile
-    // (the mode changes only at a start, with no response in flight).
-    let s1_upd_reg = m.reg_reset("s1_update", Ty::BOOL, 0);
-    m.set_next(s1_upd_reg, rsp_valid & updating);
-    let s1_upd = s1_upd_reg.q();
+    let s1_upd = m.wire("s1_update", s1_valid.q() & updating);
 
     let (sums, a_upd, a_off, a_lanes, in_flight) = if let LaneDefs::Looped { mul, add } = lane_defs
     {
@@ -918,9 +913,8 @@ fn tile_body(
         let a_first = delay(m, "first_stage", s1_first.q(), m_stages, None);
         let a_data = delay(m, "data_stage", s1_data.q(), m_stages, None);
         let add_acc = acc_at[add_at];
-        let upd_at = delay_taps(m, "update_stage", s1_upd, last, Some(0));
-        let add_upd = m.wire("add_update", upd_at[add_at]);
-        let w_upd = m.wire("a_update", upd_at[write_at]);
+        let add_upd = m.wire("add_update", valid_at[add_at] & updating);
+        let w_upd = m.wire("a_update", valid_at[write_at] & updating);
         let w_off = delay(m, "off_stage", s1_off.q(), last, None);
         let w_lanes = delay(m, "lanes_stage", s1_lanes.q(), last, None);
         let busy = valid_at
@@ -1002,8 +996,7 @@ fn tile_body(
         let a_upd = if depth == 0 {
             s1_upd
         } else {
-            let late = delay(m, "update_stage", s1_upd, depth, Some(0));
-            m.wire("a_update", late)
+            m.wire("a_update", a_valid & updating)
         };
         // A combine item still in the multiplier (not yet written).
         let in_flight = valid_at
