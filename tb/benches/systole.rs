@@ -61,7 +61,7 @@
 //!    types: 8x8 and 16x16 with M = 256, K = N = 64, and two ragged shapes (one
 //!    with M above the accumulator's 256 rows, so several passes), at the
 //!    default pipeline depth 0; then the 8x8 case again at the depth of the
-//!    `fmax` presets (`mxu::FMAX_DEPTH`). Lines below the table check the
+//!    `fmax` presets (`mxu::fmax_depth`). Lines below the table check the
 //!    speed requirement: on the 8x8 array with M = 256, K = N = 64,
 //!    utilization from RTL cycles >= 97 % and RTL cycles equal to the golden
 //!    prediction, and the pipelined array's utilization within 2 % of the
@@ -1030,16 +1030,16 @@ fn cycles_table() {
             "C vs golden",
         ],
     );
-    let cases: [(u32, usize, usize, usize, u32); 5] = [
-        with_depth(REQUIREMENT_CASE, 0),
-        (16, 256, 64, 64, 0),
-        (8, 7, 20, 13, 0),
-        (16, 300, 40, 20, 0),
-        with_depth(REQUIREMENT_CASE, mxu::FMAX_DEPTH),
-    ];
     let mut requirement = Vec::new();
     let mut pipelined = Vec::new();
     for dtype in DTYPES {
+        let cases: [(u32, usize, usize, usize, u32); 5] = [
+            with_depth(REQUIREMENT_CASE, 0),
+            (16, 256, 64, 64, 0),
+            (8, 7, 20, 13, 0),
+            (16, 300, 40, 20, 0),
+            with_depth(REQUIREMENT_CASE, mxu::fmax_depth(dtype)),
+        ];
         let mut rng = ChaCha8Rng::seed_from_u64(4 + dtype as u64);
         for (n, m, k, nn, depth) in cases {
             let array = Array::new(dtype, n);
@@ -1123,9 +1123,10 @@ fn cycles_table() {
         println!("- {dtype}: {verdict}");
     }
     println!(
-        "\nAt depth {} (the `fmax` presets' pipeline), the same case's utilization \
+        "\nAt the `fmax` presets' depth (int8 {}, bf16 {}), the same case's utilization \
          against depth 0 (within 2 % required):",
-        mxu::FMAX_DEPTH
+        mxu::fmax_depth(ElemType::Int8),
+        mxu::fmax_depth(ElemType::Bf16)
     );
     for (dtype, utilization) in pipelined {
         let base = requirement

@@ -227,8 +227,8 @@ fn a_wrong_expected_value_is_reported_as_a_mismatch() {
 
 #[test]
 fn depth_5_passes_lint_icarus_and_yosys() {
-    // No preset is at depth 5, so `rtl_quality` does not see it: the same
-    // checks here, for both element types.
+    // Only the int8 `fmax` preset is at depth 5, so `rtl_quality` sees no
+    // bf16 array there: the same checks here, for both element types.
     for dtype in ElemType::ALL {
         let cfg = MxuConfig::new(4, 4, dtype)
             .and_then(|c| c.with_depth(5))

@@ -82,7 +82,7 @@ use hw::{
 use std::rc::Rc;
 
 mod block;
-pub use block::{Mxu, FMAX_DEPTH, PE_PATTERN, PE_ROW_PATTERN};
+pub use block::{fmax_depth, Mxu, PE_PATTERN, PE_ROW_PATTERN};
 
 /// Port names of the MXU top module.
 pub mod ports {
