@@ -473,6 +473,183 @@ pub fn f32_to_i32(x: u32) -> i32 {
     signed.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
 }
 
+/// `mag` * 2^`exp` plus a nonzero tail below it when `inexact`, rounded once
+/// (rules 2-4): the tail only has to land below the round bit, so one more
+/// bit set under `mag`'s last bit stands for it.
+fn round_pack_sticky(neg: bool, mag: u128, exp: i32, inexact: bool) -> u32 {
+    round_pack(neg, (mag << 1) | u128::from(inexact), exp - 1, PREC_F32)
+}
+
+/// fp32 division under FTZ-RNE ("EUP", div32): the exact quotient rounded
+/// once.
+///
+/// A NaN operand, 0 / 0 and inf / inf give [`CANONICAL_NAN_F32`]; x / 0 is
+/// an infinity and x / inf a zero, each with the XOR of the signs (so is an
+/// infinity divided by a finite value, and a zero by a nonzero one).
+pub fn div32(a: u32, b: u32) -> u32 {
+    let neg = (a ^ b) & SIGN_F32 != 0;
+    match (decode_f32(a), decode_f32(b)) {
+        (Operand::Nan, _) | (_, Operand::Nan) => CANONICAL_NAN_F32,
+        (Operand::Zero { .. }, Operand::Zero { .. })
+        | (Operand::Inf { .. }, Operand::Inf { .. }) => CANONICAL_NAN_F32,
+        (Operand::Inf { .. }, _) | (_, Operand::Zero { .. }) => inf_f32(neg),
+        (Operand::Zero { .. }, _) | (_, Operand::Inf { .. }) => signed_zero(neg, 31),
+        (
+            Operand::Finite {
+                sig: sa, exp: ea, ..
+            },
+            Operand::Finite {
+                sig: sb, exp: eb, ..
+            },
+        ) => {
+            // 2^23 <= sa, sb < 2^24, so the quotient of sa * 2^48 by sb has
+            // 48 or 49 bits: far more than the 24 kept and the round bit.
+            let num = u128::from(sa) << 48;
+            let den = u128::from(sb);
+            let (q, r) = (num / den, num % den);
+            round_pack_sticky(neg, q, ea - eb - 48, r != 0)
+        }
+    }
+}
+
+/// The integer square root of `n` (the largest r with r * r <= n).
+fn isqrt_u128(n: u128) -> u128 {
+    // Bit by bit from the top: exact, no floating point.
+    let mut root = 0u128;
+    let mut bit = 1u128 << 126;
+    let mut rem = n;
+    while bit > n {
+        bit >>= 2;
+    }
+    while bit != 0 {
+        if rem >= root + bit {
+            rem -= root + bit;
+            root = (root >> 1) + bit;
+        } else {
+            root >>= 1;
+        }
+        bit >>= 2;
+    }
+    root
+}
+
+/// fp32 square root under FTZ-RNE ("EUP", sqrt32): the exact root rounded
+/// once.
+///
+/// sqrt32(+-0) = +-0 (a negative subnormal reads as -0), sqrt32(+inf) = +inf;
+/// a NaN or any other negative input gives [`CANONICAL_NAN_F32`].
+pub fn sqrt32(a: u32) -> u32 {
+    match decode_f32(a) {
+        Operand::Nan => CANONICAL_NAN_F32,
+        Operand::Zero { neg } => signed_zero(neg, 31),
+        Operand::Inf { neg: false } => F32_POS_INF,
+        Operand::Inf { neg: true } | Operand::Finite { neg: true, .. } => CANONICAL_NAN_F32,
+        Operand::Finite {
+            neg: false,
+            sig,
+            exp,
+        } => {
+            // sig * 2^exp with an even exponent, scaled up by 2^80 so that
+            // the integer root has 52 or 53 bits.
+            let (sig, exp) = if exp % 2 != 0 {
+                (u128::from(sig) << 1, exp - 1)
+            } else {
+                (u128::from(sig), exp)
+            };
+            let n = sig << 80;
+            let root = isqrt_u128(n);
+            round_pack_sticky(false, root, (exp - 80) / 2, root * root != n)
+        }
+    }
+}
+
+/// recip(x) = div32(1.0, x) ("EUP").
+pub fn recip32(x: u32) -> u32 {
+    div32(F32_ONE, x)
+}
+
+/// rsqrt(x) = div32(1.0, sqrt32(x)) ("EUP"): two roundings.
+pub fn rsqrt32(x: u32) -> u32 {
+    div32(F32_ONE, sqrt32(x))
+}
+
+/// The Horner coefficients of exp2's polynomial, C0 .. C6 ("EUP", exp2).
+pub const EXP2_COEFFS: [u32; 7] = [
+    0x3f80_0000,
+    0x3f31_7217,
+    0x3e75_fe6a,
+    0x3d63_49e2,
+    0x3c1e_563b,
+    0x3aa4_e577,
+    0x395e_4d21,
+];
+
+/// log2(e) rounded to fp32, the factor exp applies before exp2.
+pub const LOG2_E_F32: u32 = 0x3fb8_aa3b;
+
+/// fp32 1.0.
+pub const F32_ONE: u32 = 0x3f80_0000;
+
+/// 2^t in the contract's exact sequence ("EUP", exp2): range checks, the
+/// split t = i + f with i = floor(t), Horner's scheme on f from C6 down to
+/// C0 with every step rounded, then the product with the exact 2^i.
+pub fn exp2_32(t: u32) -> u32 {
+    let t = flush_f32(t);
+    let i = match decode_f32(t) {
+        Operand::Nan => return CANONICAL_NAN_F32,
+        Operand::Inf { neg } => return if neg { 0 } else { F32_POS_INF },
+        Operand::Zero { .. } => 0,
+        Operand::Finite { neg, sig, exp } => floor_of(neg, sig, exp),
+    };
+    if i >= 128 {
+        return F32_POS_INF;
+    }
+    if i < -126 {
+        return 0;
+    }
+    let i = i as i32;
+    let f = sub32(t, i32_to_f32(i));
+    let p = EXP2_COEFFS[..6]
+        .iter()
+        .rev()
+        .fold(EXP2_COEFFS[6], |p, &c| add32(mul32(p, f), c));
+    mul32(p, ((i + BIAS) as u32) << 23)
+}
+
+/// floor((-1)^neg * sig * 2^exp), clamped to a range wider than exp2's
+/// checks need (-2^20 - 1 .. 2^20).
+fn floor_of(neg: bool, sig: u32, exp: i32) -> i64 {
+    const LIMIT: i64 = 1 << 20;
+    let sig = i64::from(sig);
+    // The magnitude's floor, and whether the magnitude is an integer.
+    let (mag_floor, integral) = if exp >= 0 {
+        (
+            if exp > 20 {
+                LIMIT
+            } else {
+                (sig << exp).min(LIMIT)
+            },
+            true,
+        )
+    } else if exp <= -24 {
+        // 2^23 <= sig < 2^24: the magnitude is below 1 and not 0.
+        (0, false)
+    } else {
+        (sig >> -exp, sig & ((1 << -exp) - 1) == 0)
+    };
+    match (neg, integral) {
+        (false, _) => mag_floor,
+        (true, true) => -mag_floor,
+        // -x's floor is -ceil(x).
+        (true, false) => -mag_floor - 1,
+    }
+}
+
+/// e^x = exp2(mul32(x, log2 e)) ("EUP", exp).
+pub fn exp32(x: u32) -> u32 {
+    exp2_32(mul32(x, LOG2_E_F32))
+}
+
 /// SRDHM, the saturating rounding doubling high multiply ("Requantization").
 ///
 /// If `a == b == i32::MIN` the result is `i32::MAX`; otherwise, with the exact
@@ -616,5 +793,80 @@ mod tests {
         assert_eq!(rdbpot(i32::MAX, 31), 1);
         assert_eq!(requant_int8(i32::MAX, i32::MAX, 0, i32::MAX), 127);
         assert_eq!(requant_int8(i32::MIN, i32::MAX, 0, i32::MIN), -128);
+    }
+    #[test]
+    fn div32_special_cases() {
+        let sub = 0x0000_0001;
+        let neg_one = ONE | SIGN_F32;
+        assert_eq!(div32(ONE, 0), F32_POS_INF);
+        assert_eq!(div32(neg_one, 0), F32_NEG_INF);
+        assert_eq!(div32(ONE, F32_NEG_ZERO), F32_NEG_INF);
+        // A subnormal divisor is a zero, a subnormal dividend too.
+        assert_eq!(div32(ONE, sub), F32_POS_INF);
+        assert_eq!(div32(sub, ONE), 0);
+        assert_eq!(div32(sub | SIGN_F32, ONE), F32_NEG_ZERO);
+        assert_eq!(div32(0, 0), CANONICAL_NAN_F32);
+        assert_eq!(div32(sub, F32_NEG_ZERO), CANONICAL_NAN_F32);
+        assert_eq!(div32(F32_POS_INF, F32_NEG_INF), CANONICAL_NAN_F32);
+        assert_eq!(div32(F32_NEG_INF, TWO), F32_NEG_INF);
+        assert_eq!(div32(F32_POS_INF, 0), F32_POS_INF);
+        assert_eq!(div32(neg_one, F32_POS_INF), F32_NEG_ZERO);
+        assert_eq!(div32(0x7FC0_1234, ONE), CANONICAL_NAN_F32);
+        assert_eq!(div32(ONE, 0xFF80_0001), CANONICAL_NAN_F32);
+        // 1/3 rounds up; exact quotients stay exact.
+        assert_eq!(div32(ONE, 0x4040_0000), 0x3EAA_AAAB);
+        assert_eq!(div32(0x40C0_0000, TWO), 0x4040_0000);
+        // Overflow to infinity, underflow to a zero of the quotient's sign.
+        assert_eq!(div32(F32_MAX, 0x3F00_0000), F32_POS_INF);
+        assert_eq!(div32(F32_MIN_NORMAL | SIGN_F32, TWO), F32_NEG_ZERO);
+        assert_eq!(div32(F32_MIN_NORMAL, ONE), F32_MIN_NORMAL);
+        assert_eq!(recip32(TWO), 0x3F00_0000);
+    }
+
+    #[test]
+    fn sqrt32_special_cases() {
+        assert_eq!(sqrt32(0), 0);
+        assert_eq!(sqrt32(F32_NEG_ZERO), F32_NEG_ZERO);
+        // A negative subnormal reads as -0.
+        assert_eq!(sqrt32(0x8000_0001), F32_NEG_ZERO);
+        assert_eq!(sqrt32(0x0000_0001), 0);
+        assert_eq!(sqrt32(F32_POS_INF), F32_POS_INF);
+        assert_eq!(sqrt32(F32_NEG_INF), CANONICAL_NAN_F32);
+        assert_eq!(sqrt32(ONE | SIGN_F32), CANONICAL_NAN_F32);
+        assert_eq!(sqrt32(0x7F80_0001), CANONICAL_NAN_F32);
+        assert_eq!(sqrt32(0x4080_0000), TWO);
+        assert_eq!(sqrt32(TWO), 0x3FB5_04F3);
+        // Odd and even exponents at the ends of the range.
+        assert_eq!(sqrt32(F32_MIN_NORMAL), 0x2000_0000);
+        assert_eq!(sqrt32(F32_MAX), 0x5F7F_FFFF);
+        assert_eq!(rsqrt32(0), F32_POS_INF);
+        assert_eq!(rsqrt32(F32_NEG_ZERO), F32_NEG_INF);
+        assert_eq!(rsqrt32(F32_POS_INF), 0);
+        assert_eq!(rsqrt32(0x4080_0000), 0x3F00_0000);
+    }
+
+    #[test]
+    fn exp2_and_exp_special_cases() {
+        assert_eq!(exp2_32(0), ONE);
+        assert_eq!(exp2_32(F32_NEG_ZERO), ONE);
+        assert_eq!(exp2_32(0x8000_0001), ONE);
+        assert_eq!(exp2_32(ONE), TWO);
+        assert_eq!(exp2_32(0x42FE_0000), 0x7F00_0000); // 2^127
+        assert_eq!(exp2_32(0xC2FC_0000), F32_MIN_NORMAL); // 2^-126
+        assert_eq!(exp2_32(0x4300_0000), F32_POS_INF); // t = 128
+        assert_eq!(exp2_32(0xC2FD_0000), 0); // t = -126.5
+        assert_eq!(exp2_32(F32_POS_INF), F32_POS_INF);
+        assert_eq!(exp2_32(F32_NEG_INF), 0);
+        assert_eq!(exp2_32(0xFFC0_0001), CANONICAL_NAN_F32);
+        assert_eq!(exp2_32(F32_MAX), F32_POS_INF);
+        assert_eq!(exp2_32(F32_MAX | SIGN_F32), 0);
+        // -1.5: i = -2, f = 0.5.
+        assert_eq!(
+            exp2_32(0xBFC0_0000),
+            mul32(exp2_32(0x3F00_0000), 0x3E80_0000)
+        );
+        assert_eq!(exp32(0), ONE);
+        assert_eq!(exp32(0x7FC0_0000), CANONICAL_NAN_F32);
+        assert_eq!(exp32(F32_NEG_INF), 0);
     }
 }

@@ -101,6 +101,10 @@ fn ref_mul(a: u32, b: u32) -> u32 {
     finish::<Wide24, Single>(wide_in(a).mul_r(wide_in(b), RNE).value, 0x7FC0_0000) as u32
 }
 
+fn ref_div(a: u32, b: u32) -> u32 {
+    finish::<Wide24, Single>(wide_in(a).div_r(wide_in(b), RNE).value, 0x7FC0_0000) as u32
+}
+
 fn ref_bf16_mul(a: u16, b: u16) -> u32 {
     finish::<Wide24, Single>(
         wide_in_bf16(a).mul_r(wide_in_bf16(b), RNE).value,
@@ -217,6 +221,7 @@ fn add_sub_mul_special_cross_product() {
     binary_cross_product("add32", add32, ref_add);
     binary_cross_product("sub32", sub32, ref_sub);
     binary_cross_product("mul32", mul32, ref_mul);
+    binary_cross_product("div32", div32, ref_div);
     // Products at the 2^-126 edge: tiny before rounding but 2^-126 after it
     // (kept), or rounding to just below 2^-126 where IEEE gradual underflow
     // would give 2^-126 (flushed).
@@ -369,6 +374,23 @@ impl F32Gen {
     }
 
     /// A pair for mul whose product often lands near 2^-126 or 2^128.
+    /// Pairs whose quotient lands near 2^-126, near the largest finite value,
+    /// near 1, or anywhere.
+    fn div_pair(rng: &mut ChaCha8Rng) -> (u32, u32) {
+        let a = Self::any(rng);
+        let exp_a = ((a >> 23) & 0xFF) as i32;
+        let b = match rng.gen_range(0..10) {
+            0..=2 => Self::any(rng),
+            // Unbiased exponent difference about -126.
+            3..=4 => Self::with_exp(exp_a + 126 + rng.gen_range(-1..=2), rng),
+            // Unbiased exponent difference about 127.
+            5..=6 => Self::with_exp(exp_a - 127 + rng.gen_range(-2..=1), rng),
+            7..=8 => Self::with_exp(exp_a + rng.gen_range(-1..=1), rng),
+            _ => Self::with_exp(127 + rng.gen_range(-2..=2), rng),
+        };
+        (a, b)
+    }
+
     fn mul_pair(rng: &mut ChaCha8Rng) -> (u32, u32) {
         let a = Self::any(rng);
         let exp_a = ((a >> 23) & 0xFF) as i32;
@@ -457,6 +479,11 @@ fn random_sub() {
 #[test]
 fn random_mul() {
     random_binary("mul32", 3, F32Gen::mul_pair, mul32, ref_mul);
+}
+
+#[test]
+fn random_div() {
+    random_binary("div32", 9, F32Gen::div_pair, div32, ref_div);
 }
 
 #[test]

@@ -215,6 +215,46 @@ fn f32_compare_vectors() {
     bad.finish();
 }
 
+/// A named unary fp32 operation, one per result column of a vector file.
+type NamedUnary = (&'static str, fn(u32) -> u32);
+
+/// Checks a file of unary fp32 operations `x result...`.
+fn check_unary_f32(file: &str, min_rows: usize, ops: &[NamedUnary]) {
+    let rows = read_vectors(file, 1 + ops.len());
+    assert!(rows.len() >= min_rows, "{file}: only {} rows", rows.len());
+    let mut bad = Mismatches::new(file);
+    for Row { line, fields } in &rows {
+        let x = hex32(&fields[0]);
+        for (col, (name, op)) in ops.iter().enumerate() {
+            let want = hex32(&fields[1 + col]);
+            let got = op(x);
+            bad.check(got, want, || {
+                format!("line {line}: {name}({x:08x}) = {got:08x}, expected {want:08x}")
+            });
+        }
+    }
+    bad.finish();
+}
+
+#[test]
+fn f32_div_vectors() {
+    check_binary_f32("f32_div.tsv", 30_000, &[("div32", div32)]);
+}
+
+#[test]
+fn f32_sqrt_vectors() {
+    check_unary_f32(
+        "f32_sqrt.tsv",
+        20_000,
+        &[("sqrt32", sqrt32), ("rsqrt", rsqrt32)],
+    );
+}
+
+#[test]
+fn f32_exp_vectors() {
+    check_unary_f32("f32_exp.tsv", 30_000, &[("exp2", exp2_32), ("exp", exp32)]);
+}
+
 #[test]
 fn f32_relu_vectors() {
     let rows = read_vectors("f32_relu.tsv", 3);
