@@ -778,10 +778,19 @@ fn tile_body(
     let w0 = m.wire("row_word0", elem.slice(3, 31 + db - 3));
     // (id x D) mod 8 from the factors' low bits alone, so that the last-word
     // test, and through it the queue's pop, does not wait for the full
-    // product (a DSP block's, a route away).
+    // product (a DSP block's, a route away). Written as shifted adds, not a
+    // multiply, so that synthesis keeps it in LUTs rather than spend a DSP
+    // block on three bits.
     let id_low = row_id.slice(0, 3);
-    let dim_low = dim.slice(0, db.min(3)).zext(3);
-    let offset = m.wire("row_offset", id_low * dim_low);
+    let zero3 = m.lit(Ty::u(3), 0);
+    let offset = (0..db.min(3))
+        .map(|b| {
+            let shifted = id_low << m.lit(Ty::u(2), b);
+            mux(dim.bit(b), shifted, zero3)
+        })
+        .reduce(|a, b| a + b)
+        .expect("D has at least one bit");
+    let offset = m.wire("row_offset", offset);
     m.waive(
         "UNUSEDSIGNAL",
         "row_elem",
