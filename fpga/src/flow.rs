@@ -211,8 +211,10 @@ fn flow_key(env: &FlowEnv, dir: &Path, sources: &[String], script: &str, part: &
     }
     h = fnv1a(script.as_bytes(), h);
     h = fnv1a(pnr_args(part).join(" ").as_bytes(), h);
-    if part.family == Family::Ecp5 {
-        h = fnv1a(ECP5_CLOCK_LPF.as_bytes(), h);
+    match part.family {
+        Family::Ecp5 => h = fnv1a(ECP5_CLOCK_LPF.as_bytes(), h),
+        Family::Gowin => h = fnv1a(gowin_cst(part).as_bytes(), h),
+        _ => {}
     }
     for tool in tools_for(&[part]) {
         let version = env.tool_versions.get(tool.program());
@@ -262,7 +264,7 @@ pub struct SynthCache {
 
 fn yosys_for(family: Family) -> Tool {
     match family {
-        Family::Ecp5 => Tool::YowaspYosys,
+        Family::Ecp5 | Family::Gowin => Tool::YowaspYosys,
         Family::Ice40 | Family::Xc7 => Tool::Yosys,
     }
 }
@@ -275,6 +277,7 @@ pub fn tools_for(parts: &[&Part]) -> Vec<Tool> {
             Family::Ice40 => &[Tool::Yosys, Tool::NextpnrIce40, Tool::Icepack],
             Family::Ecp5 => &[Tool::YowaspYosys, Tool::YowaspNextpnrEcp5],
             Family::Xc7 => &[Tool::Yosys],
+            Family::Gowin => &[Tool::YowaspYosys, Tool::YowaspNextpnrGowin],
         };
         for t in need {
             if !v.contains(t) {
@@ -536,15 +539,50 @@ enum PnrError {
 const ECP5_CLOCK_LPF: &str = "LOCATE COMP \"clk_i\" SITE \"G2\";\n\
                               IOBUF PORT \"clk_i\" IO_TYPE=LVCMOS33;\n";
 
+/// Pins of the harness's ports on a Gowin part (himbaechel places no IO on
+/// its own): the board's clock oscillator, its two buttons and two LED pins
+/// of the Tang Nano boards, so a measured build is also one the board takes.
+fn gowin_cst(part: &Part) -> String {
+    let pins: [(&str, u32); 5] = match part.name {
+        // Tang Nano 9K: 27 MHz on pin 52, buttons S1/S2 on 4/3, LEDs on 10/11.
+        "gw1nr-9" => [
+            ("clk_i", 52),
+            ("rst_i", 4),
+            ("sin_i", 3),
+            ("load_i", 10),
+            ("sout_o", 11),
+        ],
+        // Tang Nano 20K: 27 MHz on pin 4, buttons S1/S2 on 88/87, LEDs on 15/16.
+        _ => [
+            ("clk_i", 4),
+            ("rst_i", 88),
+            ("sin_i", 87),
+            ("load_i", 15),
+            ("sout_o", 16),
+        ],
+    };
+    pins.iter()
+        .map(|(port, pin)| format!("IO_LOC \"{port}\" {pin};\n"))
+        .collect()
+}
+
 /// nextpnr's arguments for `part` (none without place and route).
 fn pnr_args(part: &Part) -> Vec<String> {
     let Some(device) = part.pnr_device else {
         return Vec::new();
     };
-    let mut args: Vec<String> = vec![
-        device.into(),
-        "--package".into(),
-        part.package.into(),
+    // Gowin's nextpnr (himbaechel) takes the device's full name and its
+    // family; the others take a device flag and a package.
+    let mut args: Vec<String> = match part.family {
+        Family::Gowin => vec![
+            "--device".into(),
+            part.device.into(),
+            "--vopt".into(),
+            format!("family={device}"),
+        ],
+        _ => vec![device.into(), "--package".into(), part.package.into()],
+    };
+    args.extend([
         "--json".into(),
         "synth.json".into(),
         "--freq".into(),
@@ -554,7 +592,7 @@ fn pnr_args(part: &Part) -> Vec<String> {
         "1".into(),
         "--report".into(),
         "report.json".into(),
-    ];
+    ]);
     match part.family {
         Family::Ice40 => args.extend([
             "--asc".into(),
@@ -572,6 +610,12 @@ fn pnr_args(part: &Part) -> Vec<String> {
             "clk.lpf".into(),
             "--lpf-allow-unconstrained".into(),
         ]),
+        Family::Gowin => args.extend([
+            "--write".into(),
+            "pnr.json".into(),
+            "--vopt".into(),
+            "cst=pins.cst".into(),
+        ]),
         Family::Xc7 => {}
     }
     args
@@ -585,6 +629,11 @@ fn place_and_route(env: &FlowEnv, part: &Part, dir: &Path) -> Result<PnrResult, 
             std::fs::write(dir.join("clk.lpf"), ECP5_CLOCK_LPF)
                 .map_err(|e| PnrError::Tool(format!("cannot write clk.lpf: {e}")))?;
             Tool::YowaspNextpnrEcp5
+        }
+        Family::Gowin => {
+            std::fs::write(dir.join("pins.cst"), gowin_cst(part))
+                .map_err(|e| PnrError::Tool(format!("cannot write pins.cst: {e}")))?;
+            Tool::YowaspNextpnrGowin
         }
         Family::Xc7 => unreachable!("no place and route for xc7"),
     };

@@ -20,6 +20,7 @@
 //! | --- | --- | --- | --- |
 //! | iCE40 | Debian Yosys `synth_ice40` (`-dsp` on UP5K) | nextpnr-ice40, `icepack` | UP5K sg48, HX8K ct256 |
 //! | ECP5 | YoWASP Yosys `synth_ecp5` | YoWASP nextpnr-ecp5 | LFE5U-25F, LFE5U-85F (CABGA381) |
+//! | Gowin | YoWASP Yosys `synth_gowin` | YoWASP nextpnr-himbaechel-gowin | GW1NR-9, GW2AR-18 (QN88) |
 //! | Xilinx 7-series | Debian Yosys `synth_xilinx -family xc7` | none (no open tool here) | Artix-7 35T, 100T |
 //!
 //! `scripts/fpga/install.sh` installs the tools (apt-get for the Debian ones, a

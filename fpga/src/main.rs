@@ -49,7 +49,7 @@ struct FlowArgs {
     /// The parts (comma-separated names, e.g. xc7a100t,ecp5-85f).
     #[arg(long, value_delimiter = ',', required = true)]
     parts: Vec<String>,
-    /// Place and route too (iCE40 and ECP5; the 7-series parts have synthesis estimates only).
+    /// Place and route too (iCE40, ECP5 and Gowin; the 7-series parts have synthesis estimates only).
     #[arg(long)]
     pnr: bool,
     /// Output folder (the flow's files go in <out>/<design>/<part>/).

