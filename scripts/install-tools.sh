@@ -15,6 +15,8 @@
 #   for tb/tests/fusesoc.rs and the repository's systole.core;
 # - cocotb 2 and numpy in a virtual environment under build/cocotb, for the
 #   example testbench in examples/cocotb (tb/tests/cocotb_example.rs runs it).
+# - the FPGA tools (scripts/fpga/install.sh), for the small Gowin flow in
+#   fpga/tests/flow_cli.rs.
 # Each step checks what is there first, so a second run takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -92,3 +94,8 @@ venv_install build/fusesoc fusesoc==2.4.7 edalize==0.6.8
 # The cocotb example: cocotb 2 (its Python runner drives Icarus) and numpy
 # for the reference results.
 venv_install build/cocotb cocotb==2.1.0 numpy==2.4.6
+
+# The FPGA tools (YoWASP Yosys and nextpnr for ECP5 and Gowin, Debian's iCE40
+# tools): fpga/tests/flow_cli.rs places and routes a small design on a Gowin
+# part in CI.
+scripts/fpga/install.sh
