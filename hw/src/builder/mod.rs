@@ -315,7 +315,7 @@ impl ModuleBuilder {
     /// Changes nothing but Verilator models.
     #[track_caller]
     pub fn no_inline(&mut self, reason: &str) {
-        let reason = sim_layout_reason(reason);
+        let reason = request_reason("a simulation layout request", reason);
         self.with(|m| m.def.sim_layout = SimLayout::Separate { reason });
     }
 
@@ -327,7 +327,7 @@ impl ModuleBuilder {
     /// Changes nothing but Verilator models.
     #[track_caller]
     pub fn shared_code(&mut self, reason: &str) {
-        let reason = sim_layout_reason(reason);
+        let reason = request_reason("a simulation layout request", reason);
         self.with(|m| m.def.sim_layout = SimLayout::Shared { reason });
     }
 
@@ -340,10 +340,7 @@ impl ModuleBuilder {
     /// unchanged.
     #[track_caller]
     pub fn keep_hierarchy(&mut self, reason: &str) {
-        if reason.trim().is_empty() || reason.contains('\n') {
-            elab_error("keep_hierarchy needs a reason on one line".to_string());
-        }
-        let reason = reason.to_string();
+        let reason = request_reason("keep_hierarchy", reason);
         self.with(|m| m.def.keep_hierarchy = Some(reason));
     }
 
@@ -391,11 +388,14 @@ pub(crate) fn const_bits_wrapping(width: u32, value: &BigInt) -> BigUint {
     v.to_biguint().expect("non-negative after reduction")
 }
 
-/// A layout request's reason, which must say something.
+/// The reason of a request about a module (a Verilator layout, keeping it
+/// for synthesis), which must say something, on one line.
 #[track_caller]
-fn sim_layout_reason(reason: &str) -> String {
-    if reason.trim().is_empty() {
-        elab_error("a simulation layout request needs a reason".to_string());
+fn request_reason(what: &str, reason: &str) -> String {
+    // Written into a one-line comment next to the request (`waivers.vlt`,
+    // the module's header).
+    if reason.trim().is_empty() || reason.contains('\n') {
+        elab_error(format!("{what} needs a reason on one line"));
     }
     reason.to_string()
 }
