@@ -993,41 +993,16 @@ fn multiplier_operands(
 ) -> (Expr, Expr) {
     if multiplier_operand_registers(product_latency) {
         (
-            kept_register(design, m, "mul_a", x),
+            // Its own register, not the pass-right one: they hold the same
+            // activation, and merged, the multiplier (often a DSP block away
+            // from the PE's logic) was fed from a register that also feeds
+            // the next PE (int8 16x16 on the ECP5-85F: a 15 ns route).
+            hw::blocks::kept_register(design, m, "mul_a", x),
             register(m, "mul_w", w),
         )
     } else {
         (x, w)
     }
-}
-
-/// `value` in a register of its own module, which synthesis keeps
-/// ([`ModuleBuilder::keep_hierarchy`]). The multiplier's activation register
-/// holds the activation two cycles after its arrival, as the next PE's
-/// pass-right register does: flattened, Yosys merges the two, and the
-/// multiplier (often a DSP block away from the PE's logic) is fed from a
-/// register that also feeds the next PE (int8 16x16 on the ECP5-85F: a 15 ns
-/// route). Kept apart, the placer can put each next to what it feeds.
-fn kept_register(design: &mut Design, m: &mut ModuleBuilder, name: &str, value: Expr) -> Expr {
-    let ty = value.ty();
-    let sign = if ty.signed { "s" } else { "u" };
-    let def = design.define(
-        &format!("mxu_operand_reg_{sign}{}", ty.width),
-        &[("width", ty.width.to_string())],
-        |_, r| {
-            r.doc("a multiplier's operand register, kept out of Yosys's register merging");
-            r.keep_hierarchy(
-                "a multiplier's own operand register, equal to a register elsewhere in the PE array",
-            );
-            let d = r.input("d_i", ty);
-            let q = r.reg("q", ty);
-            r.set_next(q, d);
-            r.output("q_o", q.q());
-        },
-    );
-    let inst = m.instance(name, &def);
-    m.connect(inst, "d_i", value);
-    m.inst_output(inst, "q_o")
 }
 
 /// The product as the partial-sum adder takes it: registered with product

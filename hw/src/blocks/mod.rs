@@ -26,6 +26,7 @@ mod crc;
 mod credit;
 mod delay;
 mod fifo;
+mod kept;
 mod lfsr;
 mod skid;
 
@@ -34,6 +35,7 @@ pub use crc::{crc, crc_of, CrcSpec};
 pub use credit::credit_counter;
 pub use delay::{delay, delay_taps};
 pub use fifo::{fifo, FifoMode};
+pub use kept::kept_register;
 pub use lfsr::{lfsr, prbs, Prbs};
 pub use skid::skid_buffer;
 

@@ -1,0 +1,29 @@
+//! A register that synthesis keeps apart from every equal one.
+
+use crate::{Design, Expr, ModuleBuilder};
+
+/// `value` in a register of its own module, `kept_reg_<s|u><width>`, which
+/// synthesis keeps as a module ([`ModuleBuilder::keep_hierarchy`]); returns
+/// the register's output. Yosys merges flip-flops loaded from the same
+/// signal, so a copy of a register placed on purpose next to the one cell
+/// it feeds (a DSP block's operand, a block RAM's address) only survives
+/// behind a module boundary. The instance is called `name`.
+pub fn kept_register(design: &mut Design, m: &mut ModuleBuilder, name: &str, value: Expr) -> Expr {
+    let ty = value.ty();
+    let sign = if ty.signed { "s" } else { "u" };
+    let def = design.define(
+        &format!("kept_reg_{sign}{}", ty.width),
+        &[("width", ty.width.to_string())],
+        |_, r| {
+            r.doc("a register kept out of synthesis's merging of equal registers");
+            r.keep_hierarchy("a copy of a register placed on purpose, which Yosys would merge");
+            let d = r.input("d_i", ty);
+            let q = r.reg("q", ty);
+            r.set_next(q, d);
+            r.output("q_o", q.q());
+        },
+    );
+    let inst = m.instance(name, &def);
+    m.connect(inst, "d_i", value);
+    m.inst_output(inst, "q_o")
+}
