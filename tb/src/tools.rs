@@ -43,6 +43,22 @@ fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
     }
 }
 
+/// Yosys on the design: its Verilog read, then `commands` (a synthesis, then
+/// checks such as `select -assert-count`). Returns Yosys's output, or an
+/// error with it when a command fails.
+pub fn yosys_commands(files: &[EmittedFile], commands: &str) -> Result<String, String> {
+    let dir = write_temp(files);
+    let sources: Vec<String> = verilog_paths(dir.path(), files)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let script = format!("read_verilog {}; {commands}", sources.join(" "));
+    run(
+        Command::new("yosys").arg("-q").arg("-p").arg(&script),
+        "yosys",
+    )
+}
+
 /// `verilator --lint-only -Wall` with the design's waiver file: must be silent.
 /// The Verilator is the one the simulator uses (`sim::verilator_path`).
 pub fn verilator_lint(files: &[EmittedFile], top: &str) -> Result<(), String> {

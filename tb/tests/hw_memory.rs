@@ -731,26 +731,14 @@ fn masked_memory_and_rom_synthesize_without_latches() {
     // The four lane statements become one write port with byte enables, and
     // the out-of-range guard of the read joins the read port (as its
     // synchronous reset), so a block RAM takes the whole memory.
-    let dir = tools::write_temp(&files);
-    let sources: Vec<String> = tools::verilog_paths(dir.path(), &files)
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
-    let script = format!(
-        "read_verilog {}; synth -top {} -run :fine; \
+    let commands = format!(
+        "synth -top {} -run :fine; \
          select -assert-count 1 t:$mem_v2 r:WR_PORTS=1 %i r:RD_PORTS=1 %i",
-        sources.join(" "),
         top.name
     );
-    let out = std::process::Command::new("yosys")
-        .args(["-q", "-p", &script])
-        .output()
-        .expect("run yosys");
-    assert!(
-        out.status.success(),
-        "the byte-enable memory is not one write port and one read port:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if let Err(e) = tools::yosys_commands(&files, &commands) {
+        panic!("the byte-enable memory is not one write port and one read port:\n{e}");
+    }
 }
 
 #[test]
