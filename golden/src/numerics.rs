@@ -512,27 +512,6 @@ pub fn div32(a: u32, b: u32) -> u32 {
     }
 }
 
-/// The integer square root of `n` (the largest r with r * r <= n).
-fn isqrt_u128(n: u128) -> u128 {
-    // Bit by bit from the top: exact, no floating point.
-    let mut root = 0u128;
-    let mut bit = 1u128 << 126;
-    let mut rem = n;
-    while bit > n {
-        bit >>= 2;
-    }
-    while bit != 0 {
-        if rem >= root + bit {
-            rem -= root + bit;
-            root = (root >> 1) + bit;
-        } else {
-            root >>= 1;
-        }
-        bit >>= 2;
-    }
-    root
-}
-
 /// fp32 square root under FTZ-RNE ("EUP", sqrt32): the exact root rounded
 /// once.
 ///
@@ -557,7 +536,7 @@ pub fn sqrt32(a: u32) -> u32 {
                 (u128::from(sig), exp)
             };
             let n = sig << 80;
-            let root = isqrt_u128(n);
+            let root = n.isqrt();
             round_pack_sticky(false, root, (exp - 80) / 2, root * root != n)
         }
     }
@@ -594,7 +573,7 @@ pub const F32_ONE: u32 = 0x3f80_0000;
 /// split t = i + f with i = floor(t), Horner's scheme on f from C6 down to
 /// C0 with every step rounded, then the product with the exact 2^i.
 pub fn exp2_32(t: u32) -> u32 {
-    let t = flush_f32(t);
+    // Rule 1 is decode's and sub32's: a subnormal t is a zero to both.
     let i = match decode_f32(t) {
         Operand::Nan => return CANONICAL_NAN_F32,
         Operand::Inf { neg } => return if neg { 0 } else { F32_POS_INF },

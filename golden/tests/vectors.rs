@@ -257,26 +257,11 @@ fn f32_exp_vectors() {
 
 #[test]
 fn f32_relu_vectors() {
-    let rows = read_vectors("f32_relu.tsv", 3);
-    assert!(rows.len() >= 5_000);
-    let mut bad = Mismatches::new("f32_relu.tsv");
-    for Row { line, fields } in &rows {
-        let x = hex32(&fields[0]);
-        for (col, (name, op)) in [
-            ("relu_f32", relu_f32 as fn(u32) -> u32),
-            ("relu6_f32", relu6_f32),
-        ]
-        .iter()
-        .enumerate()
-        {
-            let want = hex32(&fields[1 + col]);
-            let got = op(x);
-            bad.check(got, want, || {
-                format!("line {line}: {name}({x:08x}) = {got:08x}, expected {want:08x}")
-            });
-        }
-    }
-    bad.finish();
+    check_unary_f32(
+        "f32_relu.tsv",
+        5_000,
+        &[("relu_f32", relu_f32), ("relu6_f32", relu6_f32)],
+    );
 }
 
 #[test]
