@@ -539,29 +539,11 @@ enum PnrError {
 const ECP5_CLOCK_LPF: &str = "LOCATE COMP \"clk_i\" SITE \"G2\";\n\
                               IOBUF PORT \"clk_i\" IO_TYPE=LVCMOS33;\n";
 
-/// Pins of the harness's ports on a Gowin part (himbaechel places no IO on
-/// its own): the board's clock oscillator, its two buttons and two LED pins
-/// of the Tang Nano boards, so a measured build is also one the board takes.
+/// The Gowin constraints file placing the harness's ports
+/// ([`Part::harness_pins`]).
 fn gowin_cst(part: &Part) -> String {
-    let pins: [(&str, u32); 5] = match part.name {
-        // Tang Nano 9K: 27 MHz on pin 52, buttons S1/S2 on 4/3, LEDs on 10/11.
-        "gw1nr-9" => [
-            ("clk_i", 52),
-            ("rst_i", 4),
-            ("sin_i", 3),
-            ("load_i", 10),
-            ("sout_o", 11),
-        ],
-        // Tang Nano 20K: 27 MHz on pin 4, buttons S1/S2 on 88/87, LEDs on 15/16.
-        _ => [
-            ("clk_i", 4),
-            ("rst_i", 88),
-            ("sin_i", 87),
-            ("load_i", 15),
-            ("sout_o", 16),
-        ],
-    };
-    pins.iter()
+    part.harness_pins
+        .iter()
         .map(|(port, pin)| format!("IO_LOC \"{port}\" {pin};\n"))
         .collect()
 }
@@ -706,6 +688,34 @@ pub fn parse_nextpnr_report(report: &str, log: &str) -> Result<NextpnrFigures, S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_gowin_part_places_each_harness_port() {
+        let harness = crate::harness::harness(
+            "b",
+            &[crate::harness::Port {
+                name: "clk_i".into(),
+                input: true,
+                width: 1,
+            }],
+        )
+        .unwrap();
+        for part in crate::parts::PARTS
+            .iter()
+            .filter(|p| p.family == Family::Gowin)
+        {
+            let cst = gowin_cst(part);
+            for port in ["clk_i", "rst_i", "sin_i", "load_i", "sout_o"] {
+                assert!(harness.contains(port), "{port} is not a harness port");
+                assert!(
+                    cst.contains(&format!("IO_LOC \"{port}\" ")),
+                    "{}: {cst}",
+                    part.name
+                );
+            }
+            assert_eq!(cst.lines().count(), 5, "{}: {cst}", part.name);
+        }
+    }
 
     #[test]
     fn reads_fmax_and_utilization() {

@@ -106,6 +106,12 @@ pub struct Part {
     pub pnr_device: Option<&'static str>,
     /// Target frequency given to nextpnr (timing-driven placement and routing).
     pub target_mhz: f64,
+    /// The harness's ports on package pins, for a back end that places no
+    /// IO by itself (Gowin's): the board's clock oscillator, buttons and
+    /// LEDs, so that a measured build is one the board takes. Empty for
+    /// the other families.
+    #[serde(skip)]
+    pub harness_pins: &'static [(&'static str, u32)],
 }
 
 impl Part {
@@ -131,6 +137,7 @@ pub const PARTS: [Part; 8] = [
         },
         pnr_device: Some("--up5k"),
         target_mhz: 36.0,
+        harness_pins: &[],
     },
     Part {
         name: "ice40-hx8k",
@@ -146,6 +153,7 @@ pub const PARTS: [Part; 8] = [
         },
         pnr_device: Some("--hx8k"),
         target_mhz: 72.0,
+        harness_pins: &[],
     },
     Part {
         name: "ecp5-25f",
@@ -161,6 +169,7 @@ pub const PARTS: [Part; 8] = [
         },
         pnr_device: Some("--25k"),
         target_mhz: 125.0,
+        harness_pins: &[],
     },
     Part {
         name: "ecp5-85f",
@@ -176,6 +185,7 @@ pub const PARTS: [Part; 8] = [
         },
         pnr_device: Some("--85k"),
         target_mhz: 125.0,
+        harness_pins: &[],
     },
     Part {
         name: "xc7a35t",
@@ -191,6 +201,7 @@ pub const PARTS: [Part; 8] = [
         },
         pnr_device: None,
         target_mhz: 0.0,
+        harness_pins: &[],
     },
     Part {
         name: "xc7a100t",
@@ -206,6 +217,7 @@ pub const PARTS: [Part; 8] = [
         },
         pnr_device: None,
         target_mhz: 0.0,
+        harness_pins: &[],
     },
     Part {
         name: "gw1nr-9",
@@ -221,6 +233,14 @@ pub const PARTS: [Part; 8] = [
         },
         pnr_device: Some("GW1N-9C"),
         target_mhz: 27.0,
+        // Tang Nano 9K: 27 MHz on pin 52, buttons S1/S2 on 4/3, LEDs on 10/11.
+        harness_pins: &[
+            ("clk_i", 52),
+            ("rst_i", 4),
+            ("sin_i", 3),
+            ("load_i", 10),
+            ("sout_o", 11),
+        ],
     },
     Part {
         name: "gw2ar-18",
@@ -236,6 +256,14 @@ pub const PARTS: [Part; 8] = [
         },
         pnr_device: Some("GW2A-18C"),
         target_mhz: 27.0,
+        // Tang Nano 20K: 27 MHz on pin 4, buttons S1/S2 on 88/87, LEDs on 15/16.
+        harness_pins: &[
+            ("clk_i", 4),
+            ("rst_i", 88),
+            ("sin_i", 87),
+            ("load_i", 15),
+            ("sout_o", 16),
+        ],
     },
 ];
 

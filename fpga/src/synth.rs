@@ -121,12 +121,15 @@ fn gowin_lut_cost(cell: &str) -> u64 {
     }
 }
 
-/// Cells that are latches in a family's netlist.
+/// Cells that are latches in a family's netlist: Yosys's own, Xilinx's
+/// `LDCE`/`LDPE`, and Gowin's `DL` with its variants (`DLE`, `DLC`, `DLNP`,
+/// ...: `DL` and only the letters of the clear, preset, enable and negative
+/// gate options, so that a name such as ECP5's `DLLDELD` is not one).
 fn is_latch(cell: &str) -> bool {
-    cell.contains("DLATCH")
-        || cell.starts_with("DL")
-        || cell.starts_with("LDCE")
-        || cell.starts_with("LDPE")
+    let gowin_latch = cell
+        .strip_prefix("DL")
+        .is_some_and(|options| options.chars().all(|c| "CEPN".contains(c)));
+    cell.contains("DLATCH") || cell.starts_with("LDCE") || cell.starts_with("LDPE") || gowin_latch
 }
 
 /// LUTs, flip-flops, DSP blocks and block RAMs of a netlist of `family`.
@@ -300,6 +303,12 @@ mod tests {
         let r = resources(Family::Gowin, &cells);
         assert_eq!((r.luts, r.ffs, r.dsps, r.brams), (21, 7, 16, 8.0));
         assert!(check_netlist(&cells).is_ok());
+        for latch in ["DL", "DLE", "DLCE", "DLNP"] {
+            assert!(is_latch(latch), "{latch}");
+        }
+        for not_latch in ["DLLDELD", "DFFRE", "DPB"] {
+            assert!(!is_latch(not_latch), "{not_latch}");
+        }
         let p = part("gw2ar-18").unwrap();
         let mxu = FlowDesign::of(
             gen::find_block("mxu").unwrap(),

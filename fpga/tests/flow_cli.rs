@@ -94,10 +94,11 @@ fn bad_input_gets_one_error_line_and_exit_2() {
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
-#[test]
-fn a_small_mxu_from_a_preset_synthesises_for_artix7_and_the_table_names_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let args = [
+/// `fpga flow` of the smallest MXU (`int8-2x3` with one column and two
+/// accumulator rows) on `part`, with `extra` flags, in `dir`; it must
+/// succeed. Returns its output and the table row of the part.
+fn small_mxu_flow(part: &str, extra: &[&str], dir: &std::path::Path) -> (String, String) {
+    let mut args = vec![
         "flow",
         "--block",
         "mxu",
@@ -108,25 +109,34 @@ fn a_small_mxu_from_a_preset_synthesises_for_artix7_and_the_table_names_it() {
         "--param",
         "acc_rows=2",
         "--parts",
-        "xc7a35t",
+        part,
     ];
-    let o = fpga(&args, tmp.path());
-    let stdout = String::from_utf8_lossy(&o.stdout);
+    args.extend_from_slice(extra);
+    let o = fpga(&args, dir);
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(
         o.status.success(),
         "{stdout}{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    let row = stdout
+        .lines()
+        .find(|l| l.contains(&format!("| {part} |")))
+        .unwrap_or_else(|| panic!("no table row for the part in:\n{stdout}"))
+        .to_string();
+    (stdout, row)
+}
+
+#[test]
+fn a_small_mxu_from_a_preset_synthesises_for_artix7_and_the_table_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (stdout, row) = small_mxu_flow("xc7a35t", &[], tmp.path());
     assert!(
         stdout.contains("MXU int8 2x1 (2 accumulator rows)"),
         "{stdout}"
     );
     // The preset's rows, the flags' columns; no place and route on
     // 7-series, so no critical path; the depth, or "-" without one.
-    let row = stdout
-        .lines()
-        .find(|l| l.contains("| xc7a35t |"))
-        .unwrap_or_else(|| panic!("no table row for the part in:\n{stdout}"));
     assert!(row.contains("yes (estimate)"), "{row}");
     assert!(
         row.contains("| - | yes (estimate) |"),
@@ -147,31 +157,7 @@ fn a_small_mxu_from_a_preset_synthesises_for_artix7_and_the_table_names_it() {
 #[test]
 fn a_small_mxu_places_and_routes_on_gowin() {
     let tmp = tempfile::tempdir().unwrap();
-    let args = [
-        "flow",
-        "--block",
-        "mxu",
-        "--preset",
-        "int8-2x3",
-        "--param",
-        "cols=1",
-        "--param",
-        "acc_rows=2",
-        "--parts",
-        "gw2ar-18",
-        "--pnr",
-    ];
-    let o = fpga(&args, tmp.path());
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let row = stdout
-        .lines()
-        .find(|l| l.contains("| gw2ar-18 |"))
-        .unwrap_or_else(|| panic!("no table row for the part in:\n{stdout}"));
+    let (_, row) = small_mxu_flow("gw2ar-18", &["--pnr"], tmp.path());
     // Placed and routed: a measured Fmax and critical path, and it fits.
     assert!(row.contains(" -> "), "no critical path: {row}");
     assert!(row.contains("| yes |"), "{row}");
