@@ -651,13 +651,10 @@ impl RowSide {
         m.set_next(valid_pipe, valid_next);
         let out_valid = m.wire("out_valid", valid_pipe.q().msb());
         let side_in = cat(&[a_add, a_addr]);
-        let (side, early) = if banked && t.array_latency > 1 {
+        let (side, early) = if banked {
             let early = delay(m, "side_pipe", side_in, t.array_latency - 1, None);
             let side = register(m, "side_last", early);
             (side, Some((early_valid, early.slice(0, acc_aw))))
-        } else if banked {
-            let side = register(m, "side_last", side_in);
-            (side, Some((early_valid, a_addr)))
         } else {
             (delay(m, "side_pipe", side_in, t.array_latency, None), None)
         };
