@@ -205,6 +205,65 @@ fn the_fmax_preset_keeps_bits_cycles_and_utilization() {
     assert!(timing.utilization() >= 0.97, "{}", timing.utilization());
 }
 
+/// Random traffic on every input for a random number of cycles, so that
+/// weights, activations and reads are in flight.
+fn random_traffic(d: &mut MxuDriver, rng: &mut impl Rng) {
+    use mxu::ports;
+    let cycles = rng.gen_range(1..=80);
+    let model = d.model_mut();
+    let inputs = [
+        ports::W_VALID,
+        ports::W_ROW,
+        ports::A_VALID,
+        ports::A_FIRST,
+        ports::A_ROW,
+        ports::A_ACC_ADDR,
+        ports::A_ACC_ADD,
+        ports::ACC_RD_EN,
+        ports::ACC_RD_ADDR,
+    ]
+    .map(|name| model.port(name).unwrap());
+    for _ in 0..cycles {
+        for &p in &inputs {
+            let width = model.width(p);
+            let mut words: Vec<u32> = (0..width.div_ceil(32)).map(|_| rng.gen()).collect();
+            if !width.is_multiple_of(32) {
+                *words.last_mut().unwrap() &= (1u32 << (width % 32)) - 1;
+            }
+            model.poke_wide(p, &words);
+        }
+        model.step();
+    }
+}
+
+#[rstest]
+#[case(0)]
+#[case(1)]
+#[case(5)]
+fn a_reset_in_flight_leaves_no_trace(#[case] depth: u32) {
+    // The driver resets (one cycle) before each pass: what was in flight must
+    // not change the next product's bits or cycles.
+    let mut d = driver_at(4, 4, depth);
+    let mut rng = rng_for(&format!("a_reset_in_flight_depth{depth}"));
+    for round in 0..12 {
+        random_traffic(&mut d, &mut rng);
+        let (m, k, n) = (
+            rng.gen_range(1..=9),
+            rng.gen_range(1..=9),
+            rng.gen_range(1..=9),
+        );
+        let a = random_i8(&mut rng, m * k);
+        let b = random_i8(&mut rng, k * n);
+        check_int8(
+            &mut d,
+            &a,
+            &b,
+            (m, k, n),
+            &format!("after reset, round {round}"),
+        );
+    }
+}
+
 #[test]
 fn a_wrong_expected_value_is_reported_as_a_mismatch() {
     // The checker itself must be able to fail.

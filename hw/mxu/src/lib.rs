@@ -313,7 +313,11 @@ fn acc_bank(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
             let wr_en = m.input("wr_en_i", Ty::BOOL);
             let wr_addr = m.input("wr_addr_i", Ty::u(aw));
             let wr_data = m.input("wr_data_i", Ty::u(32));
-            let en = m.reg_reset("acc_en", Ty::BOOL, 0);
+            // No reset, so the reset does not reach every column's block
+            // RAMs: the enable only lets the read register load, and what
+            // it loads is used only by a valid row, which a reset clears
+            // from the pipeline at the top.
+            let en = m.reg("acc_en", Ty::BOOL);
             m.set_next(en, en_d);
             let addr = register(m, "acc_addr", addr_d);
             let mem = m.memory("acc", Ty::u(32), aw);
@@ -548,7 +552,17 @@ fn activation_skew(
         let a = delay(m, &format!("askew{r}"), a, r * t.pe_latency, None);
         m.bus_drive(buses.act, &[r, 0], a);
     }
-    let first_wave = delay_taps(m, "first_wave", first_accept, buses.wavefronts - 1, Some(0));
+    // The wave lines (this and `wshift_wave`) have no reset: their taps sit
+    // beside the PEs they drive, all over the array, and a reset reaching
+    // each was the longest net of a 16x16 array. A flag from before a reset
+    // is at tap j + t t cycles later, one entering after it reaches tap k at
+    // least k + 1 cycles after it: the old flags pass each PE before the
+    // first operand or weight that follows the reset, and they only swap or
+    // shift weight registers that hold nothing valid then (the first tile
+    // after a reset shifts in all R weight rows and swaps them in with its
+    // first row). The loader and the valid pipes, which decide what the
+    // ports show, keep their reset.
+    let first_wave = delay_taps(m, "first_wave", first_accept, buses.wavefronts - 1, None);
     for (k, f) in first_wave.into_iter().enumerate() {
         m.bus_drive(buses.first, &[k as u32], f);
     }
@@ -559,7 +573,8 @@ fn activation_skew(
 /// Also the partial sums entering the top row.
 fn weight_skew(m: &mut ModuleBuilder, cfg: &MxuConfig, buses: &ArrayBuses, head: Expr, take: Expr) {
     let cols = cfg.cols();
-    let shift_wave = delay_taps(m, "wshift_wave", take, cols - 1, Some(0));
+    // No reset: see `first_wave` in `activation_skew`.
+    let shift_wave = delay_taps(m, "wshift_wave", take, cols - 1, None);
     for c in 0..cols {
         let w = operand(head, cfg.dtype(), c);
         let w = delay(m, &format!("wskew{c}"), w, c, None);
