@@ -102,3 +102,35 @@ pub fn moderate_bf16(rng: &mut impl Rng) -> u16 {
     let exp: u16 = rng.gen_range(0x7A..0x84);
     (rng.gen::<u16>() & 0x807F) | (exp << 7)
 }
+
+/// Random traffic on every input for a random number of cycles, so that
+/// weights, activations and reads are in flight when the next run's reset
+/// comes.
+pub fn random_traffic(d: &mut MxuDriver, rng: &mut impl Rng) {
+    use mxu::ports;
+    let cycles = rng.gen_range(1..=80);
+    let model = d.model_mut();
+    let inputs = [
+        ports::W_VALID,
+        ports::W_ROW,
+        ports::A_VALID,
+        ports::A_FIRST,
+        ports::A_ROW,
+        ports::A_ACC_ADDR,
+        ports::A_ACC_ADD,
+        ports::ACC_RD_EN,
+        ports::ACC_RD_ADDR,
+    ]
+    .map(|name| model.port(name).unwrap());
+    for _ in 0..cycles {
+        for &p in &inputs {
+            let width = model.width(p);
+            let mut words: Vec<u32> = (0..width.div_ceil(32)).map(|_| rng.gen()).collect();
+            if !width.is_multiple_of(32) {
+                *words.last_mut().unwrap() &= (1u32 << (width % 32)) - 1;
+            }
+            model.poke_wide(p, &words);
+        }
+        model.step();
+    }
+}

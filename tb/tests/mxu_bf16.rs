@@ -8,7 +8,7 @@ use config::{ElemType, MxuConfig};
 use rand::Rng;
 use rstest::rstest;
 use sim::drivers::mxu::MxuDriver;
-use tb::mxu::{check_bf16, mxu_preset, random_bf16, SPECIAL_BF16};
+use tb::mxu::{check_bf16, mxu_preset, random_bf16, random_traffic, SPECIAL_BF16};
 use tb::seed::rng_for;
 
 fn driver(rows: u32, cols: u32) -> MxuDriver {
@@ -117,6 +117,34 @@ fn adversarial_values(#[case] rows: u32, #[case] cols: u32) {
     let a = vec![0x3F80u16, 0x3380, 0x3440];
     let b = vec![0x3F80u16, 0x3F80, 0x3F80];
     check_bf16(&mut d, &a, &b, (1, 3, 1), "ties");
+}
+
+#[rstest]
+#[case(0)]
+#[case(4)]
+#[case(5)]
+fn a_reset_in_flight_leaves_no_trace(#[case] depth: u32) {
+    // The driver resets (one cycle) before each pass: what was in flight must
+    // not change the next product's bits or cycles.
+    let mut d = driver_at(2, 3, depth);
+    let mut rng = rng_for(&format!("bf16_a_reset_in_flight_depth{depth}"));
+    for round in 0..8 {
+        random_traffic(&mut d, &mut rng);
+        let (m, k, n) = (
+            rng.gen_range(1..=7),
+            rng.gen_range(1..=7),
+            rng.gen_range(1..=7),
+        );
+        let a: Vec<u16> = (0..m * k).map(|_| random_bf16(&mut rng)).collect();
+        let b: Vec<u16> = (0..k * n).map(|_| random_bf16(&mut rng)).collect();
+        check_bf16(
+            &mut d,
+            &a,
+            &b,
+            (m, k, n),
+            &format!("after reset, round {round}"),
+        );
+    }
 }
 
 #[rstest]

@@ -6,7 +6,7 @@ use config::{ElemType, MxuConfig};
 use rand::Rng;
 use rstest::rstest;
 use sim::drivers::mxu::MxuDriver;
-use tb::mxu::{check_int8, mxu_preset, random_i8};
+use tb::mxu::{check_int8, mxu_preset, random_i8, random_traffic};
 use tb::seed::rng_for;
 
 /// One driver per array shape per test process (a model build costs seconds).
@@ -203,37 +203,6 @@ fn the_fmax_preset_keeps_bits_cycles_and_utilization() {
     check_int8(&mut d, &a, &b, (m, k, n), "M=256 K=N=32");
     let timing = golden::MxuTiming::new(&cfg, m, k, n);
     assert!(timing.utilization() >= 0.97, "{}", timing.utilization());
-}
-
-/// Random traffic on every input for a random number of cycles, so that
-/// weights, activations and reads are in flight.
-fn random_traffic(d: &mut MxuDriver, rng: &mut impl Rng) {
-    use mxu::ports;
-    let cycles = rng.gen_range(1..=80);
-    let model = d.model_mut();
-    let inputs = [
-        ports::W_VALID,
-        ports::W_ROW,
-        ports::A_VALID,
-        ports::A_FIRST,
-        ports::A_ROW,
-        ports::A_ACC_ADDR,
-        ports::A_ACC_ADD,
-        ports::ACC_RD_EN,
-        ports::ACC_RD_ADDR,
-    ]
-    .map(|name| model.port(name).unwrap());
-    for _ in 0..cycles {
-        for &p in &inputs {
-            let width = model.width(p);
-            let mut words: Vec<u32> = (0..width.div_ceil(32)).map(|_| rng.gen()).collect();
-            if !width.is_multiple_of(32) {
-                *words.last_mut().unwrap() &= (1u32 << (width % 32)) - 1;
-            }
-            model.poke_wide(p, &words);
-        }
-        model.step();
-    }
 }
 
 #[rstest]
