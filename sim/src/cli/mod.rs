@@ -52,8 +52,9 @@ enum Command {
     Mlp(mlp::MlpArgs),
     /// All-reduce over an ICI torus of XxYxZ chips (each 1..=4): V is
     /// float32 or int32 [chips, n], chip c = x + X*(y + Y*z) in logical
-    /// coordinates; R (same shape and dtype) is every chip's result, summed
-    /// in docs/numerics.md's order (X, then Y, then Z).
+    /// coordinates; R (same shape and dtype) is every chip's result: fp32
+    /// summed in docs/numerics.md's all-reduce order v2 (element e's part
+    /// e mod 3 reduces along x, y, z in rotated order), int32 a wrapping sum.
     Allreduce(torus::AllReduceArgs),
     /// Random traffic through an ICI torus's routers: throughput and latency
     /// (mean, p99) as one JSON line.
