@@ -26,7 +26,8 @@
 //!   gives their cycles and where they went ([`tensorcore::cycle_model`]).
 //!
 //! * [`ici`] gives what the ICI link delivers and its cycle model on an
-//!   error-free link ([`ici::cycle_model`]).
+//!   error-free link ([`ici::cycle_model`]); [`serdes_stub`] the lanes under
+//!   it, with the seeded drops, duplicates and bit flips they inject.
 //! * [`torus`] gives the ICI torus's routes, its channel dependency graph
 //!   check and the all-reduce in the contract's order; [`torus_cycle`] its
 //!   cycle model on error-free links (host packets and all-reduce);
@@ -46,6 +47,7 @@
 pub mod ici;
 pub mod mxu;
 pub mod numerics;
+pub mod serdes_stub;
 pub mod sparsecore;
 pub mod sparsecore_host;
 pub mod stream_crc;

@@ -540,9 +540,9 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
     })
 }
 
-/// The LFSR of the stub, in software: what it draws each cycle. The golden
-/// model has its own copy, written from the docs above; this one is for
-/// tools that set thresholds.
+/// The threshold that fires with `probability` per draw (rounded, clamped to
+/// the draw's range), for tools that set the stub's rates. The stub itself
+/// is modelled, from the docs above, by `golden::serdes_stub`.
 pub fn threshold(probability: f64) -> u32 {
     let t = (probability * f64::from(1u32 << DRAW_WIDTH)).round();
     t.clamp(0.0, f64::from((1u32 << DRAW_WIDTH) - 1)) as u32
