@@ -33,7 +33,8 @@
 //! The LFSR is a Fibonacci LFSR of 64 bits with taps {64, 63, 61, 60}
 //! (maximal length): bit b(k) = b(k-64) ^ b(k-63) ^ b(k-61) ^ b(k-60); its
 //! register holds the last 64 bits, register bit j-1 being b(k-j), and a
-//! loaded seed is that register. Every cycle it moves on by [`DRAW_BITS`]
+//! loaded seed is that register ([`serdes_stub`] stores the same bits
+//! oldest first). Every cycle it moves on by [`DRAW_BITS`]
 //! bits, b(k) .. b(k+DRAW_BITS-1), read as unsigned numbers, bit i of a
 //! field being the i-th bit of its stretch:
 //!
@@ -122,9 +123,9 @@ pub fn stub_name(width: u32, latency: u32) -> String {
     format!("ici_serdes_stub_w{width}_l{latency}")
 }
 
-/// The LFSR's output bits and next register as GF(2) linear forms over the
-/// register bits (the serial definition run on forms).
-fn lfsr_forms() -> (Vec<BigUint>, Vec<BigUint>) {
+/// The LFSR's output bits as GF(2) linear forms over the bits of its
+/// documented register (newest first; the serial definition run on forms).
+fn lfsr_forms() -> Vec<BigUint> {
     let mut stages: Vec<BigUint> = (0..64).map(|j| BigUint::one() << j).collect();
     let mut outputs = Vec::new();
     for _ in 0..DRAW_BITS {
@@ -135,7 +136,44 @@ fn lfsr_forms() -> (Vec<BigUint>, Vec<BigUint>) {
         stages.pop();
         stages.insert(0, new);
     }
-    (outputs, stages)
+    outputs
+}
+
+/// The `n` bits the LFSR draws after the 64 in `oldest_first` (bit i =
+/// b(k-64+i)), b(k) in bit 0: b(j) = b(j-64) ^ b(j-63) ^ b(j-61) ^ b(j-60), so
+/// the next 60 bits are an XOR of four 60-bit stretches of the last 64, and
+/// the stretch grows 60 bits at a time.
+fn stretch(oldest_first: Expr, n: u32) -> Expr {
+    // Where each tap's bit sits in a window of the last 64 bits.
+    let offsets: Vec<u32> = TAPS.iter().map(|&t| 64 - t).collect();
+    let step = TAPS.iter().copied().min().expect("taps");
+    let reach = 64 - step;
+    let mut window = oldest_first;
+    let mut chunks: Vec<Expr> = Vec::new();
+    let mut drawn = 0;
+    while drawn < n {
+        let len = step.min(n - drawn);
+        if let Some(&last) = chunks.last() {
+            // The bits this chunk reads: the previous window's newest
+            // `reach` bits, then the previous chunk's first `len`.
+            let old: Expr = window.slice(step, reach);
+            window = cat(&[last.slice(0, len), old]);
+        }
+        let chunk = offsets
+            .iter()
+            .map(|&o| window.slice(o, len))
+            .reduce(|a, b| a ^ b)
+            .expect("taps");
+        chunks.push(chunk);
+        drawn += len;
+    }
+    chunks.reverse();
+    cat(&chunks)
+}
+
+/// `x` with its bits in the opposite order.
+fn reversed(x: Expr) -> Expr {
+    cat(&(0..x.width()).map(|i| x.bit(i)).collect::<Vec<_>>())
 }
 
 /// The XOR of the bits of `x` that `form` selects.
@@ -265,18 +303,18 @@ pub fn serdes_stub(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDe
             force_dup,
         } = stub_inputs(m, width);
 
-        // The LFSR: DRAW_BITS fresh bits every cycle.
-        let (outs, next) = lfsr_forms();
-        // No reset: a seed loaded while the rest resets stays loaded.
+        // The LFSR: DRAW_BITS fresh bits every cycle. Its register holds the
+        // last 64 bits oldest first (bit i = b(k-64+i)), the order the draws
+        // are read in, so that the draws are a few word-wide XORs of shifted
+        // stretches ([`stretch`]) and need no bit-by-bit reordering; a loaded
+        // seed (newest first, as documented) is reversed on the way in. No
+        // reset: a seed loaded while the rest resets stays loaded.
         let lfsr = m.reg("lfsr", Ty::u(64));
         let q = lfsr.q();
-        let draws = m.wire(
-            "draws",
-            cat(&outs.iter().rev().map(|f| xor_of(q, f)).collect::<Vec<_>>()),
-        );
-        let advanced = cat(&next.iter().rev().map(|f| xor_of(q, f)).collect::<Vec<_>>());
-        let replacement = m.lit(Ty::u(64), ZERO_SEED_REPLACEMENT);
-        let loaded = mux(seed.any(), seed, replacement);
+        let draws = m.wire("draws", stretch(q, DRAW_BITS));
+        let advanced = draws.slice(DRAW_BITS - 64, 64);
+        let replacement = m.lit(Ty::u(64), ZERO_SEED_REPLACEMENT.reverse_bits());
+        let loaded = mux(seed.any(), reversed(seed), replacement);
         // An all-zero register (never loaded, or powered up at zero) would
         // lock up: it is replaced as a zero seed is.
         let running = mux(q.any(), advanced, replacement);
@@ -396,7 +434,7 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
         // This cycle's draws but the duplicate draw, whose verdict is
         // registered instead (below). No reset: a seed loaded while the rest
         // resets stays loaded.
-        let (outs, _) = lfsr_forms();
+        let outs = lfsr_forms();
         let kept = DRAW_BITS - DRAW_WIDTH;
         let draws_reg = m.reg("draws", Ty::u(kept));
         let draws = draws_reg.q();
