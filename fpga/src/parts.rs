@@ -29,6 +29,12 @@ impl Family {
         }
     }
 
+    /// Whether the family's logic cells can be small RAMs (distributed
+    /// RAM); without it a memory is flip-flops or block RAM.
+    pub fn has_distributed_ram(self) -> bool {
+        !matches!(self, Family::Ice40)
+    }
+
     /// What one block RAM of this family is, for the report.
     pub fn bram_unit(self) -> &'static str {
         match self {

@@ -47,7 +47,11 @@ pub fn script(sources: &[String], top: &str, part: &Part, design: &FlowDesign) -
     let mut s = yosys::read_command(sources);
     s.push_str(&yosys::elaborate_commands(top));
     s.push_str(LOWER_VARIABLE_SHIFTS);
-    let memories = &design.facts().block_ram;
+    let facts = design.facts();
+    let mut memories = facts.block_ram.clone();
+    if !part.family.has_distributed_ram() {
+        memories.extend(&facts.block_ram_without_lutram);
+    }
     if !memories.is_empty() {
         let _ = writeln!(s, "setattr -set ram_style \"block\" {}", memories.join(" "));
     }
@@ -228,6 +232,30 @@ pub fn read_stats(part: &Part, stat_json: &str, design: &FlowDesign) -> Result<S
 mod tests {
     use super::*;
     use crate::parts::part;
+
+    #[test]
+    fn the_banked_register_file_goes_to_block_ram_only_without_distributed_ram() {
+        let block = gen::find_block("vpu").unwrap();
+        let table = "lanes = 1\nsublanes = 1\nunits = \"int32\"\ndepth = 6"
+            .parse()
+            .unwrap();
+        let d = FlowDesign::of(block, &table).unwrap();
+        let sources = ["vpu.v".to_string()];
+        let line = |p: &str| {
+            let s = script(&sources, "fpga_top", part(p).unwrap(), &d);
+            s.lines()
+                .find(|l| l.starts_with("setattr -set ram_style"))
+                .map(str::to_string)
+        };
+        assert_eq!(
+            line("ice40-up5k").as_deref(),
+            Some("setattr -set ram_style \"block\" m:*vmem m:*rf_load m:*rf_alu")
+        );
+        assert_eq!(
+            line("ecp5-85f").as_deref(),
+            Some("setattr -set ram_style \"block\" m:*vmem")
+        );
+    }
 
     #[test]
     fn reads_stat_json_of_both_yosys_versions() {

@@ -694,6 +694,15 @@ pub fn srdhm_from_product_piped(
 /// RDBPOT(x, e), the rounding divide by 2^e (x s32, e u5): remainder =
 /// x AND (2^e - 1), threshold = (mask >> 1) + (x < 0); the result is
 /// (x >> e) + (remainder > threshold), arithmetic shift. s32.
+///
+/// The compare needs no subtraction: for e >= 1 the threshold is
+/// 2^(e-1) - 1 (x >= 0) or 2^(e-1) (x < 0), and the remainder, below 2^e,
+/// exceeds it exactly when its bit e-1 is set and, for x < 0, some bit
+/// below it too; for e = 0 the remainder is 0 and never exceeds it. So the
+/// round bit is a bit select and an OR of masked bits, beside the shift and
+/// its increment, and chooses between the two: one carry chain (the
+/// increment) after the shift instead of two (the compare, then the
+/// increment).
 #[track_caller]
 pub fn rdbpot_logic(m: &mut ModuleBuilder, x: Expr, e: Expr) -> Expr {
     assert_eq!(
@@ -701,12 +710,18 @@ pub fn rdbpot_logic(m: &mut ModuleBuilder, x: Expr, e: Expr) -> Expr {
         (Ty::s(32), Ty::u(5)),
         "rdbpot takes s32, u5"
     );
+    // Bit e-1 of x and the bits below it are bit e of 2x and the bits below
+    // that: selected by e itself, with no e - 1 (for e = 0, bit 0 of 2x is
+    // 0 and no bit lies below it).
+    let doubled = x.as_unsigned() << 1u32;
     let ones = m.lit(Ty::u(32), u32::MAX);
-    let mask = !(ones << e);
-    let remainder = x.as_unsigned() & mask;
-    let threshold = (mask >> 1u32) + x.msb().zext(32);
+    let half_bit = (doubled >> e).bit(0);
+    let under_half = (doubled & !(ones << e)).any();
+    let round = half_bit & (!x.msb() | under_half);
+    // Both candidates, so that the increment's carry chain runs beside the
+    // round bit's logic, not after it.
     let shifted = x >> e;
-    shifted + remainder.is_gt(threshold).zext(32).as_signed()
+    mux(round, shifted + 1i32, shifted)
 }
 
 /// int8 requantization, `clamp(zp + RDBPOT(SRDHM(acc, mult), shift), -128,

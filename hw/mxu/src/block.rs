@@ -173,6 +173,7 @@ impl Block for Mxu {
                     half("low partial products", 5, LOW_ROW_PATTERN, LOW_PATTERN),
                 ],
                 block_ram: vec!["m:*acc"],
+                block_ram_without_lutram: vec![],
                 ..FpgaFacts::default()
             });
         }
@@ -192,6 +193,7 @@ impl Block for Mxu {
                 min_lut4s_in_logic: 100,
             }],
             block_ram: vec!["m:*acc"],
+            block_ram_without_lutram: vec![],
             ..FpgaFacts::default()
         })
     }

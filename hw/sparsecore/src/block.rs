@@ -149,6 +149,7 @@ impl Block for SparseCore {
                 min_lut4s_in_logic: 0,
             }],
             block_ram: vec!["m:*act_buf", "m:*psum_bank*"],
+            block_ram_without_lutram: vec![],
             ..FpgaFacts::default()
         })
     }

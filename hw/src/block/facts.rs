@@ -89,6 +89,10 @@ pub struct FpgaFacts {
     /// Yosys patterns (`m:*acc`) of the memories that belong in block RAM;
     /// the rest are left to Yosys.
     pub block_ram: Vec<&'static str>,
+    /// Memories that belong in block RAM on parts without distributed RAM
+    /// (iCE40), where Yosys would otherwise build them from flip-flops and
+    /// multiplexers; elsewhere they are left to Yosys (distributed RAM).
+    pub block_ram_without_lutram: Vec<&'static str>,
     /// A lower bound on the 4-input LUTs of everything but the multipliers,
     /// with what it counts ("8 full lanes"); 0 when unknown.
     pub min_lut4s: u64,

@@ -178,6 +178,7 @@ impl Block for TensorCore {
                 },
             ],
             block_ram: vec!["m:*acc", "m:*ub", "m:*wmem"],
+            block_ram_without_lutram: vec![],
             ..FpgaFacts::default()
         })
     }

@@ -149,6 +149,11 @@ impl Block for Vpu {
                 min_lut4s_in_logic: 0,
             }],
             block_ram: vec!["m:*vmem"],
+            // The banked register file (depth >= 6): each bank has one write
+            // port, so block RAM holds it (a copy per read port); on iCE40
+            // the alternative is 16 x 32 flip-flops per bank and a 16-way
+            // multiplexer per read port and bit.
+            block_ram_without_lutram: vec!["m:*rf_load", "m:*rf_alu"],
             min_lut4s: lanes * per_lane,
             min_lut4s_what: format!("{lanes} {} lanes", cfg.units()),
         })
