@@ -715,7 +715,7 @@ pub fn rdbpot_logic(m: &mut ModuleBuilder, x: Expr, e: Expr) -> Expr {
     // 0 and no bit lies below it).
     let doubled = x.as_unsigned() << 1u32;
     let ones = m.lit(Ty::u(32), u32::MAX);
-    let half_bit = (doubled >> e).bit(0);
+    let half_bit = (doubled & (m.lit(Ty::u(32), 1) << e)).any();
     let under_half = (doubled & !(ones << e)).any();
     let round = half_bit & (!x.msb() | under_half);
     // Both candidates, so that the increment's carry chain runs beside the
