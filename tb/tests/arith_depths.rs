@@ -882,8 +882,8 @@ fn rdbpot_matches_the_contract_at_every_shift() {
             xs.extend([p.wrapping_add(d), p.wrapping_add(d).wrapping_neg()]);
             // Exactly half way (and just off it) at the next shift.
             xs.extend([
-                (3 * p).wrapping_add(d),
-                (3 * p).wrapping_add(d).wrapping_neg(),
+                p.wrapping_mul(3).wrapping_add(d),
+                p.wrapping_mul(3).wrapping_add(d).wrapping_neg(),
             ]);
         }
     }
