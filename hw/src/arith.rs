@@ -705,6 +705,17 @@ pub fn srdhm_from_product_piped(
 /// increment).
 #[track_caller]
 pub fn rdbpot_logic(m: &mut ModuleBuilder, x: Expr, e: Expr) -> Expr {
+    // Both candidates, so that the increment's carry chain runs beside the
+    // round bit's logic, not after it.
+    let (shifted, round) = rdbpot_parts(m, x, e);
+    mux(round, shifted + 1i32, shifted)
+}
+
+/// RDBPOT(x, e) as its two parts, x >> e (arithmetic, s32) and the round
+/// bit to add to it ([`rdbpot_logic`] says how it is formed), for pipelines
+/// that fold the addition into a later one.
+#[track_caller]
+pub fn rdbpot_parts(m: &mut ModuleBuilder, x: Expr, e: Expr) -> (Expr, Expr) {
     assert_eq!(
         (x.ty(), e.ty()),
         (Ty::s(32), Ty::u(5)),
@@ -718,10 +729,7 @@ pub fn rdbpot_logic(m: &mut ModuleBuilder, x: Expr, e: Expr) -> Expr {
     let half_bit = (doubled & (m.lit(Ty::u(32), 1) << e)).any();
     let under_half = (doubled & !(ones << e)).any();
     let round = half_bit & (!x.msb() | under_half);
-    // Both candidates, so that the increment's carry chain runs beside the
-    // round bit's logic, not after it.
-    let shifted = x >> e;
-    mux(round, shifted + 1i32, shifted)
+    (x >> e, round)
 }
 
 /// int8 requantization, `clamp(zp + RDBPOT(SRDHM(acc, mult), shift), -128,

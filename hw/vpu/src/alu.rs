@@ -17,8 +17,8 @@ use hw::arith::{
     f32_to_i32_piped, fp32_compare_logic, fp32_compare_piped, fp32_min_max_logic,
     fp32_min_max_piped, fp32_mul_from_product, fp32_mul_from_product_piped, fp32_relu6_logic,
     fp32_relu_logic, fp32_significand, i32_to_f32_logic, i32_to_f32_piped, int_mul_registered,
-    rdbpot_logic, requant_int8_from_product, srdhm_from_product_piped, MulRegs, BF16_TO_F32,
-    F32_TO_BF16, F32_TO_I32, FP32_MUL, FP32_ORDER, I32_TO_F32, SRDHM,
+    rdbpot_logic, rdbpot_parts, requant_int8_from_product, srdhm_from_product_piped, MulRegs,
+    BF16_TO_F32, F32_TO_BF16, F32_TO_I32, FP32_MUL, FP32_ORDER, I32_TO_F32, SRDHM,
 };
 use hw::fp::{fp32_add_piped, FP32_ADD};
 use hw::pipeline::{CutPlan, Pipeline};
@@ -198,6 +198,18 @@ pub struct Schedule {
     /// carried result and the units' registered results by their registered
     /// flags.
     pub result: bool,
+    /// The short operations' carry chains and shifts registered at the end
+    /// of the first segment, and their select (with the bitwise operations,
+    /// from operands carried a segment further) in the second: the result
+    /// is carried to the end either way, so the latency is the same.
+    pub short_split: bool,
+    /// Without the fp32 units, SRDHM's check for both operands at -2^31 on
+    /// the multiplier's registered operands (segment 1) instead of behind
+    /// the forwarding select (segment 0).
+    pub late_min_check: bool,
+    /// RDBPOT's round bit carried beside the shifted value and added with
+    /// the zero point (needs `scaled`).
+    pub round_with_zero_point: bool,
 }
 
 impl Schedule {
@@ -225,6 +237,9 @@ impl Schedule {
             srdhm_nudged: depth >= 6,
             mul_rounded: depth >= 6,
             result: depth >= 6,
+            short_split: depth >= 6,
+            late_min_check: depth >= 6,
+            round_with_zero_point: depth >= 6,
         }
     }
 
@@ -491,47 +506,52 @@ fn build_pipelined(
         finished.push((seg_v, Unit::Bf16ToF32, v));
     }
 
-    // The first segment's select: every operation short enough for one
-    // segment after its operands, the cross-lane results passed through.
-    let (sa, sb) = (a.as_signed(), b.as_signed());
-    let flag = |bit: Expr| bit.zext(32);
-    let is_op = |o: Op| is(op_st, o);
-    let shifts = shifter(m, is_op, a, b);
-    let min_i = mux(sa.is_lt(sb), a, b);
-    let max_i = mux(sa.is_lt(sb), b, a);
-    let mut cases: Vec<(Op, Expr)> = vec![
-        (Op::AddI32, a + b),
-        (Op::SubI32, a - b),
-        (Op::MinI32, min_i),
-        (Op::MaxI32, max_i),
-        (Op::AndI32, a & b),
-        (Op::OrI32, a | b),
-        (Op::XorI32, a ^ b),
-        (Op::NotI32, !a),
-        (Op::ShlI32, shifts),
-        (Op::ShrI32, shifts),
-        (Op::SraI32, shifts),
-        (Op::ReluI32, mux(a.msb(), 0, a)),
-        (Op::EqI32, flag(a.is_eq(b))),
-        (Op::NeI32, flag(a.is_ne(b))),
-        (Op::LtI32, flag(sa.is_lt(sb))),
-        (Op::LeI32, flag(sa.is_le(sb))),
-        (Op::LtuI32, flag(a.is_lt(b))),
-        (Op::LeuI32, flag(a.is_le(b))),
-        (Op::Select, mux(a.is_ne(0), b, c)),
-        (Op::Bcast, imm),
-    ];
-    cases.extend(
-        Op::ALL
-            .iter()
-            .filter(|o| o.is_cross_lane())
-            .map(|&o| (o, x)),
-    );
-    if units.has_fp32() {
-        cases.push((Op::ReluF32, fp32_relu_logic(m, a)));
-        cases.push((Op::Relu6F32, fp32_relu6_logic(m, a)));
-    }
-    let simple = select(m, "simple", op_st, cases);
+    let (select_seg, simple) = if s.short_split {
+        let operands = [a, b, c, imm, x];
+        short_ops_split(m, units, (st, en), &mut op, operands)
+    } else {
+        // The first segment's select: every operation short enough for one
+        // segment after its operands, the cross-lane results passed through.
+        let (sa, sb) = (a.as_signed(), b.as_signed());
+        let flag = |bit: Expr| bit.zext(32);
+        let is_op = |o: Op| is(op_st, o);
+        let shifts = shifter(m, is_op, a, b);
+        let min_i = mux(sa.is_lt(sb), a, b);
+        let max_i = mux(sa.is_lt(sb), b, a);
+        let mut cases: Vec<(Op, Expr)> = vec![
+            (Op::AddI32, a + b),
+            (Op::SubI32, a - b),
+            (Op::MinI32, min_i),
+            (Op::MaxI32, max_i),
+            (Op::AndI32, a & b),
+            (Op::OrI32, a | b),
+            (Op::XorI32, a ^ b),
+            (Op::NotI32, !a),
+            (Op::ShlI32, shifts),
+            (Op::ShrI32, shifts),
+            (Op::SraI32, shifts),
+            (Op::ReluI32, mux(a.msb(), 0, a)),
+            (Op::EqI32, flag(a.is_eq(b))),
+            (Op::NeI32, flag(a.is_ne(b))),
+            (Op::LtI32, flag(sa.is_lt(sb))),
+            (Op::LeI32, flag(sa.is_le(sb))),
+            (Op::LtuI32, flag(a.is_lt(b))),
+            (Op::LeuI32, flag(a.is_le(b))),
+            (Op::Select, mux(a.is_ne(0), b, c)),
+            (Op::Bcast, imm),
+        ];
+        cases.extend(
+            Op::ALL
+                .iter()
+                .filter(|o| o.is_cross_lane())
+                .map(|&o| (o, x)),
+        );
+        if units.has_fp32() {
+            cases.push((Op::ReluF32, fp32_relu_logic(m, a)));
+            cases.push((Op::Relu6F32, fp32_relu6_logic(m, a)));
+        }
+        (st, select(m, "simple", op_st, cases))
+    };
 
     // With registered results, the units finishing in the segment before
     // the last hand their results over through a register of their own, so
@@ -554,8 +574,12 @@ fn build_pipelined(
 
     // The carried result: each unit's result replaces it in the segment
     // the unit finishes in, when the unit's flag is set.
-    let mut result = Carried::new("result", simple, st, en);
-    for seg in st..=s.depth {
+    assert!(
+        finished.iter().all(|f| f.0 >= select_seg),
+        "no unit finishes before the short operations' select"
+    );
+    let mut result = Carried::new("result", simple, select_seg, en);
+    for seg in select_seg..=s.depth {
         let mut value = result.at(m, seg);
         for &(_, unit, v) in finished.iter().filter(|f| f.0 == seg) {
             let (_, sel) = flags
@@ -569,6 +593,82 @@ fn build_pipelined(
         result = Carried::new("result", value, seg, en);
     }
     result.at(m, s.depth)
+}
+
+/// The short operations with `short_split`: their carry chains and the
+/// shifter in segment `st`, registered, and their select in `st + 1` among
+/// those registers and the bitwise operations of the operands carried
+/// there. Returns the select's segment and value.
+fn short_ops_split(
+    m: &mut ModuleBuilder,
+    units: VpuUnits,
+    (st, en): (u32, Expr),
+    op: &mut Carried,
+    [a, b, c, imm, x]: [Expr; 5],
+) -> (u32, Expr) {
+    let is = |op: Expr, o: Op| op.is_eq(u32::from(o.code()));
+    let op_st = op.at(m, st);
+    let (sa, sb) = (a.as_signed(), b.as_signed());
+    let flag = |bit: Expr| bit.zext(32);
+    let shifts = shifter(m, |o| is(op_st, o), a, b);
+    let late =
+        |m: &mut ModuleBuilder, name: &str, v: Expr| Carried::new(name, v, st, en).at(m, st + 1);
+    let [add, sub, shifts] = [
+        ("short_add", a + b),
+        ("short_sub", a - b),
+        ("short_shifts", shifts),
+    ]
+    .map(|(name, v)| late(m, name, v));
+    let [lt, le, ltu, leu, eq] = [
+        ("short_lt", sa.is_lt(sb)),
+        ("short_le", sa.is_le(sb)),
+        ("short_ltu", a.is_lt(b)),
+        ("short_leu", a.is_le(b)),
+        ("short_eq", a.is_eq(b)),
+    ]
+    .map(|(name, v)| late(m, name, v));
+    let [a, b, c, imm, x] = [
+        ("short_a", a),
+        ("short_b", b),
+        ("short_c", c),
+        ("short_imm", imm),
+        ("short_x", x),
+    ]
+    .map(|(name, v)| late(m, name, v));
+    let mut cases: Vec<(Op, Expr)> = vec![
+        (Op::AddI32, add),
+        (Op::SubI32, sub),
+        (Op::MinI32, mux(lt, a, b)),
+        (Op::MaxI32, mux(lt, b, a)),
+        (Op::AndI32, a & b),
+        (Op::OrI32, a | b),
+        (Op::XorI32, a ^ b),
+        (Op::NotI32, !a),
+        (Op::ShlI32, shifts),
+        (Op::ShrI32, shifts),
+        (Op::SraI32, shifts),
+        (Op::ReluI32, mux(a.msb(), 0, a)),
+        (Op::EqI32, flag(eq)),
+        (Op::NeI32, flag(!eq)),
+        (Op::LtI32, flag(lt)),
+        (Op::LeI32, flag(le)),
+        (Op::LtuI32, flag(ltu)),
+        (Op::LeuI32, flag(leu)),
+        (Op::Select, mux(a.is_ne(0), b, c)),
+        (Op::Bcast, imm),
+    ];
+    cases.extend(
+        Op::ALL
+            .iter()
+            .filter(|o| o.is_cross_lane())
+            .map(|&o| (o, x)),
+    );
+    if units.has_fp32() {
+        cases.push((Op::ReluF32, fp32_relu_logic(m, a)));
+        cases.push((Op::Relu6F32, fp32_relu6_logic(m, a)));
+    }
+    let op_select = op.at(m, st + 1);
+    (st + 1, select(m, "simple", op_select, cases))
 }
 
 /// The shared multiplier and what reads its product: the int32 product,
@@ -600,6 +700,15 @@ fn multiplier_chain(
         let a = Carried::new("mul_a", p.a, 0, en).at(m, seg);
         let b = Carried::new("mul_b", p.b, 0, en).at(m, seg);
         (a, b)
+    } else if s.late_min_check {
+        // The compares after the operands' register, not behind the lane's
+        // forwarding select.
+        let a1 = Carried::new("mul_min_a", p.a, 0, en).at(m, 1).as_signed();
+        let b1 = Carried::new("mul_min_b", p.b, 0, en).at(m, 1).as_signed();
+        let both_min = a1.is_eq(min) & b1.is_eq(min);
+        let both_min = Carried::new("mul_both_min", both_min, 1, en).at(m, seg);
+        let only_min = mux(both_min, min.as_unsigned(), 0u32);
+        (only_min, only_min)
     } else {
         let both_min = sa.is_eq(min) & sb.is_eq(min);
         let both_min = Carried::new("mul_both_min", both_min, 0, en).at(m, seg);
@@ -625,16 +734,41 @@ fn multiplier_chain(
     seg += u32::from(s.high);
     let shift = shift.at(m, seg);
     let high = high.at(m, seg);
-    let scaled = rdbpot_logic(m, high, shift);
-    let scaled = m.wire("rdbpot", scaled);
-    let mut scaled = Carried::new("scaled", scaled, seg, en);
-    seg += u32::from(s.scaled);
+    let sum = if s.round_with_zero_point {
+        // RDBPOT's round bit joins the zero point's addition (as its carry
+        // in) in the next segment, so that its own increment is not a
+        // second carry chain after the shift. The sum is exact in 34 bits
+        // either way.
+        let (shifted, round) = rdbpot_parts(m, high, shift);
+        let shifted = m.wire("rdbpot_shifted", shifted);
+        let mut shifted = Carried::new("scaled", shifted, seg, en);
+        let mut round = Carried::new("scaled_round", round, seg, en);
+        seg += u32::from(s.scaled);
+        let zero_point = zero_point.at(m, seg).as_signed();
+        shifted.at(m, seg).sext(34) + zero_point.sext(34) + round.at(m, seg).zext(34).as_signed()
+    } else {
+        let scaled = rdbpot_logic(m, high, shift);
+        let scaled = m.wire("rdbpot", scaled);
+        let mut scaled = Carried::new("scaled", scaled, seg, en);
+        seg += u32::from(s.scaled);
 
-    // The zero point and the clamp (requant_int8_from_product after RDBPOT).
-    let zero_point = zero_point.at(m, seg).as_signed();
-    let sum = scaled.at(m, seg).sext(34) + zero_point.sext(34);
-    let below = sum.is_lt(m.lit(Ty::s(34), -128));
-    let above = sum.is_gt(m.lit(Ty::s(34), 127));
+        // The zero point and the clamp (requant_int8_from_product after RDBPOT).
+        let zero_point = zero_point.at(m, seg).as_signed();
+        scaled.at(m, seg).sext(34) + zero_point.sext(34)
+    };
+    let (below, above) = if s.round_with_zero_point {
+        // The clamp's compares as reductions of the sum's high bits (an int8
+        // has bits 33..7 all equal to its sign), not carry chains after the
+        // sum's.
+        let high_bits = sum.slice(7, 27);
+        let negative = sum.msb();
+        (negative & !high_bits.all(), !negative & high_bits.any())
+    } else {
+        (
+            sum.is_lt(m.lit(Ty::s(34), -128)),
+            sum.is_gt(m.lit(Ty::s(34), 127)),
+        )
+    };
     let lo = m.lit(Ty::s(8), -128);
     let hi = m.lit(Ty::s(8), 127);
     let int8 = mux(below, lo, mux(above, hi, sum.trunc(8)));
