@@ -506,52 +506,13 @@ fn build_pipelined(
         finished.push((seg_v, Unit::Bf16ToF32, v));
     }
 
-    let (select_seg, simple) = if s.short_split {
-        let operands = [a, b, c, imm, x];
-        short_ops_split(m, units, (st, en), &mut op, operands)
-    } else {
-        // The first segment's select: every operation short enough for one
-        // segment after its operands, the cross-lane results passed through.
-        let (sa, sb) = (a.as_signed(), b.as_signed());
-        let flag = |bit: Expr| bit.zext(32);
-        let is_op = |o: Op| is(op_st, o);
-        let shifts = shifter(m, is_op, a, b);
-        let min_i = mux(sa.is_lt(sb), a, b);
-        let max_i = mux(sa.is_lt(sb), b, a);
-        let mut cases: Vec<(Op, Expr)> = vec![
-            (Op::AddI32, a + b),
-            (Op::SubI32, a - b),
-            (Op::MinI32, min_i),
-            (Op::MaxI32, max_i),
-            (Op::AndI32, a & b),
-            (Op::OrI32, a | b),
-            (Op::XorI32, a ^ b),
-            (Op::NotI32, !a),
-            (Op::ShlI32, shifts),
-            (Op::ShrI32, shifts),
-            (Op::SraI32, shifts),
-            (Op::ReluI32, mux(a.msb(), 0, a)),
-            (Op::EqI32, flag(a.is_eq(b))),
-            (Op::NeI32, flag(a.is_ne(b))),
-            (Op::LtI32, flag(sa.is_lt(sb))),
-            (Op::LeI32, flag(sa.is_le(sb))),
-            (Op::LtuI32, flag(a.is_lt(b))),
-            (Op::LeuI32, flag(a.is_le(b))),
-            (Op::Select, mux(a.is_ne(0), b, c)),
-            (Op::Bcast, imm),
-        ];
-        cases.extend(
-            Op::ALL
-                .iter()
-                .filter(|o| o.is_cross_lane())
-                .map(|&o| (o, x)),
-        );
-        if units.has_fp32() {
-            cases.push((Op::ReluF32, fp32_relu_logic(m, a)));
-            cases.push((Op::Relu6F32, fp32_relu6_logic(m, a)));
-        }
-        (st, select(m, "simple", op_st, cases))
-    };
+    let (select_seg, simple) = short_ops(
+        m,
+        units,
+        (st, en, s.short_split),
+        &mut op,
+        [a, b, c, imm, x],
+    );
 
     // With registered results, the units finishing in the segment before
     // the last hand their results over through a register of their own, so
@@ -595,46 +556,48 @@ fn build_pipelined(
     result.at(m, s.depth)
 }
 
-/// The short operations with `short_split`: their carry chains and the
-/// shifter in segment `st`, registered, and their select in `st + 1` among
-/// those registers and the bitwise operations of the operands carried
-/// there. Returns the select's segment and value.
-fn short_ops_split(
+/// The short operations: every operation short enough for one segment
+/// after its operands, the cross-lane results passed through, selected by
+/// the opcode. Their carry chains and the shifter run in segment `st`; the
+/// select runs there too, or with `split` in `st + 1`, among those results
+/// registered and the bitwise operations of the operands carried there.
+/// Returns the select's segment and value.
+fn short_ops(
     m: &mut ModuleBuilder,
     units: VpuUnits,
-    (st, en): (u32, Expr),
+    (st, en, split): (u32, Expr, bool),
     op: &mut Carried,
-    [a, b, c, imm, x]: [Expr; 5],
+    operands: [Expr; 5],
 ) -> (u32, Expr) {
     let is = |op: Expr, o: Op| op.is_eq(u32::from(o.code()));
     let op_st = op.at(m, st);
+    let [a, b, ..] = operands;
     let (sa, sb) = (a.as_signed(), b.as_signed());
     let flag = |bit: Expr| bit.zext(32);
     let shifts = shifter(m, |o| is(op_st, o), a, b);
-    let late =
-        |m: &mut ModuleBuilder, name: &str, v: Expr| Carried::new(name, v, st, en).at(m, st + 1);
-    let [add, sub, shifts] = [
+    let long = [
         ("short_add", a + b),
         ("short_sub", a - b),
         ("short_shifts", shifts),
-    ]
-    .map(|(name, v)| late(m, name, v));
-    let [lt, le, ltu, leu, eq] = [
         ("short_lt", sa.is_lt(sb)),
         ("short_le", sa.is_le(sb)),
         ("short_ltu", a.is_lt(b)),
         ("short_leu", a.is_le(b)),
         ("short_eq", a.is_eq(b)),
-    ]
-    .map(|(name, v)| late(m, name, v));
-    let [a, b, c, imm, x] = [
-        ("short_a", a),
-        ("short_b", b),
-        ("short_c", c),
-        ("short_imm", imm),
-        ("short_x", x),
-    ]
-    .map(|(name, v)| late(m, name, v));
+    ];
+    let late =
+        |m: &mut ModuleBuilder, name: &str, v: Expr| Carried::new(name, v, st, en).at(m, st + 1);
+    let (seg, [add, sub, shifts, lt, le, ltu, leu, eq], [a, b, c, imm, x]) = if split {
+        let names = ["short_a", "short_b", "short_c", "short_imm", "short_x"];
+        let long = long.map(|(name, v)| late(m, name, v));
+        (
+            st + 1,
+            long,
+            std::array::from_fn(|i| late(m, names[i], operands[i])),
+        )
+    } else {
+        (st, long.map(|(_, v)| v), operands)
+    };
     let mut cases: Vec<(Op, Expr)> = vec![
         (Op::AddI32, add),
         (Op::SubI32, sub),
@@ -667,8 +630,8 @@ fn short_ops_split(
         cases.push((Op::ReluF32, fp32_relu_logic(m, a)));
         cases.push((Op::Relu6F32, fp32_relu6_logic(m, a)));
     }
-    let op_select = op.at(m, st + 1);
-    (st + 1, select(m, "simple", op_select, cases))
+    let op_select = op.at(m, seg);
+    (seg, select(m, "simple", op_select, cases))
 }
 
 /// The shared multiplier and what reads its product: the int32 product,
