@@ -1354,3 +1354,22 @@ fn a_signed_value_read_through_an_unsigned_bus_element_compares_unsigned() {
     let out = run(&mut e, &[("a_i", &b(0))], &["gt_o", "le_o"]);
     assert_eq!(out, [b(0), b(1)]);
 }
+
+#[test]
+fn reverse_bits_mirrors_the_value() {
+    let def = module("rev", |m| {
+        let x = m.input("x_i", Ty::s(5));
+        let y = x.reverse_bits();
+        assert_eq!(y.ty(), Ty::u(5), "unsigned, as wide as the value");
+        m.output("y_o", y);
+    });
+    let mut e = evaluator(&def);
+    for (x, y) in [
+        (0b00001, 0b10000),
+        (0b10110, 0b01101),
+        (0b11111, 0b11111),
+        (0, 0),
+    ] {
+        assert_eq!(run(&mut e, &[("x_i", &b(x))], &["y_o"]), [b(y)], "{x:05b}");
+    }
+}

@@ -171,11 +171,6 @@ fn stretch(oldest_first: Expr, n: u32) -> Expr {
     cat(&chunks)
 }
 
-/// `x` with its bits in the opposite order.
-fn reversed(x: Expr) -> Expr {
-    cat(&(0..x.width()).map(|i| x.bit(i)).collect::<Vec<_>>())
-}
-
 /// The XOR of the bits of `x` that `form` selects.
 fn xor_of(x: Expr, form: &BigUint) -> Expr {
     match form.count_ones() {
@@ -314,7 +309,7 @@ pub fn serdes_stub(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDe
         let draws = m.wire("draws", stretch(q, DRAW_BITS));
         let advanced = draws.slice(DRAW_BITS - 64, 64);
         let replacement = m.lit(Ty::u(64), ZERO_SEED_REPLACEMENT.reverse_bits());
-        let loaded = mux(seed.any(), reversed(seed), replacement);
+        let loaded = mux(seed.any(), seed.reverse_bits(), replacement);
         // An all-zero register (never loaded, or powered up at zero) would
         // lock up: it is replaced as a zero seed is.
         let running = mux(q.any(), advanced, replacement);

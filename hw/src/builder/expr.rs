@@ -247,6 +247,12 @@ impl Expr {
         self.slice(i, 1)
     }
 
+    /// The bits in the opposite order (bit 0 becomes the most significant),
+    /// as an unsigned value: wiring, no logic.
+    pub fn reverse_bits(self) -> Expr {
+        cat(&(0..self.ty.width).map(|i| self.bit(i)).collect::<Vec<_>>())
+    }
+
     /// The most significant bit (the sign bit of a signed value).
     #[track_caller]
     pub fn msb(self) -> Expr {

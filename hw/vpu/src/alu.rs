@@ -147,7 +147,7 @@ fn shifter(m: &mut ModuleBuilder, is: impl Fn(Op) -> Expr, a: Expr, b: Expr) -> 
     let shift = b.slice(0, 5);
     let left = is(Op::ShlI32);
     let fill = is(Op::SraI32) & a.msb();
-    let shifter_in = cat(&[fill, mux(left, reversed(a), a)]).as_signed();
+    let shifter_in = cat(&[fill, mux(left, a.reverse_bits(), a)]).as_signed();
     let shifter_out = m.wire("shifter_out", shifter_in >> shift);
     m.waive(
         "UNUSEDSIGNAL",
@@ -155,12 +155,7 @@ fn shifter(m: &mut ModuleBuilder, is: impl Fn(Op) -> Expr, a: Expr, b: Expr) -> 
         "bit 32 only carries the fill bit; the result is the low 32 bits",
     );
     let shifted = shifter_out.trunc(32).as_unsigned();
-    m.wire("shifts", mux(left, reversed(shifted), shifted))
-}
-
-fn reversed(x: Expr) -> Expr {
-    let bits: Vec<Expr> = (0..x.width()).map(|i| x.bit(i)).collect();
-    cat(&bits)
+    m.wire("shifts", mux(left, shifted.reverse_bits(), shifted))
 }
 
 /// Where the pipelined element ALU registers at a depth: each operation
