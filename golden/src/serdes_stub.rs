@@ -54,6 +54,8 @@ struct Decisions {
     dup: bool,
     drop: bool,
     mask: Vec<u32>,
+    /// The LFSR register after this cycle's draws.
+    stepped: u64,
 }
 
 /// The stub's state between clock edges.
@@ -108,7 +110,7 @@ impl SerdesStub {
     }
 
     fn decide(&self, inp: &StubInputs) -> Decisions {
-        let (bits, _) = self.draws();
+        let (bits, stepped) = self.draws();
         // A field's bit i is the i-th bit of its stretch.
         let field = |at: u32, n: u32| -> u32 {
             (0..n).fold(0, |v, i| v | u32::from(bits[(at + i) as usize]) << i)
@@ -125,7 +127,12 @@ impl SerdesStub {
                 mask[(pos / 32) as usize] ^= 1 << (pos % 32);
             }
         }
-        Decisions { dup, drop, mask }
+        Decisions {
+            dup,
+            drop,
+            mask,
+            stepped,
+        }
     }
 
     /// The outputs in a cycle with these inputs.
@@ -146,7 +153,6 @@ impl SerdesStub {
     /// The clock edge at the end of a cycle with these inputs.
     pub fn step(&mut self, inp: &StubInputs) {
         let d = self.decide(inp);
-        let (_, stepped) = self.draws();
         let take = !d.dup;
         let source = if d.dup { &self.last } else { &inp.in_word };
         let entering: Vec<u32> = source.iter().zip(&d.mask).map(|(w, m)| w ^ m).collect();
@@ -161,7 +167,7 @@ impl SerdesStub {
         } else if self.lfsr == 0 {
             ZERO_SEED_REPLACEMENT
         } else {
-            stepped
+            d.stepped
         };
         // The last word taken has no reset either.
         if take {
