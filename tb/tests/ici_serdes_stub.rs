@@ -102,6 +102,36 @@ fn random_input(rng: &mut impl Rng, name: &str, bits: u32) -> Vec<u32> {
     v
 }
 
+/// Cycle `t`'s inputs, in `p.inputs` order: random, with the thresholds
+/// held for runs of cycles (`held`) and sometimes changed every cycle; the
+/// first cycle resets and loads a seed.
+fn cycle_inputs(
+    p: &Ports,
+    held: &mut [Option<Vec<u32>>],
+    t: u64,
+    rng: &mut impl Rng,
+) -> Vec<Vec<u32>> {
+    p.inputs
+        .iter()
+        .enumerate()
+        .map(|(k, &(name, bits))| {
+            let v = if name.contains("threshold") {
+                if held[k].is_none() || rng.gen_ratio(1, 30) {
+                    held[k] = Some(random_input(rng, name, bits));
+                }
+                held[k].clone().unwrap()
+            } else {
+                random_input(rng, name, bits)
+            };
+            if t == 0 && (name == hw::ir::RESET || name == sp::SEED_LOAD) {
+                vec![1]
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
 fn check(width: u32, latency: u32, cycles: u64, rng: &mut impl Rng) {
     let mut plain = build(width, latency, false);
     let mut piped = build(width, latency, true);
@@ -130,21 +160,8 @@ fn check(width: u32, latency: u32, cycles: u64, rng: &mut impl Rng) {
     // Resets this cycle and in the two before.
     let (mut reset_now, mut reset_last) = (false, [false; 2]);
     for t in 0..cycles {
-        for (k, &(name, bits)) in p.inputs.iter().enumerate() {
-            let v = if name.contains("threshold") {
-                if held[k].is_none() || rng.gen_ratio(1, 30) {
-                    held[k] = Some(random_input(rng, name, bits));
-                }
-                held[k].clone().unwrap()
-            } else {
-                random_input(rng, name, bits)
-            };
-            // The first cycle resets and loads a seed.
-            let v = if t == 0 && (name == hw::ir::RESET || name == sp::SEED_LOAD) {
-                vec![1]
-            } else {
-                v
-            };
+        let values = cycle_inputs(&p, &mut held, t, rng);
+        for (k, (&(name, _), v)) in p.inputs.iter().zip(values).enumerate() {
             if name == hw::ir::RESET {
                 reset_now = v[0] == 1;
                 reset_seen += u64::from(reset_now);
@@ -245,23 +262,7 @@ fn check_against_model(width: u32, latency: u32, cycles: u64, rng: &mut impl Rng
     let mut events = [0u64; 3];
     let mut corrupted_before = 0;
     for t in 0..cycles {
-        let values: Vec<Vec<u32>> = p
-            .inputs
-            .iter()
-            .enumerate()
-            .map(|(k, &(name, bits))| {
-                if t == 0 && (name == hw::ir::RESET || name == sp::SEED_LOAD) {
-                    vec![1]
-                } else if name.contains("threshold") {
-                    if held[k].is_none() || rng.gen_ratio(1, 30) {
-                        held[k] = Some(random_input(rng, name, bits));
-                    }
-                    held[k].clone().unwrap()
-                } else {
-                    random_input(rng, name, bits)
-                }
-            })
-            .collect();
+        let values = cycle_inputs(&p, &mut held, t, rng);
         for (port, v) in inputs.iter().zip(&values) {
             rtl.poke_wide(*port, v);
         }
