@@ -749,6 +749,14 @@ pub fn requant_int8_from_product(
     let scaled = rdbpot_logic(m, high, shift);
     // In 34 bits the zero point's addition cannot wrap before the clamp.
     let sum = scaled.sext(34) + zero_point.sext(34);
+    clamp_to_int8(m, sum)
+}
+
+/// A 34-bit zero-point sum (s34) saturated to int8 (s8): the
+/// requantization's last step.
+#[track_caller]
+pub fn clamp_to_int8(m: &mut ModuleBuilder, sum: Expr) -> Expr {
+    assert_eq!(sum.ty(), Ty::s(34), "the clamp takes the s34 sum");
     let below = sum.is_lt(m.lit(Ty::s(34), -128));
     let above = sum.is_gt(m.lit(Ty::s(34), 127));
     let lo = m.lit(Ty::s(8), -128);

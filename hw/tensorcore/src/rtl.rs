@@ -22,6 +22,7 @@ use config::tensorcore_isa::{
     field, Opcode, FLAG_ACCUMULATE, FLAG_PREFETCH, FLAG_RELU, FLAG_TO_HOST, FLAG_WAIT_ACT,
 };
 use config::TensorCoreConfig;
+use hw::arith::clamp_to_int8;
 use hw::{bits_for, cat, delay, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
@@ -174,16 +175,6 @@ fn rounding_shift_preset(x: Expr, e: Expr, mask: Expr, half_up: Expr) -> Expr {
     let half = mask >> 1u32;
     let round = mux(x.msb(), remainder.is_gt(half_up), remainder.is_gt(half));
     (x >> e) + round.zext(32).as_signed()
-}
-
-/// A 34-bit zero-point sum saturated to int8: the requantization's last
-/// step (`docs/numerics.md`), as `hw::arith::requant_int8_from_product` ends.
-fn clamp_to_int8(m: &mut ModuleBuilder, sum: Expr) -> Expr {
-    let below = sum.is_lt(m.lit(Ty::s(34), -128));
-    let above = sum.is_gt(m.lit(Ty::s(34), 127));
-    let lo = m.lit(Ty::s(8), -128);
-    let hi = m.lit(Ty::s(8), 127);
-    mux(below, lo, mux(above, hi, sum.trunc(8)))
 }
 
 fn build_top(m: &mut ModuleBuilder, cfg: &TensorCoreConfig, mxu_def: &Rc<ModuleDef>) {

@@ -13,8 +13,8 @@
 use config::vpu_isa::Op;
 use config::VpuUnits;
 use hw::arith::{
-    bf16_to_f32_logic, bf16_to_f32_piped, f32_to_bf16_logic, f32_to_bf16_piped, f32_to_i32_logic,
-    f32_to_i32_piped, fp32_compare_logic, fp32_compare_piped, fp32_min_max_logic,
+    bf16_to_f32_logic, bf16_to_f32_piped, clamp_to_int8, f32_to_bf16_logic, f32_to_bf16_piped,
+    f32_to_i32_logic, f32_to_i32_piped, fp32_compare_logic, fp32_compare_piped, fp32_min_max_logic,
     fp32_min_max_piped, fp32_mul_from_product, fp32_mul_from_product_piped, fp32_relu6_logic,
     fp32_relu_logic, fp32_significand, i32_to_f32_logic, i32_to_f32_piped, int_mul_registered,
     rdbpot_logic, rdbpot_parts, requant_int8_from_product, srdhm_from_product_piped, MulRegs,
@@ -714,22 +714,19 @@ fn multiplier_chain(
         let zero_point = zero_point.at(m, seg).as_signed();
         scaled.at(m, seg).sext(34) + zero_point.sext(34)
     };
-    let (below, above) = if s.round_with_zero_point {
+    let int8 = if s.round_with_zero_point {
         // The clamp's compares as reductions of the sum's high bits (an int8
         // has bits 33..7 all equal to its sign), not carry chains after the
         // sum's.
         let high_bits = sum.slice(7, 27);
         let negative = sum.msb();
-        (negative & !high_bits.all(), !negative & high_bits.any())
+        let (below, above) = (negative & !high_bits.all(), !negative & high_bits.any());
+        let lo = m.lit(Ty::s(8), -128);
+        let hi = m.lit(Ty::s(8), 127);
+        mux(below, lo, mux(above, hi, sum.trunc(8)))
     } else {
-        (
-            sum.is_lt(m.lit(Ty::s(34), -128)),
-            sum.is_gt(m.lit(Ty::s(34), 127)),
-        )
+        clamp_to_int8(m, sum)
     };
-    let lo = m.lit(Ty::s(8), -128);
-    let hi = m.lit(Ty::s(8), 127);
-    let int8 = mux(below, lo, mux(above, hi, sum.trunc(8)));
     // With registered results the int8 is registered, not its extension.
     let (seg, int8) = if s.result {
         let int8 = m.wire("requant_int8", int8);
