@@ -98,48 +98,65 @@ pub const CRC_PART_BITS: u32 = 32;
 /// tree; a receive pipeline registers them and [`crc_of_partials`] finishes
 /// the CRC in the next cycle.
 pub fn crc_partials(covered_bits: Expr, cfg: &IciConfig) -> Vec<Expr> {
-    let spec = frame_crc_spec(cfg);
     let n = covered_bits.width();
-    let zero = serial_crc(&spec, &vec![false; n as usize]);
-    // columns[i]: the CRC's linear part of message bit i alone.
-    let columns: Vec<u64> = (0..n as usize)
-        .map(|i| {
-            let mut msg = vec![false; n as usize];
-            msg[i] = true;
-            serial_crc(&spec, &msg) ^ zero
-        })
-        .collect();
     (0..n)
         .step_by(CRC_PART_BITS as usize)
         .map(|lo| {
             let width = CRC_PART_BITS.min(n - lo);
-            let part = covered_bits.slice(lo, width);
-            let bits: Vec<Expr> = (0..spec.width)
-                .rev()
-                .map(|j| {
-                    let form = (0..width)
-                        .filter(|&i| columns[(lo + i) as usize] >> j & 1 == 1)
-                        .fold(0u64, |f, i| f | 1 << i);
-                    match form.count_ones() {
-                        0 => part.lit_of(Ty::BOOL, 0),
-                        1 => part.bit(form.trailing_zeros()),
-                        _ => (part & part.lit(form)).parity(),
-                    }
-                })
-                .collect();
-            cat(&bits)
+            crc_linear_part(covered_bits.slice(lo, width), lo, cfg)
         })
         .collect()
+}
+
+/// The CRC's linear part of `bits` standing at bit `lo` of a frame's
+/// covered bits: the CRC of that message with every other bit 0, XOR the
+/// CRC of the all-zero message ([`crc_of_zero`]). Linear parts of disjoint
+/// fields XOR to the linear part of the whole.
+pub fn crc_linear_part(bits: Expr, lo: u32, cfg: &IciConfig) -> Expr {
+    let spec = frame_crc_spec(cfg);
+    let n = cfg.frame_bits() - cfg.crc_bits();
+    let width = bits.width();
+    assert!(
+        lo + width <= n,
+        "bits {lo}..{} past the covered {n}",
+        lo + width
+    );
+    let zero = serial_crc(&spec, &vec![false; n as usize]);
+    // column(i): the CRC's linear part of message bit i alone.
+    let column = |i: u32| {
+        let mut msg = vec![false; n as usize];
+        msg[i as usize] = true;
+        serial_crc(&spec, &msg) ^ zero
+    };
+    let columns: Vec<u64> = (lo..lo + width).map(column).collect();
+    let out: Vec<Expr> = (0..spec.width)
+        .rev()
+        .map(|j| {
+            let form = (0..width)
+                .filter(|&i| columns[i as usize] >> j & 1 == 1)
+                .fold(0u64, |f, i| f | 1 << i);
+            match form.count_ones() {
+                0 => bits.lit_of(Ty::BOOL, 0),
+                1 => bits.bit(form.trailing_zeros()),
+                _ => (bits & bits.lit(form)).parity(),
+            }
+        })
+        .collect();
+    cat(&out)
+}
+
+/// The CRC of a frame's all-zero covered bits: with the linear parts of
+/// its fields, the CRC of any frame.
+pub fn crc_of_zero(cfg: &IciConfig) -> u64 {
+    let n = cfg.frame_bits() - cfg.crc_bits();
+    serial_crc(&frame_crc_spec(cfg), &vec![false; n as usize])
 }
 
 /// The CRC of a frame whose covered bits gave `partials`
 /// ([`crc_partials`]): their XOR and the CRC of the all-zero message.
 pub fn crc_of_partials(partials: &[Expr], cfg: &IciConfig) -> Expr {
-    let spec = frame_crc_spec(cfg);
-    let n = cfg.frame_bits() - cfg.crc_bits();
-    let zero = serial_crc(&spec, &vec![false; n as usize]);
     let sum = partials[1..].iter().fold(partials[0], |acc, &p| acc ^ p);
-    sum ^ sum.lit(zero)
+    sum ^ sum.lit(crc_of_zero(cfg))
 }
 
 /// The CRC of a message, bit by bit as [`hw::blocks::crc_of`] takes its

@@ -4,7 +4,8 @@
 //! protocol and the timing contract.
 
 use crate::frame::{
-    covered, crc_of_partials, crc_partials, flit_ty, frame_crc, frame_ty, seal, FrameKind,
+    covered, crc_linear_part, crc_of_partials, crc_of_zero, crc_partials, flit_ty, frame_crc,
+    frame_ty, seal, FrameKind,
 };
 use config::IciConfig;
 use hw::blocks::{credit_counter, fifo, FifoMode};
@@ -228,6 +229,11 @@ struct Stage3 {
     /// `ack` - base, `credit` - the last count, and whether that return is
     /// at most the peer's buffer; `seq` - the expected sequence number.
     acked: Reg,
+    /// Whether `ack` moves the window, as far as the window decides it
+    /// (`acked` is not 0 and at most the window's count): the sender's
+    /// progress test with the window it will meet, formed from registers
+    /// (see `next_state`).
+    acked_moves: Reg,
     returned: Reg,
     return_fits: Reg,
     ahead: Reg,
@@ -260,6 +266,7 @@ impl Stage3 {
             ok,
             next: frame_ty(cfg).unpack(word2),
             acked: m.reg("rx_p3_acked", Ty::u(s_bits)),
+            acked_moves: m.reg("rx_p3_acked_moves", Ty::BOOL),
             returned: m.reg("rx_p3_returned", Ty::u(c_bits)),
             return_fits: m.reg("rx_p3_return_fits", Ty::BOOL),
             ahead: m.reg("rx_p3_ahead", Ty::u(s_bits)),
@@ -485,12 +492,17 @@ struct Acks {
 }
 
 /// The acknowledgement at the split depth: `ack` itself and `ack` - base as
-/// an offset (meaningful with progress), and whether the window rewinds
-/// with and without progress (a NAK; or a NAK or the timer).
+/// an offset (meaningful with progress) and as a sequence number, the next
+/// word's `ack` - base (this cycle's base) with the register its window test
+/// goes to, and whether the window rewinds with and without progress (a
+/// NAK; or a NAK or the timer).
 #[derive(Clone, Copy)]
 struct SplitAck {
     ack: Expr,
     acked: Expr,
+    acked_seq: Expr,
+    next_acked: Expr,
+    next_moves: Reg,
     rewind_p: Expr,
     rewind_n: Expr,
 }
@@ -541,20 +553,19 @@ impl Acks {
     /// difference the step needs is one of registers, and the rest chooses
     /// between them by whether the acknowledgement makes progress.
     fn split(m: &mut ModuleBuilder, cfg: &IciConfig, rx: &Receiver, regs: &SenderRegs) -> Acks {
-        let s_bits = cfg.seq_bits();
         let st = rx.stage3.as_ref().expect("stage 3 at the split depth");
         let (base, count, timer) = (regs.base.q(), regs.count.q(), regs.timer.q());
         let sent = regs.sent.q();
         let ack = rx.frame.get("ack");
         let acked = m.wire("tx_acked", st.acked.q());
         let acked_off = resize(acked, offset_ty(cfg).width);
-        let fits = acked.zext(s_bits + 1).is_le(count.zext(s_bits + 1));
-        let progress = m.wire("tx_progress", rx.good & acked.is_ne(0) & fits);
+        let progress = m.wire("tx_progress", rx.good & st.acked_moves.q());
         // base + (ack - base) is the ack itself.
         let new_base = m.wire("tx_new_base", mux(progress, ack, base));
         // The next word's ack against the base it will meet.
         let ack2 = st.next.get("ack");
-        m.set_next(st.acked, mux(progress, ack2 - ack, ack2 - base));
+        let next_acked = m.wire("tx_next_acked", ack2 - base);
+        m.set_next(st.acked, mux(progress, ack2 - ack, next_acked));
         let sent1 = m.wire("tx_sent1", mux(progress, sat_sub(sent, acked_off), sent));
         let nak_rx = m.wire("tx_nak_rx", rx.good & rx.kind.is_eq(FrameKind::Nak));
         // Without progress the window keeps its count.
@@ -585,6 +596,9 @@ impl Acks {
             split: Some(SplitAck {
                 ack,
                 acked: acked_off,
+                acked_seq: acked,
+                next_acked,
+                next_moves: st.acked_moves,
                 rewind_p,
                 rewind_n,
             }),
@@ -755,13 +769,18 @@ fn accept_flit(
     let accept = m.wire("tx_accept", tx.stream.valid & tx_ready);
     credits.spend(m, cfg, accept);
     let next_seq = m.wire("tx_next_seq", regs.base.q() + resize(count, s_bits));
-    let replay = m.memory_depth("replay", flit_ty(cfg).ty(), d as u64);
-    m.mem_write(
-        replay,
-        accept,
-        next_seq.trunc(d.trailing_zeros()),
-        tx.stream.data.bits(),
-    );
+    let flit = tx.stream.data.bits();
+    // At the split depth each slot also keeps its flit's part of the frame
+    // CRC, so that sealing a frame XORs that part with the header's instead
+    // of running the whole CRC after the choice of the read.
+    let (slot_ty, slot) = if split(cfg) {
+        let crc = m.wire("tx_flit_crc", flit_crc_part(tx.stream.data.clone(), cfg));
+        (Ty::u(flit.width() + cfg.crc_bits()), cat(&[crc, flit]))
+    } else {
+        (flit_ty(cfg).ty(), flit)
+    };
+    let replay = m.memory_depth("replay", slot_ty, d as u64);
+    m.mem_write(replay, accept, next_seq.trunc(d.trailing_zeros()), slot);
     Accepted {
         accept,
         next_seq,
@@ -985,7 +1004,13 @@ fn split_issue(
 /// this cycle's acknowledgement and credit count, sealed with its CRC.
 fn lane_word(m: &mut ModuleBuilder, cfg: &IciConfig, rx: &Receiver, issue: &Issue) {
     let s2_data = issue.kind.q().is_eq(FrameKind::Data);
-    let read_flit = flit_ty(cfg).unpack(issue.read);
+    let flit_bits = flit_ty(cfg).width();
+    let flit_read = if split(cfg) {
+        issue.read.slice(0, flit_bits)
+    } else {
+        issue.read
+    };
+    let read_flit = flit_ty(cfg).unpack(flit_read);
     let gate = |x: Expr| mux(s2_data, x, 0);
     let out = frame_ty(cfg).pack(&[
         ("kind", issue.kind.q()),
@@ -997,8 +1022,31 @@ fn lane_word(m: &mut ModuleBuilder, cfg: &IciConfig, rx: &Receiver, issue: &Issu
         ("data", gate(read_flit.get("data"))),
         ("crc", m.lit(Ty::u(cfg.crc_bits()), 0)),
     ]);
-    // `seal` computes the CRC field from the others.
-    m.output(ports::SER_WORD, seal(&out, cfg));
+    if !split(cfg) {
+        // `seal` computes the CRC field from the others.
+        m.output(ports::SER_WORD, seal(&out, cfg));
+        return;
+    }
+    // The CRC is affine in the frame: the header's linear part, the flit's
+    // (kept with it in the replay buffer; 0 unless a Data frame), and the
+    // CRC of the all-zero frame.
+    let ft = frame_ty(cfg);
+    let header_bits = ft.offset("last");
+    let header = covered(out.bits(), cfg).slice(0, header_bits);
+    let header_part = m.wire("tx_header_crc", crc_linear_part(header, 0, cfg));
+    let flit_part = gate(issue.read.slice(flit_bits, cfg.crc_bits()));
+    let crc = header_part ^ flit_part ^ header_part.lit(crc_of_zero(cfg));
+    m.output(ports::SER_WORD, out.with("crc", crc).bits());
+}
+
+/// A flit's part of the frame CRC: the linear part of its fields where a
+/// Data frame carries them.
+fn flit_crc_part(flit: Record, cfg: &IciConfig) -> Expr {
+    let ft = frame_ty(cfg);
+    let lo = ft.offset("last");
+    let fields = cat(&[flit.get("data"), flit.get("len"), flit.get("last")]);
+    debug_assert_eq!(ft.offset("data") + cfg.payload_bits(), lo + fields.width());
+    crc_linear_part(fields, lo, cfg)
 }
 
 /// The sender's next state: the window, the NAK to send, the replay timer,
@@ -1025,9 +1073,21 @@ fn next_state(
             (sent_next, high_next, count_next)
         }
         (None, Some((sent_next, high_next))) => {
-            let acked = ack.split.expect("the split acknowledgement").acked;
-            let held = regs.count.q() + accept.zext(off_bits);
-            let count_next = mux(ack.progress, held - acked, held);
+            let sp = ack.split.expect("the split acknowledgement");
+            let count = regs.count.q();
+            let held = count + accept.zext(off_bits);
+            let count_next = mux(ack.progress, held - sp.acked, held);
+            // The next word's window test against this step's window, with
+            // x = its ack - this cycle's base: without progress it is
+            // 0 < x <= count'; with it, ack' - base' = x - acked (mod 2D),
+            // and as the window never exceeds D the test holds exactly
+            // when acked < x <= count + accept.
+            let w = cfg.seq_bits() + 1;
+            let x = sp.next_acked.zext(w);
+            let c = count.zext(w);
+            let within = mux(accept, x.is_le(c + 1u32), x.is_le(c));
+            let past_zero = mux(ack.progress, x.is_gt(sp.acked_seq.zext(w)), x.is_ne(0));
+            m.set_next(sp.next_moves, within & past_zero);
             (sent_next, high_next, count_next)
         }
         (None, None) => unreachable!("an issue is either split or not"),
