@@ -142,7 +142,12 @@
 //! rounding are registered, and every result is registered before the last
 //! stage, which only selects among registers; the register file is then
 //! two banks of one write port (load, ALU) with a live value table
-//! (`lane::BANKED_RF_FROM`), the same contents and write-first reads. The store writes
+//! (`lane::BANKED_RF_FROM`), the same contents and write-first reads, and
+//! whether execute advances is a register (`ex_holds`, high while a
+//! reduction folds short of its last level), from which the register file's
+//! read enable comes directly: the ports read whenever execute advances,
+//! whether or not a bundle is taken (a bubble reads nothing it gets), and
+//! hold while it folds (`REGISTERED_ADVANCE_FROM`). The store writes
 //! VMEM as its bundle leaves the last execute stage, the ALU result is
 //! written back the cycle after. A load still writes back the cycle after
 //! the first execute stage. While a reduction folds in the first stage,
@@ -545,7 +550,17 @@ impl Flow {
             ),
             None => m.lit(Ty::BOOL, 1),
         };
-        let advance = m.wire("advance", !ex_valid.q() | ex_last);
+        // At REGISTERED_ADVANCE_FROM the same signal comes from a register:
+        // `ex_holds` is high exactly while a reduction sits in execute short
+        // of its last level, so that the memories' read enables and the
+        // handshakes start from it, not from the fold step's compare.
+        let holds = fold
+            .filter(|_| cfg.depth() >= REGISTERED_ADVANCE_FROM)
+            .map(|_| m.reg_reset("ex_holds", Ty::BOOL, 0));
+        let advance = match holds {
+            Some(h) => m.wire("advance", !h.q()),
+            None => m.wire("advance", !ex_valid.q() | ex_last),
+        };
         let busy = late_valid.iter().fold(ex_valid.q(), |any, v| any | v.q());
         let busy = m.wire("busy", busy | wb_valid.q());
         let host_ready = !busy;
@@ -555,6 +570,14 @@ impl Flow {
             Some(h) => m.wire("instr_ready", !host_valid & advance & !h.value()),
         };
         let accept = m.wire("accept", instr_valid & instr_ready);
+        if let (Some(h), Some((_, step))) = (holds, fold) {
+            // A bundle taken is held for its fold levels when it is a
+            // reduction (the step is 0 outside a fold, and a reduction has
+            // at least two levels); a held one until its step reaches the
+            // last level.
+            let more = step.q().is_ne(u64::from(ex_cycles - 2));
+            m.set_next(h, mux(advance, accept & d.reduction, more));
+        }
 
         m.if_(advance, |m| {
             m.assign(ex_valid, accept);
@@ -594,6 +617,13 @@ impl Flow {
         }
     }
 }
+
+/// From this depth on the execute stage's advance is a register
+/// (`ex_holds`) rather than a function of the fold step, and the register
+/// file is read whenever execute advances (not only when it takes a
+/// bundle: a bundle not taken leaves a bubble whose operands nothing
+/// reads).
+pub const REGISTERED_ADVANCE_FROM: u32 = 6;
 
 /// The bundle in execute, and the registers the one in write-back writes.
 struct Stages {
@@ -920,7 +950,11 @@ impl MemPorts {
         m.set_next(host_rd_rf, host.space);
         m.set_enable(host_rd_rf, flow.host_accept);
         MemPorts {
-            rf_rd_en: flow.accept | host_rf_read,
+            rf_rd_en: if cfg.depth() >= REGISTERED_ADVANCE_FROM {
+                flow.advance | host_rf_read
+            } else {
+                flow.accept | host_rf_read
+            },
             rf_rd_a: mux(host_rf_read, host_reg, d.vs[0]),
             rf_alu_we: st.wb_alu_we | host_rf_write,
             rf_alu_wa: mux(host_rf_write, host_reg, st.wb_alu_reg),
