@@ -1966,7 +1966,6 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         };
         let u_valid = m.reg_reset("upd_valid", Ty::BOOL, 0);
         m.set_next(u_valid, rsp_ok & updating.q());
-        let u_tile = held_reg(m, "upd_tile", rtag.get("tile"));
         let u_e = held_reg(m, "upd_word", rotated);
         let u_addr = held_reg(m, "upd_addr", rtag.get("addr"));
         let u_lanes = held_reg(m, "upd_lanes", rtag.get("lanes"));
@@ -1975,6 +1974,7 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         let u = if tiles == 1 {
             us[0]
         } else {
+            let u_tile = held_reg(m, "upd_tile", rtag.get("tile"));
             select(u_tile, &us)
         };
         let mut sums = Vec::new();
