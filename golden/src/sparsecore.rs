@@ -424,7 +424,10 @@ fn issue_reads(
 /// docs), with HBM always ready, a fixed `hbm_latency` and a host that
 /// pushes whenever the block takes the stream.
 ///
-/// The tiles walk one after another, each from the cycle after the previous
+/// With [`Timing::pipelined_update`] (depth 0) the update keeps many rows in
+/// flight; its rules are stated with the pipelined model below
+/// (`pipelined_update_cycles`). Otherwise it handles one id at a time:
+/// the tiles walk one after another, each from the cycle after the previous
 /// one took its marker; a tile's entries are pushed while the tiles before
 /// it work, so its queue never runs dry. There is no clear: tile 0 walks
 /// from cycle 1, but the first entry, pushed in the start's cycle, reaches
