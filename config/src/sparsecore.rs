@@ -197,6 +197,22 @@ impl SparseCoreConfig {
         }
     }
 
+    /// Whether an update keeps many rows in flight (the pipelined update,
+    /// built at depth 0): each tile accumulates the next ids' U into slots of
+    /// its scratchpad while earlier rows are read and written. At other
+    /// depths an update handles one id at a time.
+    pub fn pipelined_update(&self) -> bool {
+        self.depth == 0
+    }
+
+    /// U slots of a pipelined update per tile for rows of `dim` elements:
+    /// one per read in flight (`hbm_inflight`), as many as fit the
+    /// scratchpad at ceil(D/8) words each.
+    pub fn update_slots(&self, dim: u32) -> u32 {
+        self.hbm_inflight
+            .min(self.scratchpad_words() / Self::words_per_row(dim))
+    }
+
     /// T: tiles; tile t owns the ids with id mod T = t.
     pub fn tiles(&self) -> u32 {
         self.tiles

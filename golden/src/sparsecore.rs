@@ -138,6 +138,11 @@ pub struct Timing {
     /// add takes one cycle and a response is combined as it arrives, else
     /// responses wait in a buffer (see [`forward_cycles`]).
     pub loop_stages: u32,
+    /// Whether an update keeps many rows in flight (see [`update_cycles`]).
+    pub pipelined_update: bool,
+    /// Words of each tile's scratchpad (`max_batch` x ceil(`max_dim`/8)),
+    /// which bound a pipelined update's U slots.
+    pub scratchpad_words: u32,
 }
 
 impl Timing {
@@ -150,6 +155,8 @@ impl Timing {
             depth: cfg.depth(),
             product_stages: cfg.product_stages(),
             loop_stages: cfg.loop_stages(),
+            pipelined_update: cfg.pipelined_update(),
+            scratchpad_words: cfg.scratchpad_words(),
         }
     }
 
@@ -417,7 +424,10 @@ fn issue_reads(
 /// docs), with HBM always ready, a fixed `hbm_latency` and a host that
 /// pushes whenever the block takes the stream.
 ///
-/// The tiles walk one after another, each from the cycle after the previous
+/// With [`Timing::pipelined_update`] (depth 0) the update keeps many rows in
+/// flight; its rules are stated with the pipelined model below
+/// (`pipelined_update_cycles`). Otherwise it handles one id at a time:
+/// the tiles walk one after another, each from the cycle after the previous
 /// one took its marker; a tile's entries are pushed while the tiles before
 /// it work, so its queue never runs dry. There is no clear: tile 0 walks
 /// from cycle 1, but the first entry, pushed in the start's cycle, reaches
@@ -443,6 +453,9 @@ pub fn update_cycles(
     batch: u32,
     timing: Timing,
 ) -> UpdateCycles {
+    if timing.pipelined_update {
+        return pipelined_update_cycles(prepared, rows, dim, batch, timing);
+    }
     let chunks = u64::from(dim.div_ceil(8));
     let write_delay = timing.write_delay();
     let loop_gap = u64::from(timing.loop_stages) + 2;
@@ -492,5 +505,232 @@ pub fn update_cycles(
         cycles: end,
         words_read: words,
         words_written: words,
+    }
+}
+
+/// A pipelined update's U slots per tile for rows of `dim` elements: one per
+/// read in flight, as many as fit the scratchpad at ceil(D/8) words each.
+pub fn update_slots(timing: Timing, dim: u32) -> u32 {
+    timing
+        .hbm_inflight
+        .min(timing.scratchpad_words / dim.div_ceil(8))
+}
+
+/// An item in a first-word fall-through queue: at its head from two cycles
+/// after its push, or the cycle after the item ahead of it left.
+fn fwft_head(pushed: u64, ahead_left: Option<u64>) -> u64 {
+    ahead_left.map_or(pushed + 2, |l| (pushed + 2).max(l + 1))
+}
+
+/// A tile of the pipelined update model.
+#[derive(Default)]
+struct UpdateTile {
+    /// The entry queue: (entry or marker, cycle pushed).
+    queue: std::collections::VecDeque<(Option<crate::sparsecore_host::Entry>, u64)>,
+    /// The open run's id.
+    open: Option<i32>,
+    /// The head entry's gradient words already stepped.
+    stepped: u64,
+    /// Slots held: runs opened and not yet released.
+    held: u64,
+    /// Slots released, effective from these cycles.
+    releases: Vec<u64>,
+    /// Rows accumulated and waiting for their reads: (first HBM element,
+    /// cycle the row is at the row queue's head at the earliest).
+    rows: std::collections::VecDeque<(u64, u64)>,
+    /// The cycle the last row left the row queue.
+    row_left: Option<u64>,
+    /// The head row's words already granted.
+    granted: u64,
+}
+
+/// The pipelined update's timing contract (`sparsecore` crate docs,
+/// "Update pass, pipelined"), with HBM always ready for reads and writes,
+/// answering each read exactly `hbm_latency` cycles after it, and a host
+/// that pushes the stream whenever the block takes it.
+///
+/// Cycle by cycle from the start (cycle 0), the host pushes as in
+/// [`forward_cycles`]. Tile 0 walks from cycle 1, tile t + 1 from the cycle
+/// after tile t took its marker; the walking tile looks at its head once per
+/// cycle: a marker is taken, an entry out of bounds is taken (counted), and
+/// either closes the open run. A valid entry's first word opens a run when
+/// no run is open or its id is not the open run's (closing that one), and
+/// waits while every one of the tile's [`update_slots`] is held; each of
+/// its ceil(D/8) words is one step, one per cycle, and the last takes the
+/// entry. A slot is held from the cycle after its run opens through the
+/// cycle its row's last response enters. A run closed in cycle c puts its
+/// row into the tile's row queue, at the head from c + 2 or the cycle after
+/// the row ahead left. Each cycle the channel carries one transfer: the
+/// write at the write queue's head if there is one, else a read, granted as
+/// in [`forward_cycles`] among the tiles whose row queue has a head, if
+/// fewer than `hbm_inflight` reads are outstanding, a read counting from
+/// its grant through the cycle its write is accepted. A row leaves its
+/// queue with its last word's grant. A response answered in cycle r is
+/// written into the write queue in r + 1 and is at its head from r + 3, or
+/// the cycle after the write ahead of it left. The pass ends (`busy_o`
+/// low) two cycles after the later of the last tile's marker and the last
+/// write.
+fn pipelined_update_cycles(
+    prepared: &Prepared,
+    rows: u32,
+    dim: u32,
+    batch: u32,
+    timing: Timing,
+) -> UpdateCycles {
+    use std::collections::VecDeque;
+    let latency = u64::from(timing.hbm_latency);
+    let inflight = timing.hbm_inflight as usize;
+    let depth = timing.queue_depth as usize;
+    let slots = u64::from(update_slots(timing, dim));
+    let chunks = u64::from(dim.div_ceil(8));
+    let n_tiles = prepared.tiles.len();
+    let stream: Vec<(usize, Option<crate::sparsecore_host::Entry>)> = prepared
+        .tiles
+        .iter()
+        .enumerate()
+        .flat_map(|(t, entries)| {
+            entries
+                .iter()
+                .map(move |&e| (t, Some(e)))
+                .chain(std::iter::once((t, None)))
+        })
+        .collect();
+    let mut tiles: Vec<UpdateTile> = (0..n_tiles).map(|_| UpdateTile::default()).collect();
+    let mut next = 0;
+    // The walking tile and the cycle it walks from.
+    let mut walker = 0;
+    let mut walk_from = 1u64;
+    let mut last_marker = 0u64;
+    // Responses to come: (cycle, tile, its row's last word).
+    let mut responses: VecDeque<(u64, usize, bool)> = VecDeque::new();
+    // Writes pushed and not yet accepted: the cycle each was pushed.
+    let mut writes: VecDeque<u64> = VecDeque::new();
+    let mut write_left: Option<u64> = None;
+    let mut last_write = None;
+    // Reads granted and their writes not yet accepted.
+    let mut credits = 0usize;
+    let mut pointer = 0;
+    let mut words = 0u64;
+    let mut c = 0u64;
+    loop {
+        // The host pushes first (a queue's room is as the cycle before left
+        // it).
+        if let Some(&(t, item)) = stream.get(next) {
+            if tiles[t].queue.len() < depth {
+                tiles[t].queue.push_back((item, c));
+                next += 1;
+            }
+        }
+        for tile in tiles.iter_mut() {
+            let freed = tile.releases.iter().filter(|&&r| r <= c).count() as u64;
+            tile.releases.retain(|&r| r > c);
+            tile.held -= freed;
+        }
+        // The walk.
+        if walker < n_tiles && c >= walk_from {
+            let tile = &mut tiles[walker];
+            if let Some(&(item, pushed)) = tile.queue.front() {
+                if pushed + 2 <= c {
+                    match item {
+                        None => {
+                            tile.queue.pop_front();
+                            close_run(tile, dim, c);
+                            last_marker = c;
+                            walker += 1;
+                            walk_from = c + 1;
+                        }
+                        Some(e) if !id_in_table(e.id, rows) || e.sample >= batch => {
+                            tile.queue.pop_front();
+                            close_run(tile, dim, c);
+                        }
+                        Some(e) => {
+                            let opens = tile.stepped == 0 && tile.open != Some(e.id);
+                            if !opens || tile.held < slots {
+                                if opens {
+                                    close_run(tile, dim, c);
+                                    tile.open = Some(e.id);
+                                    tile.held += 1;
+                                }
+                                tile.stepped += 1;
+                                if tile.stepped == chunks {
+                                    tile.stepped = 0;
+                                    tile.queue.pop_front();
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Responses entering this cycle.
+        while responses.front().is_some_and(|&(r, _, _)| r == c) {
+            let (r, t, last) = responses.pop_front().expect("a response");
+            if last {
+                tiles[t].releases.push(r + 1);
+            }
+            writes.push_back(r + 1);
+        }
+        // The channel: the write at the queue's head, else a read.
+        let write_head = writes
+            .front()
+            .map(|&pushed| fwft_head(pushed, write_left))
+            .filter(|&at| at <= c);
+        if write_head.is_some() {
+            writes.pop_front();
+            write_left = Some(c);
+            last_write = Some(c);
+            credits -= 1;
+        } else if credits < inflight {
+            let requests: Vec<usize> = (0..n_tiles)
+                .filter(|&i| {
+                    let tile = &tiles[i];
+                    tile.rows
+                        .front()
+                        .is_some_and(|&(_, avail)| fwft_head(avail, tile.row_left) <= c)
+                })
+                .collect();
+            if let Some(&lowest) = requests.first() {
+                let g = requests
+                    .iter()
+                    .copied()
+                    .find(|&i| i >= pointer)
+                    .unwrap_or(lowest);
+                pointer = (g + 1) % n_tiles;
+                let tile = &mut tiles[g];
+                let (first, _) = *tile.rows.front().expect("a requesting row");
+                tile.granted += 1;
+                let last = tile.granted == row_words(first, dim);
+                if last {
+                    tile.rows.pop_front();
+                    tile.row_left = Some(c);
+                    tile.granted = 0;
+                }
+                responses.push_back((c + latency, g, last));
+                credits += 1;
+                words += 1;
+            }
+        }
+        let idle = walker == n_tiles
+            && responses.is_empty()
+            && writes.is_empty()
+            && tiles.iter().all(|t| t.rows.is_empty());
+        if idle {
+            let end = (last_marker + 1).max(last_write.map_or(0, |w| w + 1)) + 1;
+            return UpdateCycles {
+                cycles: end,
+                words_read: words,
+                words_written: words,
+            };
+        }
+        c += 1;
+    }
+}
+
+/// Closes the tile's open run in cycle `c`: its row joins the row queue
+/// (pushed in `c`, see [`fwft_head`]).
+fn close_run(tile: &mut UpdateTile, dim: u32, c: u64) {
+    if let Some(id) = tile.open.take() {
+        tile.rows
+            .push_back((u64::from(id as u32) * u64::from(dim), c));
     }
 }

@@ -22,10 +22,12 @@
 //!    (the bus's own use, which counts the partial words at the ends of a
 //!    row), and whether results and cycles equal the golden model's.
 //! 3. `update`: the same entries as an update (scatter-add), per D and
-//!    T = 1, 4, 16: cycles, updated rows per cycle, HBM words read and
-//!    written per cycle, and whether table and cycles equal the golden
-//!    model's. The update handles one id at a time, so each row pays the
-//!    HBM latency.
+//!    T = 1, 4, 8, 16: cycles, updated rows per cycle, HBM words read and
+//!    written per cycle (the one channel's use: each row's words cross it
+//!    once each way), and whether table and cycles equal the golden
+//!    model's. At depth 0 the update keeps many rows in flight; at the
+//!    deeper depths of table 4 it handles one id at a time, so each row
+//!    pays the HBM latency.
 //! 4. `depth`: forward and update at depth 0, at depth 3 (the deepest whose
 //!    combine add is one cycle) and at the `fmax` preset's depth (5, the add
 //!    staged inside the loop), per D, for T = 1 and 4: cycles and HBM
@@ -252,7 +254,10 @@ fn main() {
     );
     for (di, &dim) in DIMS.iter().enumerate() {
         let table = &tables[di];
-        for (t, d, _, _) in drivers.iter_mut().filter(|(t, ..)| [1, 4, 16].contains(t)) {
+        for (t, d, _, _) in drivers
+            .iter_mut()
+            .filter(|(t, ..)| [1, 4, 8, 16].contains(t))
+        {
             let p = prepare(&ids, &samples, &gains, ROWS, BATCH, *t).expect("valid entries");
             eprintln!("bench: update, D = {dim}, T = {t}...");
             let (run, rows_written, same) = checked_update(d, table, dim, &p);

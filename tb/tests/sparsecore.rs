@@ -735,3 +735,121 @@ fn staged_loop_interlocks_responses_to_one_sample() {
         }
     }
 }
+
+/// The pipelined update (depth 0) on directed batches: every id equal, all
+/// padding, duplicates within a sample (merged by the host) and across
+/// samples, invalid ids, more distinct ids than slots (the slots wrap many
+/// times) and a block whose scratchpad holds fewer slots than reads in
+/// flight for long rows; each at a fixed latency (bits and cycles) and under
+/// random latency with backpressure (bits), for T = 1, 2, 3 and 16 and
+/// D = 1, 5, 8, 21 (128 on a wide block).
+#[test]
+fn pipelined_update_directed_batches() {
+    let mut rng = tb::seed::rng_for("pipelined_update");
+    // cfg(2, 24, 2): 6 scratchpad words, so 2 slots at D = 21 and 6 at
+    // D = 8 are what bounds the rows in flight, not the 4 reads.
+    let configs = [small(1), small(2), small(3), small(16), cfg(2, 24, 2)];
+    for c in configs {
+        assert!(c.pipelined_update());
+        let mut d = SparseCoreDriver::new(&c).unwrap();
+        let tiles = c.tiles();
+        let batch = c.max_batch();
+        for dim in [1, 5, 8, 21] {
+            let rows = 40;
+            let table: Vec<u32> = (0..rows * dim).map(|_| value(&mut rng, 0.02)).collect();
+            let grad: Vec<u32> = (0..batch * dim).map(|_| value(&mut rng, 0.02)).collect();
+            let lr = value(&mut rng, 0.0);
+            let b = batch as i32;
+            let cases: Vec<(&str, Vec<i32>, Vec<i32>)> = vec![
+                (
+                    "every id equal",
+                    vec![7; 24],
+                    (0..24).map(|i| i % b).collect(),
+                ),
+                (
+                    "all padding",
+                    vec![i32::MAX; 9],
+                    (0..9).map(|i| i % b).collect(),
+                ),
+                (
+                    "duplicates within and across samples",
+                    [3, 3, 3, 4, 4, 3, 9, 9, 4].to_vec(),
+                    [0, 0, 1 % b, 1 % b, 1 % b, 0, 0, 0, 0].to_vec(),
+                ),
+                (
+                    "invalid ids between valid ones",
+                    [5, -1, 5, 40, 6, i32::MIN, 6, 47, 5].to_vec(),
+                    (0..9).map(|i| i % b).collect(),
+                ),
+                (
+                    "more ids than slots",
+                    (0..rows as i32).chain((0..rows as i32).rev()).collect(),
+                    (0..2 * rows as i32).map(|i| i % b).collect(),
+                ),
+                (
+                    "zipf",
+                    (0..60).map(|_| zipf(&mut rng, rows)).collect(),
+                    (0..60).map(|_| rng.gen_range(0..b)).collect(),
+                ),
+            ];
+            for (name, ids, samples) in cases {
+                let gains: Vec<u32> = (0..ids.len()).map(|_| value(&mut rng, 0.02)).collect();
+                let p = prepare(&ids, &samples, &gains, rows, batch, tiles).unwrap();
+                let random = HbmBehaviour::Random {
+                    min: 2,
+                    max: 2 + rng.gen_range(0..=30),
+                    ready: [1.0, 0.6, 0.3][rng.gen_range(0..3)],
+                    seed: rng.gen(),
+                };
+                let fixed = HbmBehaviour::Fixed(rng.gen_range(2..=40));
+                for hbm in [fixed, random] {
+                    check_update(
+                        &mut d,
+                        &format!("T={tiles} B={batch} D={dim} {name} {hbm:?}"),
+                        &table,
+                        rows,
+                        dim,
+                        batch,
+                        &p,
+                        &grad,
+                        lr,
+                        hbm,
+                    );
+                }
+            }
+        }
+    }
+    // D = 128: a row of 16 words, 17 when it straddles.
+    let mut wide = SparseCoreDriver::new(&cfg(3, 128, 2)).unwrap();
+    let rows = 11;
+    let dim = 128;
+    let table: Vec<u32> = (0..rows * dim).map(|_| value(&mut rng, 0.02)).collect();
+    let grad: Vec<u32> = (0..2 * dim).map(|_| value(&mut rng, 0.02)).collect();
+    let ids: Vec<i32> = (0..rows as i32).chain([2, 2, 5, 10, 12]).collect();
+    let samples: Vec<i32> = (0..ids.len() as i32).map(|i| i % 2).collect();
+    let gains: Vec<u32> = (0..ids.len()).map(|_| value(&mut rng, 0.0)).collect();
+    let p = prepare(&ids, &samples, &gains, rows, 2, 3).unwrap();
+    for hbm in [
+        HbmBehaviour::Fixed(2),
+        HbmBehaviour::Fixed(30),
+        HbmBehaviour::Random {
+            min: 2,
+            max: 40,
+            ready: 0.5,
+            seed: rng.gen(),
+        },
+    ] {
+        check_update(
+            &mut wide,
+            &format!("T=3 D=128 {hbm:?}"),
+            &table,
+            rows,
+            dim,
+            2,
+            &p,
+            &grad,
+            0x3F00_0000,
+            hbm,
+        );
+    }
+}

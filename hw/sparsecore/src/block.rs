@@ -129,25 +129,36 @@ impl Block for SparseCore {
     }
 
     /// Eight combine lanes per tile, each with an fp32 multiplier (a 24x24
-    /// significand product), tile by tile; the activation buffer and the
-    /// tiles' partial-sum banks in block RAM (scratchpad SRAM on a chip). The
-    /// queues are left to Yosys, which builds the small ones from LUT RAM or
-    /// flip-flops.
+    /// significand product), tile by tile, and with a pipelined update eight
+    /// shared update lanes; the activation buffer and the tiles' partial-sum
+    /// banks in block RAM (scratchpad SRAM on a chip). The queues are left
+    /// to Yosys, which builds the small ones from LUT RAM or flip-flops.
     fn fpga(&self, cfg: &SparseCoreConfig) -> Result<FpgaFacts, String> {
         let lanes = u64::from(config::sparsecore::WORD_ELEMS);
-        Ok(FpgaFacts {
-            multipliers: vec![Multipliers {
-                what: "combine lanes",
-                count: u64::from(cfg.tiles()) * lanes,
+        let mut multipliers = vec![Multipliers {
+            what: "combine lanes",
+            count: u64::from(cfg.tiles()) * lanes,
+            widths: (24, 24),
+            signed: false,
+            owners: Some(Owners {
+                cols: lanes,
+                row: Some("n:*tile{row}.*"),
+                element: "n:*tile{row}.lane{col}.*",
+            }),
+            min_lut4s_in_logic: 0,
+        }];
+        if cfg.pipelined_update() {
+            multipliers.push(Multipliers {
+                what: "update lanes",
+                count: lanes,
                 widths: (24, 24),
                 signed: false,
-                owners: Some(Owners {
-                    cols: lanes,
-                    row: Some("n:*tile{row}.*"),
-                    element: "n:*tile{row}.lane{col}.*",
-                }),
+                owners: Some(Owners::indexed("n:*upd_lane{col}.*")),
                 min_lut4s_in_logic: 0,
-            }],
+            });
+        }
+        Ok(FpgaFacts {
+            multipliers,
             block_ram: vec!["m:*act_buf", "m:*psum_bank*"],
             block_ram_without_lutram: vec![],
             ..FpgaFacts::default()

@@ -59,22 +59,32 @@
 //! the next tile's list, the tile's last responses, its fold) overlaps with
 //! the next tiles' walks.
 //!
-//! An update runs tile by tile on the same hardware, one id at a time:
-//! the id's gradient rows are combined into U (words 0 .. ceil(D/8) - 1 of
-//! the tile's scratchpad, one word per cycle, read from the activation
-//! buffer), then the id's table row is read from HBM, each word rotated into
-//! bank order, combined as E - lr x U by the tile's eight lanes, rotated
-//! back and written to HBM with a lane mask through a write queue that holds
-//! a whole row. The lane mask alone keeps neighbouring rows sharing a word apart (each row is
-//! written once, and a read of a shared word uses only its own row's lanes);
-//! the next id's reads still wait until the row's writes are out, because
-//! that is what bounds the write queue to one row under HBM write
-//! backpressure. The tiles take turns, so the one activation-buffer read
-//! port and the write queue are never contended; running them in parallel
-//! would gain little, since the stream delivers tile t + 1's list only after
-//! tile t's (the overlap is one queue's worth of entries per tile), while
-//! each id pays one row's read latency. Update throughput is therefore
-//! latency-bound.
+//! An update walks the tiles' lists one tile after another (the activation
+//! buffer has one read port, and the stream delivers tile t + 1's list after
+//! tile t's). At depth 0 it is pipelined: the walking tile accumulates each
+//! id's U (one gradient word per cycle, read from the activation buffer)
+//! into a slot of its scratchpad, slot after slot, while the rows of the ids
+//! before it are read and written; a tile's accumulated rows wait in a row
+//! queue, and their reads go out back to back, up to `hbm_inflight`, while
+//! the next tiles walk. Each response reads its U on a second port of the
+//! scratchpad and goes through eight shared update lanes (E - lr x U, the
+//! contract's mul32 then sub32), rotated back and written to HBM with a lane
+//! mask through a write queue of `hbm_inflight` words. Writes and reads
+//! share the one channel: a queued write goes first, and a read counts
+//! against `hbm_inflight` until its write is accepted, so the write queue
+//! cannot overflow. A slot is free again once its row's last response has
+//! read U; slots = min(`hbm_inflight`, scratchpad words div ceil(D/8)).
+//! Ids are unique within a tile's sorted list (the host merged and sorted
+//! them) and each tile owns its ids, so one row is never in flight twice;
+//! neighbouring rows that share an HBM word are kept apart by the lane mask
+//! (a read uses only its own row's lanes, a write writes only them).
+//!
+//! At depths 1 to 5 an update handles one id at a time: the id's gradient
+//! rows are combined into U (words 0 .. ceil(D/8) - 1 of the tile's
+//! scratchpad) by the tile's own lanes, then the row is read, each word
+//! combined as E - lr x U by the same lanes and written back through a write
+//! queue that holds a whole row; the next id waits until the row's writes
+//! are out, so each row pays the HBM latency.
 //!
 //! # Interface
 //!
@@ -107,7 +117,8 @@
 //!   later). Responses are always accepted: the block never has more reads
 //!   outstanding than it has room for. A read offered while
 //!   `hbm_rd_ready_i` is low stays offered, with the same address, until it
-//!   is accepted.
+//!   is accepted; so does a write while `hbm_wr_ready_i` is low. Reads and
+//!   writes share one channel: the block never offers both in one cycle.
 //! - Entries may be pushed before or after `start_i`; a marker ends each of
 //!   the T tiles' lists, tile 0 first. `ent_ready_o` is high in a cycle if the
 //!   current tile's queue holds fewer than `queue_depth` entries; an entry
@@ -143,19 +154,51 @@
 //!   T-1's fold, `busy_o` is high through cycle f_(T-1) + S + P and low from
 //!   f_(T-1) + S + P + 1.
 //!
-//! Update pass (tile by tile): no clear; tile 0 walks from cycle 1 (an entry
-//! pushed in the start's cycle reaches the head of its queue in cycle 2),
-//! tile t + 1 from the cycle after tile t took its marker; after tile T-1's
-//! marker `busy_o` is low from the next cycle. An invalid entry takes one
-//! cycle; an id's first entry one cycle, then each of the id's entries
-//! ceil(D/8) cycles (one gradient word each) plus one cycle that looks at
-//! the next entry (from depth 4 on an entry's first word also waits, see
-//! below). Then the row's reads issue as in a forward walk; each
-//! response's result is queued for writing W cycles after it entered the
-//! combine, reaches `hbm_wr_valid_o` two cycles later, and the walk resumes
-//! one cycle after the last read was issued or when the queue has been
-//! empty for a cycle, whichever is later (4 + W cycles after the last
-//! response entered with HBM writes always ready).
+//! Update pass, pipelined (depth 0):
+//!
+//! - Tile 0 walks from cycle 1 (an entry pushed in the start's cycle
+//!   reaches the head of its queue in cycle 2), tile t + 1 from the cycle
+//!   after tile t took its marker. The walking tile looks at the head of
+//!   its queue once per cycle: a marker is taken, an entry with an invalid
+//!   id or sample is taken and counted, and either closes the open run. A
+//!   valid entry's first gradient word opens a run when no run is open or
+//!   its id is not the open run's (closing the open one), and waits while
+//!   every slot is held; each of its ceil(D/8) words is one accumulation
+//!   step, one per cycle, and the last takes the entry.
+//! - Slots: min(`hbm_inflight`, (max_batch x ceil(max_dim/8)) div
+//!   ceil(D/8)) per tile, used in turn. A slot is held from the cycle after
+//!   its run opens through the cycle its row's last response arrives.
+//! - A run closed in cycle c puts its row into the tile's row queue: at the
+//!   head from c + 2, or the cycle after the row ahead of it left. A tile
+//!   whose row queue has a head requests that row's next word, even after
+//!   its marker.
+//! - The channel carries one transfer per cycle: `hbm_wr_valid_o` is high
+//!   when the write queue has a word and no read is being held offered;
+//!   otherwise reads are arbitrated as in a forward pass, with a read
+//!   counting against `hbm_inflight` from its grant through the cycle its
+//!   write is accepted. `hbm_rd_valid_o` and `hbm_wr_valid_o` are never high
+//!   together. A row leaves its row queue with its last word's grant.
+//! - A response arriving in cycle r reads U in r and is written into the
+//!   write queue in r + 1; it is at the queue's head (offered) from r + 3,
+//!   or the cycle after the write ahead of it was accepted.
+//! - After tile T-1's marker (cycle m), `busy_o` is low from the cycle
+//!   after the first cycle from m + 1 on in which every slot is free, no
+//!   result is on its way to the write queue and the queue is empty: with
+//!   HBM writes always ready, max(m + 1, w + 1) + 1 where w is the cycle the
+//!   last write was accepted.
+//!
+//! Update pass at depths 1 to 5 (tile by tile, one id at a time): no clear;
+//! tile 0 walks from cycle 1, tile t + 1 from the cycle after tile t took
+//! its marker; after tile T-1's marker `busy_o` is low from the next cycle.
+//! An invalid entry takes one cycle; an id's first entry one cycle, then
+//! each of the id's entries ceil(D/8) cycles (one gradient word each) plus
+//! one cycle that looks at the next entry (from depth 4 on an entry's first
+//! word also waits, see below). Then the row's reads issue as in a forward
+//! walk; each response's result is queued for writing W cycles after it
+//! entered the combine, reaches `hbm_wr_valid_o` two cycles later, and the
+//! walk resumes one cycle after the last read was issued or when the queue
+//! has been empty for a cycle, whichever is later (4 + W cycles after the
+//! last response entered with HBM writes always ready).
 //!
 //! # Pipeline depth
 //!
@@ -241,6 +284,8 @@ hw::hw_enum! {
         Fold,
         /// Update: the tiles walk one after another.
         Update,
+        /// Pipelined update: every list walked, rows still in flight.
+        Drain,
     }
 }
 
@@ -448,12 +493,16 @@ pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
     // in rings of their own instead (see `body`).
     let tag_fifo = (cfg.loop_stages() == 0)
         .then(|| fifo(design, types.tag.ty(), cfg.hbm_inflight(), FifoMode::Fwft));
-    let write_fifo = fifo(
-        design,
-        types.write.ty(),
-        max_row_words(&cfg),
-        FifoMode::Fwft,
-    );
+    // A pipelined update's writes wait for the channel in a queue as deep
+    // as the reads in flight (a read counts until its write is accepted);
+    // otherwise the queue holds one row.
+    let write_depth = if cfg.pipelined_update() {
+        cfg.hbm_inflight()
+    } else {
+        max_row_words(&cfg)
+    };
+    let write_fifo = fifo(design, types.write.ty(), write_depth, FifoMode::Fwft);
+    let update_lane = cfg.pipelined_update().then(|| combine_lane(design));
     let tile = tile_module(design, &cfg, &types);
     let fold = match cfg.depth() {
         0 => fold_lane(design),
@@ -465,6 +514,7 @@ pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
             tile,
             tag: tag_fifo,
             write: write_fifo,
+            update_lane,
             fold,
         };
         body(m, &cfg, &types, &defs);
@@ -522,16 +572,21 @@ fn tag_ty(cfg: &SparseCoreConfig) -> RecordTy {
             ],
         );
     }
-    RecordTy::new(
-        "sc_read",
-        &[
-            ("tile", Ty::u(tile_bits(cfg))),
-            ("base", Ty::u(act_addr_bits(cfg))),
-            ("offset", Ty::u(3)),
-            ("lanes", Ty::u(WORD_ELEMS)),
-            ("gain", Ty::u(32)),
-        ],
-    )
+    let mut fields = vec![
+        ("tile", Ty::u(tile_bits(cfg))),
+        ("base", Ty::u(act_addr_bits(cfg))),
+        ("offset", Ty::u(3)),
+        ("lanes", Ty::u(WORD_ELEMS)),
+        ("gain", Ty::u(32)),
+    ];
+    if cfg.pipelined_update() {
+        // A pipelined update's response is written back by the shared update
+        // lanes, which need its word's address, and its row's last word frees
+        // the row's U slot.
+        fields.push(("addr", Ty::u(hbm_addr_bits(cfg))));
+        fields.push(("last", Ty::BOOL));
+    }
+    RecordTy::new("sc_read", &fields)
 }
 
 /// Bank b's scratchpad word for a response whose first lanes go to word
@@ -576,6 +631,8 @@ struct Defs {
     /// The tag FIFO, with the add in one cycle.
     tag: Option<Rc<ModuleDef>>,
     write: Rc<ModuleDef>,
+    /// The pipelined update's shared lanes: E - lr x U.
+    update_lane: Option<Rc<ModuleDef>>,
     fold: Rc<ModuleDef>,
 }
 
@@ -638,6 +695,10 @@ fn tile_name(cfg: &SparseCoreConfig) -> String {
 /// One tile: entry queue, walker, partial-sum scratchpad and combine unit.
 fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc<ModuleDef> {
     let entry_fifo = fifo(design, types.entry.ty(), cfg.queue_depth(), FifoMode::Fwft);
+    // A pipelined update's accumulated rows waiting for their reads: ids.
+    let row_fifo = cfg
+        .pipelined_update()
+        .then(|| fifo(design, Ty::u(31), cfg.update_slots(1), FifoMode::Fwft));
     let lane = match cfg.depth() {
         0 => LaneDefs::Combinational(combine_lane(design)),
         _ if cfg.loop_stages() > 0 => LaneDefs::Looped {
@@ -653,7 +714,7 @@ fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc
     let entry = types.entry.clone();
     design.define(&tile_name(&cfg), &[], |_, m| {
         m.doc("SparseCore tile: entry queue, walker, scratchpad (TileSPMEM), 8-wide fp32 combine");
-        tile_body(m, &cfg, &entry, &entry_fifo, &lane);
+        tile_body(m, &cfg, &entry, &entry_fifo, row_fifo.as_ref(), &lane);
     })
 }
 
@@ -666,6 +727,7 @@ fn acc_address(
     row_words: Expr,
     acc_ctr: Expr,
     accumulating: Expr,
+    u_base: Option<Expr>,
 ) -> Expr {
     let sb = sample_bits(cfg);
     let nc_bits = row_words_bits(cfg);
@@ -681,7 +743,10 @@ fn acc_address(
     );
     m.output("acc_o", accumulating);
     m.output("acc_addr_o", acc_addr);
-    fit(acc_ctr, aw)
+    match u_base {
+        Some(b) => m.wire("u_word", b + fit(acc_ctr, aw)),
+        None => fit(acc_ctr, aw),
+    }
 }
 
 fn tile_body(
@@ -689,6 +754,7 @@ fn tile_body(
     cfg: &SparseCoreConfig,
     entry: &RecordTy,
     entry_fifo: &Rc<ModuleDef>,
+    row_fifo: Option<&Rc<ModuleDef>>,
     lane_defs: &LaneDefs,
 ) {
     let lanes = WORD_ELEMS;
@@ -735,7 +801,9 @@ fn tile_body(
     let fold = m.input("fold_i", Ty::BOOL);
     let fold_addr = m.input("fold_addr_i", Ty::u(aw));
     let grad = m.input("grad_i", Ty::u(WORD_BITS));
-    let writes_idle = m.input("writes_idle_i", Ty::BOOL);
+    let pipelined = cfg.pipelined_update();
+    let writes_idle = (!pipelined).then(|| m.input("writes_idle_i", Ty::BOOL));
+    let rsp_last = pipelined.then(|| m.input("rsp_last_i", Ty::BOOL));
 
     // ------------------------------------------------------- entry queue
     let queue = m.instance("entry_queue", entry_fifo);
@@ -769,11 +837,44 @@ fn tile_body(
     let acc_ctr = m.reg_reset("acc_ctr", Ty::u(nc_bits), 0);
     let acc_last = m.wire("acc_last", acc_ctr.q().is_eq(row_words - 1u32));
 
+    // A pipelined update's rows: the slots of U (each ceil(D/8) scratchpad
+    // words, used in turn), the rows accumulated and waiting for their reads
+    // (a FIFO of ids, read in slot order) and the slots held (from a row's
+    // first accumulation step until its last response enters).
+    // The most slots (rows of up to 8 elements); a pass uses
+    // `SparseCoreConfig::update_slots(D)` of them, as many as fit.
+    let slots = cfg.update_slots(1);
+    let slot_bits = bits_for(slots - 1);
+    let hw_bits = aw + 2;
+    let sp_words = m.lit(Ty::u(hw_bits), u64::from(words));
+    let chunk_words = fit(row_words, hw_bits);
+    let rows_q = row_fifo.map(|def| {
+        let q = m.instance("row_queue", def);
+        m.waive(
+            "UNUSEDSIGNAL",
+            "row_queue_count_o",
+            "the slots held bound the queue's fill",
+        );
+        m.waive(
+            "UNUSEDSIGNAL",
+            "row_queue_in_ready_o",
+            "a row in the queue holds a slot, and there are as many slots as places",
+        );
+        q
+    });
+    let rows_head = rows_q.map(|q| {
+        (
+            m.inst_output(q, "out_valid_o"),
+            m.inst_output(q, "out_data_o"),
+        )
+    });
+
     // The row's place in HBM: element id x D, word w0, offset o in the word,
     // and its last word index nw - 1 = (o + D - 1) div 8. In an update the
     // row is the current id's (the queue's head is already the next entry);
     // in a forward pass it is the head's.
-    let row_id = m.wire("row_id", mux(updating, cur_id.q(), id.slice(0, 31)));
+    let upd_row_id = rows_head.map_or(cur_id.q(), |(_, head_id)| head_id);
+    let row_id = m.wire("row_id", mux(updating, upd_row_id, id.slice(0, 31)));
     let elem = m.wire("row_elem", row_id.mul_wide(dim));
     let w0 = m.wire("row_word0", elem.slice(3, 31 + db - 3));
     // (id x D) mod 8 from the factors' low bits alone, so that the last-word
@@ -808,10 +909,23 @@ fn tile_body(
     let hi = mux(k_last, end.slice(0, 3), m.lit(Ty::u(3), 7));
     let seven = m.lit(Ty::u(3), 7);
     let lane_mask = m.wire("lane_mask", (full << lo) & (full >> (seven - hi)));
-    let base_bits = (sb + nc_bits).max(k_bits) + 1;
-    // U of an update sits at scratchpad words 0 .. ceil(D/8) - 1.
-    let base_sample = mux(updating, m.lit(Ty::u(sb), 0), sample);
-    let base_wide = base_sample.mul_wide(row_words).zext(base_bits) + k.q().zext(base_bits);
+    let base_bits = (sb + nc_bits).max(k_bits).max(aw) + 1;
+    // The row being read and the slot of its U (the slots in turn, as the
+    // accumulation used them).
+    let reader = pipelined.then(|| {
+        (
+            m.reg_reset("read_slot", Ty::u(slot_bits), 0),
+            m.reg_reset("read_u_base", Ty::u(aw), 0),
+        )
+    });
+    let base_wide = if let Some((_, rd_ubase)) = reader {
+        let upd = rd_ubase.q().zext(base_bits);
+        mux(updating, upd, sample.mul_wide(row_words).zext(base_bits)) + k.q().zext(base_bits)
+    } else {
+        // U of an update sits at scratchpad words 0 .. ceil(D/8) - 1.
+        let base_sample = mux(updating, m.lit(Ty::u(sb), 0), sample);
+        base_sample.mul_wide(row_words).zext(base_bits) + k.q().zext(base_bits)
+    };
     let base = low_bits(
         m,
         "read_base",
@@ -822,7 +936,10 @@ fn tile_body(
     );
 
     let walking = m.wire("walking", state.is(TileState::Walk) & go);
-    let row_reading = state.is(TileState::Row);
+    let row_reading = match rows_head {
+        Some((valid, _)) => m.wire("row_reading", updating & valid),
+        None => state.is(TileState::Row),
+    };
     let req = m.wire(
         "req",
         (walking & !updating & head_valid & !marker & entry_ok) | row_reading,
@@ -833,6 +950,9 @@ fn tile_body(
     m.output("req_offset_o", offset);
     m.output("req_lanes_o", lane_mask);
     m.output("req_gain_o", head.get("gain"));
+    if pipelined {
+        m.output("req_last_o", k_last);
+    }
     let read_fire = m.wire("read_fire", req & grant);
     let skip = m.wire("skip_entry", walking & head_valid & !marker & !entry_ok);
     m.output("skip_o", skip);
@@ -848,13 +968,61 @@ fn tile_body(
             m.wire_decl("pipe_busy", Ty::BOOL),
         )
     });
-    let (acc_step, row_go) = match loop_wires {
-        None => (accumulating, head_valid),
-        Some((acc_wait, pipe_busy)) => (
+    // A pipelined update's walk: an entry with an id other than the open
+    // run's opens a new run in the next slot (when one is free), closing the
+    // open one, as does an invalid entry or the marker; each entry's
+    // gradient words are one step each, one per cycle.
+    let entry_valid = m.wire(
+        "upd_entry",
+        walking & updating & head_valid & !marker & entry_ok,
+    );
+    let pip = pipelined.then(|| {
+        let run_open = m.reg_reset("run_open", Ty::BOOL, 0);
+        let held = m.reg_reset("slots_held", Ty::u(bits_for(slots)), 0);
+        // The scratchpad words of the slots held: another slot is free if
+        // its ceil(D/8) words fit too.
+        let held_words = m.reg_reset("slot_words_held", Ty::u(hw_bits), 0);
+        let at_word0 = acc_ctr.q().is_eq(0);
+        let new_run = m.wire("new_run", !run_open.q() | !id.is_eq(cur_id.q().zext(32)));
+        let slot_free = m.wire(
+            "slot_free",
+            held.q().is_lt(slots) & !(held_words.q() + chunk_words).is_gt(sp_words),
+        );
+        let step = m.wire(
+            "upd_step",
+            entry_valid & (!(at_word0 & new_run) | slot_free),
+        );
+        let opening = m.wire("run_opens", step & at_word0 & new_run);
+        let run_ends = m.wire("run_ends", updating & (take_marker | skip));
+        Pipelined {
+            run_open,
+            held,
+            held_words,
+            step,
+            opening,
+            run_ends,
+            closes: m.wire("run_closes", run_open.q() & (run_ends | opening)),
+            first_now: mux(at_word0, new_run, first.q()),
+            next_slot: m.reg_reset("next_slot", Ty::u(slot_bits), 0),
+            next_ubase: m.reg_reset("next_u_base", Ty::u(aw), 0),
+            cur_ubase: m.reg_reset("u_base", Ty::u(aw), 0),
+        }
+    });
+    let (acc_step, row_go) = match (loop_wires, &pip) {
+        (None, Some(p)) => (p.step, head_valid),
+        (None, None) => (accumulating, head_valid),
+        (Some((acc_wait, pipe_busy)), _) => (
             m.wire("acc_step", accumulating & !acc_wait.value()),
             m.wire("row_go", head_valid & !pipe_busy.value()),
         ),
     };
+    let acc_sel = if pipelined { acc_step } else { accumulating };
+    let u_base = pip.as_ref().map(|p| {
+        m.wire(
+            "step_u_base",
+            mux(p.opening, p.next_ubase.q(), p.cur_ubase.q()),
+        )
+    });
     let pop = m.wire(
         "entry_pop",
         take_marker | skip | (read_fire & k_last & !updating) | (acc_step & acc_last),
@@ -881,9 +1049,9 @@ fn tile_body(
     m.set_next(s1_valid, rsp_valid);
     m.set_next(s1_en, rsp_en);
     m.set_next(s1_data, rsp_data);
-    m.set_next(s1_gain, mux(accumulating, head.get("gain"), rsp_gain));
+    m.set_next(s1_gain, mux(acc_sel, head.get("gain"), rsp_gain));
     m.set_next(s1_acc, acc_step);
-    m.set_next(s1_first, first.q());
+    m.set_next(s1_first, pip.as_ref().map_or(first.q(), |p| p.first_now));
     m.set_next(s1_off, rsp_off);
     m.set_next(s1_lanes, rsp_lanes);
     let s1_upd = m.wire("s1_update", s1_valid.q() & updating);
@@ -934,7 +1102,7 @@ fn tile_body(
             .expect("a stage");
         let busy = m.wire("pipe_items", busy);
         m.drive(pipe_busy, busy);
-        let acc_word = acc_address(m, cfg, sample, row_words, acc_ctr.q(), accumulating);
+        let acc_word = acc_address(m, cfg, sample, row_words, acc_ctr.q(), acc_sel, u_base);
 
         let zero32 = m.lit(Ty::u(32), 0);
         let mut sums = Vec::new();
@@ -944,7 +1112,7 @@ fn tile_body(
         for b in 0..lanes {
             let addr = m.wire(&format!("bank{b}_addr"), rsp_base.slice(aw * b, aw));
             let s1_addr = m.reg(&format!("s1_bank{b}_addr"), Ty::u(aw));
-            m.set_next(s1_addr, mux(accumulating, acc_word, addr));
+            m.set_next(s1_addr, mux(acc_sel, acc_word, addr));
             let addr_at = delay_taps(m, &format!("bank{b}_addr_stage"), s1_addr.q(), last, None);
             // Items in stages 1 .. A + 1 writing this bank at the word the
             // head response or the accumulation step would use.
@@ -1013,12 +1181,13 @@ fn tile_body(
             .copied()
             .reduce(|a, b| a | b)
             .expect("a stage");
-        let acc_word = acc_address(m, cfg, sample, row_words, acc_ctr.q(), accumulating);
+        let acc_word = acc_address(m, cfg, sample, row_words, acc_ctr.q(), acc_sel, u_base);
 
         // ------------------------------------------- scratchpad and combine
         let zero32 = m.lit(Ty::u(32), 0);
         let mut sums = Vec::new();
         let mut psums = Vec::new();
+        let mut us = Vec::new();
         for b in 0..lanes {
             // Bank b holds element d with d mod 8 = b; its lane came from word
             // lane b + o, which belongs to the previous scratchpad word when
@@ -1030,7 +1199,7 @@ fn tile_body(
             };
             let addr = m.wire(&format!("bank{b}_addr"), rsp_base - wraps.zext(aw));
             let s1_addr = m.reg(&format!("s1_bank{b}_addr"), Ty::u(aw));
-            m.set_next(s1_addr, mux(accumulating, acc_word, addr));
+            m.set_next(s1_addr, mux(acc_sel, acc_word, addr));
             let addr_at = delay_taps(m, &format!("bank{b}_addr_stage"), s1_addr.q(), depth, None);
             let a_addr = *addr_at.last().expect("a stage");
             let bank = m.memory_depth(&format!("psum_bank{b}"), Ty::u(32), u64::from(words));
@@ -1048,18 +1217,30 @@ fn tile_body(
                     let p = m.mem_read_write_first(
                         bank,
                         None,
-                        mux(fold, fold_addr, mux(accumulating, acc_word, addr)),
+                        mux(fold, fold_addr, mux(acc_sel, acc_word, addr)),
                     );
                     // accumulate: U + g x G (U read as +0 for an id's first row);
-                    // update: E - lr x U; forward: P + g x E.
-                    let x = mux(s1_acc.q(), mux(s1_first.q(), zero32, p), mux(s1_upd, e, p));
-                    let y = mux(s1_acc.q(), g_lane, mux(s1_upd, p, e));
+                    // update: E - lr x U; forward: P + g x E. A pipelined
+                    // update's rows go to the shared update lanes instead
+                    // (a response may enter with an accumulation step).
+                    let upd = if pipelined {
+                        m.lit(Ty::BOOL, 0)
+                    } else {
+                        s1_upd
+                    };
+                    let x = mux(s1_acc.q(), mux(s1_first.q(), zero32, p), mux(upd, e, p));
+                    let y = mux(s1_acc.q(), g_lane, mux(upd, p, e));
                     m.connect(lane, "x_i", x);
                     m.connect(lane, "y_i", y);
-                    m.connect(lane, "g_i", mux(s1_upd, lr, s1_gain.q()));
-                    m.connect(lane, "neg_i", s1_upd);
+                    m.connect(lane, "g_i", mux(upd, lr, s1_gain.q()));
+                    m.connect(lane, "neg_i", upd);
                     sums.push(sum);
                     psums.push(p);
+                    if pipelined {
+                        // A pipelined update's response reads its U on a
+                        // port of its own, while the lanes keep accumulating.
+                        us.push(m.mem_read(bank, None, addr));
+                    }
                 }
                 LaneDefs::Looped { .. } => unreachable!("the staged loop is built above"),
                 LaneDefs::Staged { mul, add } => {
@@ -1101,41 +1282,228 @@ fn tile_body(
         psums.reverse();
         let sums = m.wire("lane_sums", cat(&sums));
         m.output("psum_o", cat(&psums));
+        if pipelined {
+            us.reverse();
+            m.output("u_o", cat(&us));
+        }
         (sums, a_upd, a_off, a_lanes, in_flight)
     };
 
-    // ------------------------------------------------- update: HBM writes
-    // Back from bank order to the word's lanes: lane l takes bank
-    // (l - o) mod 8.
-    let back = m.lit(Ty::u(3), 0) - a_off;
-    let kw = m.reg_reset("write_k", Ty::u(k_bits), 0);
-    m.output("wr_valid_o", a_upd);
-    m.output("wr_addr_o", w0.zext(hab) + kw.q().zext(hab));
-    m.output("wr_data_o", rotate(sums, 32, back));
-    m.output("wr_mask_o", a_lanes);
-
     let drained = m.wire("drained", outstanding.q().is_eq(0) & !in_flight);
-    m.output("finished_o", state.is(TileState::Idle) & drained);
-    let row_done = m.wire("row_done", drained & writes_idle);
-    let take_entry = m.wire(
-        "take_entry",
-        walking & updating & head_valid & !marker & entry_ok,
-    );
-    let same_id = m.wire(
-        "same_id",
-        head_valid & !marker & entry_ok & id.is_eq(cur_id.q().zext(32)),
-    );
-    // The row's writes count from its first word; the previous row's are
-    // all out when its reads start.
-    let row_start = m.wire("row_start", state.is(TileState::Next) & !same_id & row_go);
-    m.set_next(
-        kw,
-        mux(
-            row_start,
-            m.lit(Ty::u(k_bits), 0),
-            kw.q() + a_upd.zext(k_bits),
-        ),
-    );
+    if let Some(p) = pip {
+        let Pipelined {
+            run_open,
+            held,
+            held_words,
+            opening,
+            run_ends,
+            closes,
+            next_slot,
+            next_ubase,
+            cur_ubase,
+            ..
+        } = p;
+        let (rd_slot, rd_ubase) = reader.expect("a pipelined tile's reader");
+        let rows_q = rows_q.expect("a row queue");
+        // The shared update lanes write the rows back; the tile's own
+        // results of an update's responses, and their lanes, go unused.
+        for (name, why) in [
+            (
+                "lane_sums",
+                "a pipelined update's rows are computed by the shared update lanes",
+            ),
+            (
+                "s1_update",
+                "a pipelined update's rows are computed by the shared update lanes",
+            ),
+            (
+                "s1_off_q",
+                "a pipelined update's rows are written by the shared update lanes",
+            ),
+            (
+                "s1_lanes_q",
+                "a pipelined update's rows are written by the shared update lanes",
+            ),
+        ] {
+            m.waive("UNUSEDSIGNAL", name, why);
+        }
+        let _ = (a_upd, a_off, a_lanes);
+        let row_pop = m.wire("row_pop", read_fire & k_last & updating);
+        m.connect(rows_q, "in_valid_i", closes);
+        m.connect(rows_q, "in_data_i", cur_id.q());
+        m.connect(rows_q, "out_ready_i", row_pop);
+        // Slots are used in turn; a slot's U starts at slot x ceil(D/8), and
+        // the last slot is the one after which no other fits.
+        let advance = |m: &mut hw::ModuleBuilder, slot: hw::Reg, ubase: hw::Reg, when: Expr| {
+            let after_next = fit(ubase.q(), hw_bits) + chunk_words + chunk_words;
+            let wraps = slot.q().is_eq(slots - 1) | after_next.is_gt(sp_words);
+            let zero_s = m.lit(Ty::u(slot_bits), 0);
+            let zero_a = m.lit(Ty::u(aw), 0);
+            let next_s = mux(wraps, zero_s, slot.q() + 1u32);
+            let next_u = mux(wraps, zero_a, ubase.q() + fit(row_words, aw));
+            m.set_next(slot, mux(start, zero_s, mux(when, next_s, slot.q())));
+            m.set_next(ubase, mux(start, zero_a, mux(when, next_u, ubase.q())));
+        };
+        advance(m, rd_slot, rd_ubase, row_pop);
+        advance(m, next_slot, next_ubase, opening);
+        let rsp_last = rsp_last.expect("a pipelined tile's response has a last flag");
+        let release = rsp_valid & rsp_last & updating;
+        let hb = held.q().width();
+        m.set_next(held, held.q() + opening.zext(hb) - release.zext(hb));
+        let zero_w = m.lit(Ty::u(hw_bits), 0);
+        m.set_next(
+            held_words,
+            held_words.q() + mux(opening, chunk_words, zero_w) - mux(release, chunk_words, zero_w),
+        );
+        m.set_next(
+            run_open,
+            mux(start | run_ends, m.lit(Ty::BOOL, 0), run_open.q() | opening),
+        );
+        m.set_next(cur_ubase, mux(opening, next_ubase.q(), cur_ubase.q()));
+        m.output(
+            "finished_o",
+            state.is(TileState::Idle) & drained & held.q().is_eq(0),
+        );
+    } else {
+        // Back from bank order to the word's lanes: lane l takes bank
+        // (l - o) mod 8.
+        let back = m.lit(Ty::u(3), 0) - a_off;
+        let kw = m.reg_reset("write_k", Ty::u(k_bits), 0);
+        m.output("wr_valid_o", a_upd);
+        m.output("wr_addr_o", w0.zext(hab) + kw.q().zext(hab));
+        m.output("wr_data_o", rotate(sums, 32, back));
+        m.output("wr_mask_o", a_lanes);
+        m.output("finished_o", state.is(TileState::Idle) & drained);
+        let writes_idle = writes_idle.expect("a one-row update waits for its writes");
+        let row_done = m.wire("row_done", drained & writes_idle);
+        let same_id = m.wire(
+            "same_id",
+            head_valid & !marker & entry_ok & id.is_eq(cur_id.q().zext(32)),
+        );
+        // The row's writes count from its first word; the previous row's are
+        // all out when its reads start.
+        let row_start = m.wire("row_start", state.is(TileState::Next) & !same_id & row_go);
+        m.set_next(
+            kw,
+            mux(
+                row_start,
+                m.lit(Ty::u(k_bits), 0),
+                kw.q() + a_upd.zext(k_bits),
+            ),
+        );
+        one_row_fsm(
+            m,
+            state,
+            &OneRow {
+                start,
+                read_fire,
+                k,
+                k_last,
+                k_bits,
+                take_marker,
+                entry_valid,
+                cur_id,
+                id,
+                first,
+                acc_ctr,
+                acc_last,
+                acc_step,
+                staged_loop: loop_wires.is_some(),
+                same_id,
+                row_go,
+                row_done,
+            },
+        );
+        return;
+    }
+    let p = pip.expect("a pipelined walker");
+    m.fsm_states(state, |t| {
+        t.state(TileState::Idle, |m| {
+            m.if_(start, |m| {
+                m.assign(k, 0);
+                m.assign(acc_ctr, 0);
+                state.goto(m, TileState::Walk);
+            })
+            .elif(read_fire, |m| {
+                m.assign(k, mux(k_last, m.lit(Ty::u(k_bits), 0), k.q() + 1u32));
+            });
+        })
+        .state(TileState::Walk, |m| {
+            m.if_(read_fire, |m| {
+                m.assign(k, mux(k_last, m.lit(Ty::u(k_bits), 0), k.q() + 1u32));
+            });
+            m.if_(take_marker, |m| state.goto(m, TileState::Idle));
+            m.if_(acc_step, |m| {
+                m.assign(
+                    acc_ctr,
+                    mux(acc_last, m.lit(Ty::u(nc_bits), 0), acc_ctr.q() + 1u32),
+                );
+                m.assign(first, p.first_now);
+            });
+            m.if_(p.opening, |m| m.assign(cur_id, id.slice(0, 31)));
+        });
+    });
+}
+
+/// A pipelined update's walker: the open run, the slots, U's bases.
+#[derive(Clone, Copy)]
+struct Pipelined {
+    run_open: hw::Reg,
+    held: hw::Reg,
+    held_words: hw::Reg,
+    step: Expr,
+    opening: Expr,
+    run_ends: Expr,
+    closes: Expr,
+    first_now: Expr,
+    next_slot: hw::Reg,
+    next_ubase: hw::Reg,
+    cur_ubase: hw::Reg,
+}
+
+/// What the one-id-at-a-time update's walker needs.
+struct OneRow {
+    start: Expr,
+    read_fire: Expr,
+    k: hw::Reg,
+    k_last: Expr,
+    k_bits: u32,
+    take_marker: Expr,
+    entry_valid: Expr,
+    cur_id: hw::Reg,
+    id: Expr,
+    first: hw::Reg,
+    acc_ctr: hw::Reg,
+    acc_last: Expr,
+    acc_step: Expr,
+    staged_loop: bool,
+    same_id: Expr,
+    row_go: Expr,
+    row_done: Expr,
+}
+
+/// The walker of an update that handles one id at a time (and of a forward
+/// pass): accumulate the id's U, read its row, wait for its writes.
+fn one_row_fsm(m: &mut hw::ModuleBuilder, state: hw::Fsm<TileState>, w: &OneRow) {
+    let OneRow {
+        start,
+        read_fire,
+        k,
+        k_last,
+        k_bits,
+        take_marker,
+        entry_valid,
+        cur_id,
+        id,
+        first,
+        acc_ctr,
+        acc_last,
+        acc_step,
+        staged_loop,
+        same_id,
+        row_go,
+        row_done,
+    } = *w;
     m.fsm_states(state, |t| {
         t.state(TileState::Idle, |m| {
             m.if_(start, |m| {
@@ -1148,7 +1516,7 @@ fn tile_body(
                 m.assign(k, mux(k_last, m.lit(Ty::u(k_bits), 0), k.q() + 1u32));
             });
             m.if_(take_marker, |m| state.goto(m, TileState::Idle));
-            m.if_(take_entry, |m| {
+            m.if_(entry_valid, |m| {
                 m.assign(cur_id, id.slice(0, 31));
                 m.assign(first, 1);
                 m.assign(acc_ctr, 0);
@@ -1164,7 +1532,7 @@ fn tile_body(
                     state.goto(m, TileState::Next);
                 });
             };
-            if loop_wires.is_some() {
+            if staged_loop {
                 m.if_(acc_step, step);
             } else {
                 step(m);
@@ -1290,15 +1658,17 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     let accs = out(m, "acc_o");
     let acc_addrs = out(m, "acc_addr_o");
     let psums = out(m, "psum_o");
-    let wr_valids = out(m, "wr_valid_o");
-    let wr_addrs = out(m, "wr_addr_o");
-    let wr_datas = out(m, "wr_data_o");
-    let wr_masks = out(m, "wr_mask_o");
+    let pipelined = cfg.pipelined_update();
     let req_addrs = out(m, "req_addr_o");
     let req_bases = out(m, "req_base_o");
     let req_offsets = out(m, "req_offset_o");
     let req_lanes = out(m, "req_lanes_o");
     let req_gains = out(m, "req_gain_o");
+    let req_lasts = if pipelined {
+        out(m, "req_last_o")
+    } else {
+        Vec::new()
+    };
     let readies = out(m, "ent_ready_o");
 
     // -------------------------------------------------------- dispatcher
@@ -1368,7 +1738,23 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     let held = m.reg_reset("rd_held", Ty::BOOL, 0);
     let held_tile = m.reg("rd_held_tile", Ty::u(tb));
     let chosen = m.wire("grant_tile", mux(held.q(), held_tile.q(), pick));
-    let rd_valid = m.wire("rd_valid", req_vec.any() & tag_room);
+    // A pipelined update shares the one channel between reads and writes: a
+    // queued write goes first unless a read is being held offered, and a
+    // read counts against `hbm_inflight` until its write is accepted.
+    let channel = pipelined.then(|| {
+        (
+            m.wire_decl("write_waiting", Ty::BOOL),
+            m.reg_reset("update_credits", Ty::u(bits_for(cfg.hbm_inflight())), 0),
+        )
+    });
+    let read_room = match channel {
+        Some((waiting, credits)) => m.wire(
+            "read_room",
+            tag_room & credits.q().is_lt(cfg.hbm_inflight()) & (!waiting.value() | held.q()),
+        ),
+        None => tag_room,
+    };
+    let rd_valid = m.wire("rd_valid", req_vec.any() & read_room);
     m.output(HBM_RD_VALID, rd_valid);
     m.output(HBM_RD_ADDR, select(chosen, &req_addrs));
     let fire = m.wire("read_fire", rd_valid & rd_ready);
@@ -1420,13 +1806,18 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         ]);
         (tag, written.q())
     } else {
-        let tag = types.tag.pack(&[
+        let mut fields = vec![
             ("tile", chosen),
             ("base", select(chosen, &req_bases)),
             ("offset", select(chosen, &req_offsets)),
             ("lanes", select(chosen, &req_lanes)),
             ("gain", select(chosen, &req_gains)),
-        ]);
+        ];
+        if pipelined {
+            fields.push(("addr", select(chosen, &req_addrs)));
+            fields.push(("last", select(chosen, &req_lasts)));
+        }
+        let tag = types.tag.pack(&fields);
         (tag, fire)
     };
     let (tag_valid, tag_word, word, issue) = match (tag_q, &ring) {
@@ -1563,21 +1954,93 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
 
     // --------------------------------------------- update: HBM writes
     let wq = m.instance("write_queue", &defs.write);
-    let wrec = types.write.pack(&[
-        ("addr", select(update_tile.q(), &wr_addrs)),
-        ("data", select(update_tile.q(), &wr_datas)),
-        ("mask", select(update_tile.q(), &wr_masks)),
-    ]);
-    m.connect(wq, "in_valid_i", any(&wr_valids));
-    m.connect(wq, "in_data_i", wrec.bits());
-    m.waive(
-        "UNUSEDSIGNAL",
-        "write_queue_in_ready_o",
-        "the queue holds a whole row and a row's reads wait for the previous row's writes",
-    );
-    let wr_valid = m.inst_output(wq, "out_valid_o");
+    let upd_stage = if let Some(lane_def) = &defs.update_lane {
+        // The pipelined update's shared lanes: a response entering in cycle
+        // e has its U read (on the tile's second port) in e and is written
+        // back, E - lr x U under the row's lane mask, into the queue in
+        // e + 1.
+        let held_reg = |m: &mut hw::ModuleBuilder, name: &str, v: Expr| {
+            let r = m.reg(name, v.ty());
+            m.set_next(r, v);
+            r.q()
+        };
+        let u_valid = m.reg_reset("upd_valid", Ty::BOOL, 0);
+        m.set_next(u_valid, rsp_ok & updating.q());
+        let u_e = held_reg(m, "upd_word", rotated);
+        let u_addr = held_reg(m, "upd_addr", rtag.get("addr"));
+        let u_lanes = held_reg(m, "upd_lanes", rtag.get("lanes"));
+        let u_off = held_reg(m, "upd_offset", r_off);
+        let us = out(m, "u_o");
+        let u = if tiles == 1 {
+            us[0]
+        } else {
+            let u_tile = held_reg(m, "upd_tile", rtag.get("tile"));
+            select(u_tile, &us)
+        };
+        let mut sums = Vec::new();
+        for b in 0..lanes {
+            let lane = m.instance(&format!("upd_lane{b}"), lane_def);
+            m.connect(lane, "x_i", u_e.slice(32 * b, 32));
+            m.connect(lane, "y_i", u.slice(32 * b, 32));
+            m.connect(lane, "g_i", lr.q());
+            m.connect(lane, "neg_i", m.lit(Ty::BOOL, 1));
+            sums.push(m.inst_output(lane, "sum_o"));
+        }
+        sums.reverse();
+        let back = m.lit(Ty::u(3), 0) - u_off;
+        let wrec = types.write.pack(&[
+            ("addr", u_addr),
+            ("data", rotate(cat(&sums), 32, back)),
+            ("mask", u_lanes),
+        ]);
+        m.connect(wq, "in_valid_i", u_valid.q());
+        m.connect(wq, "in_data_i", wrec.bits());
+        m.waive(
+            "UNUSEDSIGNAL",
+            "write_queue_in_ready_o",
+            "a read counts against hbm_inflight until its write is accepted, and the queue is \
+             as deep",
+        );
+        Some(u_valid.q())
+    } else {
+        let wr_valids = out(m, "wr_valid_o");
+        let wr_addrs = out(m, "wr_addr_o");
+        let wr_datas = out(m, "wr_data_o");
+        let wr_masks = out(m, "wr_mask_o");
+        let wrec = types.write.pack(&[
+            ("addr", select(update_tile.q(), &wr_addrs)),
+            ("data", select(update_tile.q(), &wr_datas)),
+            ("mask", select(update_tile.q(), &wr_masks)),
+        ]);
+        m.connect(wq, "in_valid_i", any(&wr_valids));
+        m.connect(wq, "in_data_i", wrec.bits());
+        m.waive(
+            "UNUSEDSIGNAL",
+            "write_queue_in_ready_o",
+            "the queue holds a whole row and a row's reads wait for the previous row's writes",
+        );
+        None
+    };
+    let queued = m.inst_output(wq, "out_valid_o");
     let wout = types.write.unpack(m.inst_output(wq, "out_data_o"));
-    m.connect(wq, "out_ready_i", wr_ready);
+    let wr_valid = match channel {
+        Some((waiting, credits)) => {
+            m.drive(waiting, queued);
+            let offered = m.wire("write_offered", queued & !held.q());
+            let wr_fire = offered & wr_ready;
+            let cb = credits.q().width();
+            m.set_next(
+                credits,
+                credits.q() + (fire & updating.q()).zext(cb) - wr_fire.zext(cb),
+            );
+            m.connect(wq, "out_ready_i", wr_ready & !held.q());
+            offered
+        }
+        None => {
+            m.connect(wq, "out_ready_i", wr_ready);
+            queued
+        }
+    };
     m.output(HBM_WR_VALID, wr_valid);
     m.output(HBM_WR_ADDR, wout.get("addr"));
     m.output(HBM_WR_DATA, wout.get("data"));
@@ -1617,7 +2080,11 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         m.connect(inst, "fold_i", folding & mine(fold_tile.q()));
         m.connect(inst, "fold_addr_i", ctr_word);
         m.connect(inst, "grad_i", act_rd);
-        m.connect(inst, "writes_idle_i", writes_idle);
+        if pipelined {
+            m.connect(inst, "rsp_last_i", rtag.get("last"));
+        } else {
+            m.connect(inst, "writes_idle_i", writes_idle);
+        }
     }
 
     // ----------------------------------------------------- error counter
@@ -1639,6 +2106,12 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         Some(ahead) => m.wire("fold_ready", tile_finished & !ahead),
     };
     let update_marker = m.wire("update_marker", select(update_tile.q(), &markers));
+    // Every slot free (every row's last response entered), nothing on its
+    // way to the write queue and the queue empty.
+    let update_drained = upd_stage.map(|stage| {
+        let unfinished = any(&finished.iter().map(|&f| !f).collect::<Vec<_>>());
+        m.wire("update_drained", !unfinished & !stage & writes_idle)
+    });
     m.fsm_states(state, |t| {
         t.state(PassState::Idle, |m| {
             m.if_(start, |m| {
@@ -1680,10 +2153,23 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         })
         .state(PassState::Update, |m| {
             m.if_(update_marker, |m| {
-                m.if_(last_update, |m| state.goto(m, PassState::Idle))
-                    .else_(|m| m.assign(update_tile, update_tile.q() + 1u32));
+                m.if_(last_update, |m| {
+                    // A pipelined update's rows may still be in flight.
+                    let after = if pipelined {
+                        PassState::Drain
+                    } else {
+                        PassState::Idle
+                    };
+                    state.goto(m, after);
+                })
+                .else_(|m| m.assign(update_tile, update_tile.q() + 1u32));
             });
         });
+        if let Some(drained) = update_drained {
+            t.state(PassState::Drain, |m| {
+                m.if_(drained, |m| state.goto(m, PassState::Idle));
+            });
+        }
     });
 }
 

@@ -435,6 +435,12 @@ impl SparseCoreDriver {
                     self.model.peek(p.wr_mask),
                 )
             });
+            // One channel: a read and a write are never offered together.
+            if read_offer.is_some() && write_offer.is_some() {
+                return Err(DriverError::Protocol(format!(
+                    "cycle {cycle}: an HBM read and an HBM write offered in one cycle"
+                )));
+            }
             if let Some(held) = stalled_read.take() {
                 if read_offer != Some(held) {
                     return Err(DriverError::Protocol(format!(
