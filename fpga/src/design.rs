@@ -381,8 +381,9 @@ mod tests {
             plan.owner_patterns,
             ["n:*tile0.lane0.*", "n:*tile0.lane1.*"]
         );
-        // 240 DSP48s hold all 32 at two each, and the address arithmetic
-        // the block does not state (three products per tile, one outside).
+        // 240 DSP48s hold all 40 (32 combine lanes, the pipelined update's
+        // 8 shared lanes) at two each, and the address arithmetic the block
+        // does not state (three products per tile, one outside).
         let plan = d.dsp_plan(a100t);
         assert!(plan.all);
         let other: u64 = d
@@ -393,7 +394,7 @@ mod tests {
             .map(|m| m.count)
             .sum();
         assert_eq!(other, 13);
-        assert_eq!(plan.total(), 45);
+        assert_eq!(plan.total(), 53);
         assert_eq!(d.facts().block_ram, ["m:*act_buf", "m:*psum_bank*"]);
     }
 
