@@ -1030,9 +1030,13 @@ fn lane_word(m: &mut ModuleBuilder, cfg: &IciConfig, rx: &Receiver, issue: &Issu
     // The CRC is affine in the frame: the header's linear part, the flit's
     // (kept with it in the replay buffer; 0 unless a Data frame), and the
     // CRC of the all-zero frame.
-    let ft = frame_ty(cfg);
-    let header_bits = ft.offset("last");
-    let header = covered(out.bits(), cfg).slice(0, header_bits);
+    let header = cat(&[
+        out.get("credit"),
+        out.get("ack"),
+        out.get("seq"),
+        out.get("kind"),
+    ]);
+    debug_assert_eq!(header.width(), frame_ty(cfg).offset("last"));
     let header_part = m.wire("tx_header_crc", crc_linear_part(header, 0, cfg));
     let flit_part = gate(issue.read.slice(flit_bits, cfg.crc_bits()));
     let crc = header_part ^ flit_part ^ header_part.lit(crc_of_zero(cfg));
