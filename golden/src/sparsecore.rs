@@ -270,17 +270,7 @@ pub fn forward_cycles(
     // a later one back, as one enters per cycle at most.
     let mut entered: std::collections::VecDeque<Entered> = std::collections::VecDeque::new();
     // The stream, in order: (tile, entry or marker).
-    let stream: Vec<(usize, Option<crate::sparsecore_host::Entry>)> = prepared
-        .tiles
-        .iter()
-        .enumerate()
-        .flat_map(|(t, entries)| {
-            entries
-                .iter()
-                .map(move |&e| (t, Some(e)))
-                .chain(std::iter::once((t, None)))
-        })
-        .collect();
+    let stream = entry_stream(prepared);
     let mut tiles: Vec<TileWalk> = (0..n_tiles).map(|_| TileWalk::default()).collect();
     let mut next = 0;
     let mut outstanding: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
@@ -320,12 +310,7 @@ pub fn forward_cycles(
                 outstanding.pop_front();
             }
             if outstanding.len() < inflight && !requests.is_empty() {
-                let g = requests
-                    .iter()
-                    .copied()
-                    .find(|&i| i >= pointer)
-                    .unwrap_or(requests[0]);
-                pointer = (g + 1) % n_tiles;
+                let g = round_robin(&requests, &mut pointer, n_tiles);
                 let r = c + latency;
                 let tile = &mut tiles[g];
                 let e = tile.queue.front().expect("a requesting tile has a head").0;
@@ -380,6 +365,35 @@ pub fn forward_cycles(
         cycles: end,
         words_read,
     }
+}
+
+/// The entry stream the host pushes, in order: each tile's entries, then
+/// its marker (`None`).
+fn entry_stream(prepared: &Prepared) -> Vec<(usize, Option<crate::sparsecore_host::Entry>)> {
+    prepared
+        .tiles
+        .iter()
+        .enumerate()
+        .flat_map(|(t, entries)| {
+            entries
+                .iter()
+                .map(move |&e| (t, Some(e)))
+                .chain(std::iter::once((t, None)))
+        })
+        .collect()
+}
+
+/// The read arbiter's grant among the requesting tiles (ascending, not
+/// empty): the first at or after `pointer`, else the lowest; the pointer
+/// moves past the grant.
+fn round_robin(requests: &[usize], pointer: &mut usize, tiles: usize) -> usize {
+    let g = requests
+        .iter()
+        .copied()
+        .find(|&i| i >= *pointer)
+        .unwrap_or(requests[0]);
+    *pointer = (g + 1) % tiles;
+    g
 }
 
 /// What the cycle model predicts for one update pass.
@@ -584,17 +598,7 @@ fn pipelined_update_cycles(
     let slots = u64::from(update_slots(timing, dim));
     let chunks = u64::from(dim.div_ceil(8));
     let n_tiles = prepared.tiles.len();
-    let stream: Vec<(usize, Option<crate::sparsecore_host::Entry>)> = prepared
-        .tiles
-        .iter()
-        .enumerate()
-        .flat_map(|(t, entries)| {
-            entries
-                .iter()
-                .map(move |&e| (t, Some(e)))
-                .chain(std::iter::once((t, None)))
-        })
-        .collect();
+    let stream = entry_stream(prepared);
     let mut tiles: Vec<UpdateTile> = (0..n_tiles).map(|_| UpdateTile::default()).collect();
     let mut next = 0;
     // The walking tile and the cycle it walks from.
@@ -689,13 +693,8 @@ fn pipelined_update_cycles(
                         .is_some_and(|&(_, avail)| fwft_head(avail, tile.row_left) <= c)
                 })
                 .collect();
-            if let Some(&lowest) = requests.first() {
-                let g = requests
-                    .iter()
-                    .copied()
-                    .find(|&i| i >= pointer)
-                    .unwrap_or(lowest);
-                pointer = (g + 1) % n_tiles;
+            if !requests.is_empty() {
+                let g = round_robin(&requests, &mut pointer, n_tiles);
                 let tile = &mut tiles[g];
                 let (first, _) = *tile.rows.front().expect("a requesting row");
                 tile.granted += 1;
