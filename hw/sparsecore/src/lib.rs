@@ -901,6 +901,8 @@ fn tile_body(
     let end = m.wire("row_end", offset.zext(ew) + dim.zext(ew) - 1u32);
     let k = m.reg_reset("word_k", Ty::u(k_bits), 0);
     let k_last = m.wire("word_k_last", k.q().zext(ew).is_eq(end >> 3u32));
+    // The read counter after a word of the row is read.
+    let k_step = mux(k_last, m.lit(Ty::u(k_bits), 0), k.q() + 1u32);
     let k_first = k.q().is_eq(0);
     // Lanes holding the row: from o in the first word, up to (o + D - 1)
     // mod 8 in the last.
@@ -1399,7 +1401,7 @@ fn tile_body(
                 read_fire,
                 k,
                 k_last,
-                k_bits,
+                k_step,
                 take_marker,
                 entry_valid,
                 cur_id,
@@ -1425,12 +1427,12 @@ fn tile_body(
                 state.goto(m, TileState::Walk);
             })
             .elif(read_fire, |m| {
-                m.assign(k, mux(k_last, m.lit(Ty::u(k_bits), 0), k.q() + 1u32));
+                m.assign(k, k_step);
             });
         })
         .state(TileState::Walk, |m| {
             m.if_(read_fire, |m| {
-                m.assign(k, mux(k_last, m.lit(Ty::u(k_bits), 0), k.q() + 1u32));
+                m.assign(k, k_step);
             });
             m.if_(take_marker, |m| state.goto(m, TileState::Idle));
             m.if_(acc_step, |m| {
@@ -1467,7 +1469,7 @@ struct OneRow {
     read_fire: Expr,
     k: hw::Reg,
     k_last: Expr,
-    k_bits: u32,
+    k_step: Expr,
     take_marker: Expr,
     entry_valid: Expr,
     cur_id: hw::Reg,
@@ -1490,7 +1492,7 @@ fn one_row_fsm(m: &mut hw::ModuleBuilder, state: hw::Fsm<TileState>, w: &OneRow)
         read_fire,
         k,
         k_last,
-        k_bits,
+        k_step,
         take_marker,
         entry_valid,
         cur_id,
@@ -1513,7 +1515,7 @@ fn one_row_fsm(m: &mut hw::ModuleBuilder, state: hw::Fsm<TileState>, w: &OneRow)
         })
         .state(TileState::Walk, |m| {
             m.if_(read_fire, |m| {
-                m.assign(k, mux(k_last, m.lit(Ty::u(k_bits), 0), k.q() + 1u32));
+                m.assign(k, k_step);
             });
             m.if_(take_marker, |m| state.goto(m, TileState::Idle));
             m.if_(entry_valid, |m| {
