@@ -121,7 +121,7 @@ pub fn crc_linear_part(bits: Expr, lo: u32, cfg: &IciConfig) -> Expr {
         "bits {lo}..{} past the covered {n}",
         lo + width
     );
-    let zero = serial_crc(&spec, &vec![false; n as usize]);
+    let zero = crc_of_zero(cfg);
     // column(i): the CRC's linear part of message bit i alone.
     let column = |i: u32| {
         let mut msg = vec![false; n as usize];
