@@ -950,8 +950,11 @@ impl MemPorts {
         m.set_next(host_rd_rf, host.space);
         m.set_enable(host_rd_rf, flow.host_accept);
         MemPorts {
+            // A host read is served only while execute is empty, when it
+            // advances: from REGISTERED_ADVANCE_FROM on the enable is the
+            // advance alone.
             rf_rd_en: if cfg.depth() >= REGISTERED_ADVANCE_FROM {
-                flow.advance | host_rf_read
+                flow.advance
             } else {
                 flow.accept | host_rf_read
             },
