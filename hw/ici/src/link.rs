@@ -840,7 +840,9 @@ impl Issue {
         let nak_pending = regs.nak_pending.q();
         let free = up & ser_ready & !nak_pending & !echo.q();
         let s_addr = cfg.replay_depth().trailing_zeros();
-        let (issue, issue_seq, retransmit, split_next, read) = match sent2 {
+        // `issue_if_ready` is the issue where the lanes' ready also enables
+        // the register it goes to.
+        let (issue, issue_if_ready, issue_seq, retransmit, split_next, read) = match sent2 {
             Some(sent2) => {
                 let issue = m.wire(
                     "tx_issue",
@@ -850,10 +852,15 @@ impl Issue {
                 let high1 = ack.high1.expect("the window's sent-once count");
                 let retransmit = m.wire("tx_retransmit", issue & sent2.is_lt(high1));
                 let read = m.mem_read(replay, Some(ser_ready), issue_seq.trunc(s_addr));
-                (issue, issue_seq, retransmit, None, read)
+                (issue, issue, issue_seq, retransmit, None, read)
             }
             None => {
-                let si = split_issue(m, cfg, regs, ack, free);
+                // The lanes' ready reaches a few hundred enables and comes
+                // from the stub's logic: it is the last choice here, between
+                // the step with the lanes taking a word and the step
+                // without, not an input of the issue compares.
+                let free_if_ready = up & !nak_pending & !echo.q();
+                let si = split_issue(m, cfg, regs, ack, free_if_ready, ser_ready);
                 // The flit is read at each of the three addresses it can
                 // come from, which are registers or their sum, and the
                 // choice is registered beside the reads: progress and the
@@ -868,7 +875,14 @@ impl Issue {
                 m.set_enable(at_ack, ser_ready);
                 m.set_enable(at_base, ser_ready);
                 let read = mux(at_ack.q(), reads[0], mux(at_base.q(), reads[1], reads[2]));
-                (si.issue, si.issue_seq, si.retransmit, Some(si.next), read)
+                (
+                    si.issue,
+                    si.issue_if_ready,
+                    si.issue_seq,
+                    si.retransmit,
+                    Some(si.next),
+                    read,
+                )
             }
         };
         let kind = m.reg_reset("s2_kind", FrameKind::ty(), FrameKind::Idle.index());
@@ -877,14 +891,14 @@ impl Issue {
         let kind_next = m.comb_default("s2_kind_next", FrameKind::ty(), FrameKind::Idle);
         m.if_(!up | echo.q(), |m| m.assign(kind_next, FrameKind::Train))
             .elif(nak_pending, |m| m.assign(kind_next, FrameKind::Nak))
-            .elif(issue, |m| m.assign(kind_next, FrameKind::Data));
+            .elif(issue_if_ready, |m| m.assign(kind_next, FrameKind::Data));
         m.set_next(kind, kind_next.value());
         m.set_enable(kind, ser_ready);
         let flags = cat(&[!up, got_train]).zext(s_bits);
         let seq_next = m.comb_default("s2_seq_next", Ty::u(s_bits), 0);
         m.if_(!up | echo.q(), |m| m.assign(seq_next, flags))
             .elif(nak_pending, |_| {})
-            .elif(issue, |m| m.assign(seq_next, issue_seq));
+            .elif(issue_if_ready, |m| m.assign(seq_next, issue_seq));
         m.set_next(seq, seq_next.value());
         m.set_enable(seq, ser_ready);
         Issue {
@@ -905,6 +919,8 @@ impl Issue {
 /// counts after it.
 struct SplitIssue {
     issue: Expr,
+    /// The issue if the lanes take a word this cycle.
+    issue_if_ready: Expr,
     issue_seq: Expr,
     retransmit: Expr,
     next: (Expr, Expr),
@@ -934,12 +950,18 @@ struct SplitIssue {
 /// - the next sent count is the issue (0 or 1) after a restart, else
 ///   `sent` (less `acked` with progress) plus the issue; the sent-once
 ///   count grows by one when a flit not sent before is issued.
+///
+/// The lanes' ready (`free_if_ready` leaves it out) is the last choice:
+/// the counts are formed for a cycle whose word is taken and for one whose
+/// word waits, and the ready picks one, so the net with a few hundred
+/// loads is one LUT from the registers it reaches.
 fn split_issue(
     m: &mut ModuleBuilder,
     cfg: &IciConfig,
     regs: &SenderRegs,
     ack: &Acks,
-    free: Expr,
+    free_if_ready: Expr,
+    ser_ready: Expr,
 ) -> SplitIssue {
     let s_bits = cfg.seq_bits();
     let off_bits = offset_ty(cfg).width;
@@ -950,15 +972,16 @@ fn split_issue(
     let unsent = sent.is_lt(count);
     let unseen = sent.is_lt(high);
     let snd = base + resize(sent, s_bits);
-    // With progress.
+    // With progress, if the lanes take a word.
     let restart_p = sa.rewind_p | sent.is_lt(acked);
-    let issue_p = free & acked.is_ne(count) & (sa.rewind_p | unsent);
+    let issue_p = free_if_ready & acked.is_ne(count) & (sa.rewind_p | unsent);
     let again_p = mux(restart_p, high.is_gt(acked), unseen);
     // Without.
     let restart_n = sa.rewind_n;
-    let issue_n = free & count.is_ne(0) & (sa.rewind_n | unsent);
+    let issue_n = free_if_ready & count.is_ne(0) & (sa.rewind_n | unsent);
     let again_n = mux(restart_n, high.is_ne(0), unseen);
-    let issue = m.wire("tx_issue", mux(progress, issue_p, issue_n));
+    let issue_if_ready = mux(progress, issue_p, issue_n);
+    let issue = m.wire("tx_issue", ser_ready & issue_if_ready);
     let issue_seq = m.wire(
         "tx_issue_seq",
         mux(
@@ -969,10 +992,13 @@ fn split_issue(
     );
     let retransmit = m.wire(
         "tx_retransmit",
-        mux(progress, issue_p & again_p, issue_n & again_n),
+        ser_ready & mux(progress, issue_p & again_p, issue_n & again_n),
     );
     let one = |x: Expr| x.zext(off_bits);
-    let sent_next = mux(
+    let zero = m.lit(Ty::u(off_bits), 0);
+    // What the lanes' ready chooses between: the counts when a word is
+    // taken, and when none is (no issue).
+    let sent_taken = mux(
         progress,
         mux(
             restart_p,
@@ -981,20 +1007,30 @@ fn split_issue(
         ),
         mux(restart_n, one(issue_n), mux(issue_n, sent + 1u32, sent)),
     );
+    let sent_waits = mux(
+        progress,
+        mux(restart_p, zero, sent - acked),
+        mux(restart_n, zero, sent),
+    );
     // high1 + 1 with progress: (high - acked saturating) + 1.
     let high_ge = high.is_ge(acked);
     let high1_p = mux(high_ge, high - acked, 0);
     let high1_p1 = mux(high_ge, (high + 1u32) - acked, 1);
-    let high_next = mux(
+    let high_taken = mux(
         progress,
         mux(issue_p & !again_p, high1_p1, high1_p),
         mux(issue_n & !again_n, high + 1u32, high),
     );
+    let high_waits = mux(progress, high1_p, high);
     SplitIssue {
         issue,
+        issue_if_ready,
         issue_seq,
         retransmit,
-        next: (sent_next, high_next),
+        next: (
+            mux(ser_ready, sent_taken, sent_waits),
+            mux(ser_ready, high_taken, high_waits),
+        ),
         candidates: [sa.ack, base, snd],
         choice: (progress & restart_p, !progress & restart_n),
     }
