@@ -483,14 +483,26 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
         // is a register and `force_dup_i` away from the link's issue
         // decision. The threshold therefore acts from the cycle after it is
         // set.
+        // The verdict is formed from the seed and from the stepped register
+        // apart, and the seed load picks one after the compares: each
+        // duplicate draw bit is then one XOR of four bits before the
+        // compare's carry chain, not a choice of sources and then the XOR.
         let dup_field = |d: Expr| d.slice(DRAW_WIDTH, DRAW_WIDTH).is_lt(dup_thr);
+        let dup_field_of = |from: Expr| {
+            let bits = (DRAW_WIDTH..2 * DRAW_WIDTH)
+                .rev()
+                .map(|i| xor_of(from, &outs[i as usize]))
+                .collect::<Vec<_>>();
+            cat(&bits).is_lt(dup_thr)
+        };
+        let replacement_hit = dup_field(replacement_draws);
         let dup_hit = m.reg("dup_hit", Ty::BOOL);
         m.set_next(
             dup_hit,
             mux(
-                next_running,
-                dup_field(next_draws),
-                dup_field(replacement_draws),
+                seed_load,
+                mux(seed.any(), dup_field_of(seed), replacement_hit),
+                mux(live.q(), dup_field_of(stepped), replacement_hit),
             ),
         );
 
