@@ -442,10 +442,12 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
             .map(|i| draws.bit(at(DRAW_BITS - 64 + i)))
             .collect::<Vec<_>>());
         let next_lfsr = m.wire("next_lfsr", mux(seed_load, seed, stepped));
-        let next_draws = cat(&outs
-            .iter()
+        // The draws the register keeps (all but the duplicate draw, whose
+        // verdict is formed below), in the register's order.
+        let kept_indices = (0..DRAW_WIDTH).chain(2 * DRAW_WIDTH..DRAW_BITS);
+        let next_kept = cat(&kept_indices
             .rev()
-            .map(|f| xor_of(next_lfsr, f))
+            .map(|i| xor_of(next_lfsr, &outs[i as usize]))
             .collect::<Vec<_>>());
         // A zero seed, or a zero register stepping, loads the replacement:
         // its draws are a constant.
@@ -474,7 +476,7 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
             draws_reg,
             mux(
                 next_running,
-                kept_of(next_draws),
+                next_kept,
                 kept_of(replacement_draws),
             ),
         );

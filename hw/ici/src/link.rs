@@ -980,8 +980,8 @@ fn split_issue(
     let restart_n = sa.rewind_n;
     let issue_n = free_if_ready & count.is_ne(0) & (sa.rewind_n | unsent);
     let again_n = mux(restart_n, high.is_ne(0), unseen);
-    let issue_if_ready = mux(progress, issue_p, issue_n);
-    let issue = m.wire("tx_issue", ser_ready & issue_if_ready);
+    let issue_if_ready = m.wire("tx_issue_if_ready", mux(progress, issue_p, issue_n));
+    let issue = ser_ready & issue_if_ready;
     let issue_seq = m.wire(
         "tx_issue_seq",
         mux(
