@@ -1036,7 +1036,6 @@ pub fn chip(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<Mod
     ];
     design.define(&chip_name(&cfg, &eng), &params, |_, m| {
         m.doc("Order-v2 all-reduce engine with its credits in its flits");
-        m.shared_code("one engine per chip, up to 64 in a torus");
         let e = m.instance("engine", &engine_def);
         for name in ["at_x_i", "at_y_i", "at_z_i", "fp_i"] {
             let ty = if name == "fp_i" { Ty::BOOL } else { Ty::u(2) };
