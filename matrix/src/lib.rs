@@ -237,10 +237,12 @@ fn write_shaped<T: npyz::AutoSerialize + Copy>(
     let mut tmp = tempfile::NamedTempFile::new_in(&dir)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     {
+        // Buffered: the writer emits each element on its own.
+        let mut out = std::io::BufWriter::new(tmp.as_file_mut());
         let mut writer = npyz::WriteOptions::new()
             .default_dtype()
             .shape(shape)
-            .writer(tmp.as_file_mut())
+            .writer(&mut out)
             .begin_nd()
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         writer
@@ -248,6 +250,8 @@ fn write_shaped<T: npyz::AutoSerialize + Copy>(
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         writer
             .finish()
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        out.flush()
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     tmp.as_file_mut()

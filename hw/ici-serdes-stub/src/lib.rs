@@ -285,7 +285,6 @@ pub fn serdes_stub(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDe
     design.define(&stub_name(width, latency), &params, |_, m| {
         use ports::*;
         m.doc("serdes stub: fixed latency, seeded LFSR bit flips, word drops and duplicates");
-        let word_ty = Ty::u(width);
         let StubInputs {
             in_word,
             seed_load,
@@ -317,8 +316,14 @@ pub fn serdes_stub(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDe
 
         let drop_draw = draws.slice(0, DRAW_WIDTH);
         let dup_draw = draws.slice(DRAW_WIDTH, DRAW_WIDTH);
-        let mut mask = force_flip;
-        let one = m.lit(word_ty, 1);
+        // The mask is built 32 bits at a time: a slot's bit is a one-hot
+        // 32-bit decode of the position's low bits in the word its high bits
+        // pick, so no part of the mask is a shift of a whole word.
+        let words = width.div_ceil(32);
+        let word_bits = |j: u32| (width - 32 * j).min(32);
+        let mut mask: Vec<Expr> = (0..words)
+            .map(|j| force_flip.slice(32 * j, word_bits(j)))
+            .collect();
         for s in 0..FLIP_SLOTS {
             let base = 2 * DRAW_WIDTH + s * (DRAW_WIDTH + POS_WIDTH);
             let hit = draws.slice(base, DRAW_WIDTH).is_lt(flip_thr);
@@ -331,11 +336,14 @@ pub fn serdes_stub(design: &mut Design, width: u32, latency: u32) -> Rc<ModuleDe
                 "the position is the high half of draw x width; the low half is the fraction dropped",
             );
             let pos = scaled.slice(POS_WIDTH, 16);
-            let bit = one << pos;
-            let zero = m.lit(word_ty, 0);
-            mask = mask ^ mux(hit, bit, zero);
+            let (low, high) = (pos.slice(0, 5), pos.slice(5, 11));
+            for (j, w) in mask.iter_mut().enumerate() {
+                let ty = Ty::u(word_bits(j as u32));
+                let here = hit & high.is_eq(m.lit(Ty::u(11), j as u64));
+                *w = *w ^ mux(here, m.lit(ty, 1) << low, m.lit(ty, 0));
+            }
         }
-        let mask = m.wire("flip_mask", mask);
+        let mask = m.wire("flip_mask", cat(&mask.into_iter().rev().collect::<Vec<_>>()));
 
         let Slot { dup, drop, last } = slot_decisions(
             m,

@@ -16,7 +16,7 @@
 //! | port | width | meaning |
 //! | --- | --- | --- |
 //! | `at_x_i`, `at_y_i`, `at_z_i` | 2 each | the chip's logical coordinates |
-//! | `fp_i` | 1 | fp32 sums (1) or int32 wrapping sums (0) |
+//! | `fp_i` | 1 | fp32 sums (1) or int32 wrapping sums (0), for the adds that start in the cycle |
 //! | `v<p>_valid_i`, `v<p>_data_i`, `v<p>_ready_o` | 1, 32, 1 | lane p (0..3): the chip's elements e = p, p + 3, ... in order; `ready` does not depend on `valid` |
 //! | `r<p>_valid_o`, `r<p>_index_o`, `r<p>_data_o` | 1, 18, 32 | lane p's results, one per pulse, with their element index; no back-pressure |
 //! | `<port>_tx_valid_o`, `<port>_tx_ready_i`, `<port>_tx_data_o` | 1, 1, 64 | flits to the neighbour across torus port `<port>` (`xp` .. `zm`) |
@@ -693,10 +693,12 @@ pub fn engine(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<M
                 let fsum = m.inst_output(add, "sum_o");
                 let isum = partial + term.slice(0, 32);
                 // The stream only matters for a flit up (rings of two or more).
+                // The sum's kind travels with the add, so that what follows
+                // the adder does not depend on the engine's inputs.
                 let ctl = if k > 1 {
-                    cat(&[z_sel, l_sel, sel, term])
+                    cat(&[fp, z_sel, l_sel, sel, term])
                 } else {
-                    cat(&[z_sel, l_sel, term])
+                    cat(&[fp, z_sel, l_sel, term])
                 };
                 let stages = adder_stages;
                 let valid = hw::delay(m, &format!("{name}_valid"), go, stages, Some(0));
@@ -707,7 +709,8 @@ pub fn engine(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<M
                 let e_sel = ctl.slice(carried, sb.max(1));
                 let e_last = ctl.bit(carried + sb);
                 let e_zero = ctl.bit(carried + sb + 1);
-                let sum = mux(fp, fsum, isum);
+                let e_fp = ctl.bit(carried + sb + 2);
+                let sum = mux(e_fp, fsum, isum);
                 let sum = m.wire(
                     &format!("{name}_sum"),
                     mux(e_zero, e_term.slice(0, 32), sum),
@@ -1033,7 +1036,6 @@ pub fn chip(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<Mod
     ];
     design.define(&chip_name(&cfg, &eng), &params, |_, m| {
         m.doc("Order-v2 all-reduce engine with its credits in its flits");
-        m.shared_code("one engine per chip, up to 64 in a torus");
         let e = m.instance("engine", &engine_def);
         for name in ["at_x_i", "at_y_i", "at_z_i", "fp_i"] {
             let ty = if name == "fp_i" { Ty::BOOL } else { Ty::u(2) };

@@ -95,12 +95,16 @@
 //! link ends' serdes words. [`node::top`]: one node per physical chip,
 //! placed at logical coordinates by a [`config::Wiring`]; every torus port
 //! feeds a serdes stub that delivers to the neighbour's opposite port (the
-//! stubs share the error rates; stub k's seed is `seed_i` XOR k times
+//! stubs share the error rates; stub k, of logical chip c's port p, is
+//! k = 6c + p and its seed is `seed_i` XOR k times
 //! [`node::STUB_SEED_STEP`]). A ring of size 1 joins a chip's up port to its
 //! own down port; a ring of size 2 joins the two chips twice.
 //!
 //! Every chip of the top also has an all-reduce engine on its node's links
-//! beside the router, so one Verilated model serves both.
+//! beside the router, so one Verilated model serves both. A chip's node,
+//! engine and the stubs of the links leaving it are one module
+//! ([`node::chip_unit_name`]) whose code Verilator models keep once for
+//! all chips.
 //!
 //! # All-reduce
 //!

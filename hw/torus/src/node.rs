@@ -34,8 +34,9 @@ pub fn node(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
         .map(|(k, v)| (k.as_str(), v.clone()))
         .collect();
     design.define(&node_name(&cfg), &params, |_, m| {
-        m.doc("ICI torus chip node: a router and six ICI link ends, shared with an all-reduce engine");
-        m.shared_code("one node per chip, up to 64 in a torus: one copy of its code keeps the model's build time and cache footprint those of one chip");
+        m.doc(
+            "ICI torus chip node: a router and six ICI link ends, shared with an all-reduce engine",
+        );
         let coord_ty = Ty::u(crate::COORD_BITS);
         let r = m.instance("router", &router_def);
         for axis in ["x", "y", "z"] {
@@ -160,34 +161,137 @@ pub fn top_name(cfg: &TorusConfig, wiring: &Wiring) -> String {
 /// What stub k's seed is XORed with: k times this constant.
 pub const STUB_SEED_STEP: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// The serdes stub of a torus link, wrapped so that Verilator models keep
-/// one copy of its code for the six per chip (384 on a 4x4x4 torus).
-fn shared_stub(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
-    let (width, latency) = (cfg.link().frame_bits(), cfg.link().latency());
-    let stub_def = serdes_stub(design, width, latency);
-    let params = [
-        ("width", width.to_string()),
-        ("latency", latency.to_string()),
-    ];
-    let params: Vec<(&str, String)> = params.iter().map(|(k, v)| (*k, v.clone())).collect();
-    design.define(
-        &format!("torus_stub_w{width}_l{latency}"),
-        &params,
-        |_, m| {
-            m.doc("A torus link's serdes stub, as one module for simulation models to share");
-            m.shared_code("six stubs per chip, up to 384 in a torus");
-            let st = m.instance("stub", &stub_def);
-            m.expose_ports(st, &stub_def, str::to_string);
-        },
-    )
+/// The Verilog name of one chip of the torus top: its node, its engine and
+/// the stubs of its outgoing links.
+pub fn chip_unit_name(cfg: &TorusConfig) -> String {
+    router_name(cfg).replace("torus_router_", "torus_chip_")
 }
 
-/// Builds the torus: physical chip p is instance `chip<p>` and sits at the
-/// logical coordinates the wiring gives it; each of its torus ports is
-/// joined to the neighbour's opposite port by two serdes stubs (one per
-/// direction). Every chip has an order-v2 all-reduce engine (instance
-/// `ar<p>`, [`crate::allreduce_v2::chip`]) on its node's links beside the
-/// router.
+/// One chip of the torus top: its node, its all-reduce engine on the
+/// node's links beside the router ([`crate::allreduce_v2::chip`]) and the
+/// serdes stubs of its six outgoing links, kept as one module so that
+/// Verilator models hold one copy of the chip's code for all chips and the
+/// top joins the chips with a few words per link.
+///
+/// Ports: the node's coordinates, packet streams (`inj`, `ej`) and
+/// counters; the engine's `fp_i` and lanes; per torus port `<port>`, the
+/// stub's seed `<port>_seed_i`, its output `<port>_out_valid_o`,
+/// `<port>_out_word_o` (to the neighbour) and the neighbour's stub output
+/// `<port>_des_valid_i`, `<port>_des_word_i`; the stubs' `seed_load_i` and
+/// thresholds; `stub_words_o` and `corrupted_o`, the six stubs' sums.
+fn chip_unit(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
+    let node_def = node(design, cfg);
+    let engine_def = crate::allreduce_v2::chip(design, cfg, &config::AllreduceV2::DEFAULT);
+    let (width, latency) = (cfg.link().frame_bits(), cfg.link().latency());
+    let stub_def = serdes_stub(design, width, latency);
+    let cfg = *cfg;
+    let params: Vec<(String, String)> = cfg.params();
+    let params: Vec<(&str, String)> = params
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    design.define(&chip_unit_name(&cfg), &params, |_, m| {
+        m.doc("ICI torus chip: a node, its all-reduce engine and the serdes stubs of its outgoing links");
+        m.shared_code("one chip per torus position, up to 64 in a torus: one copy of its code keeps the model's build time and cache footprint those of one chip");
+        let coord_ty = Ty::u(crate::COORD_BITS);
+        let frame = Ty::u(cfg.link().frame_bits());
+        let thr_ty = Ty::u(ici_serdes_stub::DRAW_WIDTH);
+        let node = m.instance("node", &node_def);
+        let e = m.instance("ar", &engine_def);
+        for axis in ["x", "y", "z"] {
+            let c = m.input(&format!("at_{axis}_i"), coord_ty);
+            m.connect(node, &format!("at_{axis}_i"), c);
+            m.connect(e, &format!("at_{axis}_i"), c);
+        }
+        let fp = m.input("fp_i", Ty::BOOL);
+        m.connect(e, "fp_i", fp);
+        let pkt = crate::packet_ty();
+        let inj = m.stream_input("inj", &pkt);
+        let ready = m.connect_stream(node, "inj", &inj.stream);
+        m.drive(inj.ready, ready);
+        let ej_ready = m.input("ej_ready_i", Ty::BOOL);
+        let ej = m.inst_stream(node, "ej", &pkt, ej_ready);
+        m.output("ej_valid_o", ej.valid);
+        m.output_record("ej", &ej.data);
+        crate::allreduce_v2::expose_lanes(m, e, str::to_string);
+        let seed_load = m.input(sp::SEED_LOAD, Ty::BOOL);
+        let flip_thr = m.input(sp::FLIP_THRESHOLD, thr_ty);
+        let drop_thr = m.input(sp::DROP_THRESHOLD, thr_ty);
+        let dup_thr = m.input(sp::DUP_THRESHOLD, thr_ty);
+        let mut stub_words = None;
+        let mut corrupted = None;
+        for name in &TORUS_PORTS[..6] {
+            for (from, to) in [("tx_valid_o", "etx_valid_i"), ("tx_data_o", "etx_data_i")] {
+                let v = m.inst_output(e, &format!("{name}_{from}"));
+                m.connect(node, &format!("{name}_{to}"), v);
+            }
+            let v = m.inst_output(node, &format!("{name}_etx_ready_o"));
+            m.connect(e, &format!("{name}_tx_ready_i"), v);
+            for (from, to) in [("erx_valid_o", "rx_valid_i"), ("erx_data_o", "rx_data_i")] {
+                let v = m.inst_output(node, &format!("{name}_{from}"));
+                m.connect(e, &format!("{name}_{to}"), v);
+            }
+            // The stub of the link going out on this port.
+            let st = m.instance(&format!("stub_{name}"), &stub_def);
+            let word = m.inst_output(node, &format!("{name}_ser_word_o"));
+            m.connect(st, sp::IN_WORD, word);
+            let ready = m.inst_output(st, sp::IN_READY);
+            m.connect(node, &format!("{name}_ser_ready_i"), ready);
+            let valid = m.inst_output(st, sp::OUT_VALID);
+            let out = m.inst_output(st, sp::OUT_WORD);
+            m.output(&format!("{name}_out_valid_o"), valid);
+            m.output(&format!("{name}_out_word_o"), out);
+            let seed = m.input(&format!("{name}_seed_i"), Ty::u(64));
+            m.connect(st, sp::SEED, seed);
+            m.connect(st, sp::SEED_LOAD, seed_load);
+            m.connect(st, sp::FLIP_THRESHOLD, flip_thr);
+            m.connect(st, sp::DROP_THRESHOLD, drop_thr);
+            m.connect(st, sp::DUP_THRESHOLD, dup_thr);
+            m.connect(st, sp::FORCE_FLIP, m.lit(frame, 0));
+            m.connect(st, sp::FORCE_DROP, m.lit(Ty::BOOL, 0));
+            m.connect(st, sp::FORCE_DUP, m.lit(Ty::BOOL, 0));
+            // The link coming in on this port, from the neighbour's stub.
+            let des_valid = m.input(&format!("{name}_des_valid_i"), Ty::BOOL);
+            let des_word = m.input(&format!("{name}_des_word_i"), frame);
+            m.connect(node, &format!("{name}_des_valid_i"), des_valid);
+            m.connect(node, &format!("{name}_des_word_i"), des_word);
+            let w = m.inst_output(st, sp::WORDS);
+            stub_words = Some(match stub_words {
+                Some(s) => s + w,
+                None => w,
+            });
+            let cw = m.inst_output(st, sp::CORRUPTED);
+            corrupted = Some(match corrupted {
+                Some(s) => s + cw,
+                None => cw,
+            });
+            for port in [sp::DROPPED, sp::DUPLICATED] {
+                m.waive(
+                    "UNUSEDSIGNAL",
+                    &format!("stub_{name}_{port}"),
+                    "the top reports corrupted words and word slots only",
+                );
+            }
+        }
+        for (_, out) in NODE_COUNTERS {
+            let v = m.inst_output(node, out);
+            m.output(out, v);
+        }
+        m.output("stub_words_o", stub_words.expect("six stubs"));
+        m.output("corrupted_o", corrupted.expect("six stubs"));
+        let alarm = m.inst_output(e, "alarm_o") | m.inst_output(node, "alarm_o");
+        m.output("alarm_o", alarm);
+        let up = m.inst_output(node, "links_up_o");
+        m.output("links_up_o", up);
+    })
+}
+
+/// Builds the torus: physical chip p is instance `chip<p>` ([`chip_unit_name`])
+/// and sits at the logical coordinates the wiring gives it; each of its
+/// torus ports is joined to the neighbour's opposite port by two serdes
+/// stubs (one per direction, each in the chip it leaves). Every chip has an
+/// order-v2 all-reduce engine ([`crate::allreduce_v2::chip`]) on its node's
+/// links beside the router.
 ///
 /// Per physical chip p: the host's packets `c<p>_inj_*` and `c<p>_ej_*`
 /// (streams), the engine's lanes `c<p>_v<l>_*` (elements in, l = 0..3) and
@@ -195,9 +299,7 @@ fn shared_stub(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
 /// selects fp32 (1) or int32 (0) sums.
 #[track_caller]
 pub fn top(design: &mut Design, cfg: &TorusConfig, wiring: &Wiring) -> Rc<ModuleDef> {
-    let node_def = node(design, cfg);
-    let engine_def = crate::allreduce_v2::chip(design, cfg, &config::AllreduceV2::DEFAULT);
-    let stub_def = shared_stub(design, cfg);
+    let chip_def = chip_unit(design, cfg);
     let cfg = *cfg;
     let wiring = wiring.clone();
     let mut params: Vec<(String, String)> = cfg.params();
@@ -215,31 +317,22 @@ pub fn top(design: &mut Design, cfg: &TorusConfig, wiring: &Wiring) -> Rc<Module
         let flip_thr = m.input("flip_threshold_i", thr_ty);
         let drop_thr = m.input("drop_threshold_i", thr_ty);
         let dup_thr = m.input("dup_threshold_i", thr_ty);
-        let frame = Ty::u(cfg.link().frame_bits());
         let coord_ty = Ty::u(crate::COORD_BITS);
-        // Instances by physical chip.
-        let nodes: Vec<hw::Inst> = (0..n)
-            .map(|p| m.instance(&format!("chip{p}"), &node_def))
+        let chips: Vec<hw::Inst> = (0..n)
+            .map(|p| m.instance(&format!("chip{p}"), &chip_def))
             .collect();
         let pkt = crate::packet_ty();
         let fp = m.input("fp_i", Ty::BOOL);
-        let mut sums: Vec<Option<hw::Expr>> = vec![None; NODE_COUNTERS.len()];
+        let mut sums: Vec<Option<hw::Expr>> = vec![None; NODE_COUNTERS.len() + 2];
         let mut alarm = m.lit(Ty::BOOL, 0);
         let mut up = m.lit(Ty::BOOL, 1);
-        let mut stub_words = None;
-        let mut corrupted = None;
-        for (p, &inst) in nodes.iter().enumerate() {
+        for (p, &inst) in chips.iter().enumerate() {
             let c = wiring.logical_of(p);
             let at = cfg.coords(c);
             for (axis, v) in ["x", "y", "z"].iter().zip(at) {
                 m.connect(inst, &format!("at_{axis}_i"), m.lit(coord_ty, u64::from(v)));
             }
-            let e = m.instance(&format!("ar{p}"), &engine_def);
-            for (axis, v) in ["x", "y", "z"].iter().zip(at) {
-                m.connect(e, &format!("at_{axis}_i"), m.lit(coord_ty, u64::from(v)));
-            }
-            m.connect(e, "fp_i", fp);
-            // The host's packets.
+            m.connect(inst, "fp_i", fp);
             let inj = m.stream_input(&format!("c{p}_inj"), &pkt);
             let ready = m.connect_stream(inst, "inj", &inj.stream);
             m.drive(inj.ready, ready);
@@ -247,23 +340,23 @@ pub fn top(design: &mut Design, cfg: &TorusConfig, wiring: &Wiring) -> Rc<Module
             let ej = m.inst_stream(inst, "ej", &pkt, h_ready);
             m.output(&format!("c{p}_ej_valid_o"), ej.valid);
             m.output_record(&format!("c{p}_ej"), &ej.data);
-            // The engine on the node's links.
-            for name in &TORUS_PORTS[..6] {
-                for (from, to) in [("tx_valid_o", "etx_valid_i"), ("tx_data_o", "etx_data_i")] {
-                    let v = m.inst_output(e, &format!("{name}_{from}"));
-                    m.connect(inst, &format!("{name}_{to}"), v);
-                }
-                let v = m.inst_output(inst, &format!("{name}_etx_ready_o"));
-                m.connect(e, &format!("{name}_tx_ready_i"), v);
-                for (from, to) in [("erx_valid_o", "rx_valid_i"), ("erx_data_o", "rx_data_i")] {
-                    let v = m.inst_output(inst, &format!("{name}_{from}"));
-                    m.connect(e, &format!("{name}_{to}"), v);
-                }
+            crate::allreduce_v2::expose_lanes(m, inst, |port| format!("c{p}_{port}"));
+            // Stub k = 6c + port (c logical) draws from seed_i XOR k times
+            // the step.
+            for (port, name) in TORUS_PORTS[..6].iter().enumerate() {
+                let k = (6 * c + port) as u64;
+                let this_seed = seed ^ m.lit(Ty::u(64), k.wrapping_mul(STUB_SEED_STEP));
+                m.connect(inst, &format!("{name}_seed_i"), this_seed);
             }
-            // The engine's lanes.
-            crate::allreduce_v2::expose_lanes(m, e, |port| format!("c{p}_{port}"));
-            alarm = alarm | m.inst_output(e, "alarm_o");
-            for (k, (_, out)) in NODE_COUNTERS.iter().enumerate() {
+            m.connect(inst, sp::SEED_LOAD, seed_load);
+            m.connect(inst, sp::FLIP_THRESHOLD, flip_thr);
+            m.connect(inst, sp::DROP_THRESHOLD, drop_thr);
+            m.connect(inst, sp::DUP_THRESHOLD, dup_thr);
+            let outs = NODE_COUNTERS
+                .iter()
+                .map(|(_, out)| *out)
+                .chain(["corrupted_o", "stub_words_o"]);
+            for (k, out) in outs.enumerate() {
                 let v = m.inst_output(inst, out);
                 sums[k] = Some(match sums[k] {
                     Some(s) => s + v,
@@ -273,58 +366,26 @@ pub fn top(design: &mut Design, cfg: &TorusConfig, wiring: &Wiring) -> Rc<Module
             alarm = alarm | m.inst_output(inst, "alarm_o");
             up = up & m.inst_output(inst, "links_up_o");
         }
-        // Stubs: one per (chip, torus port), carrying that port's words to
-        // the neighbour's opposite port.
-        let mut k = 0u64;
+        // Chip c's stub on each port feeds the neighbour's opposite port.
         for c in 0..n {
             let at = cfg.coords(c);
-            let from = nodes[wiring.chip_at(c)];
+            let from = chips[wiring.chip_at(c)];
             for (port, name) in TORUS_PORTS[..6].iter().enumerate() {
-                let to = nodes[wiring.chip_at(cfg.chip(cfg.neighbour(at, port)))];
+                let to = chips[wiring.chip_at(cfg.chip(cfg.neighbour(at, port)))];
                 let peer = TORUS_PORTS[port ^ 1];
-                let st = m.instance(&format!("stub_c{c}_{name}"), &stub_def);
-                let word = m.inst_output(from, &format!("{name}_ser_word_o"));
-                m.connect(st, sp::IN_WORD, word);
-                let ready = m.inst_output(st, sp::IN_READY);
-                m.connect(from, &format!("{name}_ser_ready_i"), ready);
-                let valid = m.inst_output(st, sp::OUT_VALID);
-                let out = m.inst_output(st, sp::OUT_WORD);
+                let valid = m.inst_output(from, &format!("{name}_out_valid_o"));
+                let word = m.inst_output(from, &format!("{name}_out_word_o"));
                 m.connect(to, &format!("{peer}_des_valid_i"), valid);
-                m.connect(to, &format!("{peer}_des_word_i"), out);
-                let this_seed = seed ^ m.lit(Ty::u(64), k.wrapping_mul(STUB_SEED_STEP));
-                m.connect(st, sp::SEED, this_seed);
-                m.connect(st, sp::SEED_LOAD, seed_load);
-                m.connect(st, sp::FLIP_THRESHOLD, flip_thr);
-                m.connect(st, sp::DROP_THRESHOLD, drop_thr);
-                m.connect(st, sp::DUP_THRESHOLD, dup_thr);
-                m.connect(st, sp::FORCE_FLIP, m.lit(frame, 0));
-                m.connect(st, sp::FORCE_DROP, m.lit(Ty::BOOL, 0));
-                m.connect(st, sp::FORCE_DUP, m.lit(Ty::BOOL, 0));
-                let w = m.inst_output(st, sp::WORDS);
-                stub_words = Some(match stub_words {
-                    Some(s) => s + w,
-                    None => w,
-                });
-                let cw = m.inst_output(st, sp::CORRUPTED);
-                corrupted = Some(match corrupted {
-                    Some(s) => s + cw,
-                    None => cw,
-                });
-                for port in [sp::DROPPED, sp::DUPLICATED] {
-                    m.waive(
-                        "UNUSEDSIGNAL",
-                        &format!("stub_c{c}_{name}_{port}"),
-                        "the top reports corrupted words and word slots only",
-                    );
-                }
-                k += 1;
+                m.connect(to, &format!("{peer}_des_word_i"), word);
             }
         }
-        for ((_, out), s) in NODE_COUNTERS.iter().zip(sums) {
+        let outs = NODE_COUNTERS
+            .iter()
+            .map(|(_, out)| *out)
+            .chain(["corrupted_o", "stub_words_o"]);
+        for (out, s) in outs.zip(sums) {
             m.output(out, s.expect("a chip"));
         }
-        m.output("corrupted_o", corrupted.expect("a stub"));
-        m.output("stub_words_o", stub_words.expect("a stub"));
         m.output("alarm_o", alarm);
         m.output("links_up_o", up);
     })
