@@ -450,23 +450,12 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
             .map(|i| draws.bit(at(DRAW_BITS - 64 + i)))
             .collect::<Vec<_>>());
         let next_lfsr = m.wire("next_lfsr", mux(seed_load, seed, stepped));
-        // The draws the register keeps (all but the duplicate draw, whose
-        // verdict is formed below), in the register's order.
-        let kept_indices = (0..DRAW_WIDTH).chain(2 * DRAW_WIDTH..DRAW_BITS);
-        let next_kept = cat(&kept_indices
-            .rev()
-            .map(|i| xor_of(next_lfsr, &outs[i as usize]))
-            .collect::<Vec<_>>());
         // A zero seed, or a zero register stepping, loads the replacement:
         // its draws are a constant.
         let replacement_draws = outs.iter().enumerate().fold(BigUint::zero(), |acc, (i, f)| {
             let bit = (f & BigUint::from(ZERO_SEED_REPLACEMENT)).count_ones() % 2;
             acc | (BigUint::from(bit) << i)
         });
-        let replacement_draws = m.lit(
-            Ty::u(DRAW_BITS),
-            num_bigint::BigInt::from(replacement_draws),
-        );
         // Stepping a nonzero register gives a nonzero one, and every load
         // is nonzero, so the register is zero only before its first clock
         // edge (powered up at zero, never loaded): a flag set on that edge
@@ -474,18 +463,30 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
         let live = m.reg("draws_live", Ty::BOOL);
         m.set_next(live, m.lit(Ty::BOOL, 1));
         let next_running = mux(seed_load, seed.any(), live.q());
-        let kept_of = |d: Expr| {
-            cat(&[
-                d.slice(2 * DRAW_WIDTH, DRAW_BITS - 2 * DRAW_WIDTH),
-                d.slice(0, DRAW_WIDTH),
-            ])
-        };
-        m.set_next(
-            draws_reg,
-            mux(
-                next_running,
-                next_kept,
-                kept_of(replacement_draws),
+        let keeps_state = seed_load | live.q();
+        // The draws the register keeps (all but the duplicate draw, whose
+        // verdict is formed below), in the register's order. A draw is the
+        // replacement's bit when the next state is not running: a zero
+        // seed's draws are all zero, so a bit the replacement has at 0
+        // needs only the never-loaded case, and only a bit it has at 1
+        // waits for the seed's 64-bit OR (half the loads of that OR).
+        let kept_indices = (0..DRAW_WIDTH).chain(2 * DRAW_WIDTH..DRAW_BITS);
+        let next_kept = cat(&kept_indices
+            .rev()
+            .map(|i| {
+                let f = xor_of(next_lfsr, &outs[i as usize]);
+                if replacement_draws.bit(u64::from(i)) {
+                    f | !next_running
+                } else {
+                    f & keeps_state
+                }
+            })
+            .collect::<Vec<_>>());
+        m.set_next(draws_reg, next_kept);
+        let replacement_dup = m.lit(
+            Ty::u(DRAW_WIDTH),
+            num_bigint::BigInt::from(
+                (replacement_draws >> DRAW_WIDTH) & ((BigUint::one() << DRAW_WIDTH) - 1u32),
             ),
         );
         // The duplicate verdict, a cycle ahead: the next draw against this
@@ -497,7 +498,6 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
         // apart, and the seed load picks one after the compares: each
         // duplicate draw bit is then one XOR of four bits before the
         // compare's carry chain, not a choice of sources and then the XOR.
-        let dup_field = |d: Expr| d.slice(DRAW_WIDTH, DRAW_WIDTH).is_lt(dup_thr);
         let dup_field_of = |from: Expr| {
             let bits = (DRAW_WIDTH..2 * DRAW_WIDTH)
                 .rev()
@@ -505,7 +505,7 @@ pub fn serdes_stub_pipelined(design: &mut Design, width: u32, latency: u32) -> R
                 .collect::<Vec<_>>();
             cat(&bits).is_lt(dup_thr)
         };
-        let replacement_hit = dup_field(replacement_draws);
+        let replacement_hit = replacement_dup.is_lt(dup_thr);
         let dup_hit = m.reg("dup_hit", Ty::BOOL);
         m.set_next(
             dup_hit,
