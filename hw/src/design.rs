@@ -16,6 +16,15 @@ use std::rc::Rc;
 /// Generator parameters of a definition, in the order the builder gives them.
 pub type Params = Vec<(String, String)>;
 
+/// `params` in the form [`Design::define`] takes, for a configuration that
+/// lists its parameters with owned names (`config`'s `params()`).
+pub fn param_refs(params: &[(String, String)]) -> Vec<(&str, String)> {
+    params
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect()
+}
+
 #[derive(Default)]
 pub struct Design {
     /// Definitions in completion order: every child before its parents.

@@ -49,7 +49,7 @@ pub use builder::{
     Fsm, FsmStates, HwEnum, Idx, IfChain, Inst, InstArray, Mem, ModuleBuilder, Operand, Record,
     RecordReg, RecordTy, Reg, Stream, StreamSink, Switch, Wire,
 };
-pub use design::{Design, Params};
+pub use design::{param_refs, Design, Params};
 pub use emit::{emit_design, emit_module, EmittedFile, Header};
 pub use error::{catch_elab, quiet_elab_errors, ElabError, ELAB_ERROR_PREFIX};
 pub use eval::Evaluator;

@@ -87,11 +87,8 @@ hw::hw_enum! {
 #[track_caller]
 pub fn build_bridge(design: &mut Design, cfg: &BridgeConfig) -> Rc<ModuleDef> {
     let name = bridge_name(cfg);
-    let mut params: Vec<(&str, String)> = Vec::new();
     let owned = cfg.params();
-    for (k, v) in &owned {
-        params.push((k.as_str(), v.clone()));
-    }
+    let params = hw::param_refs(&owned);
     let cfg = *cfg;
     design.define(&name, &params, |design, m| {
         m.doc("UART command bridge around the MXU: activation buffer, weight loading, result read-out");

@@ -148,7 +148,7 @@ fn log2(v: u32) -> u32 {
 pub fn build_tc_bridge(design: &mut Design, cfg: &TcBridgeConfig) -> Rc<ModuleDef> {
     let name = tc_bridge_name(cfg);
     let owned = cfg.params();
-    let params: Vec<(&str, String)> = owned.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let params = hw::param_refs(&owned);
     let cfg = *cfg;
     design.define(&name, &params, |design, m| {
         m.doc("UART command bridge of the TensorCore: program memory, host windows, weight and bias writes, runs");

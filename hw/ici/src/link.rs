@@ -105,7 +105,7 @@ fn sat_sub(a: Expr, b: Expr) -> Expr {
 #[track_caller]
 pub fn link(design: &mut Design, cfg: &IciConfig) -> Rc<ModuleDef> {
     let owned = cfg.params();
-    let params: Vec<(&str, String)> = owned.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let params = hw::param_refs(&owned);
     let flit = flit_ty(cfg);
     let rx_fifo = fifo(design, flit.ty(), cfg.rx_buffer(), FifoMode::Fwft);
     let credits = credit_counter(design, cfg.rx_buffer(), cfg.rx_buffer());

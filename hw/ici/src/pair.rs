@@ -46,7 +46,7 @@ pub fn pair(design: &mut Design, cfg: &IciConfig) -> Rc<ModuleDef> {
         serdes_stub(design, cfg.frame_bits(), cfg.latency())
     };
     let owned = cfg.params();
-    let params: Vec<(&str, String)> = owned.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let params = hw::param_refs(&owned);
     let cfg = *cfg;
     design.define(&pair_name(&cfg), &params, |_, m| {
         m.doc("two ICI link ends joined by two serdes stubs (A -> B and B -> A)");

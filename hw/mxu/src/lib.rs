@@ -252,7 +252,7 @@ fn sum_ty(dtype: ElemType) -> Ty {
 #[track_caller]
 pub fn build(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
     let owned = cfg.params();
-    let params: Vec<(&str, String)> = owned.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let params = hw::param_refs(&owned);
     let name = top_name(cfg);
     let cfg = *cfg;
     design.define(&name, &params, |design, m| {

@@ -93,7 +93,7 @@ fn log2(v: u32) -> u32 {
 #[track_caller]
 pub fn build(design: &mut Design, cfg: &TensorCoreConfig) -> Rc<ModuleDef> {
     let owned = cfg.params();
-    let params: Vec<(&str, String)> = owned.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let params = hw::param_refs(&owned);
     let name = top_name(cfg);
     let cfg = *cfg;
     design.define(&name, &params, |design, m| {

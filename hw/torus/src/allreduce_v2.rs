@@ -958,10 +958,7 @@ pub fn links_top(
     let mut params: Vec<(String, String)> = cfg.params();
     params.push(("hop".into(), hop.to_string()));
     params.push(("credit".into(), credit.to_string()));
-    let params: Vec<(&str, String)> = params
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.clone()))
-        .collect();
+    let params = hw::param_refs(&params);
     design.define(&links_top_name(&cfg, eng, hop, credit), &params, |_, m| {
         m.doc("Order-v2 all-reduce engines of a torus, joined by links of a fixed latency");
         let fp = m.input("fp_i", Ty::BOOL);

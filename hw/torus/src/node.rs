@@ -28,11 +28,8 @@ pub fn node(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
     let router_def = router(design, cfg);
     let link_def = link(design, cfg.link());
     let cfg = *cfg;
-    let params: Vec<(String, String)> = cfg.params();
-    let params: Vec<(&str, String)> = params
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.clone()))
-        .collect();
+    let owned = cfg.params();
+    let params = hw::param_refs(&owned);
     design.define(&node_name(&cfg), &params, |_, m| {
         m.doc(
             "ICI torus chip node: a router and six ICI link ends, shared with an all-reduce engine",
@@ -185,11 +182,8 @@ fn chip_unit(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
     let (width, latency) = (cfg.link().frame_bits(), cfg.link().latency());
     let stub_def = serdes_stub(design, width, latency);
     let cfg = *cfg;
-    let params: Vec<(String, String)> = cfg.params();
-    let params: Vec<(&str, String)> = params
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.clone()))
-        .collect();
+    let owned = cfg.params();
+    let params = hw::param_refs(&owned);
     design.define(&chip_unit_name(&cfg), &params, |_, m| {
         m.doc("ICI torus chip: a node, its all-reduce engine and the serdes stubs of its outgoing links");
         m.shared_code("one chip per torus position, up to 64 in a torus: one copy of its code keeps the model's build time and cache footprint those of one chip");
@@ -304,10 +298,7 @@ pub fn top(design: &mut Design, cfg: &TorusConfig, wiring: &Wiring) -> Rc<Module
     let wiring = wiring.clone();
     let mut params: Vec<(String, String)> = cfg.params();
     params.push(("wiring".into(), format!("{:?}", wiring.table())));
-    let params: Vec<(&str, String)> = params
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.clone()))
-        .collect();
+    let params = hw::param_refs(&params);
     design.define(&top_name(&cfg, &wiring), &params, |_, m| {
         m.doc("ICI torus: chip nodes with all-reduce engines, joined by serdes stubs, cabled by a wiring");
         let n = cfg.chips();

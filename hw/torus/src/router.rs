@@ -56,11 +56,8 @@ pub fn router(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
     let requesters = 6 * cfg.vcs() + 1;
     let arb = round_robin_arbiter(design, requesters);
     let cfg = *cfg;
-    let params: Vec<(String, String)> = cfg.params();
-    let params: Vec<(&str, String)> = params
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.clone()))
-        .collect();
+    let owned = cfg.params();
+    let params = hw::param_refs(&owned);
     design.define(&router_name(&cfg), &params, |_, m| {
         m.doc("ICI torus router: 6 torus ports + local, 2 dateline VCs with credits, dimension-order routing");
         let fifos = Buffers {
