@@ -3,7 +3,7 @@
 
 use crate::router::{router, router_name};
 use config::{TorusConfig, Wiring, TORUS_PORTS};
-use hw::{mux, Design, Dir, ModuleDef, Ty};
+use hw::{mux, Design, Dir, Expr, ModuleDef, Ty};
 use ici::link::{link, ports as lp};
 use ici_serdes_stub::{ports as sp, serdes_stub};
 use std::rc::Rc;
@@ -212,8 +212,7 @@ fn chip_unit(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
         let flip_thr = m.input(sp::FLIP_THRESHOLD, thr_ty);
         let drop_thr = m.input(sp::DROP_THRESHOLD, thr_ty);
         let dup_thr = m.input(sp::DUP_THRESHOLD, thr_ty);
-        let mut stub_words = None;
-        let mut corrupted = None;
+        let (mut stub_words, mut corrupted) = (Vec::new(), Vec::new());
         for name in &TORUS_PORTS[..6] {
             for (from, to) in [("tx_valid_o", "etx_valid_i"), ("tx_data_o", "etx_data_i")] {
                 let v = m.inst_output(e, &format!("{name}_{from}"));
@@ -249,16 +248,8 @@ fn chip_unit(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
             let des_word = m.input(&format!("{name}_des_word_i"), frame);
             m.connect(node, &format!("{name}_des_valid_i"), des_valid);
             m.connect(node, &format!("{name}_des_word_i"), des_word);
-            let w = m.inst_output(st, sp::WORDS);
-            stub_words = Some(match stub_words {
-                Some(s) => s + w,
-                None => w,
-            });
-            let cw = m.inst_output(st, sp::CORRUPTED);
-            corrupted = Some(match corrupted {
-                Some(s) => s + cw,
-                None => cw,
-            });
+            stub_words.push(m.inst_output(st, sp::WORDS));
+            corrupted.push(m.inst_output(st, sp::CORRUPTED));
             for port in [sp::DROPPED, sp::DUPLICATED] {
                 m.waive(
                     "UNUSEDSIGNAL",
@@ -271,8 +262,9 @@ fn chip_unit(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
             let v = m.inst_output(node, out);
             m.output(out, v);
         }
-        m.output("stub_words_o", stub_words.expect("six stubs"));
-        m.output("corrupted_o", corrupted.expect("six stubs"));
+        let sum = |v: Vec<Expr>| v.into_iter().reduce(|a, b| a + b).expect("six stubs");
+        m.output("stub_words_o", sum(stub_words));
+        m.output("corrupted_o", sum(corrupted));
         let alarm = m.inst_output(e, "alarm_o") | m.inst_output(node, "alarm_o");
         m.output("alarm_o", alarm);
         let up = m.inst_output(node, "links_up_o");
@@ -314,7 +306,13 @@ pub fn top(design: &mut Design, cfg: &TorusConfig, wiring: &Wiring) -> Rc<Module
             .collect();
         let pkt = crate::packet_ty();
         let fp = m.input("fp_i", Ty::BOOL);
-        let mut sums: Vec<Option<hw::Expr>> = vec![None; NODE_COUNTERS.len() + 2];
+        // The chips' counters the top reports as sums over the chips.
+        let summed: Vec<&str> = NODE_COUNTERS
+            .iter()
+            .map(|(_, out)| *out)
+            .chain(["corrupted_o", "stub_words_o"])
+            .collect();
+        let mut sums: Vec<Option<hw::Expr>> = vec![None; summed.len()];
         let mut alarm = m.lit(Ty::BOOL, 0);
         let mut up = m.lit(Ty::BOOL, 1);
         for (p, &inst) in chips.iter().enumerate() {
@@ -343,11 +341,7 @@ pub fn top(design: &mut Design, cfg: &TorusConfig, wiring: &Wiring) -> Rc<Module
             m.connect(inst, sp::FLIP_THRESHOLD, flip_thr);
             m.connect(inst, sp::DROP_THRESHOLD, drop_thr);
             m.connect(inst, sp::DUP_THRESHOLD, dup_thr);
-            let outs = NODE_COUNTERS
-                .iter()
-                .map(|(_, out)| *out)
-                .chain(["corrupted_o", "stub_words_o"]);
-            for (k, out) in outs.enumerate() {
+            for (k, out) in summed.iter().enumerate() {
                 let v = m.inst_output(inst, out);
                 sums[k] = Some(match sums[k] {
                     Some(s) => s + v,
@@ -370,11 +364,7 @@ pub fn top(design: &mut Design, cfg: &TorusConfig, wiring: &Wiring) -> Rc<Module
                 m.connect(to, &format!("{peer}_des_word_i"), word);
             }
         }
-        let outs = NODE_COUNTERS
-            .iter()
-            .map(|(_, out)| *out)
-            .chain(["corrupted_o", "stub_words_o"]);
-        for (out, s) in outs.zip(sums) {
+        for (out, s) in summed.iter().zip(sums) {
             m.output(out, s.expect("a chip"));
         }
         m.output("alarm_o", alarm);
