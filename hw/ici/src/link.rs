@@ -876,7 +876,7 @@ impl Issue {
                 m.set_enable(at_base, ser_ready);
                 let read = mux(at_ack.q(), reads[0], mux(at_base.q(), reads[1], reads[2]));
                 (
-                    si.issue,
+                    ser_ready & si.issue_if_ready,
                     si.issue_if_ready,
                     si.issue_seq,
                     si.retransmit,
@@ -918,7 +918,6 @@ impl Issue {
 /// The issue decision at the split depth, and the sent and sent-once
 /// counts after it.
 struct SplitIssue {
-    issue: Expr,
     /// The issue if the lanes take a word this cycle.
     issue_if_ready: Expr,
     issue_seq: Expr,
@@ -981,7 +980,6 @@ fn split_issue(
     let issue_n = free_if_ready & count.is_ne(0) & (sa.rewind_n | unsent);
     let again_n = mux(restart_n, high.is_ne(0), unseen);
     let issue_if_ready = m.wire("tx_issue_if_ready", mux(progress, issue_p, issue_n));
-    let issue = ser_ready & issue_if_ready;
     let issue_seq = m.wire(
         "tx_issue_seq",
         mux(
@@ -1023,7 +1021,6 @@ fn split_issue(
     );
     let high_waits = mux(progress, high1_p, high);
     SplitIssue {
-        issue,
         issue_if_ready,
         issue_seq,
         retransmit,
