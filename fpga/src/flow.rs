@@ -212,7 +212,10 @@ fn flow_key(env: &FlowEnv, dir: &Path, sources: &[String], script: &str, part: &
     h = fnv1a(script.as_bytes(), h);
     h = fnv1a(pnr_args(part).join(" ").as_bytes(), h);
     match part.family {
-        Family::Ecp5 => h = fnv1a(ECP5_CLOCK_LPF.as_bytes(), h),
+        Family::Ecp5 => {
+            h = fnv1a(ECP5_CLOCK_LPF.as_bytes(), h);
+            h = fnv1a(crate::dsp_registers::VERSION.as_bytes(), h);
+        }
         Family::Gowin => h = fnv1a(gowin_cst(part).as_bytes(), h),
         _ => {}
     }
@@ -417,7 +420,13 @@ fn flow_steps(
     let done = match cached.as_ref() {
         Some(Ok(done)) if done.dir == dir => done.clone(),
         Some(Ok(done)) => {
-            for f in ["synth.ys", "yosys.log", "stat.json", "synth.json"] {
+            for f in [
+                "synth.ys",
+                "yosys.log",
+                "stat.json",
+                "synth.json",
+                crate::dsp_registers::PACKED_NETLIST,
+            ] {
                 let from = done.dir.join(f);
                 if from.exists() {
                     std::fs::copy(&from, dir.join(f))
@@ -523,7 +532,13 @@ pub fn synthesize(
     })?;
     let stat = std::fs::read_to_string(dir.join("stat.json"))
         .map_err(|e| format!("yosys wrote no stat.json: {e}"))?;
-    Ok((synth::read_stats(part, &stat, design)?, run.seconds))
+    let mut stats = synth::read_stats(part, &stat, design)?;
+    if part.family == Family::Ecp5 && part.has_pnr() {
+        let packed = crate::dsp_registers::pack_file(dir, top)?;
+        stats.resources.ffs -= packed.removed_ffs;
+        stats.dsp_registers = Some(packed);
+    }
+    Ok((stats, run.seconds))
 }
 
 enum PnrError {
@@ -564,9 +579,14 @@ fn pnr_args(part: &Part) -> Vec<String> {
         ],
         _ => vec![device.into(), "--package".into(), part.package.into()],
     };
+    // ECP5: the netlist with registers moved into the DSP blocks.
+    let netlist = match part.family {
+        Family::Ecp5 => crate::dsp_registers::PACKED_NETLIST,
+        _ => "synth.json",
+    };
     args.extend([
         "--json".into(),
-        "synth.json".into(),
+        netlist.into(),
         "--freq".into(),
         format!("{}", part.target_mhz),
         "--timing-allow-fail".into(),

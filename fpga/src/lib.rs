@@ -38,6 +38,12 @@
 //!   LUTs** ([`synth`]): stock Yosys maps every multiplier to a DSP and fails
 //!   on parts with few; marking the surplus as LUT logic first is what a
 //!   vendor tool does and is what makes the "largest MXU" figure meaningful.
+//! - **ECP5 DSP blocks with their own registers** ([`dsp_registers`]): Yosys
+//!   maps a multiply to a `MULT18X18D` and leaves its operand and product
+//!   registers in the fabric; before place and route, the flow moves plain
+//!   flip-flops on either side into the block's input and output registers
+//!   (nextpnr then times the block from register to register), checked by a
+//!   gate-level simulation against the RTL (`tests/dsp_registers.rs`).
 //! - **The accumulator in block RAM** (`ram_style = "block"`); anything else
 //!   left as a memory or any latch fails the flow.
 //! - **iCE40 without `ice40_dsp`**: that Yosys pass folds the systolic
@@ -61,6 +67,7 @@
 //!   joins the shards into the report one run gives ([`shard`]).
 
 pub mod design;
+pub mod dsp_registers;
 pub mod flow;
 pub mod harness;
 pub mod parts;

@@ -104,7 +104,9 @@ impl Report {
              estimate (every resource <= 100 %) for Xilinx 7-series, which has no open place \
              and route here. Multipliers go to DSP blocks up to the part's DSP count, the \
              rest to LUTs; the memories each block names (the MXU's accumulator, the VPU's \
-             VMEM, ...) go to block RAM.\n"
+             VMEM, ...) go to block RAM. On ECP5 the flip-flops around a DSP block's \
+             multiplier move into its own registers before place and route \
+             (`fpga/src/dsp_registers.rs`); FFs count those left in the fabric.\n"
         );
         s
     }
@@ -329,6 +331,12 @@ pub fn flow_table(results: &[FlowResult], with_design: bool) -> String {
         if let Some(st) = &r.synth {
             if st.lut_multipliers > 0 {
                 notes.push(format!("{} multipliers in LUTs", st.lut_multipliers));
+            }
+            if let Some(p) = st.dsp_registers.filter(|p| p.removed_ffs > 0) {
+                notes.push(format!(
+                    "DSP registers: operands of {}, products of {} ({} FFs moved in)",
+                    p.inputs, p.outputs, p.removed_ffs
+                ));
             }
         }
         if r.harness_ffs > 0 {

@@ -26,7 +26,20 @@ pub struct SynthStats {
     pub lut_multipliers: u64,
     /// Every cell type of the final netlist and its count.
     pub cells: BTreeMap<String, u64>,
+    /// ECP5 place and route: the flip-flops moved into DSP blocks
+    /// ([`crate::dsp_registers`]); `resources.ffs` counts those left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsp_registers: Option<crate::dsp_registers::Packed>,
 }
+
+/// ECP5, before the netlist for place and route is written: the modules
+/// kept apart in synthesis (`hw::ModuleBuilder::keep_hierarchy`, so that
+/// Yosys does not merge their registers with equal ones) are flattened, as
+/// nextpnr would flatten them (the attribute on a module or on an
+/// instance), so that the DSP register pass
+/// ([`crate::dsp_registers`]) sees the operand registers they hold.
+pub const ECP5_FLATTEN_KEPT: &str =
+    "setattr -mod -unset keep_hierarchy\nsetattr -unset keep_hierarchy\nflatten\n";
 
 /// Lowers every variable shift (`$shl`, `$shr`, `$sshl`, `$sshr`, `$shift`,
 /// `$shiftx`) to its log-depth multiplexer stages before the family's
@@ -73,6 +86,9 @@ pub fn script(sources: &[String], top: &str, part: &Part, design: &FlowDesign) -
     }
     let _ = writeln!(s, "tee -q -o stat.json stat -json");
     if part.has_pnr() {
+        if part.family == Family::Ecp5 {
+            s.push_str(ECP5_FLATTEN_KEPT);
+        }
         let _ = writeln!(s, "write_json synth.json");
     }
     s
@@ -225,6 +241,7 @@ pub fn read_stats(part: &Part, stat_json: &str, design: &FlowDesign) -> Result<S
         resources,
         lut_multipliers: count - want,
         cells,
+        dsp_registers: None,
     })
 }
 
