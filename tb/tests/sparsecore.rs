@@ -8,7 +8,7 @@ use config::SparseCoreConfig;
 use golden::sparsecore::{forward, forward_cycles, update, update_cycles, Table, Timing};
 use golden::sparsecore_host::{prepare, Prepared};
 use golden::vectors::read_embed_forward;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use sim::drivers::sparsecore::{HbmBehaviour, SparseCoreDriver};
 
 /// Small configurations (Verilator builds stay quick on two cores).
@@ -644,14 +644,36 @@ fn deeper_pipelines_keep_bits_and_cycles() {
     let fmax = tb::preset(&sparsecore::SparseCore, "fmax");
     assert_eq!(fmax.depth(), config::sparsecore::MAX_DEPTH);
     let staged = config::sparsecore::STAGED_LOOP_DEPTH;
-    for c in [
+    let configs = [
         small(2).with_depth(1).unwrap(),
         small(2).with_depth(staged).unwrap(),
         fmax,
-    ] {
+    ];
+    deeper_pipelines(&mut rng, &configs, tb::seed::soak_rounds(4));
+}
+
+/// One id at a time under backpressure, a row's first writes were queued
+/// while its later reads were still offered, and both were offered in one
+/// cycle (found by `deeper_pipelines_keep_bits_and_cycles` with this seed:
+/// depth 1, T = 2, its second round, an update of rows of 19 elements at
+/// random latency with the channel ready 60 % of the time). A write now
+/// waits while a read is held offered, and reads wait for queued writes.
+#[test]
+fn one_id_at_a_time_a_row_s_writes_and_held_reads_take_turns() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3_633_512_282_676_121_835);
+    deeper_pipelines(&mut rng, &[small(2).with_depth(1).unwrap()], 2);
+}
+
+fn deeper_pipelines(
+    rng: &mut rand_chacha::ChaCha8Rng,
+    configs: &[SparseCoreConfig],
+    rounds: usize,
+) {
+    for c in configs {
+        let c = c.clone();
         let mut d = SparseCoreDriver::new(&c).unwrap();
-        for round in 0..tb::seed::soak_rounds(4) {
-            let b = random_batch(&mut rng, c.max_dim(), c.max_batch());
+        for round in 0..rounds {
+            let b = random_batch(rng, c.max_dim(), c.max_batch());
             let tiles = c.tiles();
             let p = prepare(&b.ids, &b.samples, &b.gains, b.rows, b.batch, tiles).unwrap();
             let latency = rng.gen_range(2..=12);
@@ -674,10 +696,8 @@ fn deeper_pipelines_keep_bits_and_cycles() {
                 let what = format!("{what} {hbm:?}");
                 check(&mut d, &what, &b.table, b.rows, b.dim, b.batch, &p, hbm);
             }
-            let grad: Vec<u32> = (0..b.batch * b.dim)
-                .map(|_| value(&mut rng, 0.02))
-                .collect();
-            let lr = value(&mut rng, 0.02);
+            let grad: Vec<u32> = (0..b.batch * b.dim).map(|_| value(rng, 0.02)).collect();
+            let lr = value(rng, 0.02);
             for hbm in [fixed, random] {
                 let what = format!("update {what} {hbm:?}");
                 check_update(

@@ -198,7 +198,12 @@
 //! entered the combine, reaches `hbm_wr_valid_o` two cycles later, and the
 //! walk resumes one cycle after the last read was issued or when the queue
 //! has been empty for a cycle, whichever is later (4 + W cycles after the
-//! last response entered with HBM writes always ready).
+//! last response entered with HBM writes always ready). The channel is
+//! shared as in the pipelined update: a queued write is offered unless a
+//! read is being held offered, and no read is offered while a write is
+//! queued and none is held. Under backpressure a row's first writes can be
+//! queued while its later reads still wait; wherever reads and writes do
+//! not meet, the rule changes no cycle (the cycle model has no such term).
 //!
 //! # Pipeline depth
 //!
@@ -1740,21 +1745,21 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     let held = m.reg_reset("rd_held", Ty::BOOL, 0);
     let held_tile = m.reg("rd_held_tile", Ty::u(tb));
     let chosen = m.wire("grant_tile", mux(held.q(), held_tile.q(), pick));
-    // A pipelined update shares the one channel between reads and writes: a
-    // queued write goes first unless a read is being held offered, and a
-    // read counts against `hbm_inflight` until its write is accepted.
-    let channel = pipelined.then(|| {
-        (
-            m.wire_decl("write_waiting", Ty::BOOL),
-            m.reg_reset("update_credits", Ty::u(bits_for(cfg.hbm_inflight())), 0),
-        )
-    });
+    // An update shares the one channel between reads and writes: a queued
+    // write goes first unless a read is being held offered. One id at a
+    // time, a row's first writes can be queued while its later reads are
+    // still offered (under backpressure); pipelined, a read also counts
+    // against `hbm_inflight` until its write is accepted.
+    let write_waiting = m.wire_decl("write_waiting", Ty::BOOL);
+    let channel =
+        pipelined.then(|| m.reg_reset("update_credits", Ty::u(bits_for(cfg.hbm_inflight())), 0));
+    let channel_free = !write_waiting.value() | held.q();
     let read_room = match channel {
-        Some((waiting, credits)) => m.wire(
+        Some(credits) => m.wire(
             "read_room",
-            tag_room & credits.q().is_lt(cfg.hbm_inflight()) & (!waiting.value() | held.q()),
+            tag_room & credits.q().is_lt(cfg.hbm_inflight()) & channel_free,
         ),
-        None => tag_room,
+        None => m.wire("read_room", tag_room & channel_free),
     };
     let rd_valid = m.wire("rd_valid", req_vec.any() & read_room);
     m.output(HBM_RD_VALID, rd_valid);
@@ -2025,24 +2030,17 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     };
     let queued = m.inst_output(wq, "out_valid_o");
     let wout = types.write.unpack(m.inst_output(wq, "out_data_o"));
-    let wr_valid = match channel {
-        Some((waiting, credits)) => {
-            m.drive(waiting, queued);
-            let offered = m.wire("write_offered", queued & !held.q());
-            let wr_fire = offered & wr_ready;
-            let cb = credits.q().width();
-            m.set_next(
-                credits,
-                credits.q() + (fire & updating.q()).zext(cb) - wr_fire.zext(cb),
-            );
-            m.connect(wq, "out_ready_i", wr_ready & !held.q());
-            offered
-        }
-        None => {
-            m.connect(wq, "out_ready_i", wr_ready);
-            queued
-        }
-    };
+    m.drive(write_waiting, queued);
+    let wr_valid = m.wire("write_offered", queued & !held.q());
+    m.connect(wq, "out_ready_i", wr_ready & !held.q());
+    if let Some(credits) = channel {
+        let wr_fire = wr_valid & wr_ready;
+        let cb = credits.q().width();
+        m.set_next(
+            credits,
+            credits.q() + (fire & updating.q()).zext(cb) - wr_fire.zext(cb),
+        );
+    }
     m.output(HBM_WR_VALID, wr_valid);
     m.output(HBM_WR_ADDR, wout.get("addr"));
     m.output(HBM_WR_DATA, wout.get("data"));
