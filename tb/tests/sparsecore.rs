@@ -670,7 +670,7 @@ fn deeper_pipelines(
     rounds: usize,
 ) {
     for c in configs {
-        let c = c.clone();
+        let c = *c;
         let mut d = SparseCoreDriver::new(&c).unwrap();
         for round in 0..rounds {
             let b = random_batch(rng, c.max_dim(), c.max_batch());
