@@ -34,6 +34,7 @@
 //! Nothing else changes: cells other than the packed flip-flops and the
 //! blocks' parameters and clock pins are left as Yosys wrote them.
 
+use crate::parts::{Family, Part};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -85,17 +86,10 @@ fn param<'a>(cell: &'a Value, name: &str) -> Option<&'a str> {
         .map(|s| s.trim_end_matches(' '))
 }
 
-fn port_bits(cell: &Value, port: &str) -> Result<Option<Vec<Bit>>, String> {
-    match cell.get("connections").and_then(|c| c.get(port)) {
-        None => Ok(None),
-        Some(Value::Array(bits)) => bits.iter().map(bit_of).collect::<Result<_, _>>().map(Some),
-        Some(other) => Err(format!("bad connection {other}")),
-    }
-}
-
+/// The bit on a one-bit port of `cell`, if it is connected.
 fn single(cell: &Value, port: &str) -> Option<Bit> {
-    match port_bits(cell, port) {
-        Ok(Some(bits)) if bits.len() == 1 => Some(bits[0]),
+    match cell.get("connections")?.get(port)?.as_array()?.as_slice() {
+        [bit] => bit_of(bit).ok(),
         _ => None,
     }
 }
@@ -172,6 +166,11 @@ pub fn pack(netlist: &str, top: &str) -> Result<(String, Packed), String> {
 /// does reruns the ECP5 flows.
 pub const VERSION: &str = "dsp-registers 1";
 
+/// Whether the flows for `part` run the pass: ECP5, placed and routed.
+pub fn applies_to(part: &Part) -> bool {
+    part.family == Family::Ecp5 && part.has_pnr()
+}
+
 /// The netlist nextpnr-ecp5 reads, written beside Yosys' `synth.json`.
 pub const PACKED_NETLIST: &str = "packed.json";
 
@@ -242,7 +241,7 @@ fn pack_module(module: &mut Value) -> Result<Packed, String> {
         let name = driver.get(&b)?;
         ffs.get_key_value(name).filter(|(_, f)| f.q == b)
     };
-    // The flip-flop whose input is `b`, when that is `b`'s only load.
+    // The plain flip-flops each bit feeds.
     let mut ff_by_d: HashMap<Bit, Vec<&String>> = HashMap::new();
     for (n, f) in &ffs {
         ff_by_d.entry(f.d).or_default().push(n);
@@ -268,28 +267,26 @@ fn pack_module(module: &mut Value) -> Result<Packed, String> {
             continue;
         }
         let mut operands = Some(Side::default());
-        for op in OPERANDS {
-            let mut bits = Vec::new();
-            for i in 0..18 {
-                let b = single(cell, &format!("{op}{i}")).unwrap_or(Bit::Const('0'));
-                let side = operands.as_mut().unwrap();
-                match b {
-                    Bit::Const(_) => bits.push(b),
-                    Bit::Net(_) => match ff_driving(b) {
-                        Some((n, f)) if compatible(&side.timing, f) => {
-                            side.timing = Some((f.clock, f.gsr.clone()));
-                            side.ffs.push(n.clone());
-                            bits.push(f.d);
-                        }
-                        _ => {
-                            operands = None;
-                            break;
-                        }
-                    },
-                }
+        for port in OPERANDS
+            .iter()
+            .flat_map(|op| (0..18).map(move |i| format!("{op}{i}")))
+        {
+            let b = single(cell, &port).unwrap_or(Bit::Const('0'));
+            let side = operands.as_mut().expect("operands still packable");
+            match b {
+                Bit::Const(_) => side.bits.push((port, b)),
+                Bit::Net(_) => match ff_driving(b) {
+                    Some((n, f)) if compatible(&side.timing, f) => {
+                        side.timing = Some((f.clock, f.gsr.clone()));
+                        side.ffs.push(n.clone());
+                        side.bits.push((port, f.d));
+                    }
+                    _ => {
+                        operands = None;
+                        break;
+                    }
+                },
             }
-            let Some(side) = operands.as_mut() else { break };
-            side.bits.push((op.to_string(), bits));
         }
         let operands = operands.filter(|s| s.timing.is_some());
         let mut product = Some(Side::default());
@@ -309,7 +306,7 @@ fn pack_module(module: &mut Value) -> Result<Packed, String> {
                 Some((n, f)) if compatible(&side.timing, f) => {
                     side.timing = Some((f.clock, f.gsr.clone()));
                     side.ffs.push(n.clone());
-                    side.bits.push((format!("P{i}"), vec![f.q]));
+                    side.bits.push((format!("P{i}"), f.q));
                 }
                 _ => {
                     product = None;
@@ -318,23 +315,11 @@ fn pack_module(module: &mut Value) -> Result<Packed, String> {
             }
         }
         let product = product.filter(|s| s.timing.is_some());
-        let plan = match (operands, product) {
-            (Some(o), Some(p)) if o.timing == p.timing => Plan {
-                operands: Some(o),
-                product: Some(p),
-            },
-            // Operands and product on different clocks: the product alone.
-            (_, Some(p)) => Plan {
-                operands: None,
-                product: Some(p),
-            },
-            (Some(o), None) => Plan {
-                operands: Some(o),
-                product: None,
-            },
-            (None, None) => continue,
-        };
-        plans.push((name.clone(), plan));
+        // Operands and product on different clocks: the product alone.
+        let operands = operands.filter(|o| product.as_ref().is_none_or(|p| p.timing == o.timing));
+        if operands.is_some() || product.is_some() {
+            plans.push((name.clone(), Plan { operands, product }));
+        }
     }
     // A product's flip-flop is removed and its output driven by the block, so
     // no block may take that flip-flop's input (the old product) as an
@@ -360,12 +345,9 @@ fn pack_module(module: &mut Value) -> Result<Packed, String> {
     for (name, plan) in &plans {
         let Some(o) = &plan.operands else { continue };
         let cell = &cells[name];
-        for (op, bits) in &o.bits {
-            for (i, new) in bits.iter().enumerate() {
-                let old = single(cell, &format!("{op}{i}")).unwrap_or(Bit::Const('0'));
-                loads.add(old, -1);
-                loads.add(*new, 1);
-            }
+        for (port, new) in &o.bits {
+            loads.add(single(cell, port).unwrap_or(Bit::Const('0')), -1);
+            loads.add(*new, 1);
         }
         operand_ffs.extend(o.ffs.iter().cloned());
     }
@@ -392,12 +374,12 @@ fn pack_module(module: &mut Value) -> Result<Packed, String> {
 }
 
 /// One side of a block to pack: its flip-flops' clock and `GSR`, the
-/// flip-flops, and the block's new port bits.
+/// flip-flops, and the block's new port bits (`A0`, ..., `P35`).
 #[derive(Debug, Default)]
 struct Side {
     timing: Option<(Bit, String)>,
     ffs: Vec<String>,
-    bits: Vec<(String, Vec<Bit>)>,
+    bits: Vec<(String, Bit)>,
 }
 
 /// What to pack into one block.
@@ -440,14 +422,8 @@ impl Plan {
             .and_then(Value::as_object_mut)
             .expect("a block has connections");
         for side in self.operands.iter().chain(&self.product) {
-            for (port, bits) in &side.bits {
-                if bits.len() == 1 {
-                    conns.insert(port.clone(), Value::Array(vec![value_of(bits[0])]));
-                } else {
-                    for (i, b) in bits.iter().enumerate() {
-                        conns.insert(format!("{port}{i}"), Value::Array(vec![value_of(*b)]));
-                    }
-                }
+            for (port, b) in &side.bits {
+                conns.insert(port.clone(), Value::Array(vec![value_of(*b)]));
             }
         }
         for (port, b) in [

@@ -533,7 +533,7 @@ pub fn synthesize(
     let stat = std::fs::read_to_string(dir.join("stat.json"))
         .map_err(|e| format!("yosys wrote no stat.json: {e}"))?;
     let mut stats = synth::read_stats(part, &stat, design)?;
-    if part.family == Family::Ecp5 && part.has_pnr() {
+    if crate::dsp_registers::applies_to(part) {
         let packed = crate::dsp_registers::pack_file(dir, top)?;
         stats.resources.ffs -= packed.removed_ffs;
         stats.dsp_registers = Some(packed);
@@ -579,10 +579,10 @@ fn pnr_args(part: &Part) -> Vec<String> {
         ],
         _ => vec![device.into(), "--package".into(), part.package.into()],
     };
-    // ECP5: the netlist with registers moved into the DSP blocks.
-    let netlist = match part.family {
-        Family::Ecp5 => crate::dsp_registers::PACKED_NETLIST,
-        _ => "synth.json",
+    let netlist = if crate::dsp_registers::applies_to(part) {
+        crate::dsp_registers::PACKED_NETLIST
+    } else {
+        "synth.json"
     };
     args.extend([
         "--json".into(),

@@ -86,7 +86,7 @@ pub fn script(sources: &[String], top: &str, part: &Part, design: &FlowDesign) -
     }
     let _ = writeln!(s, "tee -q -o stat.json stat -json");
     if part.has_pnr() {
-        if part.family == Family::Ecp5 {
+        if crate::dsp_registers::applies_to(part) {
             s.push_str(ECP5_FLATTEN_KEPT);
         }
         let _ = writeln!(s, "write_json synth.json");
