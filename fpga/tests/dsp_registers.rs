@@ -225,17 +225,6 @@ fn run(dir: &Path, program: &Path, args: &[&str]) -> String {
     text
 }
 
-/// Debian Yosys' ECP5 cell models (LUT4, CCU2C, TRELLIS_FF, ...).
-fn ecp5_cells_sim() -> PathBuf {
-    for dir in ["/usr/share/yosys", "/usr/local/share/yosys"] {
-        let p = Path::new(dir).join("ecp5/cells_sim.v");
-        if p.exists() {
-            return p;
-        }
-    }
-    panic!("ecp5/cells_sim.v not found (Debian's yosys package installs it)");
-}
-
 #[test]
 fn packed_blocks_compute_what_the_rtl_computes() {
     let Some(yosys) = fpga::tools::locate(fpga::tools::Tool::YowaspYosys) else {
@@ -297,7 +286,8 @@ fn packed_blocks_compute_what_the_rtl_computes() {
     );
     std::fs::write(d.join("mult18x18d.v"), MULT18X18D_MODEL).unwrap();
     std::fs::write(d.join("bench.v"), bench(seed)).unwrap();
-    let cells = ecp5_cells_sim();
+    // Debian Yosys' ECP5 cell models (LUT4, CCU2C, TRELLIS_FF, ...).
+    let cells = tb::tools::yosys_cells_sim("ecp5");
     let iverilog = PathBuf::from("iverilog");
     run(
         d,

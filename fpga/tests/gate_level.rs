@@ -21,13 +21,7 @@ const CYCLES: u32 = 3000;
 
 /// Yosys' simulation models of the iCE40 cells.
 fn ice40_cells_sim() -> PathBuf {
-    for dir in ["/usr/share/yosys", "/usr/local/share/yosys"] {
-        let p = Path::new(dir).join("ice40/cells_sim.v");
-        if p.exists() {
-            return p;
-        }
-    }
-    panic!("ice40/cells_sim.v not found (Debian's yosys package installs it)");
+    tb::tools::yosys_cells_sim("ice40")
 }
 
 /// A bench driving `rtl` and `gl_top` with the same random inputs (reset for

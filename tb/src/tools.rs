@@ -6,6 +6,18 @@ use hw::EmittedFile;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Debian Yosys' simulation models of one family's cells
+/// (`<share>/<family>/cells_sim.v`, `family` as Yosys names it: `ice40`,
+/// `ecp5`), for gate-level simulation of its netlists.
+pub fn yosys_cells_sim(family: &str) -> PathBuf {
+    let file = format!("{family}/cells_sim.v");
+    ["/usr/share/yosys", "/usr/local/share/yosys"]
+        .iter()
+        .map(|dir| Path::new(dir).join(&file))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("{file} not found (Debian's yosys package installs it)"))
+}
+
 /// Writes `files` into a new temporary folder.
 pub fn write_temp(files: &[EmittedFile]) -> tempfile::TempDir {
     let dir = tempfile::Builder::new()
