@@ -669,8 +669,7 @@ fn deeper_pipelines(
     configs: &[SparseCoreConfig],
     rounds: usize,
 ) {
-    for c in configs {
-        let c = *c;
+    for &c in configs {
         let mut d = SparseCoreDriver::new(&c).unwrap();
         for round in 0..rounds {
             let b = random_batch(rng, c.max_dim(), c.max_batch());

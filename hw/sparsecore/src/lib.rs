@@ -1751,16 +1751,13 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     // still offered (under backpressure); pipelined, a read also counts
     // against `hbm_inflight` until its write is accepted.
     let write_waiting = m.wire_decl("write_waiting", Ty::BOOL);
-    let channel =
+    let credits =
         pipelined.then(|| m.reg_reset("update_credits", Ty::u(bits_for(cfg.hbm_inflight())), 0));
-    let channel_free = !write_waiting.value() | held.q();
-    let read_room = match channel {
-        Some(credits) => m.wire(
-            "read_room",
-            tag_room & credits.q().is_lt(cfg.hbm_inflight()) & channel_free,
-        ),
-        None => m.wire("read_room", tag_room & channel_free),
+    let room = match credits {
+        Some(credits) => tag_room & credits.q().is_lt(cfg.hbm_inflight()),
+        None => tag_room,
     };
+    let read_room = m.wire("read_room", room & (!write_waiting.value() | held.q()));
     let rd_valid = m.wire("rd_valid", req_vec.any() & read_room);
     m.output(HBM_RD_VALID, rd_valid);
     m.output(HBM_RD_ADDR, select(chosen, &req_addrs));
@@ -2033,7 +2030,7 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     m.drive(write_waiting, queued);
     let wr_valid = m.wire("write_offered", queued & !held.q());
     m.connect(wq, "out_ready_i", wr_ready & !held.q());
-    if let Some(credits) = channel {
+    if let Some(credits) = credits {
         let wr_fire = wr_valid & wr_ready;
         let cb = credits.q().width();
         m.set_next(
