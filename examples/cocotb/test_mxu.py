@@ -11,7 +11,7 @@ interface (README, "The MXU interface"; the crate docs of hw/mxu):
 - a row accepted in cycle t is written in cycle t + R + C (int8: L = 1,
   La = 0), with acc_wr_o high;
 - acc_rd_en_i in cycle y gives acc_rd_valid_o and the row (column c at bits
-  32c+31..32c, int32) in cycle y + 1.
+  32c+31..32c, int32) in cycle y + 1 (the default depth's; y + 2 at depth 5).
 
 Results are checked against numpy (int32 arithmetic with wraparound). Idle
 cycles between tiles, gaps in the weight stream and gaps between reads are

@@ -40,6 +40,8 @@
 //! * D1: a row accepted in cycle t is written to the accumulator in cycle
 //!   t + R·L + P + C + La; B1: `busy_o` is high from the cycle after an
 //!   acceptance through its write.
+//! * R1: a read in cycle y answers in cycle y + Lr: Lr = 1, and 2 at D = 5
+//!   (the read row is registered once more before the port).
 //!
 //! The host is the eager one of the contract's closed forms (what `sim`'s
 //! driver does): after a reset it offers the pass's weight rows in order, each
@@ -155,6 +157,7 @@ pub struct MxuTiming {
     pe_latency: u64,
     product_latency: u64,
     acc_add_latency: u64,
+    read_latency: u64,
 }
 
 /// The cycle of every event of one pass, as the contract's rules place them
@@ -228,6 +231,8 @@ impl MxuTiming {
             (ElemType::Int8, _) => (1, 5, 1),
             (ElemType::Bf16, _) => (6, 5, 7),
         };
+        // R1: the host's read row waits in one more register at depth 5.
+        let read_latency = if depth >= 5 { 2 } else { 1 };
         MxuTiming {
             plan,
             rows: u64::from(cfg.rows()),
@@ -235,6 +240,7 @@ impl MxuTiming {
             pe_latency,
             product_latency,
             acc_add_latency,
+            read_latency,
         }
     }
 
@@ -263,6 +269,12 @@ impl MxuTiming {
     /// more at depth 3).
     pub fn acc_add_latency(&self) -> u64 {
         self.acc_add_latency
+    }
+
+    /// Lr: cycles from a host read (`acc_rd_en_i`) to its row and
+    /// `acc_rd_valid_o` (R1): 1, and 2 at depth 5.
+    pub fn read_latency(&self) -> u64 {
+        self.read_latency
     }
 
     /// WF, the next power of two >= 2R: the weight FIFO holds WF + 1 rows (W2).

@@ -137,6 +137,41 @@ fn int8_matmuls_through_the_uart_match_golden() {
     assert_eq!(client.link_mut().framing_errors, 0);
 }
 
+/// At depth 5 the MXU answers a read two cycles after it (TIMING.md R1);
+/// the bridge waits for `acc_rd_valid_o`, so the same matmuls come back.
+#[test]
+fn a_depth_5_array_whose_reads_answer_later_still_matches_golden() {
+    let mxu = MxuConfig::with_acc_rows(4, 4, ElemType::Int8, 16)
+        .and_then(|c| c.with_depth(5))
+        .unwrap();
+    let cfg = BridgeConfig::new(mxu, CPB, 32).unwrap();
+    let mut client = connect(Board::Ulx3s, &cfg);
+    let mut rng = rng_for("board_uart_int8_depth5");
+    check_int8(
+        &mut client,
+        &vec![-128; 17 * 9],
+        &vec![-128; 9 * 7],
+        (17, 9, 7),
+        "-128 x -128 17x9x7",
+    );
+    for round in 0..3 {
+        let (m, k, n) = (
+            rng.gen_range(1..=40),
+            rng.gen_range(1..=14),
+            rng.gen_range(1..=14),
+        );
+        let a = random_i8(&mut rng, m * k);
+        let b = random_i8(&mut rng, k * n);
+        check_int8(
+            &mut client,
+            &a,
+            &b,
+            (m, k, n),
+            &format!("random round {round}"),
+        );
+    }
+}
+
 #[test]
 fn bf16_matmuls_through_the_uart_match_golden() {
     // The ULX3S top this time, with a bf16 3x2 array and small buffers.

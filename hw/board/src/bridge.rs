@@ -158,7 +158,9 @@ fn body(
     // Verilog).
     let ends = frame.row_ends(m);
     frame.shift_in(m);
-    // Read data is there the cycle after the read (the MXU also says so).
+    // The activation buffer's read data is there the cycle after the read;
+    // the MXU's when it says so (`acc_rd_valid_o`, one or two cycles by its
+    // depth).
     let is_acc = frame.target_is(PayloadTarget::Acc);
     let rd_take = m.wire("rd_take", !is_acc | port.acc_rd_valid);
     let rd_data = mux(

@@ -122,6 +122,8 @@ pub struct Timing {
     pub first_row_gap: u32,
     /// Rows the weight FIFO holds (besides its output register).
     pub weight_fifo_rows: u32,
+    /// Lr: cycles from a host read to its row and valid bit (TIMING.md R1).
+    pub read_latency: u32,
 }
 
 impl Timing {
@@ -141,6 +143,8 @@ impl Timing {
             shadow_hold: (r - 1) * pe_latency,
             first_row_gap: 2 + acc_add_latency,
             weight_fifo_rows: (2 * r).next_power_of_two(),
+            // The banked accumulator registers the host's row once more.
+            read_latency: 1 + u32::from(banked_accumulator(cfg)),
         }
     }
 
@@ -294,8 +298,11 @@ fn banked_accumulator(cfg: &MxuConfig) -> bool {
 /// One column's accumulator memory (32-bit words), kept as a module so that
 /// its read address and enable registers stay its own: the accumulating read
 /// takes the address a cycle before it reads (`acc_en_d_i`, `acc_addr_d_i`)
-/// and registers it here; the host's read and the write ports are as the
-/// unbanked memory's.
+/// and registers it here; the write port is as the unbanked memory's. The
+/// host's row leaves through one more register beside the memory (read
+/// latency 2), so that no block RAM output travels to the port's reader in
+/// the cycle it appears (the int8 16x16's critical path at 84 MHz on the
+/// ECP5-85F before).
 fn acc_bank(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
     let aw = cfg.acc_rows().trailing_zeros();
     design.define(
@@ -324,6 +331,9 @@ fn acc_bank(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
             let old = m.mem_read(mem, Some(en.q()), addr);
             m.mem_write(mem, wr_en, wr_addr, wr_data);
             let host = m.mem_read(mem, Some(host_en), host_addr);
+            // Loaded every cycle: the memory's read register holds a row
+            // until the next read, so this one does too, a cycle later.
+            let host = register(m, "host_row", host);
             m.output("acc_data_o", old);
             m.output("host_data_o", host);
         },
@@ -393,7 +403,7 @@ fn build_top(m: &mut ModuleBuilder, cfg: &MxuConfig, parts: &Parts) {
     let side = RowSide::pipe(m, &t, acc_aw, banked, (loader.accept, a_add, a_addr));
     let data = accumulator(m, cfg, parts, out_row, &side, (rd_en, rd_addr));
     m.output(ACC_RD_DATA, data);
-    let rd_valid = delay(m, "rd_valid", rd_en, 1, Some(0));
+    let rd_valid = delay(m, "rd_valid", rd_en, t.read_latency, Some(0));
     m.output(ACC_RD_VALID, rd_valid);
 }
 

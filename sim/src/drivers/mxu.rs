@@ -8,7 +8,8 @@
 //! for every K-tile after the first, starting a tile's first row as soon as
 //! `a_ready_o` accepts it. It never assumes a cycle: it follows the handshakes
 //! and counts accumulator writes (`acc_wr_o`) to know when a pass is done, then
-//! reads the results out of the accumulator. The passes (as many rows of A
+//! reads the results out of the accumulator, back to back, holding
+//! `acc_rd_valid_o` to the contract's read latency. The passes (as many rows of A
 //! and n-tiles as the accumulator holds) and the tiles' padding come from
 //! [`config::mxu_plan`], the plan the golden cycle model counts.
 //!
@@ -400,7 +401,9 @@ impl MxuDriver {
     }
 
     /// Reads the pass's accumulator rows into C (and checks them); returns the
-    /// cycles it took.
+    /// cycles it took. The reads go back to back, one per cycle; each row is
+    /// taken when it arrives, and `acc_rd_valid_o` must be high exactly Lr
+    /// cycles after each read (R1, Lr from the golden cycle model).
     fn read_out(
         &mut self,
         ops: &Operands<'_>,
@@ -409,40 +412,55 @@ impl MxuDriver {
         expected: Option<&[u32]>,
     ) -> Result<u64, DriverError> {
         let p = &self.p;
+        let (m, k, n) = ops.plan.dims();
+        let latency = golden::mxu::MxuTiming::new(&self.cfg, m, k, n).read_latency() as usize;
+        let reads: Vec<(usize, usize)> = (0..pass.n_tiles)
+            .flat_map(|g| (0..pass.rows).map(move |mm| (g, mm)))
+            .collect();
         let mut cycles = 0u64;
-        for g in 0..pass.n_tiles {
-            for mm in 0..pass.rows {
-                self.model.poke(p.rd_en, 1);
+        for y in 0..reads.len() + latency - 1 {
+            let issue = reads.get(y);
+            self.model.poke(p.rd_en, u64::from(issue.is_some()));
+            if let Some(&(g, mm)) = issue {
                 self.model.poke(p.rd_addr, pass.acc_row(g, mm) as u64);
-                self.model.step();
-                cycles += 1;
-                self.model.poke(p.rd_en, 0);
-                self.model.eval();
-                if self.model.peek(p.rd_valid) != 1 {
-                    return Err(DriverError::Protocol(
-                        "acc_rd_valid_o not set after a read".into(),
-                    ));
-                }
-                let data = self.model.peek_wide(p.rd_data);
-                let row = pass.m0 + mm;
-                for (cc, &word) in data.iter().enumerate().take(self.cfg.cols() as usize) {
-                    let Some(i) = ops.plan.c_index(row, pass.nt0 + g, cc) else {
-                        break;
-                    };
-                    c[i] = word;
-                    if let Some(e) = expected {
-                        if e[i] != word {
-                            // One more cycle so the waveform shows the failure.
-                            self.model.step();
-                            self.model.flush_trace();
-                            return Err(DriverError::Mismatch {
-                                what: format!("C[{row}][{}]", i % ops.plan.dims().2),
-                                expected: e[i],
-                                got: word,
-                                cycle: self.model.cycle(),
-                                waveform: self.model.trace_path().map(|p| p.display().to_string()),
-                            });
-                        }
+            }
+            self.model.step();
+            cycles += 1;
+            self.model.poke(p.rd_en, 0);
+            self.model.eval();
+            // The read answered in this cycle, if any: the one of cycle y + 1 - Lr.
+            let answered = (y + 1).checked_sub(latency).and_then(|r| reads.get(r));
+            if self.model.peek(p.rd_valid) != u64::from(answered.is_some()) {
+                return Err(DriverError::Protocol(format!(
+                    "acc_rd_valid_o is {} {} cycles after the read-out's first read; the \
+                     contract (R1, Lr = {latency}) has it {}",
+                    self.model.peek(p.rd_valid),
+                    y + 1,
+                    u8::from(answered.is_some())
+                )));
+            }
+            let Some(&(g, mm)) = answered else {
+                continue;
+            };
+            let data = self.model.peek_wide(p.rd_data);
+            let row = pass.m0 + mm;
+            for (cc, &word) in data.iter().enumerate().take(self.cfg.cols() as usize) {
+                let Some(i) = ops.plan.c_index(row, pass.nt0 + g, cc) else {
+                    break;
+                };
+                c[i] = word;
+                if let Some(e) = expected {
+                    if e[i] != word {
+                        // One more cycle so the waveform shows the failure.
+                        self.model.step();
+                        self.model.flush_trace();
+                        return Err(DriverError::Mismatch {
+                            what: format!("C[{row}][{}]", i % ops.plan.dims().2),
+                            expected: e[i],
+                            got: word,
+                            cycle: self.model.cycle(),
+                            waveform: self.model.trace_path().map(|p| p.display().to_string()),
+                        });
                     }
                 }
             }
