@@ -149,8 +149,8 @@ fn a_depth_5_array_whose_reads_answer_later_still_matches_golden() {
     let mut rng = rng_for("board_uart_int8_depth5");
     check_int8(
         &mut client,
-        &vec![-128; 17 * 9],
-        &vec![-128; 9 * 7],
+        &[-128; 17 * 9],
+        &[-128; 9 * 7],
         (17, 9, 7),
         "-128 x -128 17x9x7",
     );
