@@ -38,7 +38,8 @@
 //! * A1, A2: other rows are accepted whenever offered; a first row only when
 //!   its tile is in place and 2 + La cycles after the previous first row.
 //! * D1: a row accepted in cycle t is written to the accumulator in cycle
-//!   t + R·L + P + C + La; B1: `busy_o` is high from the cycle after an
+//!   t + Ai + R·L + P + C + La (Ai, the array's input registers: 1 at D = 5,
+//!   else 0); B1: `busy_o` is high from the cycle after an
 //!   acceptance through its write.
 //! * R1: a read in cycle y answers in cycle y + Lr: Lr = 1, and 2 at D = 5
 //!   (the read row is registered once more before the port).
@@ -157,6 +158,7 @@ pub struct MxuTiming {
     pe_latency: u64,
     product_latency: u64,
     acc_add_latency: u64,
+    input_latency: u64,
     read_latency: u64,
 }
 
@@ -231,6 +233,8 @@ impl MxuTiming {
             (ElemType::Int8, _) => (1, 5, 1),
             (ElemType::Bf16, _) => (6, 5, 7),
         };
+        // D1's Ai: at depth 5 the array's inputs wait a cycle in registers.
+        let input_latency = u64::from(depth >= 5);
         // R1: the host's read row waits in one more register at depth 5.
         let read_latency = if depth >= 5 { 2 } else { 1 };
         MxuTiming {
@@ -240,6 +244,7 @@ impl MxuTiming {
             pe_latency,
             product_latency,
             acc_add_latency,
+            input_latency,
             read_latency,
         }
     }
@@ -323,10 +328,19 @@ impl MxuTiming {
             .collect()
     }
 
+    /// Ai: the array's input registers, 1 at depth 5, else 0 (D1).
+    pub fn input_latency(&self) -> u64 {
+        self.input_latency
+    }
+
     /// Cycles from a row's acceptance to its accumulator write (D1):
-    /// R·L + P + C + La.
+    /// Ai + R·L + P + C + La.
     pub fn write_latency(&self) -> u64 {
-        self.rows * self.pe_latency + self.product_latency + self.cols + self.acc_add_latency
+        self.input_latency
+            + self.rows * self.pe_latency
+            + self.product_latency
+            + self.cols
+            + self.acc_add_latency
     }
 
     /// Every event of a pass of `pass_rows` rows over `n_tiles` n-tiles, by
@@ -519,10 +533,10 @@ mod tests {
     /// rows each, for the eager host.
     fn closed_form(t: &MxuTiming, m: u64, tiles: u64) -> (Vec<u64>, u64) {
         let (r, c, l, la) = (t.rows(), t.cols(), t.pe_latency(), t.acc_add_latency());
-        let p = t.product_latency();
+        let (p, ai) = (t.product_latency(), t.input_latency());
         let period = m.max(2 + la).max(r + (r - 1) * l);
         let first_rows = (0..tiles).map(|i| r + 2 + i * period).collect();
-        let cycles = r + 2 + (tiles - 1) * period + m + r * l + p + c + la;
+        let cycles = r + 2 + (tiles - 1) * period + m + ai + r * l + p + c + la;
         (first_rows, cycles)
     }
 
@@ -706,11 +720,12 @@ mod tests {
     }
 
     #[test]
-    fn depth_5_adds_product_cycles_only() {
+    fn depth_5_adds_input_and_product_cycles_only() {
         // The multipliers' own operand registers (and int8's second
-        // partial-product register): P = 5 for both types, L and La as at
-        // depth 4, so only the writes move.
-        for (dtype, more) in [(ElemType::Int8, 2), (ElemType::Bf16, 1)] {
+        // partial-product register): P = 5 for both types; the array's
+        // input registers, Ai = 1; L and La as at depth 4, so only the
+        // writes move (and reads answer a cycle later).
+        for (dtype, more) in [(ElemType::Int8, 3), (ElemType::Bf16, 2)] {
             let t = one_pass_at(4, 4, dtype, 5, 5, 3);
             let d4 = one_pass_at(4, 4, dtype, 4, 5, 3);
             assert_eq!(t.product_latency(), 5, "{dtype}");
@@ -719,7 +734,9 @@ mod tests {
                 (d4.pe_latency(), d4.acc_add_latency())
             );
             assert_eq!(t.acceptance_cycles(5, 1), d4.acceptance_cycles(5, 1));
+            assert_eq!((t.input_latency(), d4.input_latency()), (1, 0));
             assert_eq!(t.write_latency(), d4.write_latency() + more);
+            assert_eq!((t.read_latency(), d4.read_latency()), (2, 1));
         }
     }
 

@@ -674,6 +674,10 @@ impl<'a> Emitter<'a> {
         for m in &def.memories {
             let r = decl_range(m.elem);
             let sep = if r.is_empty() { "" } else { " " };
+            if let Some(reason) = &m.no_rw_check {
+                decls.push(format!("  // No read-write collision logic: {reason}"));
+                decls.push("  (* no_rw_check *)".into());
+            }
             decls.push(format!("  reg {r}{sep}{} [0:{}];", m.name, m.depth - 1));
         }
         let initial = self.initial_block();

@@ -218,6 +218,10 @@ pub struct Memory {
     pub init: Option<Vec<BigUint>>,
     pub writes: Vec<MemWrite>,
     pub reads: Vec<MemReadPort>,
+    /// Why no read of this memory relies on the word written in the same
+    /// cycle, when that was declared: synthesis may then return any value for
+    /// such a read (`(* no_rw_check *)`), and needs no collision logic.
+    pub no_rw_check: Option<String>,
     pub loc: Loc,
 }
 

@@ -1050,3 +1050,66 @@ fn generated_names_cannot_be_taken_by_the_user() {
         assert!(r.is_err(), "clash {i} accepted");
     }
 }
+
+#[test]
+fn a_memory_free_of_collisions_carries_the_attribute_and_its_reason() {
+    quiet_elab_errors();
+    let mut d = Design::new();
+    let top = d.define("two_copies", &[], |_, m| {
+        let en = m.input("en_i", Ty::BOOL);
+        let addr = m.input("addr_i", Ty::u(4));
+        let data = m.input("data_i", Ty::u(8));
+        let free = m.memory("free", Ty::u(8), 4);
+        m.mem_no_rw_check(free, "no read uses the word written in its cycle");
+        m.mem_write(free, en, addr, data);
+        let a = m.mem_read(free, None, addr);
+        let checked = m.memory("checked", Ty::u(8), 4);
+        m.mem_write(checked, en, addr, data);
+        let b = m.mem_read(checked, None, addr);
+        m.output("a_o", a);
+        m.output("b_o", b);
+    });
+    let files = emit_design(&d, &top, &header());
+    let text = &files
+        .iter()
+        .find(|f| f.name == "two_copies.v")
+        .unwrap()
+        .text;
+    assert!(
+        text.contains(
+            "  // No read-write collision logic: no read uses the word written in its cycle\n  \
+             (* no_rw_check *)\n  reg [7:0] free [0:15];\n  reg [7:0] checked [0:15];"
+        ),
+        "{text}"
+    );
+    assert_eq!(text.matches("no_rw_check").count(), 1, "{text}");
+    // A write-first port needs the old word, in either order of requests.
+    let err = catch_elab(|| {
+        let mut m = ModuleBuilder::new("first_then_free");
+        let addr = m.input("addr_i", Ty::u(4));
+        let mem = m.memory("mem", Ty::u(8), 4);
+        let v = m.mem_read_write_first(mem, None, addr);
+        m.output("v_o", v);
+        m.mem_no_rw_check(mem, "a reason");
+        m.finish()
+    });
+    assert!(err.is_err());
+    let err = catch_elab(|| {
+        let mut m = ModuleBuilder::new("free_then_first");
+        let addr = m.input("addr_i", Ty::u(4));
+        let mem = m.memory("mem", Ty::u(8), 4);
+        m.mem_no_rw_check(mem, "a reason");
+        let v = m.mem_read_write_first(mem, None, addr);
+        m.output("v_o", v);
+        m.finish()
+    });
+    assert!(err.is_err());
+    // The reason is one line.
+    let err = catch_elab(|| {
+        let mut m = ModuleBuilder::new("unexplained_memory");
+        let mem = m.memory("mem", Ty::u(8), 4);
+        m.mem_no_rw_check(mem, "two\nlines");
+        m.finish()
+    });
+    assert!(err.is_err());
+}

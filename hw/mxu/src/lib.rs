@@ -112,6 +112,10 @@ pub struct Timing {
     /// P: cycles from an activation's arrival at a PE to its product entering
     /// the partial sum (the product and operand registers of the depth).
     pub product_latency: u32,
+    /// Ai: the array's input registers (1 at depth 5, else 0): the accepted
+    /// row with its tile-start flag, and the weight FIFO's head with its take,
+    /// each wait a cycle before the skews.
+    pub input_latency: u32,
     /// Cycles from a row's acceptance to its output row leaving the array.
     pub array_latency: u32,
     /// La: latency of the accumulator's adder.
@@ -138,7 +142,9 @@ impl Timing {
         Timing {
             pe_latency,
             product_latency,
-            array_latency: r * pe_latency + product_latency + c - 1,
+            input_latency: u32::from(Timing::input_register(cfg)),
+            array_latency: r * pe_latency + product_latency + c - 1
+                + u32::from(Timing::input_register(cfg)),
             acc_add_latency,
             shadow_hold: (r - 1) * pe_latency,
             first_row_gap: 2 + acc_add_latency,
@@ -157,6 +163,14 @@ impl Timing {
     /// before the accumulator's adder (depth 3).
     fn acc_input_register(cfg: &MxuConfig) -> bool {
         cfg.depth() >= 3
+    }
+
+    /// Whether the array's inputs are registered (depth 5): the accepted row
+    /// and its tile-start flag, the weight FIFO's head and its take. Without
+    /// them the loader's take (from the FIFO's valid, the hold and the
+    /// acceptance) drives column 0's 8R shadow enables in the same cycle.
+    fn input_register(cfg: &MxuConfig) -> bool {
+        cfg.depth() >= 5
     }
 }
 
@@ -327,10 +341,22 @@ fn acc_bank(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
             let en = m.reg("acc_en", Ty::BOOL);
             m.set_next(en, en_d);
             let addr = register(m, "acc_addr", addr_d);
+            // Two copies of the column, one per read port (as synthesis
+            // would make them), so that only the accumulating read's goes
+            // without collision logic: a row it reads in the cycle another
+            // row writes that word is one that overwrites (TIMING.md A3),
+            // whose read is not used. The host's read keeps R1's promise
+            // that a read sees the old word.
             let mem = m.memory("acc", Ty::u(32), aw);
+            m.mem_no_rw_check(
+                mem,
+                "a row read while its word is written does not add (TIMING.md A3), so its read is unused",
+            );
             let old = m.mem_read(mem, Some(en.q()), addr);
             m.mem_write(mem, wr_en, wr_addr, wr_data);
-            let host = m.mem_read(mem, Some(host_en), host_addr);
+            let host_mem = m.memory("host_acc", Ty::u(32), aw);
+            m.mem_write(host_mem, wr_en, wr_addr, wr_data);
+            let host = m.mem_read(host_mem, Some(host_en), host_addr);
             // Loaded every cycle: the memory's read register holds a row
             // until the next read, so this one does too, a cycle later.
             let host = register(m, "host_row", host);
@@ -395,8 +421,20 @@ fn build_top(m: &mut ModuleBuilder, cfg: &MxuConfig, parts: &Parts) {
     let head = weight_fifo_port(m, parts.weight_fifo, w_valid, w_row);
     let loader = loader(m, cfg, &t, &head, a_valid, a_first);
     let buses = ArrayBuses::declare(m, cfg, &t);
-    activation_skew(m, cfg, &t, &buses, a_row, loader.first_accept);
-    weight_skew(m, cfg, &buses, head.row, loader.take);
+    // Depth 5: everything entering the array waits a cycle here, the rows
+    // and weights with their flags, so their relative timing is unchanged.
+    let (a_row, first_accept, w_row, take) = if t.input_latency == 1 {
+        (
+            register(m, "a_row_in", a_row),
+            register(m, "first_in", loader.first_accept),
+            register(m, "w_row_in", head.row),
+            register(m, "take_in", loader.take),
+        )
+    } else {
+        (a_row, loader.first_accept, head.row, loader.take)
+    };
+    activation_skew(m, cfg, &t, &buses, a_row, first_accept);
+    weight_skew(m, cfg, &buses, w_row, take);
     pe_grid(m, cfg, &t, parts.pe, &buses);
     let out_row = deskew(m, cfg, &buses);
     let banked = parts.acc_bank.is_some();

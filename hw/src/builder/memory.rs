@@ -101,6 +101,31 @@ impl ModuleBuilder {
         });
     }
 
+    /// Declares that no read of `mem` uses a word in the cycle it is written
+    /// (for `reason`, written next to the attribute): synthesis may then give
+    /// such a read any value (`(* no_rw_check *)`, which Yosys honours), and
+    /// builds no logic around the block RAM to return the old word, which on
+    /// an FPGA part whose RAMs leave a read-write collision undefined is a
+    /// mux and a register per bit between the RAM's output and its reader.
+    /// Simulation is unchanged (read-first). A memory with a write-first
+    /// read port cannot be declared so: its bypass relies on the old word.
+    #[track_caller]
+    pub fn mem_no_rw_check(&mut self, mem: Mem, reason: &str) {
+        self.own_mem(mem);
+        let reason = request_reason("mem_no_rw_check", reason);
+        let (name, write_first) = self.with(|m| {
+            let mm = &m.def.memories[mem.index];
+            (mm.name.clone(), mm.reads.iter().any(|r| r.write_first))
+        });
+        if write_first {
+            elab_error(format!(
+                "memory '{name}' has a write-first read port, whose bypass needs the old word: \
+                 it cannot be declared free of read-write collisions"
+            ));
+        }
+        self.with(|m| m.def.memories[mem.index].no_rw_check = Some(reason));
+    }
+
     /// The width of `mem`'s addresses.
     #[track_caller]
     pub fn mem_addr_width(&self, mem: Mem) -> u32 {
@@ -122,6 +147,7 @@ impl ModuleBuilder {
                 init: None,
                 writes: Vec::new(),
                 reads: Vec::new(),
+                no_rw_check: None,
                 loc,
             });
             m.def.memories.len() - 1
@@ -317,6 +343,12 @@ impl ModuleBuilder {
                     e.ty
                 ));
             }
+        }
+        if write_first && self.with(|m| m.def.memories[mem.index].no_rw_check.is_some()) {
+            elab_error(format!(
+                "memory '{name}' is declared free of read-write collisions (mem_no_rw_check): \
+                 a write-first read port needs the old word"
+            ));
         }
         let port = self.with(|m| m.def.memories[mem.index].reads.len());
         let reg_name = format!("{name}_rd{port}_q");
