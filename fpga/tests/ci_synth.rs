@@ -124,3 +124,38 @@ fn harness_and_tensorcore_pass_verilator_lint_and_icarus() {
     tb::tools::verilator_lint(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
     tb::tools::iverilog_compile(&files, fpga::harness::TOP).unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// A block that registers its input keeps its register inside the harness:
+/// Yosys merges equal flip-flops, and a harness chain that shifted every
+/// cycle made a link of the chain equal to the block's register (bit k + 1
+/// loads bit k), so the block lost it to the chain.
+#[test]
+fn the_harness_chain_does_not_absorb_the_blocks_input_registers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let block = "module sampler(input wire clk_i, input wire [7:0] a_i, output wire [7:0] q_o);\n\
+                 reg [7:0] r;\nalways @(posedge clk_i) r <= a_i;\nassign q_o = r;\nendmodule\n";
+    let ports: Vec<fpga::harness::Port> = [("clk_i", true, 1), ("a_i", true, 8), ("q_o", false, 8)]
+        .into_iter()
+        .map(|(name, input, width)| fpga::harness::Port {
+            name: name.into(),
+            input,
+            width,
+        })
+        .collect();
+    let top = fpga::harness::harness("sampler", &ports).unwrap();
+    std::fs::write(tmp.path().join("sampler.v"), block).unwrap();
+    std::fs::write(tmp.path().join("fpga_top.v"), top).unwrap();
+    let (stats, _) = flow::synthesize(
+        &env(tmp.path()),
+        tmp.path(),
+        &["sampler.v".into(), "fpga_top.v".into()],
+        fpga::harness::TOP,
+        part("ice40-up5k").unwrap(),
+        // Any design without multipliers (it only sets the DSP budget).
+        &FlowDesign::of(gen::find_block("ici").unwrap(), &toml::Table::new()).unwrap(),
+    )
+    .unwrap();
+    // The chain's 8 inputs, the block's 8, the 8 output links; no reset
+    // register (the block has no reset, so nothing reads it).
+    assert_eq!(stats.resources.ffs, 24, "{:?}", stats.cells);
+}
