@@ -269,3 +269,76 @@ fn depth_5_passes_lint_icarus_and_yosys() {
         assert_eq!(synth.latches, 0, "{cfg}: latches\n{}", synth.log);
     }
 }
+
+/// R1 around a write: a host read in the cycle its row is written returns
+/// the row as it was, one in any later cycle the new row; the answer comes
+/// Lr cycles after the read (two at depth 5, whose host copy is written a
+/// cycle late and bypassed). A 1x1 array: row 0 holds 3 x 5 = 15 from a
+/// matmul, then a tile of weight 7 overwrites it with 2 x 7 = 14 while the
+/// host reads row 0 in every cycle.
+#[rstest]
+#[case(0)]
+#[case(3)]
+#[case(5)]
+fn a_read_beside_a_write_sees_the_old_row_then_the_new(#[case] depth: u32) {
+    use sim::drivers::mxu::MxuPorts;
+    let mut d = driver_at(1, 1, depth);
+    check_int8(&mut d, &[3], &[5], (1, 1, 1), "row 0 = 15");
+    let timing = golden::mxu::MxuTiming::new(d.config(), 1, 1, 1);
+    let (write_latency, read_latency) = (timing.write_latency(), timing.read_latency());
+    let model = d.model_mut();
+    let p = MxuPorts::of(model).unwrap();
+    p.reset_idle(model);
+    // Cycle 0: the weight row; cycle 3: the tile is in place (W3, L1) and
+    // its first row is accepted (A2), to be written in 3 + write latency.
+    let accept = 3u64;
+    let written = accept + write_latency;
+    let mut answers = Vec::new();
+    let mut wrote_in = None;
+    for y in 0..written + 4 + read_latency {
+        model.poke(p.w_valid, u64::from(y == 0));
+        model.poke(p.w_row, 7);
+        model.poke(p.a_valid, u64::from(y == accept));
+        model.poke(p.a_first, u64::from(y == accept));
+        model.poke(p.a_row, 2);
+        model.poke(p.a_addr, 0);
+        model.poke(p.a_add, 0);
+        let reading = y < written + 4;
+        model.poke(p.rd_en, u64::from(reading));
+        model.poke(p.rd_addr, 0);
+        model.eval();
+        if y == accept {
+            assert_eq!(
+                model.peek(p.a_ready),
+                1,
+                "depth {depth}: the first row waits"
+            );
+        }
+        if model.peek(p.acc_wr) == 1 {
+            wrote_in = Some(y);
+        }
+        model.step();
+        model.eval();
+        // After the edge ending cycle y: the answer to the read of
+        // y + 1 - Lr, if any.
+        if let Some(read) = (y + 1)
+            .checked_sub(read_latency)
+            .filter(|&r| r < written + 4)
+        {
+            assert_eq!(
+                model.peek(p.rd_valid),
+                1,
+                "depth {depth}: read of cycle {read}"
+            );
+            answers.push((read, model.peek(p.rd_data)));
+        }
+    }
+    assert_eq!(wrote_in, Some(written), "depth {depth}: D1");
+    for (read, value) in answers {
+        let want = if read <= written { 15 } else { 14 };
+        assert_eq!(
+            value, want,
+            "depth {depth}: the read of cycle {read} (written in {written})"
+        );
+    }
+}

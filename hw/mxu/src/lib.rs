@@ -313,10 +313,10 @@ fn banked_accumulator(cfg: &MxuConfig) -> bool {
 /// its read address and enable registers stay its own: the accumulating read
 /// takes the address a cycle before it reads (`acc_en_d_i`, `acc_addr_d_i`)
 /// and registers it here; the write port is as the unbanked memory's. The
-/// host's row leaves through one more register beside the memory (read
-/// latency 2), so that no block RAM output travels to the port's reader in
-/// the cycle it appears (the int8 16x16's critical path at 84 MHz on the
-/// ECP5-85F before).
+/// host reads its own copy ([`host_copy`]), in two cycles (read latency 2),
+/// so that no block RAM output travels to the port's reader in the cycle it
+/// appears (the int8 16x16's critical path at 84 MHz on the ECP5-85F
+/// before).
 fn acc_bank(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
     let aw = cfg.acc_rows().trailing_zeros();
     design.define(
@@ -342,11 +342,11 @@ fn acc_bank(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
             m.set_next(en, en_d);
             let addr = register(m, "acc_addr", addr_d);
             // Two copies of the column, one per read port (as synthesis
-            // would make them), so that only the accumulating read's goes
-            // without collision logic: a row it reads in the cycle another
-            // row writes that word is one that overwrites (TIMING.md A3),
-            // whose read is not used. The host's read keeps R1's promise
-            // that a read sees the old word.
+            // would make them), neither with collision logic: a row the
+            // accumulating read reads in the cycle another row writes that
+            // word is one that overwrites (TIMING.md A3), whose read is not
+            // used; the host's copy keeps R1's promise (a read sees the old
+            // word) with its own bypass.
             let mem = m.memory("acc", Ty::u(32), aw);
             m.mem_no_rw_check(
                 mem,
@@ -354,16 +354,52 @@ fn acc_bank(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
             );
             let old = m.mem_read(mem, Some(en.q()), addr);
             m.mem_write(mem, wr_en, wr_addr, wr_data);
-            let host_mem = m.memory("host_acc", Ty::u(32), aw);
-            m.mem_write(host_mem, wr_en, wr_addr, wr_data);
-            let host = m.mem_read(host_mem, Some(host_en), host_addr);
-            // Loaded every cycle: the memory's read register holds a row
-            // until the next read, so this one does too, a cycle later.
-            let host = register(m, "host_row", host);
+            let host = host_copy(m, aw, (wr_en, wr_addr, wr_data), (host_en, host_addr));
             m.output("acc_data_o", old);
             m.output("host_data_o", host);
         },
     )
+}
+
+/// The host's copy of an accumulator column and its read (two cycles, R1),
+/// with nothing between the block RAM's output and the register after it:
+/// the copy is written a cycle late, from registers, and a read of the word
+/// that delayed write stores in the read's cycle (the row written the cycle
+/// before the read, which the copy does not hold yet) takes the written word
+/// from a register beside it instead, chosen after the RAM's register. So
+/// the copy needs no read-write collision logic from synthesis (a mux and a
+/// register per bit on the RAM's output, which Yosys builds to return the
+/// old word): what the RAM returns on a collision is never used. Returns the
+/// row, as the writes of cycles before the read left it.
+fn host_copy(
+    m: &mut ModuleBuilder,
+    aw: u32,
+    (wr_en, wr_addr, wr_data): (Expr, Expr, Expr),
+    (host_en, host_addr): (Expr, Expr),
+) -> Expr {
+    let late_en = register(m, "late_wr_en", wr_en);
+    let late_addr = register(m, "late_wr_addr", wr_addr);
+    let late_data = register(m, "late_wr_data", wr_data);
+    let mem = m.memory("host_acc", Ty::u(32), aw);
+    m.mem_no_rw_check(
+        mem,
+        "a read of the word written in its cycle takes the bypass register's word instead",
+    );
+    m.mem_write(mem, late_en, late_addr, late_data);
+    let raw = m.mem_read(mem, Some(host_en), host_addr);
+    // Like the RAM's read register, these two change only with a read.
+    let hit = m.reg("bypass_hit", Ty::BOOL);
+    m.set_next(hit, late_en & host_addr.is_eq(late_addr));
+    m.set_enable(hit, host_en);
+    let bypass = m.reg("bypass_row", Ty::u(32));
+    m.set_next(bypass, late_data);
+    m.set_enable(bypass, host_en);
+    // The second cycle: the RAM's row into a register of its own, the
+    // choice after it.
+    let row = register(m, "host_row", raw);
+    let hit = register(m, "bypass_hit2", hit.q());
+    let bypass = register(m, "bypass_row2", bypass.q());
+    mux(hit, bypass, row)
 }
 
 /// The accumulator's fp32 adder at `depth`: two stages up to depth 3
