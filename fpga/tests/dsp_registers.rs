@@ -151,7 +151,7 @@ fn bench(seed: u32) -> String {
     let _ = writeln!(v, "`timescale 1ns/1ps\nmodule bench;");
     let _ = writeln!(
         v,
-        "  reg clk_i = 1'b0;\n  reg rst_i = 1'b1;\n  reg [7:0] a_i = 0, b_i = 0, c_i = 0;\n  reg en_i = 0;"
+        "  reg clk_i = 1'b0;\n  reg rst_i = 1'b1;\n  reg [7:0] a_i = 0, b_i = 0, c_i = 0;\n  reg en_i = 1;"
     );
     let mut conns = vec![
         ".clk_i(clk_i)".to_string(),
@@ -181,7 +181,10 @@ fn bench(seed: u32) -> String {
         "  initial begin\n    repeat (4) @(posedge clk_i);\n    rst_i = 1'b0;\n    \
          for (cycle = 0; cycle < {CYCLES}; cycle = cycle + 1) begin\n      @(negedge clk_i);"
     );
-    // From the fourth cycle after reset: every register has loaded by then.
+    // From the fourth cycle after reset: every register has loaded by then
+    // (the enabled one too: `en_i` is high until the first random inputs;
+    // left unloaded, the RTL's is x where the netlist's flip-flop starts at
+    // 0).
     let _ = writeln!(v, "      if (cycle >= 4) begin");
     for (n, w) in OUTPUTS {
         let _ = writeln!(
