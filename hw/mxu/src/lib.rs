@@ -139,12 +139,12 @@ impl Timing {
             acc_adder_latency,
         } = Stages::of(cfg.dtype(), cfg.depth());
         let acc_add_latency = acc_adder_latency + u32::from(Timing::acc_input_register(cfg));
+        let input_latency = u32::from(Timing::input_register(cfg));
         Timing {
             pe_latency,
             product_latency,
-            input_latency: u32::from(Timing::input_register(cfg)),
-            array_latency: r * pe_latency + product_latency + c - 1
-                + u32::from(Timing::input_register(cfg)),
+            input_latency,
+            array_latency: input_latency + r * pe_latency + product_latency + c - 1,
             acc_add_latency,
             shadow_hold: (r - 1) * pe_latency,
             first_row_gap: 2 + acc_add_latency,
