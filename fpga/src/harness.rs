@@ -105,8 +105,7 @@ pub fn harness(block: &str, ports: &[Port]) -> Result<String, String> {
         "\n  always @(posedge clk_i) begin\n    rst_q <= rst_i;\n    \
          in_q <= {shift_in} ^ {{{n_in}{{load_i}}}};\n    \
          out_q <= load_i ? out_w : {shift_out};\n  end\n  assign sout_o = out_q[{}];\n",
-        n_out - 1,
-        n_in = n_in
+        n_out - 1
     );
     if ports.iter().all(|p| p.input) {
         let _ = writeln!(v, "  assign out_w = 1'b0;");
