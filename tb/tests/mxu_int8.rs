@@ -284,15 +284,15 @@ fn a_read_beside_a_write_sees_the_old_row_then_the_new(#[case] depth: u32) {
     use sim::drivers::mxu::MxuPorts;
     let mut d = driver_at(1, 1, depth);
     check_int8(&mut d, &[3], &[5], (1, 1, 1), "row 0 = 15");
+    // The eager host's one-row pass, as the cycle model schedules it: the
+    // weight row in cycle 0, the row's acceptance and its write.
     let timing = golden::mxu::MxuTiming::new(d.config(), 1, 1, 1);
-    let (write_latency, read_latency) = (timing.write_latency(), timing.read_latency());
+    let read_latency = timing.read_latency();
+    let schedule = timing.pass_schedule(1, 1);
+    let (accept, written) = (schedule.rows_accepted[0], schedule.acc_writes[0]);
     let model = d.model_mut();
     let p = MxuPorts::of(model).unwrap();
     p.reset_idle(model);
-    // Cycle 0: the weight row; cycle 3: the tile is in place (W3, L1) and
-    // its first row is accepted (A2), to be written in 3 + write latency.
-    let accept = 3u64;
-    let written = accept + write_latency;
     let mut answers = Vec::new();
     let mut wrote_in = None;
     for y in 0..written + 4 + read_latency {
