@@ -80,6 +80,19 @@ fn status_reports_the_array_and_buffers() {
     assert_eq!((st.queued, st.flags), (0, 0), "{st:?}");
 }
 
+/// `rounds` random int8 matmuls of up to 40 x 14 x 14 (more rows than the
+/// small buffers hold), each checked against the golden model.
+fn random_int8_rounds<T: Transport>(client: &mut Client<T>, rng: &mut impl Rng, rounds: usize) {
+    for round in 0..rounds {
+        let m = rng.gen_range(1..=40);
+        let k = rng.gen_range(1..=14);
+        let n = rng.gen_range(1..=14);
+        let a = random_i8(rng, m * k);
+        let b = random_i8(rng, k * n);
+        check_int8(client, &a, &b, (m, k, n), &format!("random round {round}"));
+    }
+}
+
 #[test]
 fn int8_matmuls_through_the_uart_match_golden() {
     let cfg = small_int8();
@@ -117,20 +130,7 @@ fn int8_matmuls_through_the_uart_match_golden() {
             check_int8(&mut client, &a, &ident, (m, k, n), &name("A x I"));
         }
     }
-    for round in 0..6 {
-        let m = rng.gen_range(1..=40);
-        let k = rng.gen_range(1..=14);
-        let n = rng.gen_range(1..=14);
-        let a = random_i8(&mut rng, m * k);
-        let b = random_i8(&mut rng, k * n);
-        check_int8(
-            &mut client,
-            &a,
-            &b,
-            (m, k, n),
-            &format!("random round {round}"),
-        );
-    }
+    random_int8_rounds(&mut client, &mut rng, 6);
     // Nothing went wrong on the wire along the way.
     let st = client.status().unwrap();
     assert_eq!((st.queued, st.flags), (0, 0), "{st:?}");
@@ -154,22 +154,7 @@ fn a_depth_5_array_whose_reads_answer_later_still_matches_golden() {
         (17, 9, 7),
         "-128 x -128 17x9x7",
     );
-    for round in 0..3 {
-        let (m, k, n) = (
-            rng.gen_range(1..=40),
-            rng.gen_range(1..=14),
-            rng.gen_range(1..=14),
-        );
-        let a = random_i8(&mut rng, m * k);
-        let b = random_i8(&mut rng, k * n);
-        check_int8(
-            &mut client,
-            &a,
-            &b,
-            (m, k, n),
-            &format!("random round {round}"),
-        );
-    }
+    random_int8_rounds(&mut client, &mut rng, 3);
 }
 
 #[test]
