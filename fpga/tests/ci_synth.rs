@@ -132,18 +132,22 @@ fn harness_and_tensorcore_pass_verilator_lint_and_icarus() {
 #[test]
 fn the_harness_chain_does_not_absorb_the_blocks_input_registers() {
     let tmp = tempfile::tempdir().unwrap();
-    let block = "module sampler(input wire clk_i, input wire [7:0] a_i, output wire [7:0] q_o);\n\
-                 reg [7:0] r;\nalways @(posedge clk_i) r <= a_i;\nassign q_o = r;\nendmodule\n";
-    let ports: Vec<fpga::harness::Port> = [("clk_i", true, 1), ("a_i", true, 8), ("q_o", false, 8)]
-        .into_iter()
-        .map(|(name, input, width)| fpga::harness::Port {
-            name: name.into(),
-            input,
-            width,
-        })
-        .collect();
-    let top = fpga::harness::harness("sampler", &ports).unwrap();
-    std::fs::write(tmp.path().join("sampler.v"), block).unwrap();
+    let mut m = hw::ModuleBuilder::new("sampler");
+    let a = m.input("a_i", hw::Ty::u(8));
+    let r = m.reg("r", hw::Ty::u(8));
+    m.set_next(r, a);
+    m.output("q_o", r.q());
+    let sampler = m.finish();
+    let header = hw::Header {
+        generator: "ci_synth".into(),
+        params: Vec::new(),
+    };
+    std::fs::write(
+        tmp.path().join("sampler.v"),
+        hw::emit_module(&sampler, &header),
+    )
+    .unwrap();
+    let top = fpga::harness::harness("sampler", &fpga::harness::ports(&sampler)).unwrap();
     std::fs::write(tmp.path().join("fpga_top.v"), top).unwrap();
     let (stats, _) = flow::synthesize(
         &env(tmp.path()),
