@@ -45,19 +45,25 @@ const PRESETS: [(ElemType, u32, u32, bool); 10] = [
 
 /// The depth of the `fmax` preset of `dtype` (a 4x4 array): the one with
 /// the highest clock in place and route (`docs/mxu.md`, "Pipeline depth"):
-/// int8 5 (UP5K 4x4 48.2 MHz against 43.0 at depth 4; ECP5-85F 16x16 75.4
-/// against 46.4), bf16 4.
-pub fn fmax_depth(dtype: ElemType) -> u32 {
+/// int8 5 (ECP5-85F 16x16 97.9 MHz against 46.4 at depth 4; on the iCE40
+/// UP5K depth 5 no longer fits, hence `ice40-fmax`), bf16 4.
+pub const fn fmax_depth(dtype: ElemType) -> u32 {
     match dtype {
         ElemType::Int8 => 5,
         ElemType::Bf16 => 4,
     }
 }
 
-/// The presets with the highest clock: (name, element type), 4x4 arrays at
-/// [`fmax_depth`].
-const FMAX_PRESETS: [(&str, ElemType); 2] =
-    [("fmax", ElemType::Int8), ("bf16-fmax", ElemType::Bf16)];
+/// The presets with the highest clock: (name, element type, depth), 4x4
+/// arrays at [`fmax_depth`], and `ice40-fmax`: the int8 4x4 at depth 4, the
+/// fastest that fits an iCE40 UP5K (46.1 MHz; depth 5's extra registers,
+/// which the flows leave beside the UP5K's DSP blocks rather than in them,
+/// need 5,630 of its 5,280 logic cells).
+const FMAX_PRESETS: [(&str, ElemType, u32); 3] = [
+    ("fmax", ElemType::Int8, fmax_depth(ElemType::Int8)),
+    ("bf16-fmax", ElemType::Bf16, fmax_depth(ElemType::Bf16)),
+    ("ice40-fmax", ElemType::Int8, 4),
+];
 
 impl Block for Mxu {
     type Config = MxuConfig;
@@ -127,10 +133,10 @@ impl Block for Mxu {
                 config: MxuConfig::new(rows, cols, dtype).expect("presets are valid"),
                 fpga_report,
             });
-        let fmax = FMAX_PRESETS.iter().map(|&(name, dtype)| Preset {
+        let fmax = FMAX_PRESETS.iter().map(|&(name, dtype, depth)| Preset {
             name: name.to_string(),
             config: MxuConfig::new(4, 4, dtype)
-                .and_then(|c| c.with_depth(fmax_depth(dtype)))
+                .and_then(|c| c.with_depth(depth))
                 .expect("presets are valid"),
             fpga_report: true,
         });
