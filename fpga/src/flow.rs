@@ -127,6 +127,9 @@ pub struct PnrResult {
     /// The critical path of `clk_i`, from nextpnr's log.
     #[serde(default)]
     pub critical_path: Option<CriticalPath>,
+    /// nextpnr's placer when it was not its default (HeAP): `static`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placer: Option<String>,
 }
 
 /// The outcome of one flow.
@@ -167,6 +170,44 @@ pub struct FlowEnv {
     /// versions of the tools its part uses (and only those, so a run over
     /// fewer parts still recognises the records of a full run).
     pub tool_versions: BTreeMap<String, String>,
+    /// nextpnr's placer on the parts whose nextpnr offers a choice (ECP5).
+    pub placer: Placer,
+}
+
+/// nextpnr's placer. HeAP (analytic placement, then annealing) is nextpnr's
+/// default; `static` is its electrostatic placer, timing-driven since
+/// nextpnr 0.7. Only the ECP5 flows take a choice: Debian's nextpnr-ice40
+/// has no static placer, and the Gowin flow is the small one CI runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Placer {
+    #[default]
+    Heap,
+    Static,
+}
+
+impl Placer {
+    /// The names `--placer` takes.
+    pub const NAMES: [&'static str; 2] = ["heap", "static"];
+
+    pub fn named(name: &str) -> Result<Placer, String> {
+        match name {
+            "heap" => Ok(Placer::Heap),
+            "static" => Ok(Placer::Static),
+            _ => Err(format!(
+                "unknown placer '{name}' (expected one of: {})",
+                Placer::NAMES.join(", ")
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        Placer::NAMES[self as usize]
+    }
+
+    /// Whether `part`'s flow uses this placer (the default always).
+    fn applies_to(self, part: &Part) -> bool {
+        self == Placer::Heap || part.family == Family::Ecp5
+    }
 }
 
 impl FlowEnv {
@@ -178,6 +219,7 @@ impl FlowEnv {
             synth_cache: SynthCache::default(),
             reuse: false,
             tool_versions: BTreeMap::new(),
+            placer: Placer::Heap,
         }
     }
 }
@@ -210,7 +252,7 @@ fn flow_key(env: &FlowEnv, dir: &Path, sources: &[String], script: &str, part: &
         h = fnv1a(&std::fs::read(dir.join(name)).unwrap_or_default(), h);
     }
     h = fnv1a(script.as_bytes(), h);
-    h = fnv1a(pnr_args(part).join(" ").as_bytes(), h);
+    h = fnv1a(pnr_args(part, env.placer).join(" ").as_bytes(), h);
     match part.family {
         Family::Ecp5 => {
             h = fnv1a(ECP5_CLOCK_LPF.as_bytes(), h);
@@ -563,8 +605,9 @@ fn gowin_cst(part: &Part) -> String {
         .collect()
 }
 
-/// nextpnr's arguments for `part` (none without place and route).
-fn pnr_args(part: &Part) -> Vec<String> {
+/// nextpnr's arguments for `part` (none without place and route), with
+/// `placer` where the part's flow takes it.
+fn pnr_args(part: &Part, placer: Placer) -> Vec<String> {
     let Some(device) = part.pnr_device else {
         return Vec::new();
     };
@@ -620,11 +663,16 @@ fn pnr_args(part: &Part) -> Vec<String> {
         ]),
         Family::Xc7 => {}
     }
+    // Named only when it is not the default, so the default's runs keep
+    // their keys.
+    if placer != Placer::Heap && placer.applies_to(part) {
+        args.extend(["--placer".into(), placer.name().into()]);
+    }
     args
 }
 
 fn place_and_route(env: &FlowEnv, part: &Part, dir: &Path) -> Result<PnrResult, PnrError> {
-    let args = pnr_args(part);
+    let args = pnr_args(part, env.placer);
     let tool = match part.family {
         Family::Ice40 => Tool::NextpnrIce40,
         Family::Ecp5 => {
@@ -665,6 +713,8 @@ fn place_and_route(env: &FlowEnv, part: &Part, dir: &Path) -> Result<PnrResult, 
         seconds: run.seconds,
         bitstream: None,
         critical_path: timing::parse_critical_path(&log),
+        placer: (env.placer != Placer::Heap && env.placer.applies_to(part))
+            .then(|| env.placer.name().to_string()),
     })
 }
 
@@ -769,6 +819,34 @@ mod tests {
     }
 
     #[test]
+    fn the_static_placer_reaches_the_ecp5_flows_and_their_keys_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let ecp5 = crate::parts::part("ecp5-85f").unwrap();
+        let up5k = crate::parts::part("ice40-up5k").unwrap();
+        let mut env = FlowEnv::new(dir.path().to_path_buf(), 1, Duration::from_secs(1));
+        let heap = |part| {
+            flow_key(
+                &FlowEnv::new(dir.path().into(), 1, Duration::from_secs(1)),
+                dir.path(),
+                &[],
+                "s",
+                part,
+            )
+        };
+        env.placer = Placer::Static;
+        let args = pnr_args(ecp5, Placer::Static).join(" ");
+        assert!(args.contains("--placer static"), "{args}");
+        assert!(!pnr_args(ecp5, Placer::Heap).join(" ").contains("--placer"));
+        assert!(!pnr_args(up5k, Placer::Static)
+            .join(" ")
+            .contains("--placer"));
+        assert_ne!(flow_key(&env, dir.path(), &[], "s", ecp5), heap(ecp5));
+        assert_eq!(flow_key(&env, dir.path(), &[], "s", up5k), heap(up5k));
+        assert_eq!(Placer::named("static"), Ok(Placer::Static));
+        assert!(Placer::named("sa").unwrap_err().contains("heap, static"));
+    }
+
+    #[test]
     fn a_record_answers_only_its_own_key_and_question() {
         let dir = tempfile::tempdir().unwrap();
         let mxu = gen::find_block("mxu").unwrap();
@@ -811,6 +889,7 @@ mod tests {
             seconds: 1.0,
             bitstream: None,
             critical_path: None,
+            placer: None,
         });
         write(&result);
         assert_eq!(

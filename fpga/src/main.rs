@@ -61,6 +61,10 @@ struct FlowArgs {
     /// Rerun the flow even if a finished run of the same inputs and tools is in the output folder.
     #[arg(long)]
     fresh: bool,
+    /// nextpnr's placer on ECP5 parts: heap (its default) or static (its
+    /// electrostatic placer); the other families always use heap.
+    #[arg(long, default_value = "heap", value_parser = flow::Placer::NAMES)]
+    placer: String,
 }
 
 #[derive(Args)]
@@ -106,6 +110,10 @@ struct ReportArgs {
     /// since a finished run in the same output folder.
     #[arg(long)]
     fresh: bool,
+    /// nextpnr's placer on ECP5 parts: heap (its default) or static (its
+    /// electrostatic placer); the other families always use heap.
+    #[arg(long, default_value = "heap", value_parser = flow::Placer::NAMES)]
+    placer: String,
     /// Run the K-th of N disjoint parts of the report's flows and searches
     /// (e.g. 2/4, one per machine); its report.json is for --merge.
     #[arg(long, value_name = "K/N")]
@@ -187,6 +195,7 @@ fn flow(args: &FlowArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
     let mut env = FlowEnv::new(args.out.clone(), 1, Duration::from_secs(args.tool_timeout));
     env.reuse = !args.fresh;
+    env.placer = flow::Placer::named(&args.placer)?;
     env.tool_versions = tool_versions(&parts);
     let runner = Runner::new(env);
     println!(
@@ -265,6 +274,7 @@ fn report(args: &ReportArgs) -> Result<(), String> {
     );
     let mut env = FlowEnv::new(out.clone(), jobs, Duration::from_secs(args.tool_timeout));
     env.reuse = !args.fresh;
+    env.placer = flow::Placer::named(&args.placer)?;
     env.tool_versions = versions.clone();
     let mut runner = Runner::new(env);
     runner.search_deadline = args.search_deadline as f64;
@@ -342,7 +352,8 @@ fn merge(args: &ReportArgs) -> Result<(), String> {
         || args.jobs.is_some()
         || args.fresh
         || args.tool_timeout != d.tool_timeout
-        || args.search_deadline != d.search_deadline;
+        || args.search_deadline != d.search_deadline
+        || args.placer != d.placer;
     if settings_given {
         return Err(
             "--merge takes only --out (the shards' reports hold the settings they ran with)".into(),
@@ -492,6 +503,9 @@ fn command_line(a: &ReportArgs) -> String {
     }
     if a.search_deadline != d.search_deadline {
         c.push_str(&format!(" --search-deadline {}", a.search_deadline));
+    }
+    if a.placer != d.placer {
+        c.push_str(&format!(" --placer {}", a.placer));
     }
     if let Some(name) = &a.preset {
         c.push_str(&format!(" --preset {name}"));

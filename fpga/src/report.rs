@@ -342,6 +342,9 @@ pub fn flow_table(results: &[FlowResult], with_design: bool) -> String {
         if r.harness_ffs > 0 {
             notes.push(format!("harness {} FFs", r.harness_ffs));
         }
+        if let Some(placer) = r.pnr.as_ref().and_then(|p| p.placer.as_ref()) {
+            notes.push(format!("{placer} placer"));
+        }
         let _ = writeln!(
             s,
             "| {design}{} | {} | {counts} | {pct} | {} | {} | {fits} | {} |",
@@ -390,6 +393,7 @@ mod tests {
                 seconds: 1.0,
                 bitstream: None,
                 critical_path: crate::timing::parse_critical_path(log),
+                placer: None,
             }),
             fits: Some(true),
             fit_basis: Some("place and route".into()),
