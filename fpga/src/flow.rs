@@ -174,11 +174,12 @@ pub struct FlowEnv {
     pub placer: Placer,
 }
 
-/// nextpnr's placer. HeAP (analytic placement, then annealing) is nextpnr's
-/// default; `static` is its electrostatic placer, timing-driven since
-/// nextpnr 0.7. Only the ECP5 flows take a choice: Debian's nextpnr-ice40
-/// has no static placer, and the Gowin flow is the small one CI runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// nextpnr's placer (`--placer`). HeAP (analytic placement, then annealing)
+/// is nextpnr's default; `static` is its electrostatic placer, timing-driven
+/// since nextpnr 0.7. Only the ECP5 flows take a choice: Debian's
+/// nextpnr-ice40 has no static placer, and the Gowin flow is the small one
+/// CI runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Placer {
     #[default]
     Heap,
@@ -186,27 +187,14 @@ pub enum Placer {
 }
 
 impl Placer {
-    /// The names `--placer` takes.
-    pub const NAMES: [&'static str; 2] = ["heap", "static"];
-
-    pub fn named(name: &str) -> Result<Placer, String> {
-        match name {
-            "heap" => Ok(Placer::Heap),
-            "static" => Ok(Placer::Static),
-            _ => Err(format!(
-                "unknown placer '{name}' (expected one of: {})",
-                Placer::NAMES.join(", ")
-            )),
+    /// The placer's name on `part`'s nextpnr command line: none for the
+    /// default (so the default's runs keep their keys) and none where the
+    /// part's flow has no choice.
+    fn option_for(self, part: &Part) -> Option<&'static str> {
+        match self {
+            Placer::Static if part.family == Family::Ecp5 => Some("static"),
+            _ => None,
         }
-    }
-
-    pub fn name(self) -> &'static str {
-        Placer::NAMES[self as usize]
-    }
-
-    /// Whether `part`'s flow uses this placer (the default always).
-    fn applies_to(self, part: &Part) -> bool {
-        self == Placer::Heap || part.family == Family::Ecp5
     }
 }
 
@@ -663,10 +651,8 @@ fn pnr_args(part: &Part, placer: Placer) -> Vec<String> {
         ]),
         Family::Xc7 => {}
     }
-    // Named only when it is not the default, so the default's runs keep
-    // their keys.
-    if placer != Placer::Heap && placer.applies_to(part) {
-        args.extend(["--placer".into(), placer.name().into()]);
+    if let Some(name) = placer.option_for(part) {
+        args.extend(["--placer".into(), name.into()]);
     }
     args
 }
@@ -713,8 +699,7 @@ fn place_and_route(env: &FlowEnv, part: &Part, dir: &Path) -> Result<PnrResult, 
         seconds: run.seconds,
         bitstream: None,
         critical_path: timing::parse_critical_path(&log),
-        placer: (env.placer != Placer::Heap && env.placer.applies_to(part))
-            .then(|| env.placer.name().to_string()),
+        placer: env.placer.option_for(part).map(String::from),
     })
 }
 
@@ -824,15 +809,8 @@ mod tests {
         let ecp5 = crate::parts::part("ecp5-85f").unwrap();
         let up5k = crate::parts::part("ice40-up5k").unwrap();
         let mut env = FlowEnv::new(dir.path().to_path_buf(), 1, Duration::from_secs(1));
-        let heap = |part| {
-            flow_key(
-                &FlowEnv::new(dir.path().into(), 1, Duration::from_secs(1)),
-                dir.path(),
-                &[],
-                "s",
-                part,
-            )
-        };
+        let key = |env: &FlowEnv, part| flow_key(env, dir.path(), &[], "s", part);
+        let heap = (key(&env, ecp5), key(&env, up5k));
         env.placer = Placer::Static;
         let args = pnr_args(ecp5, Placer::Static).join(" ");
         assert!(args.contains("--placer static"), "{args}");
@@ -840,10 +818,8 @@ mod tests {
         assert!(!pnr_args(up5k, Placer::Static)
             .join(" ")
             .contains("--placer"));
-        assert_ne!(flow_key(&env, dir.path(), &[], "s", ecp5), heap(ecp5));
-        assert_eq!(flow_key(&env, dir.path(), &[], "s", up5k), heap(up5k));
-        assert_eq!(Placer::named("static"), Ok(Placer::Static));
-        assert!(Placer::named("sa").unwrap_err().contains("heap, static"));
+        assert_ne!(key(&env, ecp5), heap.0);
+        assert_eq!(key(&env, up5k), heap.1);
     }
 
     #[test]

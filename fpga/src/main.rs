@@ -3,7 +3,7 @@
 //! `fpga flow`: one configuration of one block on chosen parts (what a user
 //! sizing a design for a board runs), with the report's flows and fit rules.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use fpga::flow::{self, FlowEnv};
 use fpga::parts::{Part, PARTS};
 use fpga::report::Report;
@@ -63,8 +63,8 @@ struct FlowArgs {
     fresh: bool,
     /// nextpnr's placer on ECP5 parts: heap (its default) or static (its
     /// electrostatic placer); the other families always use heap.
-    #[arg(long, default_value = "heap", value_parser = flow::Placer::NAMES)]
-    placer: String,
+    #[arg(long, value_enum, default_value_t = flow::Placer::Heap)]
+    placer: flow::Placer,
 }
 
 #[derive(Args)]
@@ -112,8 +112,8 @@ struct ReportArgs {
     fresh: bool,
     /// nextpnr's placer on ECP5 parts: heap (its default) or static (its
     /// electrostatic placer); the other families always use heap.
-    #[arg(long, default_value = "heap", value_parser = flow::Placer::NAMES)]
-    placer: String,
+    #[arg(long, value_enum, default_value_t = flow::Placer::Heap)]
+    placer: flow::Placer,
     /// Run the K-th of N disjoint parts of the report's flows and searches
     /// (e.g. 2/4, one per machine); its report.json is for --merge.
     #[arg(long, value_name = "K/N")]
@@ -195,7 +195,7 @@ fn flow(args: &FlowArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
     let mut env = FlowEnv::new(args.out.clone(), 1, Duration::from_secs(args.tool_timeout));
     env.reuse = !args.fresh;
-    env.placer = flow::Placer::named(&args.placer)?;
+    env.placer = args.placer;
     env.tool_versions = tool_versions(&parts);
     let runner = Runner::new(env);
     println!(
@@ -274,7 +274,7 @@ fn report(args: &ReportArgs) -> Result<(), String> {
     );
     let mut env = FlowEnv::new(out.clone(), jobs, Duration::from_secs(args.tool_timeout));
     env.reuse = !args.fresh;
-    env.placer = flow::Placer::named(&args.placer)?;
+    env.placer = args.placer;
     env.tool_versions = versions.clone();
     let mut runner = Runner::new(env);
     runner.search_deadline = args.search_deadline as f64;
@@ -505,7 +505,11 @@ fn command_line(a: &ReportArgs) -> String {
         c.push_str(&format!(" --search-deadline {}", a.search_deadline));
     }
     if a.placer != d.placer {
-        c.push_str(&format!(" --placer {}", a.placer));
+        let name = a
+            .placer
+            .to_possible_value()
+            .expect("every placer has a name");
+        c.push_str(&format!(" --placer {}", name.get_name()));
     }
     if let Some(name) = &a.preset {
         c.push_str(&format!(" --preset {name}"));
