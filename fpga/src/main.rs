@@ -132,7 +132,10 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return gen::exit_on_cli_error(&e, "fpga"),
+    };
     match cli.command {
         Cmd::Report(args) => report(&args),
         Cmd::Flow(args) => flow(&args),

@@ -16,7 +16,7 @@ fn fpga(args: &[&str], out: &std::path::Path) -> Output {
 #[test]
 fn bad_input_gets_one_error_line_and_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 10] = [
         (
             &["--block", "nope", "--parts", "xc7a35t"],
             "unknown block 'nope'",
@@ -38,6 +38,14 @@ fn bad_input_gets_one_error_line_and_exit_2() {
             "unknown preset 'nope' for block vpu (known presets: tpu-128x8, full-8x1, ",
         ),
         (&["--block", "vpu", "--parts", "xc9"], "unknown part 'xc9'"),
+        (
+            &["--block", "vpu", "--parts", "ecp5-85f", "--placer", "sa"],
+            "invalid value 'sa' for '--placer <PLACER>' (possible values: heap, static; see fpga --help)",
+        ),
+        (
+            &["--block", "vpu", "--parts", "xc7a35t", "--tool-timeout", "x"],
+            "invalid value 'x' for '--tool-timeout",
+        ),
         (
             &["--block", "torus", "--parts", "xc7a35t"],
             "do not build torus: the torus is a network of chips",

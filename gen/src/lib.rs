@@ -313,9 +313,82 @@ fn remove_stale(dir: &Path, files: &[EmittedFile]) -> Result<(), String> {
     Ok(())
 }
 
+/// How Systole's command-line tools (`gen`, `sim`, `fpga`) end on an argument
+/// clap refused: help and version go to stdout (exit 0, or 2 for the help a
+/// missing subcommand prints); anything else is one line on stderr, clap's
+/// first, with the accepted values when clap has them, and exit 2.
+pub fn exit_on_cli_error(e: &clap::Error, program: &str) -> std::process::ExitCode {
+    use clap::error::ErrorKind;
+    use std::process::ExitCode;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            print!("{e}");
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            print!("{e}");
+            ExitCode::from(2)
+        }
+        _ => {
+            eprintln!("{}", cli_error_line(e, program));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The one line [`exit_on_cli_error`] prints for `e`.
+fn cli_error_line(e: &clap::Error, program: &str) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or("error: invalid arguments");
+    match e.get(ContextKind::ValidValue) {
+        Some(ContextValue::Strings(values)) if !values.is_empty() => format!(
+            "{first} (possible values: {}; see {program} --help)",
+            values.join(", ")
+        ),
+        _ => format!("{first} (see {program} --help)"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_argument_is_one_line_with_the_accepted_values() {
+        let cmd = || {
+            clap::Command::new("tool")
+                .arg(
+                    clap::Arg::new("mode")
+                        .long("mode")
+                        .value_parser(["fast", "slow"]),
+                )
+                .arg(
+                    clap::Arg::new("n")
+                        .long("n")
+                        .value_parser(clap::value_parser!(u32)),
+                )
+        };
+        let e = cmd()
+            .try_get_matches_from(["tool", "--mode", "odd"])
+            .unwrap_err();
+        assert_eq!(
+            cli_error_line(&e, "tool"),
+            "error: invalid value 'odd' for '--mode <mode>' (possible values: fast, slow; see tool --help)"
+        );
+        let e = cmd()
+            .try_get_matches_from(["tool", "--n", "x"])
+            .unwrap_err();
+        let line = cli_error_line(&e, "tool");
+        assert!(
+            line.starts_with("error: invalid value 'x' for '--n <n>'"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("(see tool --help)") && !line.contains('\n'),
+            "{line}"
+        );
+    }
 
     #[test]
     fn block_names_are_unique_command_line_words_and_the_default_is_registered() {

@@ -100,18 +100,7 @@ fn main() -> ExitCode {
     };
     let matches = match command(block).try_get_matches_from(&argv) {
         Ok(m) => m,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                print!("{e}");
-                return ExitCode::SUCCESS;
-            }
-            // One line: clap's first line names the problem.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            eprintln!("{first} (see gen --help)");
-            return ExitCode::from(2);
-        }
+        Err(e) => return gen::exit_on_cli_error(&e, "gen"),
     };
     if let Choice::List = choice {
         print!("{}", block_list());

@@ -81,25 +81,7 @@ pub fn broken(msg: impl Into<String>) -> Failure {
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
-                || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-            {
-                print!("{e}");
-                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                    ExitCode::from(2)
-                } else {
-                    ExitCode::SUCCESS
-                };
-            }
-            let text = e.to_string();
-            eprintln!(
-                "{} (see sim --help)",
-                text.lines().next().unwrap_or("invalid arguments")
-            );
-            return ExitCode::from(2);
-        }
+        Err(e) => return gen::exit_on_cli_error(&e, "sim"),
     };
     let result = match cli.command {
         Command::Matmul(args) => matmul::run(&args),
