@@ -2,8 +2,8 @@
 //! that passes the tools users will run it through: `verilator --lint-only
 //! -Wall` (waivers only with reasons), `iverilog -g2005`, and a Yosys
 //! synthesis that infers no latch (through the coarse step, where `proc`
-//! infers every latch there is; `tb::tools::yosys_coarse`). A block joins these checks by joining the
-//! registry; nothing here names one.
+//! infers every latch there is; `tb::tools::yosys_coarse`). A block joins
+//! these checks by joining the registry; nothing here names one.
 
 use hw::EmittedFile;
 use std::sync::Mutex;

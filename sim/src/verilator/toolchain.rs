@@ -74,7 +74,8 @@ impl Toolchain {
             .std("c++17")
             .target(&target)
             .host(&target)
-            // Always optimise: debug test builds would otherwise compile the model at -O0.
+            // The model's own level, never the Cargo profile's (debug test builds would
+            // compile the model at -O0).
             .opt_level(model_opt_level(
                 std::env::var("SYSTOLE_MODEL_OPT").ok().as_deref(),
             )?)
