@@ -138,13 +138,9 @@ fn the_harness_chain_does_not_absorb_the_blocks_input_registers() {
     m.set_next(r, a);
     m.output("q_o", r.q());
     let sampler = m.finish();
-    let header = hw::Header {
-        generator: "ci_synth".into(),
-        params: Vec::new(),
-    };
     std::fs::write(
         tmp.path().join("sampler.v"),
-        hw::emit_module(&sampler, &header),
+        hw::emit_module(&sampler, &hw::Header::default()),
     )
     .unwrap();
     let top = fpga::harness::harness("sampler", &fpga::harness::ports(&sampler)).unwrap();
