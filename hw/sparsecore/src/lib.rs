@@ -207,10 +207,11 @@
 //!
 //! # Pipeline depth
 //!
-//! `depth` (P, 0 to 5) gives each fold lane's fp32 adder P stages
-//! (`hw::fp::fp32_add_unit`) and each combine lane's fp32 multiplier
-//! min(P, 3) stages (`hw::arith::fp32_mul_unit`); at P = 0 both are
-//! combinational, the design before the parameter existed. At P <= 3 the
+//! `depth` (P, 0 to 6) gives each fold lane's fp32 adder P stages
+//! (`hw::fp::fp32_add_unit`, whose five cuts take P up to 5; at 6 a
+//! register on the operands is the first stage) and each combine lane's
+//! fp32 multiplier min(P, 3) stages (`hw::arith::fp32_mul_unit`); at P = 0
+//! both are combinational, the design before the parameter existed. At P <= 3 the
 //! combine's add is one cycle inside its read-modify-write loop; from
 //! P = 4 on it has P stages (below). The multiply sits outside the combine's
 //! read-modify-write loop: its operands (the gain or the learning rate, the
@@ -475,6 +476,48 @@ fn fold_lane(design: &mut Design) -> Rc<ModuleDef> {
     })
 }
 
+/// The fp32 adder with `stages` cycles of latency (ports `a_i`, `b_i`,
+/// `sum_o`): `hw::fp::fp32_add_unit`, and past its
+/// [`config::sparsecore::MAX_ADDER_STAGES`] a register on each operand per
+/// further stage. Both adders take operands that come from a block RAM
+/// through a select (a partial sum or an activation word, chosen by stage
+/// registers whose fanout spans the lanes); registered, that route is not
+/// also the adder's first stage (ECP5-85F, depth 5: the select's control
+/// register to the combine adder's first stage register, 16.9 ns of
+/// routing, was the critical path).
+fn staged_adder(design: &mut Design, stages: u32) -> Rc<ModuleDef> {
+    let adder_stages = stages.min(config::sparsecore::MAX_ADDER_STAGES);
+    let adder = fp32_add_unit(design, adder_stages, false);
+    let operand_stages = stages - adder_stages;
+    if operand_stages == 0 {
+        return adder;
+    }
+    design.define(
+        &format!("sparsecore_add_r{operand_stages}_s{adder_stages}"),
+        &[],
+        |_, m| {
+            m.doc(&format!(
+                "SparseCore fp32 adder: {operand_stages} operand register stage(s), then {adder_stages} adder stage(s)"
+            ));
+            let mut a = m.input("a_i", Ty::u(32));
+            let mut b = m.input("b_i", Ty::u(32));
+            for k in 0..operand_stages {
+                let a_q = m.reg(&format!("a{k}"), Ty::u(32));
+                m.set_next(a_q, a);
+                a = a_q.q();
+                let b_q = m.reg(&format!("b{k}"), Ty::u(32));
+                m.set_next(b_q, b);
+                b = b_q.q();
+            }
+            let add = m.instance("add", &adder);
+            m.connect(add, "a_i", a);
+            m.connect(add, "b_i", b);
+            let sum = m.inst_output(add, "sum_o");
+            m.output("sum_o", sum);
+        },
+    )
+}
+
 /// Builds the SparseCore for `cfg` into `design`.
 pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
     let params = [
@@ -511,7 +554,7 @@ pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
     let tile = tile_module(design, &cfg, &types);
     let fold = match cfg.depth() {
         0 => fold_lane(design),
-        d => fp32_add_unit(design, d, false),
+        d => staged_adder(design, d),
     };
     design.define(&top_name(&cfg), &params, |_, m| {
         m.doc("SparseCore: embedding gather, combine and scatter-add over HBM, T parallel tiles");
@@ -708,7 +751,7 @@ fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc
         0 => LaneDefs::Combinational(combine_lane(design)),
         _ if cfg.loop_stages() > 0 => LaneDefs::Looped {
             mul: fp32_mul_unit(design, cfg.mul_stages(), false),
-            add: fp32_add_unit(design, cfg.loop_stages(), false),
+            add: staged_adder(design, cfg.loop_stages()),
         },
         d => LaneDefs::Staged {
             mul: fp32_mul_unit(design, d, false),
@@ -717,9 +760,17 @@ fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc
     };
     let cfg = *cfg;
     let entry = types.entry.clone();
-    design.define(&tile_name(&cfg), &[], |_, m| {
+    design.define(&tile_name(&cfg), &[], |design, m| {
         m.doc("SparseCore tile: entry queue, walker, scratchpad (TileSPMEM), 8-wide fp32 combine");
-        tile_body(m, &cfg, &entry, &entry_fifo, row_fifo.as_ref(), &lane);
+        tile_body(
+            design,
+            m,
+            &cfg,
+            &entry,
+            &entry_fifo,
+            row_fifo.as_ref(),
+            &lane,
+        );
     })
 }
 
@@ -755,6 +806,7 @@ fn acc_address(
 }
 
 fn tile_body(
+    design: &mut Design,
     m: &mut hw::ModuleBuilder,
     cfg: &SparseCoreConfig,
     entry: &RecordTy,
@@ -784,7 +836,18 @@ fn tile_body(
     let dim = m.input("dim_i", Ty::u(db));
     let batch = m.input("batch_i", Ty::u(bb));
     let row_words = m.input("row_words_i", Ty::u(nc_bits));
-    let updating = m.input("mode_i", Ty::BOOL);
+    // The pass's mode. With the add staged inside the loop the tile keeps
+    // copies of the top's mode register, loaded with its next value, one for
+    // the walker and one for the combine: one register's fanout across the
+    // tile was the critical path (ECP5-85F, depth 6: the mode register to
+    // the entry queue's read pointer, 15.6 ns of routing).
+    let (updating, mode_next) = if cfg.loop_stages() > 0 {
+        let next = m.input("mode_next_i", Ty::BOOL);
+        let walk = hw::blocks::kept_register_reset(design, m, "walk_mode", next, 0);
+        (walk, Some(next))
+    } else {
+        (m.input("mode_i", Ty::BOOL), None)
+    };
     let lr = m.input("lr_i", Ty::u(32));
     let ent_valid = m.input("ent_valid_i", Ty::BOOL);
     let ent_data = m.input("ent_data_i", entry.ty());
@@ -1065,6 +1128,8 @@ fn tile_body(
 
     let (sums, a_upd, a_off, a_lanes, in_flight) = if let LaneDefs::Looped { mul, add } = lane_defs
     {
+        let next = mode_next.expect("a staged loop's tile takes the mode's next value");
+        let updating = hw::blocks::kept_register_reset(design, m, "lane_mode", next, 0);
         // The add has A = loop_stages stages inside the read-modify-write
         // loop. An item (a response, an accumulation step) enters the
         // multiplier at stage 1; its product, registered, reaches stage
@@ -1838,11 +1903,15 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
             // Tags and responses wait in two rings, in grant and arrival
             // order, and leave together when the response enters its tile's
             // combine: a read counts against `hbm_inflight` until then, so
-            // neither ring (as deep) can overflow. Both heads are memory
-            // reads at the read pointer the entry advances, registered
-            // without an enable: an entry drives a few pointer bits, not
-            // every bit of the head. A response written in cycle x is read
-            // from x + 1, so it is at the head from x + 2.
+            // neither ring (as deep) can overflow. Each head is one of two
+            // registered memory reads, at the read pointer and one past
+            // it, both addressed from the pointer's register; whether the
+            // head entered, registered, chooses between them. So an entry's
+            // decision reaches one register, not the rings' read addresses
+            // (ECP5-85F, depth 6: the interlock through the pointer's next
+            // value into the response ring's read data, 18.5 ns). A
+            // response written in cycle x is read from x + 1, so it is at
+            // the head from x + 2.
             let inflight = cfg.hbm_inflight();
             let slot = |p: Expr| fit(p, bits_for(inflight - 1).max(1));
             m.set_next(r.tag_wr, mux(tag_write, r.tag_wr.q() + 1u32, r.tag_wr.q()));
@@ -1852,16 +1921,26 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
             m.mem_write(r.rsps, rsp_valid, slot(r.rsp_wr.q()), rsp_data);
             let head = m.wire("rsp_head", r.rsp_written.q().is_ne(r.rd.q()));
             let issue = m.wire_decl("rsp_issue", Ty::BOOL);
-            let rd_next = m.wire(
-                "rsp_rd_next",
-                r.rd.q() + issue.value().zext(r.rd.q().width()),
-            );
-            m.set_next(r.rd, rd_next);
+            let rd = r.rd.q();
+            m.set_next(r.rd, rd + issue.value().zext(rd.width()));
             let held = r.held.q();
             let pw = held.width();
             m.set_next(r.held, held + fire.zext(pw) - issue.value().zext(pw));
-            let tag_word = m.mem_read(r.tags, None, slot(rd_next));
-            let word = m.mem_read(r.rsps, None, slot(rd_next));
+            let rd_after = low_bits(
+                m,
+                "rsp_rd_after",
+                rd + 1u32,
+                bits_for(inflight - 1).max(1),
+                "the slot past the read pointer: its low bits address the rings",
+            );
+            let entered = m.reg_reset("rsp_entered", Ty::BOOL, 0);
+            m.set_next(entered, issue.value());
+            let tag_stay = m.mem_read(r.tags, None, slot(rd));
+            let tag_move = m.mem_read(r.tags, None, rd_after);
+            let word_stay = m.mem_read(r.rsps, None, slot(rd));
+            let word_move = m.mem_read(r.rsps, None, rd_after);
+            let tag_word = m.wire("rsp_head_tag", mux(entered.q(), tag_move, tag_stay));
+            let word = m.wire("rsp_head_word", mux(entered.q(), word_move, word_stay));
             (head, tag_word, word, Some(issue))
         }
         (None, Err(_)) => unreachable!("a tag FIFO's room comes with the FIFO"),
@@ -2058,7 +2137,13 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         m.connect(inst, "dim_i", dim.q());
         m.connect(inst, "batch_i", batch.q());
         m.connect(inst, "row_words_i", row_words);
-        m.connect(inst, "mode_i", updating.q());
+        if cfg.loop_stages() > 0 {
+            // The value the mode register loads (it changes only when a
+            // pass starts), for the tile's copies of it.
+            m.connect(inst, "mode_next_i", mux(start_fire, mode_in, updating.q()));
+        } else {
+            m.connect(inst, "mode_i", updating.q());
+        }
         m.connect(inst, "lr_i", lr.q());
         m.connect(inst, "ent_valid_i", ent_valid & mine(disp.q()));
         m.connect(inst, "ent_data_i", ent.bits());

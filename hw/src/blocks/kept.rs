@@ -27,3 +27,36 @@ pub fn kept_register(design: &mut Design, m: &mut ModuleBuilder, name: &str, val
     m.connect(inst, "d_i", value);
     m.inst_output(inst, "q_o")
 }
+
+/// [`kept_register`] with a synchronous reset to `reset` (`rst_i`), in a
+/// module `kept_reg_<s|u><width>_r<reset>`: a copy of a register that
+/// resets, loaded with the same next value, so that it equals the original
+/// in every cycle.
+pub fn kept_register_reset(
+    design: &mut Design,
+    m: &mut ModuleBuilder,
+    name: &str,
+    value: Expr,
+    reset: u64,
+) -> Expr {
+    let ty = value.ty();
+    let sign = if ty.signed { "s" } else { "u" };
+    let def = design.define(
+        &format!("kept_reg_{sign}{}_r{reset}", ty.width),
+        &[
+            ("width", ty.width.to_string()),
+            ("reset", reset.to_string()),
+        ],
+        |_, r| {
+            r.doc("a register with reset, kept out of synthesis's merging of equal registers");
+            r.keep_hierarchy("a copy of a register placed on purpose, which Yosys would merge");
+            let d = r.input("d_i", ty);
+            let q = r.reg_reset("q", ty, reset);
+            r.set_next(q, d);
+            r.output("q_o", q.q());
+        },
+    );
+    let inst = m.instance(name, &def);
+    m.connect(inst, "d_i", value);
+    m.inst_output(inst, "q_o")
+}

@@ -35,7 +35,7 @@ pub use crc::{crc, crc_of, CrcSpec};
 pub use credit::credit_counter;
 pub use delay::{delay, delay_taps};
 pub use fifo::{fifo, FifoMode};
-pub use kept::kept_register;
+pub use kept::{kept_register, kept_register_reset};
 pub use lfsr::{lfsr, prbs, Prbs};
 pub use skid::skid_buffer;
 

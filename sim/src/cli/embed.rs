@@ -36,7 +36,7 @@ pub struct EntryArgs {
     /// result depends on T.
     #[arg(long, value_name = "T", default_value_t = SparseCoreConfig::DEFAULT.tiles())]
     tiles: u32,
-    /// Pipeline depth (0..=5): stages of the combine's multiplier and the
+    /// Pipeline depth (0..=6): stages of the combine's multiplier and the
     /// fold's adder; the results are the same at every depth, the cycles
     /// not.
     #[arg(long, value_name = "N", default_value_t = SparseCoreConfig::DEFAULT.depth())]
