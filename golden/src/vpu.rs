@@ -32,7 +32,7 @@
 //! from the configuration) and a write-back stage. A bundle occupies the
 //! first execute stage for E cycles: for a legal reduction at depth 0,
 //! E = max(1, log2 W) (one level of the fold per cycle); at depth d >= 1,
-//! E = 1 + log2 W x (s + 1) for W >= 2 with s = min(d, 5) (a cycle to
+//! E = 1 + log2 W x (s + 1) for W >= 2 with s = d (a cycle to
 //! register the fold's operands, then s + 1 cycles per level, its s-stage
 //! unit filling) and 1 for W = 1 (`VpuConfig::reduction_cycles`); E = 1 for
 //! everything else.
@@ -639,7 +639,7 @@ mod tests {
     }
 
     #[test]
-    fn past_five_stages_the_fold_stays_and_results_wait_longer() {
+    fn at_depth_six_the_fold_registers_its_operands_and_results_wait_longer() {
         let c = cfg(4, 1).with_depth(6).unwrap();
         let chain = [
             Bundle::op(Op::MulF32, 0, &[1, 1]),
@@ -651,15 +651,17 @@ mod tests {
         let s = schedule(&c, &chain);
         assert_eq!(s.accept, [0, 7, 14]);
         assert_eq!(s.stores, [14]);
-        // The fold keeps the fp32 adder's five stages: E as at depth 5.
+        // The fold's levels take the fp32 adder's five stages and a
+        // register on their operands: one cycle more per level than at
+        // depth 5 (two levels for W = 4).
         let reduce = [
             Bundle::op(Op::ReduceSumF32, 0, &[1]),
             Bundle::op(Op::Splat, 2, &[0]),
         ];
         let five = cfg(4, 1).with_depth(5).unwrap();
-        assert_eq!(execute_cycles(&c, &reduce[0]), 13);
+        assert_eq!(execute_cycles(&c, &reduce[0]), 15);
         assert_eq!(execute_cycles(&five, &reduce[0]), 13);
-        assert_eq!(schedule(&c, &reduce).accept, [0, 19]);
+        assert_eq!(schedule(&c, &reduce).accept, [0, 21]);
         assert_eq!(schedule(&five, &reduce).accept, [0, 18]);
     }
 
