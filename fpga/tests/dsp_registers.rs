@@ -33,34 +33,41 @@ module dut (
   output reg [12:0] konst_o,
   output reg signed [15:0] reset_o,
   output reg signed [15:0] kept_o,
+  output reg signed [15:0] fed_o,
   output wire signed [15:0] comb_o
 );
+  // The inputs registered: an operand register is packed only when it loads
+  // straight from a flip-flop (or a constant), so each case's operands load
+  // from these or from registers of their own.
+  reg signed [7:0] a_r, b_r;
+  reg [7:0] c_r;
+  always @(posedge clk_i) begin a_r <= a_i; b_r <= b_i; c_r <= c_i; end
   // Operands and product registered: both packed, all six registers removed.
   reg signed [7:0] a1, b1;
-  always @(posedge clk_i) begin a1 <= a_i; b1 <= b_i; both_o <= a1 * b1; end
+  always @(posedge clk_i) begin a1 <= a_r; b1 <= b_r; both_o <= a1 * b1; end
   // An operand register that also drives an output: packed as a copy; it stays.
-  reg signed [7:0] a2, b2;
-  always @(posedge clk_i) begin a2 <= a_i ^ 8'h5a; b2 <= b_i; shared_o <= a2 * b2; end
+  reg signed [7:0] x2, a2, b2;
+  always @(posedge clk_i) begin x2 <= a_i ^ 8'h5a; a2 <= x2; b2 <= b_r; shared_o <= a2 * b2; end
   assign shared_a_o = a2;
   // A product register with an enable: the operands alone.
-  reg signed [7:0] a3, b3;
+  reg signed [7:0] x3, y3, a3, b3;
   always @(posedge clk_i) begin
-    a3 <= a_i + 8'd1; b3 <= b_i - 8'd3;
+    x3 <= a_i + 8'd1; y3 <= b_i - 8'd3; a3 <= x3; b3 <= y3;
     if (en_i) enabled_o <= a3 * b3;
   end
   // A product register that is the next multiplier's operand: its product
   // register taken, so the next block may not take its input.
-  reg signed [7:0] a4, b4;
+  reg signed [7:0] x4, a4, b4;
   reg signed [15:0] p4;
   reg signed [7:0] c4;
   always @(posedge clk_i) begin
-    a4 <= b_i + 8'd7; b4 <= a_i; p4 <= a4 * b4; c4 <= c_i;
+    x4 <= b_i + 8'd7; a4 <= x4; b4 <= a_r; p4 <= a4 * b4; c4 <= c_r;
     chain_o <= p4[11:4] * c4;
   end
   // An operand with constant bits (unsigned 8 x 5 with a zero top bit).
   reg [7:0] a5;
   reg [3:0] b5;
-  always @(posedge clk_i) begin a5 <= c_i; b5 <= b_i[3:0]; konst_o <= a5 * {1'b0, b5}; end
+  always @(posedge clk_i) begin a5 <= c_r; b5 <= b_r[3:0]; konst_o <= a5 * {1'b0, b5}; end
   // An operand register with a synchronous reset: not packed.
   reg signed [7:0] a6, b6;
   always @(posedge clk_i) begin
@@ -69,9 +76,13 @@ module dut (
   end
   // An operand register in a module kept apart in synthesis.
   wire signed [7:0] a7;
-  reg signed [7:0] b7;
-  (* keep_hierarchy *) kept_reg_s8 kept (.clk_i(clk_i), .d_i(c_i), .q_o(a7));
-  always @(posedge clk_i) begin b7 <= b_i ^ 8'h33; kept_o <= a7 * b7; end
+  reg signed [7:0] y7, b7;
+  (* keep_hierarchy *) kept_reg_s8 kept (.clk_i(clk_i), .d_i(c_r), .q_o(a7));
+  always @(posedge clk_i) begin y7 <= b_i ^ 8'h33; b7 <= y7; kept_o <= a7 * b7; end
+  // Operand registers loaded from logic (a sum, as a bias add before a
+  // multiply): they stay in the fabric; the product alone is packed.
+  reg signed [7:0] a8, b8;
+  always @(posedge clk_i) begin a8 <= a_r + b_r; b8 <= c_r ^ 8'h0f; fed_o <= a8 * b8; end
   // No register at all: left as it is.
   assign comb_o = a_i * b_i;
 endmodule
@@ -143,6 +154,7 @@ const OUTPUTS: &[(&str, u32)] = &[
     ("konst_o", 13),
     ("reset_o", 16),
     ("kept_o", 16),
+    ("fed_o", 16),
     ("comb_o", 16),
 ];
 
@@ -257,6 +269,7 @@ fn packed_blocks_compute_what_the_rtl_computes() {
         ("chain_o", false, true),
         ("comb_o", false, false),
         ("enabled_o", true, false),
+        ("fed_o", false, true),
         // p4: its product is the chain's operand, not an output.
         ("internal", true, true),
         ("kept_o", true, true),
@@ -271,12 +284,12 @@ fn packed_blocks_compute_what_the_rtl_computes() {
         got, want,
         "(output, operands packed, product packed) per block"
     );
-    assert_eq!((packed.dsps, packed.inputs, packed.outputs), (9, 6, 7));
-    // Every used product bit's flip-flop (16 bits for five outputs, 12 for
+    assert_eq!((packed.dsps, packed.inputs, packed.outputs), (10, 6, 8));
+    // Every used product bit's flip-flop (16 bits for six outputs, 12 for
     // konst_o, whose top bit is a constant 0, 8 of p4) and more: the operand
     // flip-flops left without load (Yosys merges equal operand registers
     // first, so their count is not fixed here).
-    assert!(packed.removed_ffs > 16 * 5 + 12 + 8, "{packed:?}");
+    assert!(packed.removed_ffs > 16 * 6 + 12 + 8, "{packed:?}");
     // The packed netlist back to Verilog, beside the RTL.
     run(
         d,
