@@ -31,12 +31,9 @@ pub const HBM_LATENCY_RANGE: std::ops::RangeInclusive<u32> = 2..=4096;
 /// Pipeline depth: the stages of the fold lanes' fp32 adder, and of the
 /// combine lanes' fp32 multiplier (ahead of their add, outside the
 /// read-modify-write loop) up to [`MAX_MUL_STAGES`], 0 (combinational) to
-/// this: the adder's most stages ([`MAX_ADDER_STAGES`]) and a register on
-/// its operands.
-pub const MAX_DEPTH: u32 = MAX_ADDER_STAGES + 1;
-/// The fp32 adder's most stages (every cut of `hw::fp::FP32_ADD`); a depth
-/// above it puts the rest in registers on the adders' operands.
-pub const MAX_ADDER_STAGES: u32 = 5;
+/// this: the fp32 adder's most stages (every cut of `hw::fp::FP32_ADD`, the
+/// last a register on its operands).
+pub const MAX_DEPTH: u32 = 6;
 /// The combine multiplier's most stages.
 pub const MAX_MUL_STAGES: u32 = 3;
 /// From this depth on the combine's fp32 add is staged too, `depth` stages

@@ -23,8 +23,9 @@ pub const MAX_VMEM_ELEMS: u64 = 1 << 24;
 /// per pipeline cut of the element ALU (`vpu` crate docs, "Pipeline").
 pub const MAX_DEPTH: u32 = 6;
 /// Pipeline registers in a level of a reduction's fold at most: the fp32
-/// adder's five cuts (`hw::fp::FP32_ADD`) and, at six, a register on the
-/// level's two operands after their select.
+/// adder's cuts (`hw::fp::FP32_ADD`; the sixth a register on the level's
+/// operands after their select). A deeper VPU would only hold each level
+/// longer.
 pub const MAX_FOLD_STAGES: u32 = 6;
 
 /// Which arithmetic units a VPU has.
@@ -220,9 +221,8 @@ impl VpuConfig {
     /// Pipeline registers in each level of a reduction's fold: 0 at depth
     /// 0 (one combinational level per cycle), min(`depth`,
     /// [`MAX_FOLD_STAGES`]) otherwise (the fp32 adder of `hw::fp::FP32_ADD`
-    /// plan at up to five stages, and at six a register on the level's
-    /// operands ahead of it), with the fold's operands registered before
-    /// the first level (`vpu` crate docs, "Pipeline").
+    /// plan at that many stages), with the fold's operands registered
+    /// before the first level (`vpu` crate docs, "Pipeline").
     pub fn fold_stages(&self) -> u32 {
         self.depth.min(MAX_FOLD_STAGES)
     }
@@ -370,8 +370,8 @@ mod tests {
         };
         assert_eq!((at(1, 0), at(2, 0), at(8, 0)), (1, 1, 3));
         assert_eq!((at(1, 5), at(2, 1), at(4, 5), at(8, 5)), (1, 3, 13, 19));
-        // Past the fp32 adder's five cuts, a register on each level's
-        // operands: one more cycle per level.
+        // The fp32 adder's sixth cut, on each level's operands: one more
+        // cycle per level.
         assert_eq!((at(1, 6), at(4, 6), at(8, 6)), (1, 15, 22));
     }
 }

@@ -651,9 +651,9 @@ mod tests {
         let s = schedule(&c, &chain);
         assert_eq!(s.accept, [0, 7, 14]);
         assert_eq!(s.stores, [14]);
-        // The fold's levels take the fp32 adder's five stages and a
-        // register on their operands: one cycle more per level than at
-        // depth 5 (two levels for W = 4).
+        // The fold's levels take the fp32 adder's sixth cut, on their
+        // operands: one cycle more per level than at depth 5 (two levels
+        // for W = 4).
         let reduce = [
             Bundle::op(Op::ReduceSumF32, 0, &[1]),
             Bundle::op(Op::Splat, 2, &[0]),

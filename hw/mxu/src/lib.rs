@@ -191,7 +191,8 @@ impl Stages {
             (ElemType::Int8, _) => (1, 0),
             // The fp32 adder in two stages (a register at its `sum` cut).
             (ElemType::Bf16, 0..=3) => (2, 2),
-            // Every cut of `fp::FP32_ADD` registered, and the result.
+            // Every cut of `fp::FP32_ADD` but its operands' registered, and
+            // the result.
             (ElemType::Bf16, _) => (ACC_ADD_STAGES + 1, ACC_ADD_STAGES + 1),
         };
         let product_latency = match (dtype, depth) {
@@ -215,8 +216,9 @@ impl Stages {
     }
 }
 
-/// Registered cuts of the fp32 adders (PE and accumulator) at depth 4: all
-/// of `fp::FP32_ADD`'s.
+/// Registered cuts of the fp32 adders (PE and accumulator) at depth 4: the
+/// best five of `fp::FP32_ADD`'s ranking, all but the one on its operands
+/// (the PE's operands are registers already).
 const ACC_ADD_STAGES: u32 = 5;
 
 /// Whether the multipliers are split into registered stages (depth 4):
@@ -403,7 +405,7 @@ fn host_copy(
 }
 
 /// The accumulator's fp32 adder at `depth`: two stages up to depth 3
-/// (`fp32_add_l2`), every cut of `fp::FP32_ADD` and the result registered
+/// (`fp32_add_l2`), the five cuts of `fp::FP32_ADD` inside the adder and the result registered
 /// at depth 4. Ports `a_i`, `b_i`, `sum_o`.
 fn acc_adder(design: &mut Design, depth: u32) -> Rc<ModuleDef> {
     if !staged_multiplier(depth) {

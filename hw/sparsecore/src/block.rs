@@ -216,6 +216,13 @@ mod tests {
     }
 
     #[test]
+    fn the_depth_stops_at_the_fp32_adders_cuts() {
+        // The fold's and the combine's adders take `depth` stages of
+        // `hw::fp::FP32_ADD`; the configuration crate cannot see the plan.
+        assert_eq!(MAX_DEPTH, hw::fp::FP32_ADD.max_stages());
+    }
+
+    #[test]
     fn configurations_cross_the_registry_as_toml() {
         let any: &dyn AnyBlock = &SparseCore;
         let table: toml::Table = "tiles = 2\nmax_dim = 21".parse().unwrap();

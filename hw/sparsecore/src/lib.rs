@@ -208,8 +208,8 @@
 //! # Pipeline depth
 //!
 //! `depth` (P, 0 to 6) gives each fold lane's fp32 adder P stages
-//! (`hw::fp::fp32_add_unit`, whose five cuts take P up to 5; at 6 a
-//! register on the operands is the first stage) and each combine lane's
+//! (`hw::fp::fp32_add_unit`; its sixth is a register on the operands) and
+//! each combine lane's
 //! fp32 multiplier min(P, 3) stages (`hw::arith::fp32_mul_unit`); at P = 0
 //! both are combinational, the design before the parameter existed. At P <= 3 the
 //! combine's add is one cycle inside its read-modify-write loop; from
@@ -476,48 +476,6 @@ fn fold_lane(design: &mut Design) -> Rc<ModuleDef> {
     })
 }
 
-/// The fp32 adder with `stages` cycles of latency (ports `a_i`, `b_i`,
-/// `sum_o`): `hw::fp::fp32_add_unit`, and past its
-/// [`config::sparsecore::MAX_ADDER_STAGES`] a register on each operand per
-/// further stage. Both adders take operands that come from a block RAM
-/// through a select (a partial sum or an activation word, chosen by stage
-/// registers whose fanout spans the lanes); registered, that route is not
-/// also the adder's first stage (ECP5-85F, depth 5: the select's control
-/// register to the combine adder's first stage register, 16.9 ns of
-/// routing, was the critical path).
-fn staged_adder(design: &mut Design, stages: u32) -> Rc<ModuleDef> {
-    let adder_stages = stages.min(config::sparsecore::MAX_ADDER_STAGES);
-    let adder = fp32_add_unit(design, adder_stages, false);
-    let operand_stages = stages - adder_stages;
-    if operand_stages == 0 {
-        return adder;
-    }
-    design.define(
-        &format!("sparsecore_add_r{operand_stages}_s{adder_stages}"),
-        &[],
-        |_, m| {
-            m.doc(&format!(
-                "SparseCore fp32 adder: {operand_stages} operand register stage(s), then {adder_stages} adder stage(s)"
-            ));
-            let mut a = m.input("a_i", Ty::u(32));
-            let mut b = m.input("b_i", Ty::u(32));
-            for k in 0..operand_stages {
-                let a_q = m.reg(&format!("a{k}"), Ty::u(32));
-                m.set_next(a_q, a);
-                a = a_q.q();
-                let b_q = m.reg(&format!("b{k}"), Ty::u(32));
-                m.set_next(b_q, b);
-                b = b_q.q();
-            }
-            let add = m.instance("add", &adder);
-            m.connect(add, "a_i", a);
-            m.connect(add, "b_i", b);
-            let sum = m.inst_output(add, "sum_o");
-            m.output("sum_o", sum);
-        },
-    )
-}
-
 /// Builds the SparseCore for `cfg` into `design`.
 pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
     let params = [
@@ -554,7 +512,7 @@ pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
     let tile = tile_module(design, &cfg, &types);
     let fold = match cfg.depth() {
         0 => fold_lane(design),
-        d => staged_adder(design, d),
+        d => fp32_add_unit(design, d, false),
     };
     design.define(&top_name(&cfg), &params, |_, m| {
         m.doc("SparseCore: embedding gather, combine and scatter-add over HBM, T parallel tiles");
@@ -751,7 +709,7 @@ fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc
         0 => LaneDefs::Combinational(combine_lane(design)),
         _ if cfg.loop_stages() > 0 => LaneDefs::Looped {
             mul: fp32_mul_unit(design, cfg.mul_stages(), false),
-            add: staged_adder(design, cfg.loop_stages()),
+            add: fp32_add_unit(design, cfg.loop_stages(), false),
         },
         d => LaneDefs::Staged {
             mul: fp32_mul_unit(design, d, false),

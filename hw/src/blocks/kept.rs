@@ -9,23 +9,7 @@ use crate::{Design, Expr, ModuleBuilder};
 /// it feeds (a DSP block's operand, a block RAM's address) only survives
 /// behind a module boundary. The instance is called `name`.
 pub fn kept_register(design: &mut Design, m: &mut ModuleBuilder, name: &str, value: Expr) -> Expr {
-    let ty = value.ty();
-    let sign = if ty.signed { "s" } else { "u" };
-    let def = design.define(
-        &format!("kept_reg_{sign}{}", ty.width),
-        &[("width", ty.width.to_string())],
-        |_, r| {
-            r.doc("a register kept out of synthesis's merging of equal registers");
-            r.keep_hierarchy("a copy of a register placed on purpose, which Yosys would merge");
-            let d = r.input("d_i", ty);
-            let q = r.reg("q", ty);
-            r.set_next(q, d);
-            r.output("q_o", q.q());
-        },
-    );
-    let inst = m.instance(name, &def);
-    m.connect(inst, "d_i", value);
-    m.inst_output(inst, "q_o")
+    kept(design, m, name, value, None)
 }
 
 /// [`kept_register`] with a synchronous reset to `reset` (`rst_i`), in a
@@ -39,23 +23,39 @@ pub fn kept_register_reset(
     value: Expr,
     reset: u64,
 ) -> Expr {
+    kept(design, m, name, value, Some(reset))
+}
+
+fn kept(
+    design: &mut Design,
+    m: &mut ModuleBuilder,
+    name: &str,
+    value: Expr,
+    reset: Option<u64>,
+) -> Expr {
     let ty = value.ty();
     let sign = if ty.signed { "s" } else { "u" };
-    let def = design.define(
-        &format!("kept_reg_{sign}{}_r{reset}", ty.width),
-        &[
-            ("width", ty.width.to_string()),
-            ("reset", reset.to_string()),
-        ],
-        |_, r| {
-            r.doc("a register with reset, kept out of synthesis's merging of equal registers");
-            r.keep_hierarchy("a copy of a register placed on purpose, which Yosys would merge");
-            let d = r.input("d_i", ty);
-            let q = r.reg_reset("q", ty, reset);
-            r.set_next(q, d);
-            r.output("q_o", q.q());
-        },
-    );
+    let mut module = format!("kept_reg_{sign}{}", ty.width);
+    let mut params = vec![("width", ty.width.to_string())];
+    if let Some(r) = reset {
+        module += &format!("_r{r}");
+        params.push(("reset", r.to_string()));
+    }
+    let def = design.define(&module, &params, |_, r| {
+        r.doc(if reset.is_some() {
+            "a register with reset, kept out of synthesis's merging of equal registers"
+        } else {
+            "a register kept out of synthesis's merging of equal registers"
+        });
+        r.keep_hierarchy("a copy of a register placed on purpose, which Yosys would merge");
+        let d = r.input("d_i", ty);
+        let q = match reset {
+            Some(v) => r.reg_reset("q", ty, v),
+            None => r.reg("q", ty),
+        };
+        r.set_next(q, d);
+        r.output("q_o", q.q());
+    });
     let inst = m.instance(name, &def);
     m.connect(inst, "d_i", value);
     m.inst_output(inst, "q_o")

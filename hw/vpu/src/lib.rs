@@ -123,8 +123,8 @@
 //! reduction's extra cycles the bundle behind it waits in the stream and the
 //! write-back stage holds (rewriting its values, which changes nothing).
 //! With `depth` = d >= 1 the fold is pipelined too (`VpuConfig::fold_stages`
-//! = s = d: the fp32 adder's five cuts and at six a register on each
-//! level's operands): the reduction units register
+//! = s = d, the fp32 adder's cuts, the sixth on each level's operands):
+//! the reduction units register
 //! their operands in the first cycle, and each level's combine holds its
 //! inputs for s + 1 cycles through up to s registers (the fp32 adder's
 //! `FP32_ADD` cuts, min and max's `FP32_ORDER` cuts), so E = 1 + log2 W x

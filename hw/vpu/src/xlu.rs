@@ -52,9 +52,9 @@ pub fn rotator(design: &mut Design, n: u32, shared: Option<&str>) -> Rc<ModuleDe
 /// With `stages` = 0 a level is one combinational cycle. With s = `stages`
 /// of one or more the unit registers `a_i` and `b1_i` when `load_i` (the
 /// fold's first cycle) and each level's combine has up to s registers (the fp32 adder
-/// s of its `FP32_ADD` cuts, at most five; min and max their `FP32_ORDER`
-/// cuts, at most two; the int32 operations none; at s = 6 a register on the
-/// level's two operands after their select, then those): a level's inputs are held
+/// s of its `FP32_ADD` cuts, at most six, the sixth on its operands after
+/// their select; min and max their `FP32_ORDER` cuts, at most two; the
+/// int32 operations none): a level's inputs are held
 /// for s + 1 cycles, so `y_o` is its result in the last of them, whatever
 /// the latency of the path the operation takes. `shared` as for [`rotator`].
 pub fn reduce_unit(
@@ -114,22 +114,7 @@ pub fn reduce_unit(
             }
             (a, other, Some((r, en)))
         };
-        // Past the adder's cuts, the level's operands are registered after
-        // their select: the other unit's result comes from across the
-        // lanes, and the select's step from the top (ECP5-85F, the fmax
-        // preset: the fold's first adder stage was among the paths past
-        // 13.3 ns). The int32 operations are one short cycle and need none
-        // (their result is settled long before the level's last cycle).
-        let unit_stages = stages.min(FP32_ADD.max_stages());
-        let (a, b) = if stages > unit_stages && units.has_fp32() {
-            let (xa, xb) = (m.reg("level_a", word), m.reg("level_b", word));
-            m.set_next(xa, a);
-            m.set_next(xb, b);
-            (xa.q(), xb.q())
-        } else {
-            (a, b)
-        };
-        let y = combine(m, units, unit_stages, op, a, b);
+        let y = combine(m, units, stages, op, a, b);
         let y = m.wire("y", y);
         if let Some((r, en)) = register {
             m.set_next(r, y);
@@ -182,11 +167,7 @@ mod tests {
     #[test]
     fn the_fold_stages_stop_at_the_fp32_adders_cuts() {
         // VpuConfig::fold_stages caps a level's registers at the adder's
-        // cuts and the operand register; the configuration crate cannot see
-        // the plan.
-        assert_eq!(
-            config::vpu::MAX_FOLD_STAGES,
-            hw::fp::FP32_ADD.max_stages() + 1
-        );
+        // cuts; the configuration crate cannot see the plan.
+        assert_eq!(config::vpu::MAX_FOLD_STAGES, hw::fp::FP32_ADD.max_stages());
     }
 }
