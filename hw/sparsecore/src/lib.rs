@@ -1663,6 +1663,10 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     let ctr_word = fit(ctr.q(), aw);
     let idle = state.is(PassState::Idle);
     let start_fire = m.wire("start_fire", start & idle);
+    // The mode changes only when a pass starts; its next value is a wire of
+    // its own, which the tiles' copies of the register load too.
+    let mode_next = m.wire("mode_next", mux(start_fire, mode_in, updating.q()));
+    m.set_next(updating, mode_next);
     // The tile being folded (forward) or walking (update).
     let fold_tile = m.reg_reset("fold_tile", Ty::u(tb), 0);
     let update_tile = m.reg_reset("update_tile", Ty::u(tb), 0);
@@ -2096,9 +2100,7 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         m.connect(inst, "batch_i", batch.q());
         m.connect(inst, "row_words_i", row_words);
         if cfg.loop_stages() > 0 {
-            // The value the mode register loads (it changes only when a
-            // pass starts), for the tile's copies of it.
-            m.connect(inst, "mode_next_i", mux(start_fire, mode_in, updating.q()));
+            m.connect(inst, "mode_next_i", mode_next);
         } else {
             m.connect(inst, "mode_i", updating.q());
         }
@@ -2161,7 +2163,6 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
                 m.assign(ctr, 0);
                 m.assign(fold_tile, 0);
                 m.assign(update_tile, 0);
-                m.assign(updating, mode_in);
                 m.assign(lr, lr_in);
                 m.if_(mode_in, |m| state.goto(m, PassState::Update))
                     .else_(|m| state.goto(m, PassState::Clear));

@@ -528,14 +528,14 @@ fn build_top(
     // alone, so only the row's own arithmetic is left in those stages.
     let act_presets = cfg.depth() >= 4;
     assert!(!act_presets || (st.scaled && st.offset));
-    let (shift3, rounding) = if act_presets {
+    // The rounding shift: registered for its stage below depth 4; from 4 a
+    // cycle ahead with the mask and threshold made from it, each lane
+    // registering its own copies (below).
+    let (round_shift, rounding) = if act_presets {
         let early = d(m, "act_shift_d", shift, s_at - 1, None);
         let ones = m.lit(Ty::u(32), u32::MAX);
         let mask = !(ones << early);
         let half_up = (mask >> 1u32) + m.lit(Ty::u(32), 1);
-        // Registered per lane (below): one register's fanout into every
-        // lane's rounding was the critical path (ECP5-85F, the fmax preset:
-        // `act_round_mask` to a lane's scaled value, 9.3 ns of 13.4 routing).
         (early, Some((mask, half_up)))
     } else {
         (d(m, "act_shift_d", shift, s_at, None), None)
@@ -588,10 +588,14 @@ fn build_top(
             let high = hw::arith::srdhm_from_product(m, s2, mult3, prod);
             let high = cut(m, st.high, &format!("act_high{lane}"), high);
             let (mask, half_up) = rounding.expect("presets at this depth");
+            // Copies per lane: one register's fanout into every lane's
+            // rounding was the critical path (ECP5-85F, the fmax preset:
+            // `act_round_mask` to a lane's scaled value, 9.3 ns of 13.4
+            // routing).
             let mut kept = |m: &mut ModuleBuilder, name: &str, v: Expr| {
                 hw::blocks::kept_register(design, m, &format!("{name}{lane}"), v)
             };
-            let shift = kept(m, "act_round_shift", shift3);
+            let shift = kept(m, "act_round_shift", round_shift);
             let mask = kept(m, "act_round_mask", mask);
             let half_up = kept(m, "act_round_half_up", half_up);
             let scaled = rounding_shift_preset(high, shift, mask, half_up);
@@ -608,13 +612,13 @@ fn build_top(
         } else if st.high || st.scaled {
             let high = hw::arith::srdhm_from_product(m, s2, mult3, prod);
             let high = cut(m, st.high, &format!("act_high{lane}"), high);
-            let scaled = hw::arith::rdbpot_logic(m, high, shift3);
+            let scaled = hw::arith::rdbpot_logic(m, high, round_shift);
             let scaled = cut(m, st.scaled, &format!("act_scaled{lane}"), scaled);
             let sum = zero_point_sum(scaled, zp3);
             let sum = cut(m, st.offset, &format!("act_offset{lane}"), sum);
             clamp_to_int8(m, sum)
         } else {
-            hw::arith::requant_int8_from_product(m, s2, mult3, prod, shift3, zp3.as_signed())
+            hw::arith::requant_int8_from_product(m, s2, mult3, prod, round_shift, zp3.as_signed())
         };
         let h = match relu3 {
             Some(relu3) => mux(relu3 & h.is_lt(floor_zp), floor_zp, h),
