@@ -220,15 +220,24 @@ fn front(m: &mut ModuleBuilder, cfg: &VpuConfig, control: &LaneControl, ctl: Exp
     let wb_load = m.reg("wb_load", word);
     let wb_alu = m.reg("wb_alu", word);
 
+    // The host's register write lands a cycle late from
+    // REGISTERED_ADVANCE_FROM on (the top registers its address and enable).
+    let rf_host_data = if cfg.depth() >= crate::REGISTERED_ADVANCE_FROM {
+        let held = m.reg("host_rf_wdata_q", word);
+        m.set_next(held, host_wdata);
+        held.q()
+    } else {
+        host_wdata
+    };
     // Write ports first: the write-first read ports cover the ports that exist.
     let rf_alu_data = match rf {
         Some(rf) => {
             m.mem_write(rf, rf_load_we, rf_load_wa, wb_load.q());
-            let rf_alu_data = mux(rf_write_host, host_wdata, wb_alu.q());
+            let rf_alu_data = mux(rf_write_host, rf_host_data, wb_alu.q());
             m.mem_write(rf, rf_alu_we, rf_alu_wa, rf_alu_data);
             rf_alu_data
         }
-        None => mux(rf_write_host, host_wdata, wb_alu.q()),
+        None => mux(rf_write_host, rf_host_data, wb_alu.q()),
     };
     let store_data = m.wire_decl("store_data", word);
     let vmem_wdata = mux(vmem_write_host, host_wdata, store_data.value());

@@ -146,9 +146,10 @@
 //! (`lane::BANKED_RF_FROM`), the same contents and write-first reads, and
 //! whether execute advances is a register (`ex_holds`, high while a
 //! reduction folds short of its last level), from which the register file's
-//! read enable comes directly: the ports read whenever execute advances,
-//! whether or not a bundle is taken (a bubble reads nothing it gets), and
-//! hold while it folds (`REGISTERED_ADVANCE_FROM`). The store writes
+//! and VMEM's read enables come directly: the ports read whenever execute
+//! advances, whether or not a bundle is taken (a bubble reads nothing it
+//! gets), and hold while it folds (`REGISTERED_ADVANCE_FROM`); a host
+//! write to the register file lands a cycle later, from registers. The store writes
 //! VMEM as its bundle leaves the last execute stage, the ALU result is
 //! written back the cycle after. A load still writes back the cycle after
 //! the first execute stage. While a reduction folds in the first stage,
@@ -897,6 +898,8 @@ struct MemPorts {
     rf_rd_a: Expr,
     rf_alu_we: Expr,
     rf_alu_wa: Expr,
+    /// The ALU port writes the host's data (the host's write of the cycle
+    /// before from `REGISTERED_ADVANCE_FROM` on).
     host_rf_write: Expr,
     vmem_rd_en: Expr,
     vmem_rd_addr: Expr,
@@ -945,6 +948,22 @@ impl MemPorts {
                 late.last(&late.st_addr),
             ),
         };
+        // From REGISTERED_ADVANCE_FROM on a host write to the register file
+        // lands a cycle after it is taken, from registers (the lanes keep
+        // the data): the banks' write address and enable no longer hang on
+        // the host's handshake. Nothing can tell: the pipeline is empty
+        // then and takes no bundle in that cycle, so the next cycle's write
+        // port is free, and a read in it (the bundle's or the host's) is
+        // write-first.
+        let (rf_host_write, rf_host_reg) = if cfg.depth() >= REGISTERED_ADVANCE_FROM {
+            let write = m.reg_reset("host_rf_write_q", Ty::BOOL, 0);
+            m.set_next(write, host_rf_write);
+            let reg = m.reg("host_rf_reg_q", Ty::u(rw));
+            m.set_next(reg, host_reg);
+            (write.q(), reg.q())
+        } else {
+            (host_rf_write, host_reg)
+        };
         let host_rvalid = m.reg_reset("host_rvalid", Ty::BOOL, 0);
         m.set_next(host_rvalid, host_rf_read | host_vmem_read);
         let host_rd_rf = m.reg("host_rd_rf", Ty::BOOL);
@@ -960,10 +979,16 @@ impl MemPorts {
                 flow.accept | host_rf_read
             },
             rf_rd_a: mux(host_rf_read, host_reg, d.vs[0]),
-            rf_alu_we: st.wb_alu_we | host_rf_write,
-            rf_alu_wa: mux(host_rf_write, host_reg, st.wb_alu_reg),
-            host_rf_write,
-            vmem_rd_en: (flow.accept & d.ld_en) | host_vmem_read,
+            rf_alu_we: st.wb_alu_we | rf_host_write,
+            rf_alu_wa: mux(rf_host_write, rf_host_reg, st.wb_alu_reg),
+            host_rf_write: rf_host_write,
+            // As the register file's: the read register loads whenever
+            // execute advances (a bubble's load is never used).
+            vmem_rd_en: if cfg.depth() >= REGISTERED_ADVANCE_FROM {
+                flow.advance
+            } else {
+                (flow.accept & d.ld_en) | host_vmem_read
+            },
             vmem_rd_addr: mux(host_vmem_read, host_word, d.ld_addr),
             vmem_we: store_now | host_vmem_write,
             vmem_wa: mux(host_vmem_write, host_word, store_addr),
