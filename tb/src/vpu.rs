@@ -44,6 +44,21 @@ pub fn check_program(
     program: &[Bundle],
     what: &str,
 ) {
+    check_program_with_gaps(d, regs, vmem, program, &[], what);
+}
+
+/// [`check_program`] with idle cycles before the bundles and noise on
+/// `instr_i` in them ([`VpuDriver::run_with_gaps`]): the same bits are
+/// checked, and the cycles only when `gaps` is empty (the cycle model
+/// streams the program without gaps).
+pub fn check_program_with_gaps(
+    d: &mut VpuDriver,
+    regs: &[u32],
+    vmem: &[u32],
+    program: &[Bundle],
+    gaps: &[(u32, [u32; 4])],
+    what: &str,
+) {
     let cfg = *d.config();
     let (w, v, words) = (
         cfg.elems() as usize,
@@ -55,7 +70,9 @@ pub fn check_program(
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     d.write(Space::Vmem, 0, vmem)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let stats = d.run(program).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let stats = d
+        .run_with_gaps(program, gaps)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
     let got_regs = d.read(Space::Registers, 0, v).unwrap();
     let got_vmem = d.read(Space::Vmem, 0, words).unwrap();
     let got_error = d.error_flag();
@@ -100,6 +117,14 @@ pub fn check_program(
         "{what} on {cfg}: error flag\nprogram:\n{}",
         listing()
     );
+    if !gaps.is_empty() {
+        assert_eq!(
+            stats.accept.len(),
+            program.len(),
+            "{what} on {cfg}: bundles taken"
+        );
+        return;
+    }
     assert_eq!(
         stats.accept,
         timing.accept,

@@ -9,6 +9,7 @@
 
 use config::vpu_isa::{AluSlot, Bundle, Op};
 use config::VpuConfig;
+use rand::Rng;
 use rstest::rstest;
 use sim::drivers::vpu::{Space, VpuDriver};
 use tb::seed::{rng_for, soak_rounds};
@@ -61,6 +62,44 @@ fn random_programs(#[case] cfg: VpuConfig) {
         seen.covers_every_distance(),
         "the random programs missed a hazard distance: {seen:?}"
     );
+}
+
+/// Idle cycles between the bundles, with random bits on `instr_i` while
+/// `instr_valid_i` is low (loads, stores and writes of registers the
+/// program uses among them), leave the bits of a program unchanged: the
+/// pipeline's bubbles carry those fields, and no forwarding choice, write
+/// or store may act on them.
+#[rstest]
+#[case::d0(preset("full-4x2"))]
+#[case::d1(preset("full-4x2").with_depth(1).unwrap())]
+#[case::fmax(preset("fmax"))]
+fn bundles_offered_between_gaps_of_noise_keep_their_bits(#[case] cfg: VpuConfig) {
+    let mut rng = rng_for(&format!("gaps_of_noise_d{}", cfg.depth()));
+    let mut d = driver(&cfg);
+    for round in 0..soak_rounds(20) {
+        let (regs, vmem) = random_images(&cfg, &mut rng);
+        let program = random_program(&cfg, &mut rng, 60);
+        // Noise that decodes as bundles of the same kind as the program's.
+        let gaps: Vec<(u32, [u32; 4])> = (0..program.len())
+            .map(|_| {
+                let idle = if rng.gen_bool(0.3) {
+                    rng.gen_range(1..4)
+                } else {
+                    0
+                };
+                let noise = random_program(&cfg, &mut rng, 1)[0].words();
+                (idle, noise)
+            })
+            .collect();
+        tb::vpu::check_program_with_gaps(
+            &mut d,
+            &regs,
+            &vmem,
+            &program,
+            &gaps,
+            &format!("round {round}"),
+        );
+    }
 }
 
 /// `count` bundles that touch nothing the tests read.

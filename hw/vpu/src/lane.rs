@@ -40,7 +40,7 @@ pub fn lane(design: &mut Design, cfg: &VpuConfig) -> Rc<ModuleDef> {
             build(m, &cfg, &alu);
         } else {
             let alu = alu_pipelined(design, cfg.units(), cfg.depth());
-            build_pipelined(m, &cfg, &alu);
+            build_pipelined(design, m, &cfg, &alu);
         }
     })
 }
@@ -92,7 +92,9 @@ impl LaneControl {
             ("vmem_we", 1),
             ("vmem_wa", aw),
             ("vmem_write_host", 1),
-            // Execute stage: operand sources, operation, write-back enable.
+            // Execute stage: operand sources (from FORWARDING_AHEAD_FROM on
+            // those of the bundle it takes next), operation, write-back
+            // enable.
             ("fwd_a", fwd),
             ("fwd_b", fwd),
             ("fwd_c", fwd),
@@ -179,7 +181,17 @@ struct LaneFront {
     operands: [Expr; 3],
 }
 
-fn front(m: &mut ModuleBuilder, cfg: &VpuConfig, control: &LaneControl, ctl: Expr) -> LaneFront {
+/// With `forwarding_ahead` (a design to put the kept registers in) the
+/// operands' sources in `ctl` are those of the bundle execute takes next,
+/// which the lane registers as execute advances
+/// ([`crate::FORWARDING_AHEAD_FROM`]).
+fn front(
+    m: &mut ModuleBuilder,
+    cfg: &VpuConfig,
+    control: &LaneControl,
+    ctl: Expr,
+    forwarding_ahead: Option<&mut Design>,
+) -> LaneFront {
     let rw = cfg.vregs().trailing_zeros();
     let aw = cfg.vmem_words().trailing_zeros();
     let word = Ty::u(32);
@@ -199,13 +211,20 @@ fn front(m: &mut ModuleBuilder, cfg: &VpuConfig, control: &LaneControl, ctl: Exp
     let vmem_we = f(m, "vmem_we");
     let vmem_wa = f(m, "vmem_wa");
     let vmem_write_host = f(m, "vmem_write_host");
-    let fwd: Vec<Expr> = ["fwd_a", "fwd_b", "fwd_c", "fwd_s"]
-        .iter()
-        .map(|p| f(m, p))
-        .collect();
     let op = f(m, "op");
     let imm = f(m, "imm");
     let advance = f(m, "wb_en");
+    let fwd_names = ["fwd_a", "fwd_b", "fwd_c", "fwd_s"];
+    let fwd: Vec<Expr> = match forwarding_ahead {
+        None => fwd_names.iter().map(|p| f(m, p)).collect(),
+        Some(design) => fwd_names
+            .iter()
+            .map(|p| {
+                let next = f(m, p);
+                lane_copy(design, m, &format!("{p}_q"), next, advance)
+            })
+            .collect(),
+    };
     let host_reads_rf = f(m, "host_rd_rf");
     let splat = m.input("splat_i", word);
     // The element's own inputs: the cross-lane results and the host's data.
@@ -296,6 +315,27 @@ fn front(m: &mut ModuleBuilder, cfg: &VpuConfig, control: &LaneControl, ctl: Exp
     }
 }
 
+/// `value` loaded as execute advances (`advance`), in a register of the
+/// lane's own: a kept one, since synthesis would merge the lanes' equal
+/// copies into one that drives every lane across the part.
+fn lane_copy(
+    design: &mut Design,
+    m: &mut ModuleBuilder,
+    name: &str,
+    value: Expr,
+    advance: Expr,
+) -> Expr {
+    let held = m.wire_decl(name, value.ty());
+    let q = hw::blocks::kept_register(
+        design,
+        m,
+        &format!("{name}_reg"),
+        mux(advance, value, held.value()),
+    );
+    m.drive(held, q);
+    held.value()
+}
+
 /// From this depth on the register file is two banks of one write port
 /// each and a table of which bank holds each register's newest value (a
 /// live value table): a memory of one write port maps to FPGA distributed
@@ -361,7 +401,7 @@ fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
     let word = Ty::u(32);
     let control = LaneControl::of(cfg);
     let ctl = m.input("ctl_i", Ty::u(control.width()));
-    let fr = front(m, cfg, &control, ctl);
+    let fr = front(m, cfg, &control, ctl, None);
     let (loaded, wb_load, wb_alu) = (fr.loaded, fr.wb_load, fr.wb_alu);
 
     let unit = alu_unit(m, alu, &fr);
@@ -414,11 +454,17 @@ fn write_back(m: &mut ModuleBuilder, fr: &LaneFront, result: Expr) {
 /// `depth` more cycles, the cross-lane result rides through it, and the store
 /// in the last execute stage takes the ALU result or the value carried from
 /// the first.
-fn build_pipelined(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
+fn build_pipelined(
+    design: &mut Design,
+    m: &mut ModuleBuilder,
+    cfg: &VpuConfig,
+    alu: &Rc<ModuleDef>,
+) {
     let word = Ty::u(32);
     let control = LaneControl::of(cfg);
     let ctl = m.input("ctl_i", Ty::u(control.width()));
-    let fr = front(m, cfg, &control, ctl);
+    let ahead = (cfg.depth() >= crate::FORWARDING_AHEAD_FROM).then_some(design);
+    let fr = front(m, cfg, &control, ctl, ahead);
     let store_alu = control.field(m, ctl, "st_alu");
     let advance = fr.advance;
 

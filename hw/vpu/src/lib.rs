@@ -464,7 +464,11 @@ fn build_top(m: &mut ModuleBuilder, cfg: &VpuConfig, parts: &Parts) {
         let h = late.hazard(m, cfg, &d);
         m.drive(hazard, h);
     }
-    let fwd = Forwarding::sources(m, &st);
+    let fwd = if cfg.depth() >= FORWARDING_AHEAD_FROM {
+        Forwarding::ahead(m, &d, &flow, &st)
+    } else {
+        Forwarding::sources(m, &st)
+    };
     let mem = MemPorts::select(m, cfg, &d, &flow, &st, &host);
     let ctl = lane_control(cfg, &d, &flow, &st, &fwd, &mem);
     let buses = LaneBuses::build(m, cfg, parts, ctl, host.wdata);
@@ -626,6 +630,12 @@ impl Flow {
 /// bundle: a bundle not taken leaves a bubble whose operands nothing
 /// reads).
 pub const REGISTERED_ADVANCE_FROM: u32 = 6;
+
+/// From this depth on the operands' sources are chosen a cycle ahead, as
+/// the bundle is offered, and each lane keeps its own copy of the choice
+/// (`Forwarding::ahead`): the selects in front of its operand registers
+/// come from registers beside them rather than from compares in the top.
+pub const FORWARDING_AHEAD_FROM: u32 = 6;
 
 /// The bundle in execute, and the registers the one in write-back writes.
 struct Stages {
@@ -865,22 +875,13 @@ impl Forwarding {
         } else {
             [load, wb_alu, wb_load]
         };
-        let source = |m: &mut ModuleBuilder, reg: Expr| {
-            let [(f0, we0, r0), (f1, we1, r1), (f2, we2, r2)] = nearest_first;
-            let rf = m.enum_lit(Fwd::Rf);
-            mux(
-                we0 & r0.is_eq(reg),
-                f0,
-                mux(we1 & r1.is_eq(reg), f1, mux(we2 & r2.is_eq(reg), f2, rf)),
-            )
-        };
         let abc: Vec<Expr> = (0..3)
             .map(|i| {
-                let s = source(m, st.vs[i]);
+                let s = Self::source(m, nearest_first, st.vs[i]);
                 m.wire(&format!("fwd_vs{}", i + 1), s)
             })
             .collect();
-        let older = source(m, st.st_reg);
+        let older = Self::source(m, nearest_first, st.st_reg);
         let store = if st.late.is_some() {
             older
         } else {
@@ -888,6 +889,46 @@ impl Forwarding {
         };
         let store = m.wire("fwd_store", store);
         Forwarding { abc, store }
+    }
+
+    /// From [`FORWARDING_AHEAD_FROM`] on: the same choice made a cycle
+    /// ahead, for the bundle on `instr_i`, which each lane registers as
+    /// execute advances (every register the choice reads loads only then).
+    /// When it has advanced, the load writing back is the one of the bundle
+    /// in execute now, the ALU result writing back that of the bundle in
+    /// the last execute stage now.
+    fn ahead(m: &mut ModuleBuilder, d: &Decoded, flow: &Flow, st: &Stages) -> Forwarding {
+        let late = st.late.as_ref().expect("extra execute stages");
+        let nearest_first = [
+            (Fwd::Load, d.ld_en, d.ld_reg),
+            (Fwd::WbLoad, flow.ex_valid & st.ld_en, st.ld_reg),
+            (
+                Fwd::WbAlu,
+                late.last(&late.valid) & late.last(&late.writes),
+                late.last(&late.vd),
+            ),
+        ];
+        let abc: Vec<Expr> = (0..3)
+            .map(|i| {
+                let s = Self::source(m, nearest_first, d.vs[i]);
+                m.wire(&format!("fwd_next_vs{}", i + 1), s)
+            })
+            .collect();
+        let store = Self::source(m, nearest_first, d.st_reg);
+        let store = m.wire("fwd_next_store", store);
+        Forwarding { abc, store }
+    }
+
+    /// The first of `nearest_first` (source, writes, register) that writes
+    /// `reg`, else the register file.
+    fn source(m: &mut ModuleBuilder, nearest_first: [(Fwd, Expr, Expr); 3], reg: Expr) -> Expr {
+        let [(f0, we0, r0), (f1, we1, r1), (f2, we2, r2)] = nearest_first;
+        let rf = m.enum_lit(Fwd::Rf);
+        mux(
+            we0 & r0.is_eq(reg),
+            f0,
+            mux(we1 & r1.is_eq(reg), f1, mux(we2 & r2.is_eq(reg), f2, rf)),
+        )
     }
 }
 

@@ -211,6 +211,19 @@ impl VpuDriver {
     /// Streams `program`, one bundle per cycle as the VPU accepts them, and
     /// waits until it is idle; returns what it measured.
     pub fn run(&mut self, program: &[Bundle]) -> Result<RunStats, DriverError> {
+        self.run_with_gaps(program, &[])
+    }
+
+    /// As [`VpuDriver::run`], but before offering bundle i (for each i that
+    /// `gaps` covers) the driver idles `gaps[i].0` cycles with
+    /// `instr_valid_i` low and `gaps[i].1` on `instr_i`, which the VPU must
+    /// ignore. The accept cycles then include the gaps (the golden cycle
+    /// model assumes a stream without them).
+    pub fn run_with_gaps(
+        &mut self,
+        program: &[Bundle],
+        gaps: &[(u32, [u32; 4])],
+    ) -> Result<RunStats, DriverError> {
         if program.is_empty() {
             return Err(DriverError::Input("an empty program".into()));
         }
@@ -226,19 +239,29 @@ impl VpuDriver {
         // stages, the depth for a result; the last drains through the stages.
         let depth = u64::from(self.cfg.depth());
         let per_bundle = u64::from(vpu::reduction_cycles(&self.cfg)) + depth;
-        let limit = program.len() as u64 * per_bundle + 16 + depth;
+        let idle: u64 = gaps.iter().map(|&(n, _)| u64::from(n)).sum();
+        let limit = program.len() as u64 * per_bundle + 16 + depth + idle;
+        let gap_before = |i: usize| gaps.get(i).map_or(0, |&(n, _)| n);
+        let mut idle_left = gap_before(0);
         self.model.poke(p.host_valid, 0);
         loop {
-            if next < program.len() {
+            let offering = next < program.len() && idle_left == 0;
+            if offering {
                 self.model.poke(p.instr_valid, 1);
                 self.model.poke_wide(p.instr, &program[next].words());
             } else {
                 self.model.poke(p.instr_valid, 0);
+                if next < program.len() {
+                    self.model.poke_wide(p.instr, &gaps[next].1);
+                }
             }
             self.model.eval();
-            if next < program.len() && self.model.peek(p.instr_ready) == 1 {
+            if offering && self.model.peek(p.instr_ready) == 1 {
                 accept.push(cycle);
                 next += 1;
+                idle_left = gap_before(next);
+            } else if idle_left > 0 {
+                idle_left -= 1;
             } else if cycle == 0 {
                 return Err(DriverError::Protocol(
                     "the idle VPU did not accept the first bundle".into(),
