@@ -1005,6 +1005,16 @@ impl MemPorts {
         } else {
             (host_rf_write, host_reg)
         };
+        // The read addresses: the host's while it asks to read, from
+        // REGISTERED_ADVANCE_FROM on whether or not it is served (while it
+        // asks, execute takes no bundle, and the bubble's reads are not
+        // used), so that they do not wait for `busy`.
+        let (host_reads_rf, host_reads_vmem) = if cfg.depth() >= REGISTERED_ADVANCE_FROM {
+            let asks = host.valid & !host.write;
+            (asks & host.space, asks & !host.space)
+        } else {
+            (host_rf_read, host_vmem_read)
+        };
         let host_rvalid = m.reg_reset("host_rvalid", Ty::BOOL, 0);
         m.set_next(host_rvalid, host_rf_read | host_vmem_read);
         let host_rd_rf = m.reg("host_rd_rf", Ty::BOOL);
@@ -1019,7 +1029,7 @@ impl MemPorts {
             } else {
                 flow.accept | host_rf_read
             },
-            rf_rd_a: mux(host_rf_read, host_reg, d.vs[0]),
+            rf_rd_a: mux(host_reads_rf, host_reg, d.vs[0]),
             rf_alu_we: st.wb_alu_we | rf_host_write,
             rf_alu_wa: mux(rf_host_write, rf_host_reg, st.wb_alu_reg),
             host_rf_write: rf_host_write,
@@ -1030,7 +1040,7 @@ impl MemPorts {
             } else {
                 (flow.accept & d.ld_en) | host_vmem_read
             },
-            vmem_rd_addr: mux(host_vmem_read, host_word, d.ld_addr),
+            vmem_rd_addr: mux(host_reads_vmem, host_word, d.ld_addr),
             vmem_we: store_now | host_vmem_write,
             vmem_wa: mux(host_vmem_write, host_word, store_addr),
             host_vmem_write,
