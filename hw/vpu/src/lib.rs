@@ -148,8 +148,11 @@
 //! reduction folds short of its last level), from which the register file's
 //! and VMEM's read enables come directly: the ports read whenever execute
 //! advances, whether or not a bundle is taken (a bubble reads nothing it
-//! gets), and hold while it folds (`REGISTERED_ADVANCE_FROM`); a host
-//! write to the register file lands a cycle later, from registers. The store writes
+//! gets), and hold while it folds (`REGISTERED_ADVANCE_FROM`); their read
+//! addresses are the host's whenever it asks to read, and a host write to
+//! the register file lands a cycle later, from registers. The operands'
+//! sources are chosen a cycle ahead, for the bundle on `instr_i`, and each
+//! lane keeps its own registered copy (`FORWARDING_AHEAD_FROM`). The store writes
 //! VMEM as its bundle leaves the last execute stage, the ALU result is
 //! written back the cycle after. A load still writes back the cycle after
 //! the first execute stage. While a reduction folds in the first stage,
