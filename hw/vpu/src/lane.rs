@@ -101,10 +101,18 @@ impl LaneControl {
             ("fwd_s", fwd),
             ("op", 8),
             ("imm", 32),
-            ("wb_en", 1),
             // Host read data: the register file (1) or VMEM (0).
             ("host_rd_rf", 1),
         ];
+        if crate::advance_is_registered(cfg) {
+            // The top's `ex_holds` next value: the lane keeps copies of the
+            // register, whose inverse is the advance (a net of every
+            // pipeline register's enable, thousands in four lanes, would
+            // otherwise leave one register in the top).
+            list.push(("holds_next", 1));
+        } else {
+            list.push(("wb_en", 1));
+        }
         if cfg.depth() > 0 {
             // The last execute stage's store takes its own bundle's ALU
             // result (1) or the value chosen in the first (0).
@@ -167,6 +175,8 @@ struct LaneFront {
     imm: Expr,
     /// A bundle leaves the execute stage(s): the write-back registers load.
     advance: Expr,
+    /// The top's `ex_holds` next value, when the lane keeps copies of it.
+    holds_next: Option<Expr>,
     host_reads_rf: Expr,
     fwd: Vec<Expr>,
     splat: Expr,
@@ -213,7 +223,15 @@ fn front(
     let vmem_write_host = f(m, "vmem_write_host");
     let op = f(m, "op");
     let imm = f(m, "imm");
-    let advance = f(m, "wb_en");
+    let mut forwarding_ahead = forwarding_ahead;
+    let (advance, holds_next) = match forwarding_ahead.as_deref_mut() {
+        Some(design) if crate::advance_is_registered(cfg) => {
+            let next = f(m, "holds_next");
+            let holds = hw::blocks::kept_register_reset(design, m, "holds_reg", next, 0);
+            (m.wire("advance", !holds), Some(next))
+        }
+        _ => (f(m, "wb_en"), None),
+    };
     let fwd_names = ["fwd_a", "fwd_b", "fwd_c", "fwd_s"];
     let fwd: Vec<Expr> = match forwarding_ahead {
         None => fwd_names.iter().map(|p| f(m, p)).collect(),
@@ -300,6 +318,7 @@ fn front(
         op,
         imm,
         advance,
+        holds_next,
         host_reads_rf,
         fwd,
         splat,
@@ -463,8 +482,15 @@ fn build_pipelined(
     let word = Ty::u(32);
     let control = LaneControl::of(cfg);
     let ctl = m.input("ctl_i", Ty::u(control.width()));
-    let ahead = (cfg.depth() >= crate::FORWARDING_AHEAD_FROM).then_some(design);
+    let ahead = (cfg.depth() >= crate::FORWARDING_AHEAD_FROM).then_some(&mut *design);
     let fr = front(m, cfg, &control, ctl, ahead);
+    // The ALU's stages take their enable from a copy of their own.
+    let alu_advance = if let Some(next) = fr.holds_next {
+        let holds = hw::blocks::kept_register_reset(design, m, "alu_holds_reg", next, 0);
+        m.wire("alu_advance", !holds)
+    } else {
+        fr.advance
+    };
     let store_alu = control.field(m, ctl, "st_alu");
     let advance = fr.advance;
 
@@ -474,7 +500,7 @@ fn build_pipelined(
 
     let unit = alu_unit(m, alu, &fr);
     m.connect(unit, "x_i", cross.value());
-    m.connect(unit, "en_i", advance);
+    m.connect(unit, "en_i", alu_advance);
     let result = m.inst_output(unit, "result_o");
     let result = m.wire("result", result);
 

@@ -522,6 +522,9 @@ struct Flow {
     /// With extra execute stages: the valid bits of execute stages 2 to
     /// 1 + depth.
     late_valid: Vec<Expr>,
+    /// `ex_holds`'s next value, when it is a register
+    /// ([`REGISTERED_ADVANCE_FROM`] with a fold): the lanes keep copies.
+    holds_next: Option<Expr>,
 }
 
 impl Flow {
@@ -579,13 +582,16 @@ impl Flow {
             Some(h) => m.wire("instr_ready", !host_valid & advance & !h.value()),
         };
         let accept = m.wire("accept", instr_valid & instr_ready);
+        let mut holds_next = None;
         if let (Some(h), Some((_, step))) = (holds, fold) {
             // A bundle taken is held for its fold levels when it is a
             // reduction (the step is 0 outside a fold, and a reduction has
             // at least two levels); a held one until its step reaches the
             // last level.
             let more = step.q().is_ne(u64::from(ex_cycles - 2));
-            m.set_next(h, mux(advance, accept & d.reduction, more));
+            let next = m.wire("ex_holds_next", mux(advance, accept & d.reduction, more));
+            m.set_next(h, next);
+            holds_next = Some(next);
         }
 
         m.if_(advance, |m| {
@@ -623,6 +629,7 @@ impl Flow {
             folding,
             error: error.q(),
             late_valid: late_valid.iter().map(|v| v.q()).collect(),
+            holds_next,
         }
     }
 }
@@ -633,6 +640,13 @@ impl Flow {
 /// bundle: a bundle not taken leaves a bubble whose operands nothing
 /// reads).
 pub const REGISTERED_ADVANCE_FROM: u32 = 6;
+
+/// Whether execute's advance is the register `ex_holds` (inverted): from
+/// [`REGISTERED_ADVANCE_FROM`] on, when a reduction takes more than one
+/// cycle. The lanes then keep their own copies of it.
+pub(crate) fn advance_is_registered(cfg: &VpuConfig) -> bool {
+    cfg.depth() >= REGISTERED_ADVANCE_FROM && reduction_cycles(cfg) > 1
+}
 
 /// From this depth on the operands' sources are chosen a cycle ahead, as
 /// the bundle is offered, and each lane keeps its own copy of the choice
@@ -1086,9 +1100,12 @@ fn lane_control(
         ("fwd_s", fwd.store),
         ("op", st.op),
         ("imm", st.imm),
-        ("wb_en", flow.advance),
         ("host_rd_rf", mem.host_rd_rf),
     ];
+    match flow.holds_next {
+        Some(next) => fields.push(("holds_next", next)),
+        None => fields.push(("wb_en", flow.advance)),
+    }
     if let Some(late) = &st.late {
         fields.push(("st_alu", late.st_alu));
     }
