@@ -660,6 +660,7 @@ struct Stages {
     /// The bundle's ALU operation writes `vd`.
     writes: Expr,
     vd: Expr,
+    /// The operands' registers (none from `FORWARDING_AHEAD_FROM` on).
     vs: Vec<Expr>,
     imm: Expr,
     ld_en: Expr,
@@ -682,9 +683,15 @@ impl Stages {
         let op = stage_reg(m, "ex_op", d.opcode, advance);
         let writes = stage_reg(m, "ex_writes", d.writes, advance);
         let vd = stage_reg(m, "ex_vd", d.vd, advance);
-        let vs: Vec<Expr> = (0..3)
-            .map(|i| stage_reg(m, &format!("ex_vs{}", i + 1), d.vs[i], advance))
-            .collect();
+        // From FORWARDING_AHEAD_FROM on the sources are chosen from the
+        // bundle on instr_i, and nothing reads these.
+        let vs: Vec<Expr> = if cfg.depth() >= FORWARDING_AHEAD_FROM {
+            Vec::new()
+        } else {
+            (0..3)
+                .map(|i| stage_reg(m, &format!("ex_vs{}", i + 1), d.vs[i], advance))
+                .collect()
+        };
         let imm = stage_reg(m, "ex_imm", d.imm, advance);
         let ld_en = stage_reg(m, "ex_ld_en", d.ld_en, advance);
         let ld_reg = stage_reg(m, "ex_ld_reg", d.ld_reg, advance);
