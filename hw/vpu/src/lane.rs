@@ -191,16 +191,17 @@ struct LaneFront {
     operands: [Expr; 3],
 }
 
-/// With `forwarding_ahead` (a design to put the kept registers in) the
-/// operands' sources in `ctl` are those of the bundle execute takes next,
-/// which the lane registers as execute advances
+/// `copies` is the design to put the lane's kept copies of the top's
+/// registers in (a pipelined lane): of `ex_holds` where the advance is that
+/// register ([`crate::advance_is_registered`]), and of the operands'
+/// sources, which `ctl` then gives for the bundle execute takes next
 /// ([`crate::FORWARDING_AHEAD_FROM`]).
 fn front(
     m: &mut ModuleBuilder,
     cfg: &VpuConfig,
     control: &LaneControl,
     ctl: Expr,
-    forwarding_ahead: Option<&mut Design>,
+    mut copies: Option<&mut Design>,
 ) -> LaneFront {
     let rw = cfg.vregs().trailing_zeros();
     let aw = cfg.vmem_words().trailing_zeros();
@@ -223,25 +224,28 @@ fn front(
     let vmem_write_host = f(m, "vmem_write_host");
     let op = f(m, "op");
     let imm = f(m, "imm");
-    let mut forwarding_ahead = forwarding_ahead;
-    let (advance, holds_next) = match forwarding_ahead.as_deref_mut() {
-        Some(design) if crate::advance_is_registered(cfg) => {
-            let next = f(m, "holds_next");
-            let holds = hw::blocks::kept_register_reset(design, m, "holds_reg", next, 0);
-            (m.wire("advance", !holds), Some(next))
-        }
-        _ => (f(m, "wb_en"), None),
+    let (advance, holds_next) = if crate::advance_is_registered(cfg) {
+        let design = copies
+            .as_deref_mut()
+            .expect("a pipelined lane keeps copies");
+        let next = f(m, "holds_next");
+        let holds = hw::blocks::kept_register_reset(design, m, "holds_reg", next, 0);
+        (m.wire("advance", !holds), Some(next))
+    } else {
+        (f(m, "wb_en"), None)
     };
     let fwd_names = ["fwd_a", "fwd_b", "fwd_c", "fwd_s"];
-    let fwd: Vec<Expr> = match forwarding_ahead {
-        None => fwd_names.iter().map(|p| f(m, p)).collect(),
-        Some(design) => fwd_names
+    let fwd: Vec<Expr> = if cfg.depth() >= crate::FORWARDING_AHEAD_FROM {
+        let design = copies.expect("a pipelined lane keeps copies");
+        fwd_names
             .iter()
             .map(|p| {
                 let next = f(m, p);
                 lane_copy(design, m, &format!("{p}_q"), next, advance)
             })
-            .collect(),
+            .collect()
+    } else {
+        fwd_names.iter().map(|p| f(m, p)).collect()
     };
     let host_reads_rf = f(m, "host_rd_rf");
     let splat = m.input("splat_i", word);
@@ -482,8 +486,7 @@ fn build_pipelined(
     let word = Ty::u(32);
     let control = LaneControl::of(cfg);
     let ctl = m.input("ctl_i", Ty::u(control.width()));
-    let ahead = (cfg.depth() >= crate::FORWARDING_AHEAD_FROM).then_some(&mut *design);
-    let fr = front(m, cfg, &control, ctl, ahead);
+    let fr = front(m, cfg, &control, ctl, Some(&mut *design));
     // The ALU's stages take their enable from a copy of their own.
     let alu_advance = if let Some(next) = fr.holds_next {
         let holds = hw::blocks::kept_register_reset(design, m, "alu_holds_reg", next, 0);

@@ -899,13 +899,7 @@ impl Forwarding {
         } else {
             [load, wb_alu, wb_load]
         };
-        let abc: Vec<Expr> = (0..3)
-            .map(|i| {
-                let s = Self::source(m, nearest_first, st.vs[i]);
-                m.wire(&format!("fwd_vs{}", i + 1), s)
-            })
-            .collect();
-        let older = Self::source(m, nearest_first, st.st_reg);
+        let (abc, older) = Self::choose(m, nearest_first, &st.vs, st.st_reg, "fwd");
         let store = if st.late.is_some() {
             older
         } else {
@@ -932,15 +926,29 @@ impl Forwarding {
                 late.last(&late.vd),
             ),
         ];
-        let abc: Vec<Expr> = (0..3)
-            .map(|i| {
-                let s = Self::source(m, nearest_first, d.vs[i]);
-                m.wire(&format!("fwd_next_vs{}", i + 1), s)
-            })
-            .collect();
-        let store = Self::source(m, nearest_first, d.st_reg);
+        let (abc, store) = Self::choose(m, nearest_first, &d.vs, d.st_reg, "fwd_next");
         let store = m.wire("fwd_next_store", store);
         Forwarding { abc, store }
+    }
+
+    /// The sources of the operands `vs` (wires `<prefix>_vs1` ...) and of
+    /// the stored register `st_reg`.
+    fn choose(
+        m: &mut ModuleBuilder,
+        nearest_first: [(Fwd, Expr, Expr); 3],
+        vs: &[Expr],
+        st_reg: Expr,
+        prefix: &str,
+    ) -> (Vec<Expr>, Expr) {
+        let abc = vs
+            .iter()
+            .enumerate()
+            .map(|(i, &reg)| {
+                let s = Self::source(m, nearest_first, reg);
+                m.wire(&format!("{prefix}_vs{}", i + 1), s)
+            })
+            .collect();
+        (abc, Self::source(m, nearest_first, st_reg))
     }
 
     /// The first of `nearest_first` (source, writes, register) that writes
@@ -1020,7 +1028,8 @@ impl MemPorts {
         // then and takes no bundle in that cycle, so the next cycle's write
         // port is free, and a read in it (the bundle's or the host's) is
         // write-first.
-        let (rf_host_write, rf_host_reg) = if cfg.depth() >= REGISTERED_ADVANCE_FROM {
+        let registered = cfg.depth() >= REGISTERED_ADVANCE_FROM;
+        let (rf_host_write, rf_host_reg) = if registered {
             let write = m.reg_reset("host_rf_write_q", Ty::BOOL, 0);
             m.set_next(write, host_rf_write);
             let reg = m.reg("host_rf_reg_q", Ty::u(rw));
@@ -1033,7 +1042,7 @@ impl MemPorts {
         // REGISTERED_ADVANCE_FROM on whether or not it is served (while it
         // asks, execute takes no bundle, and the bubble's reads are not
         // used), so that they do not wait for `busy`.
-        let (host_reads_rf, host_reads_vmem) = if cfg.depth() >= REGISTERED_ADVANCE_FROM {
+        let (rf_addr_is_host, vmem_addr_is_host) = if registered {
             let asks = host.valid & !host.write;
             (asks & host.space, asks & !host.space)
         } else {
@@ -1048,23 +1057,23 @@ impl MemPorts {
             // A host read is served only while execute is empty, when it
             // advances: from REGISTERED_ADVANCE_FROM on the enable is the
             // advance alone.
-            rf_rd_en: if cfg.depth() >= REGISTERED_ADVANCE_FROM {
+            rf_rd_en: if registered {
                 flow.advance
             } else {
                 flow.accept | host_rf_read
             },
-            rf_rd_a: mux(host_reads_rf, host_reg, d.vs[0]),
+            rf_rd_a: mux(rf_addr_is_host, host_reg, d.vs[0]),
             rf_alu_we: st.wb_alu_we | rf_host_write,
             rf_alu_wa: mux(rf_host_write, rf_host_reg, st.wb_alu_reg),
             host_rf_write: rf_host_write,
             // As the register file's: the read register loads whenever
             // execute advances (a bubble's load is never used).
-            vmem_rd_en: if cfg.depth() >= REGISTERED_ADVANCE_FROM {
+            vmem_rd_en: if registered {
                 flow.advance
             } else {
                 (flow.accept & d.ld_en) | host_vmem_read
             },
-            vmem_rd_addr: mux(host_reads_vmem, host_word, d.ld_addr),
+            vmem_rd_addr: mux(vmem_addr_is_host, host_word, d.ld_addr),
             vmem_we: store_now | host_vmem_write,
             vmem_wa: mux(host_vmem_write, host_word, store_addr),
             host_vmem_write,
