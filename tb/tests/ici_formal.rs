@@ -50,7 +50,10 @@
 //!   solver refute claims, within [`REACH_DEPTH`] cycles, that no flit is
 //!   delivered after a timeout, a link-down and retraining (one-way), and
 //!   that B never takes a fifth flit after both marked ones (every 2-bit
-//!   counter wrapped; one-way and two-way).
+//!   counter wrapped; one-way and two-way). The wrap runs hold both lines
+//!   clean (`ICI_CLEAN_LINES`: no drop, duplicate or flip), since a trace
+//!   is all they need and a clean one is a trace of the full model; the
+//!   solver finds it in seconds instead of minutes.
 //!
 //! The proofs' models are the ones SymbiYosys would build for an `abc`
 //! engine, written by YoWASP's Yosys; ABC is the `yosys-abc` of the
@@ -708,7 +711,7 @@ fn the_one_way_proof_reaches_the_wrap_of_every_counter() {
     let s = assert_refuted(&Check {
         name: "wrap",
         engine: Engine::Bmc(REACH_DEPTH),
-        defines: proof_defines(&["ICI_ONE_WAY", "ICI_REACH_WRAP"]),
+        defines: proof_defines(&["ICI_ONE_WAY", "ICI_REACH_WRAP", "ICI_CLEAN_LINES"]),
         mutate: None,
         lemma: None,
     });
@@ -720,7 +723,7 @@ fn the_two_way_proof_reaches_the_wrap_of_every_counter() {
     let s = assert_refuted(&Check {
         name: "wrap_two_way",
         engine: Engine::Bmc(REACH_DEPTH),
-        defines: proof_defines(&["ICI_A_TO_B", "ICI_CUT_CRC", "ICI_REACH_WRAP"]),
+        defines: proof_defines(&["ICI_A_TO_B", "ICI_CUT_CRC", "ICI_REACH_WRAP", "ICI_CLEAN_LINES"]),
         mutate: None,
         lemma: None,
     });
