@@ -6,7 +6,8 @@
 //! 2. synthesise with the family's Yosys script ([`crate::synth`]);
 //! 3. if the synthesised netlist fits the part and the family has place and
 //!    route: nextpnr with the part's target frequency and `--report`, whose
-//!    JSON gives Fmax for `clk_i` and the placer's utilisation; for iCE40,
+//!    JSON gives Fmax for `clk_i` and the placer's utilisation (and, with
+//!    `--detailed-timing-report`, every endpoint's arrival); for iCE40,
 //!    `icepack` then writes the bitstream.
 //!
 //! A failing step ends the flow with a one-line error in the result; it never
@@ -625,6 +626,10 @@ fn pnr_args(part: &Part, placer: Placer) -> Vec<String> {
         "1".into(),
         "--report".into(),
         "report.json".into(),
+        // Every endpoint's arrival, not only the worst path's, so that
+        // `scripts/fpga/failing_endpoints.py report.json --past P` says what
+        // else fails at a clock without a second run (docs/fpga.md).
+        "--detailed-timing-report".into(),
     ]);
     match part.family {
         Family::Ice40 => args.extend([
