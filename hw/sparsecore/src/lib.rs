@@ -707,8 +707,10 @@ fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc
         .then(|| fifo(design, Ty::u(31), cfg.update_slots(1), FifoMode::Fwft));
     let lane = match cfg.depth() {
         0 => LaneDefs::Combinational(combine_lane(design)),
+        // The multiplier's operand registers are the lane's own (below), so
+        // the unit has the other cuts.
         _ if cfg.loop_stages() > 0 => LaneDefs::Looped {
-            mul: fp32_mul_unit(design, cfg.mul_stages(), false),
+            mul: fp32_mul_unit(design, cfg.mul_stages() - 1, false),
             add: fp32_add_unit(design, cfg.loop_stages(), false),
         },
         d => LaneDefs::Staged {
@@ -1165,8 +1167,20 @@ fn tile_body(
             let mul_lane = m.instance(&format!("lane{b}"), mul);
             let e = s1_data.q().slice(32 * b, 32);
             let y = mux(s1_acc.q(), grad.slice(32 * b, 32), mux(s1_upd, p, e));
-            m.connect(mul_lane, "a_i", mux(s1_upd, lr, s1_gain.q()));
-            m.connect(mul_lane, "b_i", y);
+            // The multiplier's operand registers (its `operands` cut), outside
+            // it: the gain or learning rate is the same in every lane, and
+            // Yosys would merge eight plain copies into one register whose
+            // fanout reaches every lane's DSP blocks; each lane keeps its own.
+            let gain = hw::blocks::kept_register(
+                design,
+                m,
+                &format!("lane{b}_gain"),
+                mux(s1_upd, lr, s1_gain.q()),
+            );
+            let operand = m.reg(&format!("lane{b}_operand"), Ty::u(32));
+            m.set_next(operand, y);
+            m.connect(mul_lane, "a_i", gain);
+            m.connect(mul_lane, "b_i", operand.q());
             let product = m.reg(&format!("lane{b}_product"), Ty::u(32));
             let p_out = m.inst_output(mul_lane, "p_o");
             m.set_next(product, p_out);
@@ -1636,22 +1650,32 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     let updating = m.reg_reset("mode_q", Ty::BOOL, 0);
     let lr = m.reg_reset("lr_q", Ty::u(32), 0);
     // Scratchpad words per row, ceil(D / 8), and per pass.
-    let row_words = if db > 3 {
-        let whole = dim.q().slice(3, db - 3).zext(nc_bits);
-        m.wire("row_words", whole + dim.q().slice(0, 3).any().zext(nc_bits))
-    } else {
-        m.wire("row_words", m.lit(Ty::u(1), 1))
-    };
-    let span_last = if cfg.loop_stages() > 0 {
-        // B x ceil(D/8) - 1 from the start's inputs into a register, so the
-        // product is not on the sequencer's paths during the pass.
-        let words_in = if db > 3 {
-            dim_in.slice(3, db - 3).zext(nc_bits) + dim_in.slice(0, 3).any().zext(nc_bits)
+    let words_of = |m: &mut hw::ModuleBuilder, d: Expr| {
+        if db > 3 {
+            d.slice(3, db - 3).zext(nc_bits) + d.slice(0, 3).any().zext(nc_bits)
         } else {
             m.lit(Ty::u(1), 1)
-        };
+        }
+    };
+    let loop_staged = cfg.loop_stages() > 0;
+    let taken = start & state.is(PassState::Idle);
+    let row_words = if loop_staged && db > 3 {
+        // Sampled with D at the start, so that the tiles' accumulation
+        // address (into the activation buffer's block RAM) starts from a
+        // register rather than from D through the rounding add.
+        let words_in = words_of(m, dim_in);
+        let r = m.reg_reset("row_words_q", Ty::u(nc_bits), 1);
+        m.set_next(r, mux(taken, words_in, r.q()));
+        r.q()
+    } else {
+        let words = words_of(m, dim.q());
+        m.wire("row_words", words)
+    };
+    let span_last = if loop_staged {
+        // B x ceil(D/8) - 1 from the start's inputs into a register, so the
+        // product is not on the sequencer's paths during the pass.
+        let words_in = words_of(m, dim_in);
         let r = m.reg_reset("span_last_q", Ty::u(spb), 0);
-        let taken = start & state.is(PassState::Idle);
         m.set_next(r, mux(taken, batch_in.mul_wide(words_in) - 1u32, r.q()));
         r.q()
     } else {
