@@ -723,7 +723,12 @@ fn the_two_way_proof_reaches_the_wrap_of_every_counter() {
     let s = assert_refuted(&Check {
         name: "wrap_two_way",
         engine: Engine::Bmc(REACH_DEPTH),
-        defines: proof_defines(&["ICI_A_TO_B", "ICI_CUT_CRC", "ICI_REACH_WRAP", "ICI_CLEAN_LINES"]),
+        defines: proof_defines(&[
+            "ICI_A_TO_B",
+            "ICI_CUT_CRC",
+            "ICI_REACH_WRAP",
+            "ICI_CLEAN_LINES",
+        ]),
         mutate: None,
         lemma: None,
     });
