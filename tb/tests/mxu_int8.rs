@@ -265,7 +265,7 @@ fn depth_5_passes_lint_icarus_and_yosys() {
         tb::tools::verilator_lint(&g.files, &g.top).unwrap_or_else(|e| panic!("{cfg}: {e}"));
         tb::tools::iverilog_compile(&g.files, &g.top).unwrap_or_else(|e| panic!("{cfg}: {e}"));
         let synth =
-            tb::tools::yosys_synth(&g.files, &g.top).unwrap_or_else(|e| panic!("{cfg}: {e}"));
+            tb::tools::yosys_proc(&g.files, &g.top).unwrap_or_else(|e| panic!("{cfg}: {e}"));
         assert_eq!(synth.latches, 0, "{cfg}: latches\n{}", synth.log);
     }
 }

@@ -1,8 +1,8 @@
 //! Every preset of every registered block (`gen::registry`) generates Verilog
 //! that passes the tools users will run it through: `verilator --lint-only
-//! -Wall` (waivers only with reasons), `iverilog -g2005`, and a Yosys
-//! synthesis that infers no latch (through the coarse step, where `proc`
-//! infers every latch there is; `tb::tools::yosys_coarse`). A block joins
+//! -Wall` (waivers only with reasons), `iverilog -g2005`, and Yosys's
+//! `proc`, which infers every latch there is, inferring none
+//! (`tb::tools::yosys_proc`). A block joins
 //! these checks by joining the registry; nothing here names one.
 
 use hw::EmittedFile;
@@ -35,19 +35,43 @@ fn every_preset() -> Vec<Design> {
     out
 }
 
-/// Lint, Icarus and Yosys for one design; the first complaint, in one message.
-fn check(d: &Design) -> Result<(), String> {
-    tools::verilator_lint(&d.files, &d.top)?;
-    tools::iverilog_compile(&d.files, &d.top)?;
-    // Synthesis through the coarse step: every latch comes from `proc`.
-    let synth = tools::yosys_coarse(&d.files, &d.top)?;
-    if synth.latches != 0 {
-        return Err(format!("latches inferred\n{}", synth.log));
+/// The three tools every preset goes through.
+#[derive(Clone, Copy)]
+enum Tool {
+    Lint,
+    Icarus,
+    Yosys,
+}
+
+impl Tool {
+    const ALL: [Tool; 3] = [Tool::Lint, Tool::Icarus, Tool::Yosys];
+
+    fn name(self) -> &'static str {
+        match self {
+            Tool::Lint => "lint",
+            Tool::Icarus => "icarus",
+            Tool::Yosys => "yosys",
+        }
     }
-    if synth.flip_flops == 0 || synth.cells == 0 {
-        return Err(format!("empty synthesis?\n{}", synth.log));
+
+    /// The tool's check of one design; its complaint, in one message.
+    fn check(self, d: &Design) -> Result<(), String> {
+        match self {
+            Tool::Lint => tools::verilator_lint(&d.files, &d.top),
+            Tool::Icarus => tools::iverilog_compile(&d.files, &d.top),
+            Tool::Yosys => {
+                // Every latch comes from `proc`.
+                let synth = tools::yosys_proc(&d.files, &d.top)?;
+                if synth.latches != 0 {
+                    return Err(format!("latches inferred\n{}", synth.log));
+                }
+                if synth.flip_flops == 0 || synth.cells == 0 {
+                    return Err(format!("empty synthesis?\n{}", synth.log));
+                }
+                Ok(())
+            }
+        }
     }
-    Ok(())
 }
 
 #[test]
@@ -55,27 +79,39 @@ fn every_preset_passes_lint_icarus_and_yosys() {
     let designs = every_preset();
     let names: Vec<&str> = designs.iter().map(|d| d.what.as_str()).collect();
     println!("checking {} presets: {}", designs.len(), names.join(", "));
-    // The tools are external processes: run them on every core, and report
-    // every failing preset rather than the first. The largest designs start
-    // first (the queue pops from its end), so that no big one is left to
-    // run alone at the end.
-    let mut by_size: Vec<&Design> = designs.iter().collect();
-    by_size.sort_by_key(|d| d.files.iter().map(|f| f.text.len()).sum::<usize>());
-    let queue = Mutex::new(by_size);
+    // The tools are external processes: run them on every core, each
+    // (preset, tool) pair on its own, and report every failure rather than
+    // the first. The largest designs start first (the queue pops from its
+    // end), so that no big one is left to run alone at the end, and the
+    // largest preset's three tools run side by side.
+    let mut work: Vec<(&Design, Tool)> = designs
+        .iter()
+        .flat_map(|d| Tool::ALL.into_iter().map(move |t| (d, t)))
+        .collect();
+    work.sort_by_key(|(d, _)| d.files.iter().map(|f| f.text.len()).sum::<usize>());
+    let queue = Mutex::new(work);
     let failures = Mutex::new(Vec::new());
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| loop {
-                let Some(d) = queue.lock().unwrap().pop() else {
+                let Some((d, tool)) = queue.lock().unwrap().pop() else {
                     break;
                 };
                 let start = std::time::Instant::now();
-                let result = check(d);
-                // Each preset's time, so the suite's long poles are visible.
-                println!("{}: {:.1} s", d.what, start.elapsed().as_secs_f64());
+                let result = tool.check(d);
+                // Each check's time, so the suite's long poles are visible.
+                println!(
+                    "{} {}: {:.1} s",
+                    d.what,
+                    tool.name(),
+                    start.elapsed().as_secs_f64()
+                );
                 if let Err(e) = result {
-                    failures.lock().unwrap().push(format!("{}: {e}", d.what));
+                    failures
+                        .lock()
+                        .unwrap()
+                        .push(format!("{} ({}): {e}", d.what, tool.name()));
                 }
             });
         }
@@ -137,13 +173,13 @@ fn the_latch_check_itself_catches_a_latch() {
              always @(*) begin\n  if (en_i) q_o = d_i;{else_branch}\nend\nendmodule\n"
         ),
     };
-    let latch = tools::yosys_coarse(&[module("")], "latchy");
+    let latch = tools::yosys_proc(&[module("")], "latchy");
     assert!(
         latch
             .as_ref()
             .is_err_and(|e| e.contains("DLATCH") || e.contains("dlatch")),
         "{latch:?}"
     );
-    let clean = tools::yosys_coarse(&[module(" else q_o = 1'b0;")], "latchy");
+    let clean = tools::yosys_proc(&[module(" else q_o = 1'b0;")], "latchy");
     assert!(clean.is_ok(), "{clean:?}");
 }
