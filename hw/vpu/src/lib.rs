@@ -517,7 +517,7 @@ struct Flow {
     /// A bundle is accepted from `instr_i`.
     accept: Expr,
     /// A reduction is folding, and its fold step (when W > 2).
-    folding: Option<(Expr, Expr)>,
+    folding: Option<Fold>,
     error: Expr,
     /// With extra execute stages: the valid bits of execute stages 2 to
     /// 1 + depth.
@@ -612,7 +612,15 @@ impl Flow {
                 m.if_(ex_last, |m| m.assign(step, 0u32))
                     .else_(|m| m.assign(step, step.q() + 1u32));
             });
-            (folding, step.q())
+            // The step's next value, as the lines above load it, for
+            // registers that hold a function of the step a cycle early.
+            let zero = m.lit(step.q().ty(), 0);
+            let step_next = mux(folding, mux(ex_last, zero, step.q() + 1u32), step.q());
+            Fold {
+                folding,
+                step: step.q(),
+                step_next,
+            }
         });
         let error = m.reg_reset("error", Ty::BOOL, 0);
         m.if_(accept & !d.legal, |m| m.assign(error, 1u32));
@@ -653,6 +661,20 @@ pub(crate) fn advance_is_registered(cfg: &VpuConfig) -> bool {
 /// (`Forwarding::ahead`): the selects in front of its operand registers
 /// come from registers beside them rather than from compares in the top.
 pub const FORWARDING_AHEAD_FROM: u32 = 6;
+
+/// A reduction folding in execute: `folding` (it holds execute), its fold
+/// step and the step's next value.
+#[derive(Clone, Copy)]
+struct Fold {
+    folding: Expr,
+    step: Expr,
+    step_next: Expr,
+}
+
+/// From this depth on the fold's level select, its load and its keep are
+/// registers loaded from the fold step's next value (the same values a
+/// cycle early) rather than compares of the step in the units' paths.
+pub const REGISTERED_FOLD_LEVEL_FROM: u32 = 6;
 
 /// The bundle in execute, and the registers the one in write-back writes.
 struct Stages {
@@ -1197,7 +1219,7 @@ fn cross_lane(
     buses: &LaneBuses,
     ex_op: Expr,
     ex_imm: Expr,
-    folding: Option<(Expr, Expr)>,
+    folding: Option<Fold>,
 ) {
     let w = cfg.elems();
     let (lanes, sublanes) = (cfg.lanes(), cfg.sublanes());
@@ -1285,7 +1307,7 @@ fn reduction(
     unit: &Rc<ModuleDef>,
     opnd: Bus,
     ex_op: Expr,
-    folding: Option<(Expr, Expr)>,
+    folding: Option<Fold>,
 ) -> Expr {
     let w = cfg.elems();
     let levels = cfg.fold_levels();
@@ -1303,20 +1325,40 @@ fn reduction(
     // step 0, level k (from 0) takes steps 1 + k (s + 1) to (k + 1) (s + 1),
     // and each unit keeps its level's result in the last of them.
     let piped = (stages > 0).then(|| {
-        let (folding, step) = folding.expect("a pipelined fold has a step counter");
-        let load = m.wire("fold_load", folding & step.is_eq(0));
-        m.array_broadcast(arr, "load_i", load);
+        let fold = folding.expect("a pipelined fold has a step counter");
         let per_level = u64::from(stages + 1);
-        let level_end = (1..=u64::from(levels))
-            .map(|k| step.is_eq(k * per_level))
-            .reduce(|a, b| a | b)
-            .expect("levels >= 1");
         let level_ty = Ty::u(hw::bits_for(u64::from(levels.max(2) - 1)));
-        let mut level = m.lit(level_ty, 0);
-        for k in 1..u64::from(levels) {
-            level = mux(step.is_gt(k * per_level), m.lit(level_ty, k), level);
-        }
-        (folding & level_end, level)
+        let level_end_of = |step: Expr| {
+            (1..=u64::from(levels))
+                .map(|k| step.is_eq(k * per_level))
+                .reduce(|a, b| a | b)
+                .expect("levels >= 1")
+        };
+        let level_of = |m: &ModuleBuilder, step: Expr| {
+            let mut level = m.lit(level_ty, 0);
+            for k in 1..u64::from(levels) {
+                level = mux(step.is_gt(k * per_level), m.lit(level_ty, k), level);
+            }
+            level
+        };
+        let (at_zero, level_end, level) = if cfg.depth() >= REGISTERED_FOLD_LEVEL_FROM {
+            // Each a register of the step's function, loaded from its next
+            // value (the step resets to 0, and so do they, as functions of 0).
+            let at_zero = m.reg_reset("fold_step_zero", Ty::BOOL, 1);
+            m.set_next(at_zero, fold.step_next.is_eq(0));
+            let level_end = m.reg_reset("fold_level_end", Ty::BOOL, 0);
+            m.set_next(level_end, level_end_of(fold.step_next));
+            let level = m.reg_reset("fold_level_q", level_ty, 0);
+            let next = level_of(m, fold.step_next);
+            m.set_next(level, next);
+            (at_zero.q(), level_end.q(), level.q())
+        } else {
+            let level = level_of(m, fold.step);
+            (fold.step.is_eq(0), level_end_of(fold.step), level)
+        };
+        let load = m.wire("fold_load", fold.folding & at_zero);
+        m.array_broadcast(arr, "load_i", load);
+        (fold.folding & level_end, level)
     });
     if levels >= 2 {
         // Level k reads unit j + W/2^k's previous result: up to W/2 + W/4 - 1,
@@ -1339,7 +1381,10 @@ fn reduction(
             Some((level_end, level)) => {
                 (m.wire("fold_keep", level_end), m.wire("fold_level", level))
             }
-            None => folding.expect("a fold of two or more levels has a step counter"),
+            None => {
+                let fold = folding.expect("a fold of two or more levels has a step counter");
+                (fold.folding, fold.step)
+            }
         };
         m.array_broadcast(arr, "step_i", step);
         m.array_broadcast(arr, "en_i", folding);
