@@ -566,9 +566,7 @@ impl Flow {
         // `ex_holds` is high exactly while a reduction sits in execute short
         // of its last level, so that the memories' read enables and the
         // handshakes start from it, not from the fold step's compare.
-        let holds = fold
-            .filter(|_| cfg.depth() >= REGISTERED_ADVANCE_FROM)
-            .map(|_| m.reg_reset("ex_holds", Ty::BOOL, 0));
+        let holds = advance_is_registered(cfg).then(|| m.reg_reset("ex_holds", Ty::BOOL, 0));
         let advance = match holds {
             Some(h) => m.wire("advance", !h.q()),
             None => m.wire("advance", !ex_valid.q() | ex_last),
