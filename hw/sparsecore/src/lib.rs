@@ -271,7 +271,7 @@ pub use block::SparseCore;
 
 use config::sparsecore::WORD_ELEMS;
 use config::SparseCoreConfig;
-use hw::arith::{fp32_mul_logic, fp32_mul_unit};
+use hw::arith::{fp32_mul_logic, fp32_mul_unit, FP32_MUL};
 use hw::blocks::{fifo, FifoMode};
 use hw::fp::{fp32_add_logic, fp32_add_unit};
 use hw::{bits_for, cat, delay, delay_taps, mux, Design, Expr, ModuleDef, RecordTy, Ty};
@@ -698,6 +698,25 @@ fn tile_name(cfg: &SparseCoreConfig) -> String {
     }
 }
 
+/// The stages of an fp32 multiplier whose `operands` cut is registered
+/// outside it, for `stages` in all: one fewer, which must leave out that cut
+/// and keep the others (`FP32_MUL`'s ranking puts it last).
+fn operands_outside(stages: u32) -> u32 {
+    let operands = FP32_MUL
+        .cuts
+        .iter()
+        .position(|&c| c == "operands")
+        .expect("the multiplier has an operands cut");
+    let (all, inner) = (FP32_MUL.active(stages), FP32_MUL.active(stages - 1));
+    assert!(
+        all[operands]
+            && !inner[operands]
+            && (0..all.len()).all(|k| k == operands || all[k] == inner[k]),
+        "{stages} multiplier stages less one must drop exactly the operands cut"
+    );
+    stages - 1
+}
+
 /// One tile: entry queue, walker, partial-sum scratchpad and combine unit.
 fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc<ModuleDef> {
     let entry_fifo = fifo(design, types.entry.ty(), cfg.queue_depth(), FifoMode::Fwft);
@@ -710,7 +729,7 @@ fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc
         // The multiplier's operand registers are the lane's own (below), so
         // the unit has the other cuts.
         _ if cfg.loop_stages() > 0 => LaneDefs::Looped {
-            mul: fp32_mul_unit(design, cfg.mul_stages() - 1, false),
+            mul: fp32_mul_unit(design, operands_outside(cfg.mul_stages()), false),
             add: fp32_add_unit(design, cfg.loop_stages(), false),
         },
         d => LaneDefs::Staged {
