@@ -143,6 +143,19 @@ pub fn yosys_proc(files: &[EmittedFile], top: &str) -> Result<SynthReport, Strin
     yosys_run(files, top, false)
 }
 
+/// The Yosys check every generated design must pass: [`yosys_proc`] infers
+/// no latch, and the design is not empty (it has flip-flops and cells).
+pub fn yosys_latch_free(files: &[EmittedFile], top: &str) -> Result<SynthReport, String> {
+    let synth = yosys_proc(files, top)?;
+    if synth.latches != 0 {
+        return Err(format!("latches inferred\n{}", synth.log));
+    }
+    if synth.flip_flops == 0 || synth.cells == 0 {
+        return Err(format!("empty synthesis?\n{}", synth.log));
+    }
+    Ok(synth)
+}
+
 fn yosys_run(files: &[EmittedFile], top: &str, fine: bool) -> Result<SynthReport, String> {
     let dir = write_temp(files);
     let sources: Vec<String> = verilog_paths(dir.path(), files)
