@@ -77,7 +77,7 @@ fn strip_hints(spec: &mut ModelSpec) {
     if args.len() >= hints.len() && args.iter().zip(hints).all(|(a, h)| a == h) {
         args.drain(..hints.len());
     }
-    args.retain(|a| a != sim::from_hw::NO_DFG_FOR_SHARED_CODE);
+    args.retain(|a| !sim::from_hw::SHARED_CODE_ARGS.contains(&a.as_str()));
 }
 
 fn build(spec: &ModelSpec, label: &str) -> Result<Model, String> {
