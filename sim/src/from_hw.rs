@@ -21,8 +21,9 @@ pub const HW_VERILATOR_ARGS: &[&str] = &["--output-split-cfuncs", "2000"];
 /// instance, which keeps every instance's copy apart: the data-flow optimizer
 /// (`-fno-dfg`) and the lookup tables it builds for small logic (`-fno-table`,
 /// whose `__Vtableidx<N>` locals are numbered across the whole design). With
-/// the tables, the 4x4x4 torus ran 64 copies of a 1,200-line function of its
-/// all-reduce engine every cycle, 5.7 MB of code (Verilator 5.006).
+/// the tables, the 4x4x4 torus compiled a 1,200-line function of its
+/// all-reduce engine 64 times: 8.1 MB of the engine's C++ against 2.2 MB, and
+/// 152 s against 108 s of cold build (Verilator 5.048).
 pub const SHARED_CODE_ARGS: &[&str] = &["-fno-dfg", "-fno-table"];
 
 /// A spec for the emitted `files` of a design whose top is `top`: every Verilog
