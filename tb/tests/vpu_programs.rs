@@ -43,6 +43,11 @@ fn random_images(cfg: &VpuConfig, rng: &mut impl rand::Rng) -> (Vec<u32>, Vec<u3
 #[case::full_1x1_d4(preset("full-1x1").with_depth(4).unwrap())]
 #[case::int32_4x2_d5(preset("int32-4x2").with_depth(5).unwrap())]
 #[case::fmax(preset("fmax"))]
+// The int32-only ALU at depth 6 (its one-hot result has no fp32 terms), the
+// shape the UP5K's row is measured on.
+#[case::int32_1x1_d6(
+    VpuConfig::with(1, 1, 4, 16, config::VpuUnits::Int32).unwrap().with_depth(6).unwrap()
+)]
 fn random_programs(#[case] cfg: VpuConfig) {
     let mut shape = format!("{}_{}x{}", cfg.units(), cfg.lanes(), cfg.sublanes());
     if cfg.depth() > 0 {

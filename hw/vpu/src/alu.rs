@@ -205,6 +205,14 @@ pub struct Schedule {
     /// RDBPOT's round bit carried beside the shifted value and added with
     /// the zero point (needs `scaled`).
     pub round_with_zero_point: bool,
+    /// The result as an OR of zero-gated terms instead of a case select and
+    /// a 2:1 select per unit (needs `short_split`): the short operations'
+    /// one-hot gates are decoded in the first segment and registered, and
+    /// every unit's result joins as its flag AND its value. Exactly one term
+    /// can be nonzero, the operation's, so the OR is the select; the
+    /// segment then holds a shallow OR tree, not an opcode decode followed
+    /// by a chain of selects.
+    pub one_hot_result: bool,
 }
 
 impl Schedule {
@@ -235,6 +243,7 @@ impl Schedule {
             short_split: depth >= 6,
             late_min_check: depth >= 6,
             round_with_zero_point: depth >= 6,
+            one_hot_result: depth >= 6,
         }
     }
 
@@ -501,13 +510,21 @@ fn build_pipelined(
         finished.push((seg_v, Unit::Bf16ToF32, v));
     }
 
-    let (select_seg, simple) = short_ops(
-        m,
-        units,
-        (st, en, s.short_split),
-        &mut op,
-        [a, b, c, imm, x],
-    );
+    let (select_seg, simple) = if s.one_hot_result {
+        assert!(
+            s.short_split,
+            "the one-hot result needs the split short operations"
+        );
+        short_ops_one_hot(m, units, (st, en), op_st, [a, b, c, imm, x])
+    } else {
+        short_ops(
+            m,
+            units,
+            (st, en, s.short_split),
+            &mut op,
+            [a, b, c, imm, x],
+        )
+    };
 
     // With registered results, the units finishing in the segment before
     // the last hand their results over through a register of their own, so
@@ -543,7 +560,13 @@ fn build_pipelined(
                 .find(|(u, _)| *u == unit)
                 .expect("every staged unit has a flag");
             let hit = sel.at(m, seg);
-            value = mux(hit, v, value);
+            value = if s.one_hot_result {
+                // Only the operation's own term is nonzero (see
+                // `Schedule::one_hot_result`).
+                value | mux(hit, v, 0u32)
+            } else {
+                mux(hit, v, value)
+            };
         }
         let value = m.wire(&format!("result_in_s{seg}"), value);
         result = Carried::new("result", value, seg, en);
@@ -627,6 +650,106 @@ fn short_ops(
     }
     let op_select = op.at(m, seg);
     (seg, select(m, "simple", op_select, cases))
+}
+
+/// The short operations as [`short_ops`] computes them with its split, but
+/// selected as an OR of zero-gated terms (`Schedule::one_hot_result`): in
+/// segment `st` the carry chains, the shifter and the opcode's decode run
+/// side by side, and what each operation takes is registered as a gate or as
+/// an already gated value: `take_a`, `take_b`, `take_c` (min, max, relu_i32
+/// and select pick an operand), the bitwise operations' value, the compare's
+/// flag, the fp32 ReLUs' value, `imm` for bcast and `x` for the cross-lane
+/// operations, each 0 for every other operation. Segment `st + 1` ORs
+/// those with the gated sum, difference and shift. Returns the select's
+/// segment and value (0 for an operation that is not a short one).
+fn short_ops_one_hot(
+    m: &mut ModuleBuilder,
+    units: VpuUnits,
+    (st, en): (u32, Expr),
+    op: Expr,
+    operands: [Expr; 5],
+) -> (u32, Expr) {
+    let is = |o: Op| op.is_eq(u32::from(o.code()));
+    let any = |ops: &[Op]| {
+        ops.iter()
+            .map(|&o| is(o))
+            .reduce(|x, y| x | y)
+            .expect("a group has operations")
+    };
+    let [a, b, c, imm, x] = operands;
+    let (sa, sb) = (a.as_signed(), b.as_signed());
+    let late = |m: &mut ModuleBuilder, name: &str, v: Expr| {
+        let v = m.wire(&format!("{name}_in"), v);
+        Carried::new(name, v, st, en).at(m, st + 1)
+    };
+    let gated = |bit: Expr, v: Expr| mux(bit, v, 0u32);
+
+    // The carry chains and the shifter, registered as in `short_ops`.
+    let shifts = shifter(m, is, a, b);
+    let lt = sa.is_lt(sb);
+    let eq = a.is_eq(b);
+    let add = late(m, "short_add", a + b);
+    let sub = late(m, "short_sub", a - b);
+    let shifts = late(m, "short_shifts", shifts);
+
+    // The gates, decoded beside them.
+    let sel_add = late(m, "short_sel_add", is(Op::AddI32));
+    let sel_sub = late(m, "short_sel_sub", is(Op::SubI32));
+    let sel_shift = late(
+        m,
+        "short_sel_shift",
+        any(&[Op::ShlI32, Op::ShrI32, Op::SraI32]),
+    );
+    let nonzero = a.is_ne(0);
+    let (min, max, select) = (is(Op::MinI32), is(Op::MaxI32), is(Op::Select));
+    let take_a = (min & lt) | (max & !lt) | (is(Op::ReluI32) & !a.msb());
+    let take_b = (min & !lt) | (max & lt) | (select & nonzero);
+    let take_c = select & !nonzero;
+    let take_a = late(m, "short_take_a", take_a);
+    let take_b = late(m, "short_take_b", take_b);
+    let take_c = late(m, "short_take_c", take_c);
+    let bitwise = gated(is(Op::AndI32), a & b)
+        | gated(is(Op::OrI32), a | b)
+        | gated(is(Op::XorI32), a ^ b)
+        | gated(is(Op::NotI32), !a);
+    let bitwise = late(m, "short_bitwise", bitwise);
+    let flag = (is(Op::EqI32) & eq)
+        | (is(Op::NeI32) & !eq)
+        | (is(Op::LtI32) & lt)
+        | (is(Op::LeI32) & sa.is_le(sb))
+        | (is(Op::LtuI32) & a.is_lt(b))
+        | (is(Op::LeuI32) & a.is_le(b));
+    let flag = late(m, "short_flag", flag);
+    let cross: Vec<Op> = Op::ALL
+        .iter()
+        .copied()
+        .filter(|o| o.is_cross_lane())
+        .collect();
+    let imm = late(m, "short_imm", gated(is(Op::Bcast), imm));
+    let x = late(m, "short_x", gated(any(&cross), x));
+    let fp_relus = if units.has_fp32() {
+        let relu = gated(is(Op::ReluF32), fp32_relu_logic(m, a));
+        let relu6 = gated(is(Op::Relu6F32), fp32_relu6_logic(m, a));
+        Some(late(m, "short_fp_relu", relu | relu6))
+    } else {
+        None
+    };
+    let [a, b, c] = [("short_a", a), ("short_b", b), ("short_c", c)].map(|(n, v)| late(m, n, v));
+
+    let mut value = gated(sel_add, add)
+        | gated(sel_sub, sub)
+        | gated(sel_shift, shifts)
+        | gated(take_a, a)
+        | gated(take_b, b)
+        | gated(take_c, c)
+        | bitwise
+        | flag.zext(32)
+        | imm
+        | x;
+    if let Some(relus) = fp_relus {
+        value = value | relus;
+    }
+    (st + 1, m.wire("simple", value))
 }
 
 /// The shared multiplier and what reads its product: the int32 product,
