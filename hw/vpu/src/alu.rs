@@ -515,7 +515,10 @@ fn build_pipelined(
             s.short_split,
             "the one-hot result needs the split short operations"
         );
-        short_ops_one_hot(m, units, (st, en), op_st, [a, b, c, imm, x])
+        // The chain subtracts for every operation but add_i32.
+        let subtract = !is(p.op, Op::AddI32);
+        let subtract = Carried::new("short_subtract", subtract, 0, en).at(m, st);
+        short_ops_one_hot(m, units, (st, en), (op_st, subtract), [a, b, c, imm, x])
     } else {
         short_ops(
             m,
@@ -654,19 +657,26 @@ fn short_ops(
 
 /// The short operations as [`short_ops`] computes them with its split, but
 /// selected as an OR of zero-gated terms (`Schedule::one_hot_result`): in
-/// segment `st` the carry chains, the shifter and the opcode's decode run
+/// segment `st` one carry chain, the shifter and the opcode's decode run
 /// side by side, and what each operation takes is registered as a gate or as
 /// an already gated value: `take_a`, `take_b`, `take_c` (min, max, relu_i32
 /// and select pick an operand), the bitwise operations' value, the compare's
 /// flag, the fp32 ReLUs' value, `imm` for bcast and `x` for the cross-lane
 /// operations, each 0 for every other operation. Segment `st + 1` ORs
-/// those with the gated sum, difference and shift. Returns the select's
-/// segment and value (0 for an operation that is not a short one).
+/// those with the gated sum and shift. Returns the select's segment and
+/// value (0 for an operation that is not a short one).
+///
+/// The one chain is a + b for add_i32 and a + !b + 1 = a - b for every other
+/// operation (`subtract`, decoded from the opcode in segment 0 and carried),
+/// so it gives sub_i32's difference and, from its carry out, the compares:
+/// a < b unsigned exactly when a - b borrows, and signed the same unless the
+/// signs differ, when a is less exactly when it is negative; the `le` forms
+/// are the `lt` forms or equality.
 fn short_ops_one_hot(
     m: &mut ModuleBuilder,
     units: VpuUnits,
     (st, en): (u32, Expr),
-    op: Expr,
+    (op, subtract): (Expr, Expr),
     operands: [Expr; 5],
 ) -> (u32, Expr) {
     let is = |o: Op| op.is_eq(u32::from(o.code()));
@@ -677,24 +687,25 @@ fn short_ops_one_hot(
             .expect("a group has operations")
     };
     let [a, b, c, imm, x] = operands;
-    let (sa, sb) = (a.as_signed(), b.as_signed());
     let late = |m: &mut ModuleBuilder, name: &str, v: Expr| {
         let v = m.wire(&format!("{name}_in"), v);
         Carried::new(name, v, st, en).at(m, st + 1)
     };
     let gated = |bit: Expr, v: Expr| mux(bit, v, 0u32);
 
-    // The carry chains and the shifter, registered as in `short_ops`.
+    // The chain and the shifter.
     let shifts = shifter(m, is, a, b);
-    let lt = sa.is_lt(sb);
+    let addend = mux(subtract, !b, b);
+    let chain = a.zext(33) + addend.zext(33) + subtract.zext(33);
+    let chain = m.wire("short_chain", chain);
+    let ltu = !chain.msb();
+    let lt = mux(a.msb() ^ b.msb(), a.msb(), ltu);
     let eq = a.is_eq(b);
-    let add = late(m, "short_add", a + b);
-    let sub = late(m, "short_sub", a - b);
+    let sum = late(m, "short_sum", chain.trunc(32));
     let shifts = late(m, "short_shifts", shifts);
 
     // The gates, decoded beside them.
-    let sel_add = late(m, "short_sel_add", is(Op::AddI32));
-    let sel_sub = late(m, "short_sel_sub", is(Op::SubI32));
+    let sel_sum = late(m, "short_sel_sum", any(&[Op::AddI32, Op::SubI32]));
     let sel_shift = late(
         m,
         "short_sel_shift",
@@ -716,9 +727,9 @@ fn short_ops_one_hot(
     let flag = (is(Op::EqI32) & eq)
         | (is(Op::NeI32) & !eq)
         | (is(Op::LtI32) & lt)
-        | (is(Op::LeI32) & sa.is_le(sb))
-        | (is(Op::LtuI32) & a.is_lt(b))
-        | (is(Op::LeuI32) & a.is_le(b));
+        | (is(Op::LeI32) & (lt | eq))
+        | (is(Op::LtuI32) & ltu)
+        | (is(Op::LeuI32) & (ltu | eq));
     let flag = late(m, "short_flag", flag);
     let cross: Vec<Op> = Op::ALL
         .iter()
@@ -736,8 +747,7 @@ fn short_ops_one_hot(
     };
     let [a, b, c] = [("short_a", a), ("short_b", b), ("short_c", c)].map(|(n, v)| late(m, n, v));
 
-    let mut value = gated(sel_add, add)
-        | gated(sel_sub, sub)
+    let mut value = gated(sel_sum, sum)
         | gated(sel_shift, shifts)
         | gated(take_a, a)
         | gated(take_b, b)
