@@ -131,6 +131,9 @@ pub struct PnrResult {
     /// nextpnr's placer when it was not its default (HeAP): `static`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placer: Option<String>,
+    /// HeAP's timing weight when it was not nextpnr's default (10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing_weight: Option<u32>,
 }
 
 /// The outcome of one flow.
@@ -173,6 +176,9 @@ pub struct FlowEnv {
     pub tool_versions: BTreeMap<String, String>,
     /// nextpnr's placer on the parts whose nextpnr offers a choice (ECP5).
     pub placer: Placer,
+    /// HeAP's timing weight on those parts (`--placer-heap-timingweight`),
+    /// when not nextpnr's default of 10.
+    pub timing_weight: Option<u32>,
 }
 
 /// nextpnr's placer (`--placer`). HeAP (analytic placement, then annealing)
@@ -197,6 +203,12 @@ impl Placer {
             _ => None,
         }
     }
+
+    /// HeAP's timing weight `weight` on `part`'s nextpnr command line: only
+    /// for HeAP, on the parts whose flow takes placer options (ECP5).
+    fn timing_weight_for(self, part: &Part, weight: Option<u32>) -> Option<u32> {
+        weight.filter(|_| self == Placer::Heap && part.family == Family::Ecp5)
+    }
 }
 
 impl FlowEnv {
@@ -209,6 +221,7 @@ impl FlowEnv {
             reuse: false,
             tool_versions: BTreeMap::new(),
             placer: Placer::Heap,
+            timing_weight: None,
         }
     }
 }
@@ -241,7 +254,12 @@ fn flow_key(env: &FlowEnv, dir: &Path, sources: &[String], script: &str, part: &
         h = fnv1a(&std::fs::read(dir.join(name)).unwrap_or_default(), h);
     }
     h = fnv1a(script.as_bytes(), h);
-    h = fnv1a(pnr_args(part, env.placer).join(" ").as_bytes(), h);
+    h = fnv1a(
+        pnr_args(part, env.placer, env.timing_weight)
+            .join(" ")
+            .as_bytes(),
+        h,
+    );
     match part.family {
         Family::Ecp5 => {
             h = fnv1a(ECP5_CLOCK_LPF.as_bytes(), h);
@@ -595,8 +613,8 @@ fn gowin_cst(part: &Part) -> String {
 }
 
 /// nextpnr's arguments for `part` (none without place and route), with
-/// `placer` where the part's flow takes it.
-fn pnr_args(part: &Part, placer: Placer) -> Vec<String> {
+/// `placer` and HeAP's `timing_weight` where the part's flow takes them.
+fn pnr_args(part: &Part, placer: Placer, timing_weight: Option<u32>) -> Vec<String> {
     let Some(device) = part.pnr_device else {
         return Vec::new();
     };
@@ -659,11 +677,14 @@ fn pnr_args(part: &Part, placer: Placer) -> Vec<String> {
     if let Some(name) = placer.option_for(part) {
         args.extend(["--placer".into(), name.into()]);
     }
+    if let Some(weight) = placer.timing_weight_for(part, timing_weight) {
+        args.extend(["--placer-heap-timingweight".into(), weight.to_string()]);
+    }
     args
 }
 
 fn place_and_route(env: &FlowEnv, part: &Part, dir: &Path) -> Result<PnrResult, PnrError> {
-    let args = pnr_args(part, env.placer);
+    let args = pnr_args(part, env.placer, env.timing_weight);
     let tool = match part.family {
         Family::Ice40 => Tool::NextpnrIce40,
         Family::Ecp5 => {
@@ -705,6 +726,7 @@ fn place_and_route(env: &FlowEnv, part: &Part, dir: &Path) -> Result<PnrResult, 
         bitstream: None,
         critical_path: timing::parse_critical_path(&log),
         placer: env.placer.option_for(part).map(String::from),
+        timing_weight: env.placer.timing_weight_for(part, env.timing_weight),
     })
 }
 
@@ -817,14 +839,35 @@ mod tests {
         let key = |env: &FlowEnv, part| flow_key(env, dir.path(), &[], "s", part);
         let heap = (key(&env, ecp5), key(&env, up5k));
         env.placer = Placer::Static;
-        let args = pnr_args(ecp5, Placer::Static).join(" ");
+        let args = pnr_args(ecp5, Placer::Static, None).join(" ");
         assert!(args.contains("--placer static"), "{args}");
-        assert!(!pnr_args(ecp5, Placer::Heap).join(" ").contains("--placer"));
-        assert!(!pnr_args(up5k, Placer::Static)
+        assert!(!pnr_args(ecp5, Placer::Heap, None)
+            .join(" ")
+            .contains("--placer"));
+        assert!(!pnr_args(up5k, Placer::Static, None)
             .join(" ")
             .contains("--placer"));
         assert_ne!(key(&env, ecp5), heap.0);
         assert_eq!(key(&env, up5k), heap.1);
+    }
+
+    #[test]
+    fn the_timing_weight_reaches_heap_on_the_ecp5_flows_and_their_keys_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let ecp5 = crate::parts::part("ecp5-85f").unwrap();
+        let up5k = crate::parts::part("ice40-up5k").unwrap();
+        let mut env = FlowEnv::new(dir.path().to_path_buf(), 1, Duration::from_secs(1));
+        let key = |env: &FlowEnv, part| flow_key(env, dir.path(), &[], "s", part);
+        let plain = (key(&env, ecp5), key(&env, up5k));
+        env.timing_weight = Some(40);
+        let args = pnr_args(ecp5, Placer::Heap, Some(40)).join(" ");
+        assert!(args.contains("--placer-heap-timingweight 40"), "{args}");
+        for (part, placer) in [(ecp5, Placer::Static), (up5k, Placer::Heap)] {
+            let args = pnr_args(part, placer, Some(40)).join(" ");
+            assert!(!args.contains("timingweight"), "{args}");
+        }
+        assert_ne!(key(&env, ecp5), plain.0);
+        assert_eq!(key(&env, up5k), plain.1);
     }
 
     #[test]
@@ -871,6 +914,7 @@ mod tests {
             bitstream: None,
             critical_path: None,
             placer: None,
+            timing_weight: None,
         });
         write(&result);
         assert_eq!(

@@ -65,6 +65,11 @@ struct FlowArgs {
     /// electrostatic placer); the other families always use heap.
     #[arg(long, value_enum, default_value_t = flow::Placer::Heap)]
     placer: flow::Placer,
+    /// HeAP's timing weight on ECP5 parts (nextpnr's
+    /// --placer-heap-timingweight; its default is 10): how strongly the
+    /// placer pulls critical paths together.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    timing_weight: Option<u32>,
 }
 
 #[derive(Args)]
@@ -114,6 +119,11 @@ struct ReportArgs {
     /// electrostatic placer); the other families always use heap.
     #[arg(long, value_enum, default_value_t = flow::Placer::Heap)]
     placer: flow::Placer,
+    /// HeAP's timing weight on ECP5 parts (nextpnr's
+    /// --placer-heap-timingweight; its default is 10): how strongly the
+    /// placer pulls critical paths together.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    timing_weight: Option<u32>,
     /// Run the K-th of N disjoint parts of the report's flows and searches
     /// (e.g. 2/4, one per machine); its report.json is for --merge.
     #[arg(long, value_name = "K/N")]
@@ -199,6 +209,7 @@ fn flow(args: &FlowArgs) -> Result<(), String> {
     let mut env = FlowEnv::new(args.out.clone(), 1, Duration::from_secs(args.tool_timeout));
     env.reuse = !args.fresh;
     env.placer = args.placer;
+    env.timing_weight = args.timing_weight;
     env.tool_versions = tool_versions(&parts);
     let runner = Runner::new(env);
     println!(
@@ -278,6 +289,7 @@ fn report(args: &ReportArgs) -> Result<(), String> {
     let mut env = FlowEnv::new(out.clone(), jobs, Duration::from_secs(args.tool_timeout));
     env.reuse = !args.fresh;
     env.placer = args.placer;
+    env.timing_weight = args.timing_weight;
     env.tool_versions = versions.clone();
     let mut runner = Runner::new(env);
     runner.search_deadline = args.search_deadline as f64;
@@ -356,7 +368,8 @@ fn merge(args: &ReportArgs) -> Result<(), String> {
         || args.fresh
         || args.tool_timeout != d.tool_timeout
         || args.search_deadline != d.search_deadline
-        || args.placer != d.placer;
+        || args.placer != d.placer
+        || args.timing_weight.is_some();
     if settings_given {
         return Err(
             "--merge takes only --out (the shards' reports hold the settings they ran with)".into(),
@@ -513,6 +526,9 @@ fn command_line(a: &ReportArgs) -> String {
             .to_possible_value()
             .expect("every placer has a name");
         c.push_str(&format!(" --placer {}", name.get_name()));
+    }
+    if let Some(weight) = a.timing_weight {
+        c.push_str(&format!(" --timing-weight {weight}"));
     }
     if let Some(name) = &a.preset {
         c.push_str(&format!(" --preset {name}"));

@@ -345,6 +345,9 @@ pub fn flow_table(results: &[FlowResult], with_design: bool) -> String {
         if let Some(placer) = r.pnr.as_ref().and_then(|p| p.placer.as_ref()) {
             notes.push(format!("{placer} placer"));
         }
+        if let Some(weight) = r.pnr.as_ref().and_then(|p| p.timing_weight) {
+            notes.push(format!("placer timing weight {weight}"));
+        }
         let _ = writeln!(
             s,
             "| {design}{} | {} | {counts} | {pct} | {} | {} | {fits} | {} |",
@@ -394,6 +397,7 @@ mod tests {
                 bitstream: None,
                 critical_path: crate::timing::parse_critical_path(log),
                 placer: None,
+                timing_weight: None,
             }),
             fits: Some(true),
             fit_basis: Some("place and route".into()),
