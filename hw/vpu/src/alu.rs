@@ -26,6 +26,19 @@ use hw::pipeline::{CutPlan, Pipeline};
 use hw::{cat, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
+/// Whether the opcode `op` is one of `ops` (an OR of equality compares).
+fn is_one_of(op: Expr, ops: impl IntoIterator<Item = Op>) -> Expr {
+    ops.into_iter()
+        .map(|o| op.is_eq(u32::from(o.code())))
+        .reduce(|x, y| x | y)
+        .expect("at least one operation")
+}
+
+/// The cross-lane operations, whose element result is the cross-lane unit's.
+fn cross_lane_ops() -> impl Iterator<Item = Op> {
+    Op::ALL.iter().copied().filter(|o| o.is_cross_lane())
+}
+
 /// The element ALU of a lane with `units`: ports `op_i` (the opcode),
 /// `a_i`, `b_i`, `c_i` (vs1, vs2, vs3), `imm_i`, and `result_o`. An opcode it
 /// does not implement (cross-lane operations, illegal ones) gives 0.
@@ -194,11 +207,6 @@ pub struct Schedule {
     /// carried result and the units' registered results by their registered
     /// flags.
     pub result: bool,
-    /// The short operations' carry chains and shifts registered at the end
-    /// of the first segment, and their select (with the bitwise operations,
-    /// from operands carried a segment further) in the second: the result
-    /// is carried to the end either way, so the latency is the same.
-    pub short_split: bool,
     /// Without the fp32 units, SRDHM's check for both operands at -2^31 on
     /// the multiplier's registered operands (segment 1) instead of behind
     /// the forwarding select (segment 0).
@@ -206,13 +214,15 @@ pub struct Schedule {
     /// RDBPOT's round bit carried beside the shifted value and added with
     /// the zero point (needs `scaled`).
     pub round_with_zero_point: bool,
-    /// The result as an OR of zero-gated terms instead of a case select and
-    /// a 2:1 select per unit (needs `short_split`): the short operations'
-    /// one-hot gates are decoded in the first segment and registered, and
-    /// every unit's result joins as its flag AND its value. Exactly one term
-    /// can be nonzero, the operation's, so the OR is the select; the
-    /// segment then holds a shallow OR tree, not an opcode decode followed
-    /// by a chain of selects.
+    /// The short operations split over two segments and the result an OR of
+    /// zero-gated terms ([`short_ops_one_hot`]) instead of a case select and
+    /// a 2:1 select per unit: the short operations' carry chain, shifter and
+    /// one-hot gates in the first segment, registered, their OR in the
+    /// second (the result is carried to the end either way, so the latency
+    /// is the same), and every unit's result joining as its flag AND its
+    /// value. Exactly one term can be nonzero, the operation's, so the OR is
+    /// the select; the segment then holds a shallow OR tree, not an opcode
+    /// decode followed by a chain of selects.
     pub one_hot_result: bool,
 }
 
@@ -241,7 +251,6 @@ impl Schedule {
             srdhm_nudged: depth >= 6,
             mul_rounded: depth >= 6,
             result: depth >= 6,
-            short_split: depth >= 6,
             late_min_check: depth >= 6,
             round_with_zero_point: depth >= 6,
             one_hot_result: depth >= 6,
@@ -434,12 +443,7 @@ fn build_pipelined(
     let mut flags: Vec<(Unit, Carried)> = staged
         .iter()
         .map(|&u| {
-            let hit = u
-                .ops()
-                .iter()
-                .map(|&o| is(p.op, o))
-                .reduce(|x, y| x | y)
-                .expect("a unit has operations");
+            let hit = is_one_of(p.op, u.ops().iter().copied());
             (u, Carried::new(&format!("sel_{}", u.name()), hit, 0, en))
         })
         .collect();
@@ -512,22 +516,12 @@ fn build_pipelined(
     }
 
     let (select_seg, simple) = if s.one_hot_result {
-        assert!(
-            s.short_split,
-            "the one-hot result needs the split short operations"
-        );
         // The chain subtracts for every operation but add_i32.
         let subtract = !is(p.op, Op::AddI32);
         let subtract = Carried::new("short_subtract", subtract, 0, en).at(m, st);
         short_ops_one_hot(m, units, (st, en), (op_st, subtract), [a, b, c, imm, x])
     } else {
-        short_ops(
-            m,
-            units,
-            (st, en, s.short_split),
-            &mut op,
-            [a, b, c, imm, x],
-        )
+        (st, short_ops(m, units, op_st, [a, b, c, imm, x]))
     };
 
     // With registered results, the units finishing in the segment before
@@ -580,46 +574,22 @@ fn build_pipelined(
 
 /// The short operations: every operation short enough for one segment
 /// after its operands, the cross-lane results passed through, selected by
-/// the opcode. Their carry chains and the shifter run in segment `st`; the
-/// select runs there too, or with `split` in `st + 1`, among those results
-/// registered and the bitwise operations of the operands carried there.
-/// Returns the select's segment and value.
-fn short_ops(
-    m: &mut ModuleBuilder,
-    units: VpuUnits,
-    (st, en, split): (u32, Expr, bool),
-    op: &mut Carried,
-    operands: [Expr; 5],
-) -> (u32, Expr) {
-    let is = |op: Expr, o: Op| op.is_eq(u32::from(o.code()));
-    let op_st = op.at(m, st);
-    let [a, b, ..] = operands;
+/// the opcode `op` in the operands' segment. Returns the select's value.
+fn short_ops(m: &mut ModuleBuilder, units: VpuUnits, op: Expr, operands: [Expr; 5]) -> Expr {
+    let is = |o: Op| op.is_eq(u32::from(o.code()));
+    let [a, b, c, imm, x] = operands;
     let (sa, sb) = (a.as_signed(), b.as_signed());
     let flag = |bit: Expr| bit.zext(32);
-    let shifts = shifter(m, |o| is(op_st, o), a, b);
-    let long = [
-        ("short_add", a + b),
-        ("short_sub", a - b),
-        ("short_shifts", shifts),
-        ("short_lt", sa.is_lt(sb)),
-        ("short_le", sa.is_le(sb)),
-        ("short_ltu", a.is_lt(b)),
-        ("short_leu", a.is_le(b)),
-        ("short_eq", a.is_eq(b)),
+    let shifts = shifter(m, is, a, b);
+    let [add, sub, lt, le, ltu, leu, eq] = [
+        a + b,
+        a - b,
+        sa.is_lt(sb),
+        sa.is_le(sb),
+        a.is_lt(b),
+        a.is_le(b),
+        a.is_eq(b),
     ];
-    let late =
-        |m: &mut ModuleBuilder, name: &str, v: Expr| Carried::new(name, v, st, en).at(m, st + 1);
-    let (seg, [add, sub, shifts, lt, le, ltu, leu, eq], [a, b, c, imm, x]) = if split {
-        let names = ["short_a", "short_b", "short_c", "short_imm", "short_x"];
-        let long = long.map(|(name, v)| late(m, name, v));
-        (
-            st + 1,
-            long,
-            std::array::from_fn(|i| late(m, names[i], operands[i])),
-        )
-    } else {
-        (st, long.map(|(_, v)| v), operands)
-    };
     let mut cases: Vec<(Op, Expr)> = vec![
         (Op::AddI32, add),
         (Op::SubI32, sub),
@@ -642,22 +612,17 @@ fn short_ops(
         (Op::Select, mux(a.is_ne(0), b, c)),
         (Op::Bcast, imm),
     ];
-    cases.extend(
-        Op::ALL
-            .iter()
-            .filter(|o| o.is_cross_lane())
-            .map(|&o| (o, x)),
-    );
+    cases.extend(cross_lane_ops().map(|o| (o, x)));
     if units.has_fp32() {
         cases.push((Op::ReluF32, fp32_relu_logic(m, a)));
         cases.push((Op::Relu6F32, fp32_relu6_logic(m, a)));
     }
-    let op_select = op.at(m, seg);
-    (seg, select(m, "simple", op_select, cases))
+    select(m, "simple", op, cases)
 }
 
-/// The short operations as [`short_ops`] computes them with its split, but
-/// selected as an OR of zero-gated terms (`Schedule::one_hot_result`): in
+/// The short operations as [`short_ops`] computes them, split over two
+/// segments and selected as an OR of zero-gated terms
+/// (`Schedule::one_hot_result`): in
 /// segment `st` one carry chain, the shifter and the opcode's decode run
 /// side by side, and what each operation takes is registered as a gate or as
 /// an already gated value: `take_a`, `take_b`, `take_c` (min, max, relu_i32
@@ -681,12 +646,6 @@ fn short_ops_one_hot(
     operands: [Expr; 5],
 ) -> (u32, Expr) {
     let is = |o: Op| op.is_eq(u32::from(o.code()));
-    let any = |ops: &[Op]| {
-        ops.iter()
-            .map(|&o| is(o))
-            .reduce(|x, y| x | y)
-            .expect("a group has operations")
-    };
     let [a, b, c, imm, x] = operands;
     let late = |m: &mut ModuleBuilder, name: &str, v: Expr| {
         let v = m.wire(&format!("{name}_in"), v);
@@ -706,12 +665,9 @@ fn short_ops_one_hot(
     let shifts = late(m, "short_shifts", shifts);
 
     // The gates, decoded beside them.
-    let sel_sum = late(m, "short_sel_sum", any(&[Op::AddI32, Op::SubI32]));
-    let sel_shift = late(
-        m,
-        "short_sel_shift",
-        any(&[Op::ShlI32, Op::ShrI32, Op::SraI32]),
-    );
+    let sel_sum = late(m, "short_sel_sum", is_one_of(op, [Op::AddI32, Op::SubI32]));
+    let shift_ops = [Op::ShlI32, Op::ShrI32, Op::SraI32];
+    let sel_shift = late(m, "short_sel_shift", is_one_of(op, shift_ops));
     let nonzero = a.is_ne(0);
     let (min, max, select) = (is(Op::MinI32), is(Op::MaxI32), is(Op::Select));
     let take_a = (min & lt) | (max & !lt) | (is(Op::ReluI32) & !a.msb());
@@ -732,13 +688,8 @@ fn short_ops_one_hot(
         | (is(Op::LtuI32) & ltu)
         | (is(Op::LeuI32) & (ltu | eq));
     let flag = late(m, "short_flag", flag);
-    let cross: Vec<Op> = Op::ALL
-        .iter()
-        .copied()
-        .filter(|o| o.is_cross_lane())
-        .collect();
     let imm = late(m, "short_imm", gated(is(Op::Bcast), imm));
-    let x = late(m, "short_x", gated(any(&cross), x));
+    let x = late(m, "short_x", gated(is_one_of(op, cross_lane_ops()), x));
     let fp_relus = if units.has_fp32() {
         // relu_f32 and relu6_f32 as one select on `a`'s classes, with 6.0's
         // compare on `a` itself (beside the classes, not after relu's
