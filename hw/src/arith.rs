@@ -393,6 +393,25 @@ pub fn fp32_relu6_logic(m: &mut ModuleBuilder, x: Expr) -> Expr {
     mux(!is_nan & r.is_gt(six), six, r)
 }
 
+/// `relu_f32(x)` when `clip` (one bit) is low and `relu6_f32(x)` when it is
+/// high, as one select on `x`'s classes: the compare against 6.0 is taken
+/// on `x` itself, beside the classes, not after relu's select as in
+/// [`fp32_relu6_logic`] (a positive pattern orders as an unsigned integer,
+/// and every other class is decided before the compare matters). The bits
+/// of [`fp32_relu_logic`] and [`fp32_relu6_logic`].
+#[track_caller]
+pub fn fp32_relu_clip_logic(m: &mut ModuleBuilder, x: Expr, clip: Expr) -> Expr {
+    let f = fp32_fields(m, x);
+    let six = m.lit(Ty::u(31), F32_SIX);
+    let above_six = x.slice(0, 31).is_gt(six);
+    let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
+    mux(
+        f.nan,
+        canonical,
+        mux(f.sign | f.zero, 0u32, mux(clip & above_six, F32_SIX, x)),
+    )
+}
+
 /// Shifts `x` left until its top bit is set (if `x` is not zero), by binary
 /// search over shift distances; returns the shifted value without that top
 /// bit (one bit narrower than `x`) and the distance (u6 for 32 bits).

@@ -911,3 +911,55 @@ fn rdbpot_matches_the_contract_at_every_shift() {
         }
     }
 }
+
+/// `hw::arith::fp32_relu_clip_logic` (relu and relu6 as one select, 6.0's
+/// compare on the operand) against `golden::numerics::relu_f32` and
+/// `relu6_f32`, with the clip low and high: every special pattern, the
+/// patterns around 6.0 and around the smallest normal, and random
+/// patterns; in Verilator and in the evaluator.
+#[test]
+fn relu_clip_matches_both_relus() {
+    let mut rng = rng_for("relu_clip_matches_both_relus");
+    let module = |design: &mut Design| {
+        design.define("relu_clip_check", &[], |_, m| {
+            let x = m.input("x_i", Ty::u(32));
+            let clip = m.input("clip_i", Ty::BOOL);
+            let y = hw::arith::fp32_relu_clip_logic(m, x, clip);
+            m.output("y_o", y);
+        })
+    };
+    let six = golden::numerics::F32_SIX;
+    let mut xs = special_f32();
+    for base in [six, 0x0080_0000, 0x7F80_0000] {
+        for sign in [0, 0x8000_0000] {
+            xs.extend((0..3).map(|d| (base + d - 1) | sign));
+        }
+    }
+    xs.extend((0..2000).map(|_| rng.gen::<u32>()));
+    let mut model = sim::drivers::module_model("relu clip test", vec![], module).unwrap();
+    let (px, pc, py) = (
+        model.port("x_i").unwrap(),
+        model.port("clip_i").unwrap(),
+        model.port("y_o").unwrap(),
+    );
+    let mut eval = Evaluator::new(&module(&mut Design::new())).unwrap();
+    for clip in [false, true] {
+        for &x in &xs {
+            let want = if clip {
+                golden::numerics::relu6_f32(x)
+            } else {
+                golden::numerics::relu_f32(x)
+            };
+            model.poke(px, u64::from(x));
+            model.poke(pc, u64::from(clip));
+            model.eval();
+            let got = model.peek(py) as u32;
+            assert_eq!(got, want, "clip {clip}, x {x:#010x} in Verilator");
+            eval.set_int("x_i", i128::from(x));
+            eval.set_int("clip_i", i128::from(clip));
+            eval.eval();
+            let got = u32::try_from(eval.get_int("y_o")).expect("u32");
+            assert_eq!(got, want, "clip {clip}, x {x:#010x} in the evaluator");
+        }
+    }
+}

@@ -14,14 +14,14 @@ use config::vpu_isa::Op;
 use config::VpuUnits;
 use hw::arith::{
     bf16_to_f32_logic, bf16_to_f32_piped, clamp_to_int8, f32_to_bf16_logic, f32_to_bf16_piped,
-    f32_to_i32_logic, f32_to_i32_piped, fp32_compare_logic, fp32_compare_piped, fp32_fields,
-    fp32_min_max_logic, fp32_min_max_piped, fp32_mul_from_product, fp32_mul_from_product_piped,
-    fp32_relu6_logic, fp32_relu_logic, fp32_significand, i32_to_f32_logic, i32_to_f32_piped,
+    f32_to_i32_logic, f32_to_i32_piped, fp32_compare_logic, fp32_compare_piped, fp32_min_max_logic,
+    fp32_min_max_piped, fp32_mul_from_product, fp32_mul_from_product_piped, fp32_relu6_logic,
+    fp32_relu_clip_logic, fp32_relu_logic, fp32_significand, i32_to_f32_logic, i32_to_f32_piped,
     int_mul_registered, rdbpot_logic, rdbpot_parts, requant_int8_from_product,
-    srdhm_from_product_piped, MulRegs, BF16_TO_F32, F32_SIX, F32_TO_BF16, F32_TO_I32, FP32_MUL,
-    FP32_ORDER, I32_TO_F32, SRDHM,
+    srdhm_from_product_piped, MulRegs, BF16_TO_F32, F32_TO_BF16, F32_TO_I32, FP32_MUL, FP32_ORDER,
+    I32_TO_F32, SRDHM,
 };
-use hw::fp::{fp32_add_piped, CANONICAL_NAN_F32, FP32_ADD};
+use hw::fp::{fp32_add_piped, FP32_ADD};
 use hw::pipeline::{CutPlan, Pipeline};
 use hw::{cat, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
@@ -691,22 +691,8 @@ fn short_ops_one_hot(
     let imm = late(m, "short_imm", gated(is(Op::Bcast), imm));
     let x = late(m, "short_x", gated(is_one_of(op, cross_lane_ops()), x));
     let fp_relus = if units.has_fp32() {
-        // relu_f32 and relu6_f32 as one select on `a`'s classes, with 6.0's
-        // compare on `a` itself (beside the classes, not after relu's
-        // select): a positive pattern orders as an unsigned integer, and
-        // every other class is decided before it matters. The bits of
-        // `fp32_relu_logic` and `fp32_relu6_logic`.
-        let f = fp32_fields(m, a);
-        let six = m.lit(Ty::u(31), F32_SIX);
-        let above_six = a.slice(0, 31).is_gt(six);
-        let clip = is(Op::Relu6F32) & above_six;
-        let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
-        let relu = mux(
-            f.nan,
-            canonical,
-            mux(f.sign | f.zero, 0u32, mux(clip, F32_SIX, a)),
-        );
-        let either = is(Op::ReluF32) | is(Op::Relu6F32);
+        let relu = fp32_relu_clip_logic(m, a, is(Op::Relu6F32));
+        let either = is_one_of(op, [Op::ReluF32, Op::Relu6F32]);
         Some(late(m, "short_fp_relu", gated(either, relu)))
     } else {
         None
