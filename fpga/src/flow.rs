@@ -174,11 +174,53 @@ pub struct FlowEnv {
     /// versions of the tools its part uses (and only those, so a run over
     /// fewer parts still recognises the records of a full run).
     pub tool_versions: BTreeMap<String, String>,
-    /// nextpnr's placer on the parts whose nextpnr offers a choice (ECP5).
+    /// How nextpnr places, on the parts whose nextpnr offers a choice (ECP5).
+    pub placement: Placement,
+}
+
+/// How nextpnr places: the placer and HeAP's timing weight. Only the ECP5
+/// flows take either; the defaults (nextpnr's) add nothing to the command
+/// line, so their runs keep their keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::Args)]
+pub struct Placement {
+    /// nextpnr's placer on ECP5 parts: heap (its default) or static (its
+    /// electrostatic placer); the other families always use heap.
+    #[arg(long, value_enum, default_value_t = Placer::Heap)]
     pub placer: Placer,
-    /// HeAP's timing weight on those parts (`--placer-heap-timingweight`),
-    /// when not nextpnr's default of 10.
+    /// HeAP's timing weight on ECP5 parts (nextpnr's
+    /// --placer-heap-timingweight; its default is 10): how strongly the
+    /// placer pulls critical paths together.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub timing_weight: Option<u32>,
+}
+
+impl Placement {
+    /// The placer's name on `part`'s nextpnr command line, when not HeAP.
+    fn placer_for(self, part: &Part) -> Option<&'static str> {
+        match self.placer {
+            Placer::Static if part.family == Family::Ecp5 => Some("static"),
+            _ => None,
+        }
+    }
+
+    /// HeAP's timing weight on `part`'s nextpnr command line: only for
+    /// HeAP, on the ECP5 parts.
+    fn timing_weight_for(self, part: &Part) -> Option<u32> {
+        self.timing_weight
+            .filter(|_| self.placer == Placer::Heap && part.family == Family::Ecp5)
+    }
+
+    /// nextpnr's placement arguments for `part`.
+    fn args_for(self, part: &Part) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(name) = self.placer_for(part) {
+            args.extend(["--placer".into(), name.into()]);
+        }
+        if let Some(weight) = self.timing_weight_for(part) {
+            args.extend(["--placer-heap-timingweight".into(), weight.to_string()]);
+        }
+        args
+    }
 }
 
 /// nextpnr's placer (`--placer`). HeAP (analytic placement, then annealing)
@@ -193,24 +235,6 @@ pub enum Placer {
     Static,
 }
 
-impl Placer {
-    /// The placer's name on `part`'s nextpnr command line: none for the
-    /// default (so the default's runs keep their keys) and none where the
-    /// part's flow has no choice.
-    fn option_for(self, part: &Part) -> Option<&'static str> {
-        match self {
-            Placer::Static if part.family == Family::Ecp5 => Some("static"),
-            _ => None,
-        }
-    }
-
-    /// HeAP's timing weight `weight` on `part`'s nextpnr command line: only
-    /// for HeAP, on the parts whose flow takes placer options (ECP5).
-    fn timing_weight_for(self, part: &Part, weight: Option<u32>) -> Option<u32> {
-        weight.filter(|_| self == Placer::Heap && part.family == Family::Ecp5)
-    }
-}
-
 impl FlowEnv {
     pub fn new(out: PathBuf, jobs: usize, tool_limit: Duration) -> FlowEnv {
         FlowEnv {
@@ -220,8 +244,7 @@ impl FlowEnv {
             synth_cache: SynthCache::default(),
             reuse: false,
             tool_versions: BTreeMap::new(),
-            placer: Placer::Heap,
-            timing_weight: None,
+            placement: Placement::default(),
         }
     }
 }
@@ -254,12 +277,7 @@ fn flow_key(env: &FlowEnv, dir: &Path, sources: &[String], script: &str, part: &
         h = fnv1a(&std::fs::read(dir.join(name)).unwrap_or_default(), h);
     }
     h = fnv1a(script.as_bytes(), h);
-    h = fnv1a(
-        pnr_args(part, env.placer, env.timing_weight)
-            .join(" ")
-            .as_bytes(),
-        h,
-    );
+    h = fnv1a(pnr_args(part, env.placement).join(" ").as_bytes(), h);
     match part.family {
         Family::Ecp5 => {
             h = fnv1a(ECP5_CLOCK_LPF.as_bytes(), h);
@@ -613,8 +631,8 @@ fn gowin_cst(part: &Part) -> String {
 }
 
 /// nextpnr's arguments for `part` (none without place and route), with
-/// `placer` and HeAP's `timing_weight` where the part's flow takes them.
-fn pnr_args(part: &Part, placer: Placer, timing_weight: Option<u32>) -> Vec<String> {
+/// `placement`'s arguments where the part's flow takes them.
+fn pnr_args(part: &Part, placement: Placement) -> Vec<String> {
     let Some(device) = part.pnr_device else {
         return Vec::new();
     };
@@ -674,17 +692,12 @@ fn pnr_args(part: &Part, placer: Placer, timing_weight: Option<u32>) -> Vec<Stri
         ]),
         Family::Xc7 => {}
     }
-    if let Some(name) = placer.option_for(part) {
-        args.extend(["--placer".into(), name.into()]);
-    }
-    if let Some(weight) = placer.timing_weight_for(part, timing_weight) {
-        args.extend(["--placer-heap-timingweight".into(), weight.to_string()]);
-    }
+    args.extend(placement.args_for(part));
     args
 }
 
 fn place_and_route(env: &FlowEnv, part: &Part, dir: &Path) -> Result<PnrResult, PnrError> {
-    let args = pnr_args(part, env.placer, env.timing_weight);
+    let args = pnr_args(part, env.placement);
     let tool = match part.family {
         Family::Ice40 => Tool::NextpnrIce40,
         Family::Ecp5 => {
@@ -725,8 +738,8 @@ fn place_and_route(env: &FlowEnv, part: &Part, dir: &Path) -> Result<PnrResult, 
         seconds: run.seconds,
         bitstream: None,
         critical_path: timing::parse_critical_path(&log),
-        placer: env.placer.option_for(part).map(String::from),
-        timing_weight: env.placer.timing_weight_for(part, env.timing_weight),
+        placer: env.placement.placer_for(part).map(String::from),
+        timing_weight: env.placement.timing_weight_for(part),
     })
 }
 
@@ -830,44 +843,58 @@ mod tests {
         assert_ne!(flow_key(&env, dir.path(), &[], "other", up5k), key);
     }
 
+    /// A flow's keys on the ECP5-85F and on the UP5K with `placement`.
+    fn placement_keys(placement: Placement) -> (String, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut env = FlowEnv::new(dir.path().to_path_buf(), 1, Duration::from_secs(1));
+        env.placement = placement;
+        let key = |name| flow_key(&env, dir.path(), &[], "s", part(name));
+        (key("ecp5-85f"), key("ice40-up5k"))
+    }
+
+    fn part(name: &str) -> &'static Part {
+        crate::parts::part(name).unwrap()
+    }
+
+    /// nextpnr's arguments on the part `name` with `placement`, joined.
+    fn placement_args(name: &str, placer: Placer, timing_weight: Option<u32>) -> String {
+        let placement = Placement {
+            placer,
+            timing_weight,
+        };
+        pnr_args(part(name), placement).join(" ")
+    }
+
     #[test]
     fn the_static_placer_reaches_the_ecp5_flows_and_their_keys_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let ecp5 = crate::parts::part("ecp5-85f").unwrap();
-        let up5k = crate::parts::part("ice40-up5k").unwrap();
-        let mut env = FlowEnv::new(dir.path().to_path_buf(), 1, Duration::from_secs(1));
-        let key = |env: &FlowEnv, part| flow_key(env, dir.path(), &[], "s", part);
-        let heap = (key(&env, ecp5), key(&env, up5k));
-        env.placer = Placer::Static;
-        let args = pnr_args(ecp5, Placer::Static, None).join(" ");
+        let heap = placement_keys(Placement::default());
+        let args = placement_args("ecp5-85f", Placer::Static, None);
         assert!(args.contains("--placer static"), "{args}");
-        assert!(!pnr_args(ecp5, Placer::Heap, None)
-            .join(" ")
-            .contains("--placer"));
-        assert!(!pnr_args(up5k, Placer::Static, None)
-            .join(" ")
-            .contains("--placer"));
-        assert_ne!(key(&env, ecp5), heap.0);
-        assert_eq!(key(&env, up5k), heap.1);
+        assert!(!placement_args("ecp5-85f", Placer::Heap, None).contains("--placer"));
+        assert!(!placement_args("ice40-up5k", Placer::Static, None).contains("--placer"));
+        let keys = placement_keys(Placement {
+            placer: Placer::Static,
+            timing_weight: None,
+        });
+        assert_ne!(keys.0, heap.0);
+        assert_eq!(keys.1, heap.1);
     }
 
     #[test]
     fn the_timing_weight_reaches_heap_on_the_ecp5_flows_and_their_keys_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let ecp5 = crate::parts::part("ecp5-85f").unwrap();
-        let up5k = crate::parts::part("ice40-up5k").unwrap();
-        let mut env = FlowEnv::new(dir.path().to_path_buf(), 1, Duration::from_secs(1));
-        let key = |env: &FlowEnv, part| flow_key(env, dir.path(), &[], "s", part);
-        let plain = (key(&env, ecp5), key(&env, up5k));
-        env.timing_weight = Some(40);
-        let args = pnr_args(ecp5, Placer::Heap, Some(40)).join(" ");
+        let plain = placement_keys(Placement::default());
+        let args = placement_args("ecp5-85f", Placer::Heap, Some(40));
         assert!(args.contains("--placer-heap-timingweight 40"), "{args}");
-        for (part, placer) in [(ecp5, Placer::Static), (up5k, Placer::Heap)] {
-            let args = pnr_args(part, placer, Some(40)).join(" ");
+        for (name, placer) in [("ecp5-85f", Placer::Static), ("ice40-up5k", Placer::Heap)] {
+            let args = placement_args(name, placer, Some(40));
             assert!(!args.contains("timingweight"), "{args}");
         }
-        assert_ne!(key(&env, ecp5), plain.0);
-        assert_eq!(key(&env, up5k), plain.1);
+        let keys = placement_keys(Placement {
+            placer: Placer::Heap,
+            timing_weight: Some(40),
+        });
+        assert_ne!(keys.0, plain.0);
+        assert_eq!(keys.1, plain.1);
     }
 
     #[test]

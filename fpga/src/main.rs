@@ -61,15 +61,8 @@ struct FlowArgs {
     /// Rerun the flow even if a finished run of the same inputs and tools is in the output folder.
     #[arg(long)]
     fresh: bool,
-    /// nextpnr's placer on ECP5 parts: heap (its default) or static (its
-    /// electrostatic placer); the other families always use heap.
-    #[arg(long, value_enum, default_value_t = flow::Placer::Heap)]
-    placer: flow::Placer,
-    /// HeAP's timing weight on ECP5 parts (nextpnr's
-    /// --placer-heap-timingweight; its default is 10): how strongly the
-    /// placer pulls critical paths together.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
-    timing_weight: Option<u32>,
+    #[command(flatten)]
+    placement: flow::Placement,
 }
 
 #[derive(Args)]
@@ -115,15 +108,8 @@ struct ReportArgs {
     /// since a finished run in the same output folder.
     #[arg(long)]
     fresh: bool,
-    /// nextpnr's placer on ECP5 parts: heap (its default) or static (its
-    /// electrostatic placer); the other families always use heap.
-    #[arg(long, value_enum, default_value_t = flow::Placer::Heap)]
-    placer: flow::Placer,
-    /// HeAP's timing weight on ECP5 parts (nextpnr's
-    /// --placer-heap-timingweight; its default is 10): how strongly the
-    /// placer pulls critical paths together.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
-    timing_weight: Option<u32>,
+    #[command(flatten)]
+    placement: flow::Placement,
     /// Run the K-th of N disjoint parts of the report's flows and searches
     /// (e.g. 2/4, one per machine); its report.json is for --merge.
     #[arg(long, value_name = "K/N")]
@@ -208,8 +194,7 @@ fn flow(args: &FlowArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
     let mut env = FlowEnv::new(args.out.clone(), 1, Duration::from_secs(args.tool_timeout));
     env.reuse = !args.fresh;
-    env.placer = args.placer;
-    env.timing_weight = args.timing_weight;
+    env.placement = args.placement;
     env.tool_versions = tool_versions(&parts);
     let runner = Runner::new(env);
     println!(
@@ -288,8 +273,7 @@ fn report(args: &ReportArgs) -> Result<(), String> {
     );
     let mut env = FlowEnv::new(out.clone(), jobs, Duration::from_secs(args.tool_timeout));
     env.reuse = !args.fresh;
-    env.placer = args.placer;
-    env.timing_weight = args.timing_weight;
+    env.placement = args.placement;
     env.tool_versions = versions.clone();
     let mut runner = Runner::new(env);
     runner.search_deadline = args.search_deadline as f64;
@@ -368,8 +352,7 @@ fn merge(args: &ReportArgs) -> Result<(), String> {
         || args.fresh
         || args.tool_timeout != d.tool_timeout
         || args.search_deadline != d.search_deadline
-        || args.placer != d.placer
-        || args.timing_weight.is_some();
+        || args.placement != d.placement;
     if settings_given {
         return Err(
             "--merge takes only --out (the shards' reports hold the settings they ran with)".into(),
@@ -520,14 +503,15 @@ fn command_line(a: &ReportArgs) -> String {
     if a.search_deadline != d.search_deadline {
         c.push_str(&format!(" --search-deadline {}", a.search_deadline));
     }
-    if a.placer != d.placer {
+    if a.placement.placer != d.placement.placer {
         let name = a
+            .placement
             .placer
             .to_possible_value()
             .expect("every placer has a name");
         c.push_str(&format!(" --placer {}", name.get_name()));
     }
-    if let Some(weight) = a.timing_weight {
+    if let Some(weight) = a.placement.timing_weight {
         c.push_str(&format!(" --timing-weight {weight}"));
     }
     if let Some(name) = &a.preset {
