@@ -53,8 +53,9 @@ pub fn rotator(design: &mut Design, n: u32, shared: Option<&str>) -> Rc<ModuleDe
 /// of one or more the unit registers `a_i` and `b1_i` when `load_i` (the
 /// fold's first cycle) and each level's combine has up to s registers (the fp32 adder
 /// s of its `FP32_ADD` cuts, at most six, the sixth on its operands after
-/// their select; min and max their `FP32_ORDER` cuts, at most two; the
-/// int32 operations none): a level's inputs are held
+/// their select; min and max their `FP32_ORDER` cuts, at most two, and a
+/// register on their result when that leaves one of the s; the int32
+/// operations a register on their result): a level's inputs are held
 /// for s + 1 cycles, so `y_o` is its result in the last of them, whatever
 /// the latency of the path the operation takes. `shared` as for [`rotator`].
 pub fn reduce_unit(
@@ -140,6 +141,16 @@ fn combine(
     let max = mux(a_lt_b, b, a);
     let min = mux(a_lt_b, a, b);
     let int = mux(op.is_eq(0), sum, mux(op.is_eq(1), max, min));
+    // A level's inputs are held for stages + 1 cycles and its result is read
+    // in the last, so a path with k registers may take one more when
+    // k < stages: the same result in the same cycle, and the path from the
+    // level's select through the combine ends at a register, not in the
+    // lanes that read y_o.
+    let int = if stages > 0 {
+        hold_register(m, "int_q", int)
+    } else {
+        int
+    };
     if !units.has_fp32() {
         return int;
     }
@@ -157,9 +168,21 @@ fn combine(
         let mut order = Pipeline::new(FP32_ORDER, "minmax", order_stages, None);
         let fminmax = fp32_min_max_piped(m, &mut order, a, b, op.is_eq(4));
         order.finish();
+        let fminmax = if order_stages < stages {
+            hold_register(m, "minmax_q", fminmax)
+        } else {
+            fminmax
+        };
         (fsum, fminmax)
     };
     mux(op.is_lt(3), int, mux(op.is_eq(3), fsum, fminmax))
+}
+
+/// `v` registered every cycle (no enable: the level's inputs are held).
+fn hold_register(m: &mut ModuleBuilder, name: &str, v: Expr) -> Expr {
+    let r = m.reg(name, v.ty());
+    m.set_next(r, v);
+    r.q()
 }
 
 #[cfg(test)]
