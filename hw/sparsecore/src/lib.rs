@@ -717,6 +717,11 @@ fn operands_outside(stages: u32) -> u32 {
     stages - 1
 }
 
+/// SparseCores of this many tiles on have their tile held by Verilator models
+/// as one copy of code for all instances ([`hw::SimLayout::Shared`]); fewer
+/// are left to Verilator, which inlines them.
+pub const SHARED_TILES_FROM: u32 = 2;
+
 /// One tile: entry queue, walker, partial-sum scratchpad and combine unit.
 fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc<ModuleDef> {
     let entry_fifo = fifo(design, types.entry.ty(), cfg.queue_depth(), FifoMode::Fwft);
@@ -741,6 +746,12 @@ fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc
     let entry = types.entry.clone();
     design.define(&tile_name(&cfg), &[], |design, m| {
         m.doc("SparseCore tile: entry queue, walker, scratchpad (TileSPMEM), 8-wide fp32 combine");
+        if cfg.tiles() >= SHARED_TILES_FROM {
+            m.shared_code(
+                "one instance per tile, up to 16: one copy of its code keeps the model's build \
+                 time that of one tile",
+            );
+        }
         tile_body(
             design,
             m,

@@ -343,9 +343,10 @@ pub fn build(design: &mut Design, cfg: &VpuConfig) -> Rc<ModuleDef> {
 /// Vectors from this many elements on have their lanes, rotators and
 /// reduction units held by Verilator models as one copy of code for all
 /// instances ([`hw::SimLayout::Shared`]): inlined, a 128 x 8 VPU is 174 MB of
-/// C++ (hours of compiling). Smaller vectors are left to Verilator, which
-/// inlines them.
-pub const SHARED_CODE_FROM: u32 = 64;
+/// C++ (hours of compiling), and already a 4 x 2 one builds in 2.5 times the
+/// time and runs slower. Smaller vectors are left to Verilator, which inlines
+/// them.
+pub const SHARED_CODE_FROM: u32 = 4;
 
 /// Why the repeated parts of `cfg`'s VPU are shared code, if they are.
 pub(crate) fn shared_code(cfg: &VpuConfig) -> Option<&'static str> {
