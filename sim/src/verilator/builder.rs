@@ -5,7 +5,8 @@
 //! `verilated_threads.cpp`, `verilated_vcd_c.cpp` when tracing) is compiled once per
 //! toolchain and flag set into a `runtime-<hash>` cache entry and linked into every model.
 //! The model's generated files are compiled as a few "unity" translation units (one file that
-//! `#include`s several, up to 8 MB), as Verilator's own makefile does for non-parallel builds,
+//! `#include`s several; the optimised code in one unit per core, the run-once code in as few
+//! as possible, each up to 8 MB), as Verilator's own makefile does for non-parallel builds,
 //! so Verilator's large headers are parsed, and their inline functions compiled, once per unit
 //! rather than once per generated file.
 
@@ -59,8 +60,12 @@ fn release_flags(tc: &Toolchain) -> Vec<&'static str> {
 /// Verilator's headers and, unoptimised, emits every inline function it uses, so fewer,
 /// larger units cost less CPU: a 2x2x1 torus model (3.3 MB of fast and 2.5 MB of run-once
 /// C++, five and four units at 1 MB) compiled in 12 s and 5 s as one unit each against 19 s
-/// and 12 s (GCC 12, 365 MB at most). Models above this size still compile on several cores.
+/// and 12 s (GCC 12, 365 MB at most).
 const UNITY_BYTES: u64 = 8 << 20;
+
+/// Smallest bound on a unit of the optimised code, however many cores share it out: one
+/// 4 MB unit kept the 4x4x4 torus's C++ on one core for 53 s where two units took 29 s.
+const MIN_UNITY_BYTES: u64 = 1 << 20;
 
 /// A model library ready to load.
 pub(crate) struct Built {
@@ -202,11 +207,20 @@ fn build_model(
     let mut fast = vec![obj.join("systole_shim.cpp")];
     fast.extend(cpp(&classes.fast));
     let mut jobs = Vec::new();
-    for (kind, files, opt) in [
-        ("fast", fast, None),
-        ("slow", cpp(&classes.slow), Some("-O0")),
+    let size_of = |f: &Path| fs::metadata(f).map_or(0, |m| m.len());
+    // The optimised code is cut into as many units as there are cores (within the bounds),
+    // so that one large model still compiles on all of them; the run-once code, unoptimised
+    // and cheap, goes into as few units as the bound allows.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    let fast_total: u64 = fast.iter().map(|f| size_of(f)).sum();
+    let fast_unit = fast_total
+        .div_ceil(cores)
+        .clamp(MIN_UNITY_BYTES, UNITY_BYTES);
+    for (kind, files, opt, unit_bytes) in [
+        ("fast", fast, None, fast_unit),
+        ("slow", cpp(&classes.slow), Some("-O0"), UNITY_BYTES),
     ] {
-        for (i, group) in unity_groups(&files, |f| fs::metadata(f).map_or(0, |m| m.len()))
+        for (i, group) in unity_groups(&files, unit_bytes, size_of)
             .into_iter()
             .enumerate()
         {
@@ -434,14 +448,18 @@ fn compile_all(
     }
 }
 
-/// Splits files into groups of at most [`UNITY_BYTES`] (a larger file gets its own group).
-fn unity_groups(files: &[PathBuf], size_of: impl Fn(&Path) -> u64) -> Vec<Vec<PathBuf>> {
+/// Splits files into groups of at most `limit` bytes (a larger file gets its own group).
+fn unity_groups(
+    files: &[PathBuf],
+    limit: u64,
+    size_of: impl Fn(&Path) -> u64,
+) -> Vec<Vec<PathBuf>> {
     let mut groups: Vec<Vec<PathBuf>> = Vec::new();
     let mut size = 0;
     for file in files {
         let len = size_of(file);
         match groups.last_mut() {
-            Some(group) if size + len <= UNITY_BYTES => {
+            Some(group) if size + len <= limit => {
                 group.push(file.clone());
                 size += len;
             }
@@ -545,10 +563,10 @@ mod tests {
                 .collect()
         };
         assert_eq!(
-            names(unity_groups(&files, size)),
+            names(unity_groups(&files, UNITY_BYTES, size)),
             [vec!["a", "b"], vec!["big"], vec!["c", "d"]]
         );
-        assert!(unity_groups(&[], size).is_empty());
+        assert!(unity_groups(&[], UNITY_BYTES, size).is_empty());
     }
 
     #[test]
