@@ -888,26 +888,20 @@ fn rdbpot_matches_the_contract_at_every_shift() {
         }
     }
     xs.extend((0..400).map(|_| rng.gen::<i32>()));
-    let mut model = sim::drivers::module_model("rdbpot test", vec![], module).unwrap();
-    let (px, pe, py) = (
-        model.port("x_i").unwrap(),
-        model.port("e_i").unwrap(),
-        model.port("y_o").unwrap(),
-    );
-    let mut eval = Evaluator::new(&module(&mut Design::new())).unwrap();
+    let mut sims = SideBySide::new("rdbpot test", module);
     for e in 0..32u32 {
         for &x in &xs {
             let want = golden::numerics::rdbpot(x, e);
-            model.poke(px, u64::from(x as u32));
-            model.poke(pe, u64::from(e));
-            model.eval();
-            let got = model.peek(py) as u32 as i32;
-            assert_eq!(got, want, "rdbpot({x}, {e}) in Verilator");
-            eval.set_int("x_i", i128::from(x));
-            eval.set_int("e_i", i128::from(e));
-            eval.eval();
-            let got = i32::try_from(eval.get_int("y_o")).expect("s32");
-            assert_eq!(got, want, "rdbpot({x}, {e}) in the evaluator");
+            let inputs = [("x_i", u64::from(x as u32)), ("e_i", u64::from(e))];
+            let (verilator, evaluator) = sims.output(&inputs, "y_o");
+            assert_eq!(
+                verilator as u32 as i32, want,
+                "rdbpot({x}, {e}) in Verilator"
+            );
+            assert_eq!(
+                evaluator as u32 as i32, want,
+                "rdbpot({x}, {e}) in the evaluator"
+            );
         }
     }
 }
@@ -936,13 +930,7 @@ fn relu_clip_matches_both_relus() {
         }
     }
     xs.extend((0..2000).map(|_| rng.gen::<u32>()));
-    let mut model = sim::drivers::module_model("relu clip test", vec![], module).unwrap();
-    let (px, pc, py) = (
-        model.port("x_i").unwrap(),
-        model.port("clip_i").unwrap(),
-        model.port("y_o").unwrap(),
-    );
-    let mut eval = Evaluator::new(&module(&mut Design::new())).unwrap();
+    let mut sims = SideBySide::new("relu clip test", module);
     for clip in [false, true] {
         for &x in &xs {
             let want = if clip {
@@ -950,16 +938,47 @@ fn relu_clip_matches_both_relus() {
             } else {
                 golden::numerics::relu_f32(x)
             };
-            model.poke(px, u64::from(x));
-            model.poke(pc, u64::from(clip));
-            model.eval();
-            let got = model.peek(py) as u32;
-            assert_eq!(got, want, "clip {clip}, x {x:#010x} in Verilator");
-            eval.set_int("x_i", i128::from(x));
-            eval.set_int("clip_i", i128::from(clip));
-            eval.eval();
-            let got = u32::try_from(eval.get_int("y_o")).expect("u32");
-            assert_eq!(got, want, "clip {clip}, x {x:#010x} in the evaluator");
+            let inputs = [("x_i", u64::from(x)), ("clip_i", u64::from(clip))];
+            let (verilator, evaluator) = sims.output(&inputs, "y_o");
+            assert_eq!(
+                verilator as u32, want,
+                "clip {clip}, x {x:#010x} in Verilator"
+            );
+            assert_eq!(
+                evaluator as u32, want,
+                "clip {clip}, x {x:#010x} in the evaluator"
+            );
         }
+    }
+}
+
+/// A combinational check module under Verilator and in the evaluator side by
+/// side: the same input bit patterns into both, each one's output pattern
+/// back (outputs of up to 64 bits).
+struct SideBySide {
+    model: Model,
+    eval: Evaluator,
+}
+
+impl SideBySide {
+    fn new(label: &str, module: impl Fn(&mut Design) -> Rc<ModuleDef>) -> Self {
+        let model = sim::drivers::module_model(label, vec![], &module).unwrap();
+        let eval = Evaluator::new(&module(&mut Design::new())).unwrap();
+        Self { model, eval }
+    }
+
+    /// `output`'s bit pattern in Verilator and in the evaluator for `inputs`
+    /// (port name, bit pattern).
+    fn output(&mut self, inputs: &[(&str, u64)], output: &str) -> (u64, u64) {
+        for &(name, bits) in inputs {
+            let port = self.model.port(name).unwrap();
+            self.model.poke(port, bits);
+            self.eval.set_int(name, i128::from(bits));
+        }
+        self.model.eval();
+        self.eval.eval();
+        let verilator = self.model.peek(self.model.port(output).unwrap());
+        let evaluator = self.eval.get(output).iter_u64_digits().next().unwrap_or(0);
+        (verilator, evaluator)
     }
 }
