@@ -607,11 +607,7 @@ pub fn register_stage(m: &mut ModuleBuilder, prefix: &str, values: &[Expr]) -> V
     values
         .iter()
         .enumerate()
-        .map(|(k, v)| {
-            let r = m.reg(&format!("{prefix}{k}"), v.ty());
-            m.set_next(r, *v);
-            r.q()
-        })
+        .map(|(k, v)| m.registered(&format!("{prefix}{k}"), *v))
         .collect()
 }
 

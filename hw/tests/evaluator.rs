@@ -1328,6 +1328,32 @@ fn delay_lines_of_depth_0_1_and_3() {
 }
 
 #[test]
+fn registered_is_the_value_a_cycle_later_under_the_given_name() {
+    let top = module("registered", |m| {
+        let a = m.input("a_i", Ty::s(8));
+        let r = m.registered("late", a);
+        assert_eq!(r.ty(), Ty::s(8), "the register has the value's type");
+        m.output("late_o", r);
+    });
+    assert!(
+        top.signals
+            .iter()
+            .any(|s| s.name == "late" && matches!(s.kind, hw::ir::SigKind::Reg { .. })),
+        "a register named as asked"
+    );
+    let mut e = evaluator(&top);
+    let mut seen = Vec::new();
+    for c in 0..5i128 {
+        e.set_int("a_i", c - 2);
+        e.eval();
+        seen.push(i128::try_from(e.get_int("late_o")).unwrap());
+        e.step();
+    }
+    // No reset: compare from the cycle the register has been loaded.
+    assert_eq!(seen[1..], [-2, -1, 0, 1]);
+}
+
+#[test]
 fn a_signed_value_read_through_an_unsigned_bus_element_compares_unsigned() {
     // The bus holds s1 elements driven by a child's s1 output; the parent
     // reads element 1 as u1 (the raw slice). The comparison must follow the

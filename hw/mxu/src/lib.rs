@@ -342,7 +342,7 @@ fn acc_bank(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
             // from the pipeline at the top.
             let en = m.reg("acc_en", Ty::BOOL);
             m.set_next(en, en_d);
-            let addr = register(m, "acc_addr", addr_d);
+            let addr = m.registered("acc_addr", addr_d);
             // Two copies of the column, one per read port (as synthesis
             // would make them), neither with collision logic: a row the
             // accumulating read reads in the cycle another row writes that
@@ -379,9 +379,9 @@ fn host_copy(
     (wr_en, wr_addr, wr_data): (Expr, Expr, Expr),
     (host_en, host_addr): (Expr, Expr),
 ) -> Expr {
-    let late_en = register(m, "late_wr_en", wr_en);
-    let late_addr = register(m, "late_wr_addr", wr_addr);
-    let late_data = register(m, "late_wr_data", wr_data);
+    let late_en = m.registered("late_wr_en", wr_en);
+    let late_addr = m.registered("late_wr_addr", wr_addr);
+    let late_data = m.registered("late_wr_data", wr_data);
     let mem = m.memory("host_acc", Ty::u(32), aw);
     m.mem_no_rw_check(
         mem,
@@ -398,9 +398,9 @@ fn host_copy(
     m.set_enable(bypass, host_en);
     // The second cycle: the RAM's row into a register of its own, the
     // choice after it.
-    let row = register(m, "host_row", raw);
-    let hit = register(m, "bypass_hit2", hit.q());
-    let bypass = register(m, "bypass_row2", bypass.q());
+    let row = m.registered("host_row", raw);
+    let hit = m.registered("bypass_hit2", hit.q());
+    let bypass = m.registered("bypass_row2", bypass.q());
     mux(hit, bypass, row)
 }
 
@@ -420,7 +420,7 @@ fn acc_adder(design: &mut Design, depth: u32) -> Rc<ModuleDef> {
         let mut p = Pipeline::new(hw::fp::FP32_ADD, "add", ACC_ADD_STAGES, None);
         let sum = hw::fp::fp32_add_piped(m, &mut p, a, b);
         p.finish();
-        let sum = register(m, "sum", sum);
+        let sum = m.registered("sum", sum);
         m.output("sum_o", sum);
     })
 }
@@ -463,10 +463,10 @@ fn build_top(m: &mut ModuleBuilder, cfg: &MxuConfig, parts: &Parts) {
     // and weights with their flags, so their relative timing is unchanged.
     let (a_row, first_accept, w_row, take) = if t.input_latency == 1 {
         (
-            register(m, "a_row_in", a_row),
-            register(m, "first_in", loader.first_accept),
-            register(m, "w_row_in", head.row),
-            register(m, "take_in", loader.take),
+            m.registered("a_row_in", a_row),
+            m.registered("first_in", loader.first_accept),
+            m.registered("w_row_in", head.row),
+            m.registered("take_in", loader.take),
         )
     } else {
         (a_row, loader.first_accept, head.row, loader.take)
@@ -754,7 +754,7 @@ impl RowSide {
         let side_in = cat(&[a_add, a_addr]);
         let (side, early) = if banked {
             let early = delay(m, "side_pipe", side_in, t.array_latency - 1, None);
-            let side = register(m, "side_last", early);
+            let side = m.registered("side_last", early);
             (side, Some((early_valid, early.slice(0, acc_aw))))
         } else {
             (delay(m, "side_pipe", side_in, t.array_latency, None), None)
@@ -812,9 +812,9 @@ fn accumulator(
     // block RAM's output.
     let (read, read_pending) = if Timing::acc_input_register(cfg) {
         let registered = AccRead {
-            old: register(m, "old2", read.old),
-            new: register(m, "row2", read.new),
-            side: register(m, "side2", read.side),
+            old: m.registered("old2", read.old),
+            new: m.registered("row2", read.new),
+            side: m.registered("side2", read.side),
             valid: {
                 let v = m.reg_reset("valid2", Ty::BOOL, 0);
                 m.set_next(v, read.valid);
@@ -920,13 +920,6 @@ impl AccMemory {
             }
         }
     }
-}
-
-/// `value` in a register named `name`, loaded every cycle.
-fn register(m: &mut ModuleBuilder, name: &str, value: Expr) -> Expr {
-    let r = m.reg(name, value.ty());
-    m.set_next(r, value);
-    r.q()
 }
 
 /// An accumulator row read, with the output row to add to it (one cycle
@@ -1062,8 +1055,8 @@ fn split_product(
     let mut high = m.inst_output(high, "p_o"); // s12
     let mut low = m.inst_output(low, "p_o"); // s13
     if twice {
-        high = register(m, "prod_hi", high);
-        low = register(m, "prod_lo", low);
+        high = m.registered("prod_hi", high);
+        low = m.registered("prod_lo", low);
     }
     let nibble = m.lit(Ty::u(4), 0);
     cat(&[high, nibble]).as_signed() + low.sext(16)
@@ -1096,7 +1089,7 @@ fn multiplier_operands(
             // from the PE's logic) was fed from a register that also feeds
             // the next PE (int8 16x16 on the ECP5-85F: a 15 ns route).
             hw::blocks::kept_register(design, m, "mul_a", x),
-            register(m, "mul_w", w),
+            m.registered("mul_w", w),
         )
     } else {
         (x, w)
@@ -1107,7 +1100,7 @@ fn multiplier_operands(
 /// latency 1 or 2.
 fn product_stage(m: &mut ModuleBuilder, product_latency: u32, product: Expr) -> Expr {
     if product_latency >= 1 {
-        register(m, "prod", product)
+        m.registered("prod", product)
     } else {
         product
     }

@@ -1867,18 +1867,13 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         // arithmetic nor the ring's write follows the other in one cycle;
         // the tag reaches its ring a cycle after the grant, long before its
         // response can enter.
-        let held = |m: &mut hw::ModuleBuilder, name: &str, v: Expr| {
-            let r = m.reg(name, v.ty());
-            m.set_next(r, v);
-            r.q()
-        };
         let written = m.reg_reset("grant_valid", Ty::BOOL, 0);
         m.set_next(written, fire);
-        let tile_q = held(m, "grant_tile", chosen);
-        let base = held(m, "grant_base", select(chosen, &req_bases));
-        let offset = held(m, "grant_offset", select(chosen, &req_offsets));
-        let lanes_of = held(m, "grant_lanes", select(chosen, &req_lanes));
-        let gain = held(m, "grant_gain", select(chosen, &req_gains));
+        let tile_q = m.registered("grant_tile", chosen);
+        let base = m.registered("grant_base", select(chosen, &req_bases));
+        let offset = m.registered("grant_offset", select(chosen, &req_offsets));
+        let lanes_of = m.registered("grant_lanes", select(chosen, &req_lanes));
+        let gain = m.registered("grant_gain", select(chosen, &req_gains));
         let mut addrs: Vec<Expr> = (0..lanes).map(|b| bank_addr(m, base, offset, b)).collect();
         addrs.reverse();
         let tag = types.tag.pack(&[
@@ -2058,22 +2053,17 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         // e has its U read (on the tile's second port) in e and is written
         // back, E - lr x U under the row's lane mask, into the queue in
         // e + 1.
-        let held_reg = |m: &mut hw::ModuleBuilder, name: &str, v: Expr| {
-            let r = m.reg(name, v.ty());
-            m.set_next(r, v);
-            r.q()
-        };
         let u_valid = m.reg_reset("upd_valid", Ty::BOOL, 0);
         m.set_next(u_valid, rsp_ok & updating.q());
-        let u_e = held_reg(m, "upd_word", rotated);
-        let u_addr = held_reg(m, "upd_addr", rtag.get("addr"));
-        let u_lanes = held_reg(m, "upd_lanes", rtag.get("lanes"));
-        let u_off = held_reg(m, "upd_offset", r_off);
+        let u_e = m.registered("upd_word", rotated);
+        let u_addr = m.registered("upd_addr", rtag.get("addr"));
+        let u_lanes = m.registered("upd_lanes", rtag.get("lanes"));
+        let u_off = m.registered("upd_offset", r_off);
         let us = out(m, "u_o");
         let u = if tiles == 1 {
             us[0]
         } else {
-            let u_tile = held_reg(m, "upd_tile", rtag.get("tile"));
+            let u_tile = m.registered("upd_tile", rtag.get("tile"));
             select(u_tile, &us)
         };
         let mut sums = Vec::new();

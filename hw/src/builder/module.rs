@@ -87,6 +87,15 @@ impl ModuleBuilder {
         self.reg_impl(name, ty, None)
     }
 
+    /// `value` one cycle later: a register named `name` of `value`'s type,
+    /// without reset or enable, loaded every cycle; returns its output.
+    #[track_caller]
+    pub fn registered(&mut self, name: &str, value: Expr) -> Expr {
+        let r = self.reg(name, value.ty());
+        self.set_next(r, value);
+        r.q()
+    }
+
     /// A register with a synchronous reset to `reset` (active-high `rst_i`).
     #[track_caller]
     pub fn reg_reset(&mut self, name: &str, ty: Ty, reset: impl Into<BigInt>) -> Reg {

@@ -147,7 +147,7 @@ fn combine(
     // level's select through the combine ends at a register, not in the
     // lanes that read y_o.
     let int = if stages > 0 {
-        hold_register(m, "int_q", int)
+        m.registered("int_q", int)
     } else {
         int
     };
@@ -169,20 +169,13 @@ fn combine(
         let fminmax = fp32_min_max_piped(m, &mut order, a, b, op.is_eq(4));
         order.finish();
         let fminmax = if order_stages < stages {
-            hold_register(m, "minmax_q", fminmax)
+            m.registered("minmax_q", fminmax)
         } else {
             fminmax
         };
         (fsum, fminmax)
     };
     mux(op.is_lt(3), int, mux(op.is_eq(3), fsum, fminmax))
-}
-
-/// `v` registered every cycle (no enable: the level's inputs are held).
-fn hold_register(m: &mut ModuleBuilder, name: &str, v: Expr) -> Expr {
-    let r = m.reg(name, v.ty());
-    m.set_next(r, v);
-    r.q()
 }
 
 #[cfg(test)]
