@@ -26,10 +26,15 @@ use hw::pipeline::{CutPlan, Pipeline};
 use hw::{cat, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
+/// Whether the opcode `op` is `o`.
+fn is_op(op: Expr, o: Op) -> Expr {
+    op.is_eq(u32::from(o.code()))
+}
+
 /// Whether the opcode `op` is one of `ops` (an OR of equality compares).
 fn is_one_of(op: Expr, ops: impl IntoIterator<Item = Op>) -> Expr {
     ops.into_iter()
-        .map(|o| op.is_eq(u32::from(o.code())))
+        .map(|o| is_op(op, o))
         .reduce(|x, y| x | y)
         .expect("at least one operation")
 }
@@ -66,7 +71,7 @@ fn build(
     c: Expr,
     imm: Expr,
 ) -> Expr {
-    let is = |o: Op| op.is_eq(u32::from(o.code()));
+    let is = |o: Op| is_op(op, o);
     let (sa, sb) = (a.as_signed(), b.as_signed());
     let flag = |bit: Expr| bit.zext(32);
 
@@ -113,13 +118,7 @@ fn build(
         let max = is(Op::MaxF32);
         cases.extend(short_fp32_ops(m, a, b, max));
     }
-    let result = m.comb_default("result", Ty::u(32), 0u32);
-    let mut sw = m.switch(op);
-    for (o, value) in cases {
-        sw = sw.case(u32::from(o.code()), |m| m.assign(result, value));
-    }
-    sw.default(|m| m.assign(result, 0u32));
-    result.value()
+    select(m, "result", op, cases)
 }
 
 /// The multiplier every ALU form shares: the significands for `mul_f32`,
@@ -433,7 +432,6 @@ fn build_pipelined(
     en: Expr,
     p: AluPorts,
 ) -> Expr {
-    let is = |op: Expr, o: Op| op.is_eq(u32::from(o.code()));
     let staged: Vec<Unit> = if units.has_fp32() {
         Unit::INT.iter().chain(Unit::FP.iter()).copied().collect()
     } else {
@@ -465,14 +463,14 @@ fn build_pipelined(
     let last = multiplier_chain(m, units, s, en, &p, &mut finished);
 
     if units.has_fp32() {
-        let sub = is(op_st, Op::SubF32);
+        let sub = is_op(op_st, Op::SubF32);
         let b_signed = mux(sub, b ^ 0x8000_0000u32, b);
         let (seg_sum, sum) = on_unit(m, s, en, (FP32_ADD, "add"), |m, pipe| {
             fp32_add_piped(m, pipe, a, b_signed)
         });
         finished.push((seg_sum, Unit::AddF32, sum));
 
-        let want_max = is(op_st, Op::MaxF32);
+        let want_max = is_op(op_st, Op::MaxF32);
         let (seg_min_max, min_max) = on_unit(m, s, en, (FP32_ORDER, "min_max"), |m, pipe| {
             fp32_min_max_piped(m, pipe, a, b, want_max)
         });
@@ -483,12 +481,12 @@ fn build_pipelined(
         });
         let op_done = op.at(m, seg);
         let flag = mux(
-            is(op_done, Op::EqF32),
+            is_op(op_done, Op::EqF32),
             cmp.eq,
             mux(
-                is(op_done, Op::NeF32),
+                is_op(op_done, Op::NeF32),
                 cmp.ne,
-                mux(is(op_done, Op::LtF32), cmp.lt, cmp.le),
+                mux(is_op(op_done, Op::LtF32), cmp.lt, cmp.le),
             ),
         );
         finished.push((seg, Unit::CompareF32, flag.zext(32)));
@@ -517,7 +515,7 @@ fn build_pipelined(
 
     let (select_seg, simple) = if s.one_hot_result {
         // The chain subtracts for every operation but add_i32.
-        let subtract = !is(p.op, Op::AddI32);
+        let subtract = !is_op(p.op, Op::AddI32);
         let subtract = Carried::new("short_subtract", subtract, 0, en).at(m, st);
         short_ops_one_hot(m, units, (st, en), (op_st, subtract), [a, b, c, imm, x])
     } else {
@@ -576,7 +574,7 @@ fn build_pipelined(
 /// after its operands, the cross-lane results passed through, selected by
 /// the opcode `op` in the operands' segment. Returns the select's value.
 fn short_ops(m: &mut ModuleBuilder, units: VpuUnits, op: Expr, operands: [Expr; 5]) -> Expr {
-    let is = |o: Op| op.is_eq(u32::from(o.code()));
+    let is = |o: Op| is_op(op, o);
     let [a, b, c, imm, x] = operands;
     let (sa, sb) = (a.as_signed(), b.as_signed());
     let flag = |bit: Expr| bit.zext(32);
@@ -645,7 +643,7 @@ fn short_ops_one_hot(
     (op, subtract): (Expr, Expr),
     operands: [Expr; 5],
 ) -> (u32, Expr) {
-    let is = |o: Op| op.is_eq(u32::from(o.code()));
+    let is = |o: Op| is_op(op, o);
     let [a, b, c, imm, x] = operands;
     let late = |m: &mut ModuleBuilder, name: &str, v: Expr| {
         let v = m.wire(&format!("{name}_in"), v);
@@ -726,7 +724,7 @@ fn multiplier_chain(
     p: &AluPorts,
     finished: &mut Vec<(u32, Unit, Expr)>,
 ) -> u32 {
-    let is = |o: Op| p.op.is_eq(u32::from(o.code()));
+    let is = |o: Op| is_op(p.op, o);
     let (sa, sb) = (p.a.as_signed(), p.b.as_signed());
     let (mul_a, mul_b) = multiplier_operands(m, units, is, (p.a, p.b), (sa, sb));
     let regs = MulRegs {
