@@ -208,13 +208,12 @@ fn build_model(
     fast.extend(cpp(&classes.fast));
     let mut jobs = Vec::new();
     let size_of = |f: &Path| fs::metadata(f).map_or(0, |m| m.len());
-    // The optimised code is cut into as many units as there are cores (within the bounds),
-    // so that one large model still compiles on all of them; the run-once code, unoptimised
-    // and cheap, goes into as few units as the bound allows.
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    // The optimised code is cut into as many units as compilers run at once (within the
+    // bounds), so that one large model still compiles on all of them; the run-once code,
+    // unoptimised and cheap, goes into as few units as the bound allows.
     let fast_total: u64 = fast.iter().map(|f| size_of(f)).sum();
     let fast_unit = fast_total
-        .div_ceil(cores)
+        .div_ceil(compilers() as u64)
         .clamp(MIN_UNITY_BYTES, UNITY_BYTES);
     for (kind, files, opt, unit_bytes) in [
         ("fast", fast, None, fast_unit),
@@ -401,7 +400,12 @@ struct CompileJob {
     extra: Vec<String>,
 }
 
-/// Compiles the jobs on up to `available_parallelism` compiler processes. Returns the first
+/// How many compiler processes a model's build runs at once: one per core.
+fn compilers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Compiles the jobs on up to [`compilers`] compiler processes. Returns the first
 /// error line on failure.
 fn compile_all(
     tc: &Toolchain,
@@ -413,9 +417,7 @@ fn compile_all(
     let flags = common_flags(tc, trace);
     let next = AtomicUsize::new(0);
     let failures = Mutex::new(Vec::new());
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(jobs.len());
+    let workers = compilers().min(jobs.len());
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
