@@ -35,7 +35,7 @@ pub const HBM_LATENCY_RANGE: std::ops::RangeInclusive<u32> = 2..=4096;
 /// last a register on its operands).
 pub const MAX_DEPTH: u32 = 6;
 /// The combine multiplier's most stages.
-pub const MAX_MUL_STAGES: u32 = 3;
+pub const MAX_MUL_STAGES: u32 = 4;
 /// From this depth on the combine's fp32 add is staged too, `depth` stages
 /// inside the read-modify-write loop, behind a response buffer and an
 /// interlock (see the `sparsecore` crate docs); below it the add is one

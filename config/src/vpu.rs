@@ -21,7 +21,7 @@ pub const VMEM_WORDS_RANGE: std::ops::RangeInclusive<u32> = 2..=1 << 20;
 pub const MAX_VMEM_ELEMS: u64 = 1 << 24;
 /// Extra execute stages: 0 (today's single execute cycle) up to this, one
 /// per pipeline cut of the element ALU (`vpu` crate docs, "Pipeline").
-pub const MAX_DEPTH: u32 = 6;
+pub const MAX_DEPTH: u32 = 7;
 /// Pipeline registers in a level of a reduction's fold at most: the fp32
 /// adder's cuts (`hw::fp::FP32_ADD`; the sixth a register on the level's
 /// operands after their select). A deeper VPU would only hold each level
@@ -344,7 +344,7 @@ mod tests {
             "lane = 4",
             "units = \"fp64\"",
             "vregs = 3",
-            "depth = 7",
+            "depth = 8",
             "[[",
         ] {
             let err = VpuConfig::from_toml(bad).unwrap_err().to_string();
@@ -373,5 +373,7 @@ mod tests {
         // The fp32 adder's sixth cut, on each level's operands: one more
         // cycle per level.
         assert_eq!((at(1, 6), at(4, 6), at(8, 6)), (1, 15, 22));
+        // Past the adder's cuts the levels keep six registers.
+        assert_eq!((at(1, 7), at(4, 7), at(8, 7)), (1, 15, 22));
     }
 }

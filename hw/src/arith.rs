@@ -87,20 +87,25 @@ pub fn fp32_mul_logic(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Expr {
 }
 
 /// Cut points of the fp32 multiplier: `operands` (the inputs, where a DSP
-/// block's input registers are), `product` (the 48-bit significand
-/// product, where its output registers are), `rounded` (after the rounding
-/// increment and the exponent sum). The path: the 24 x 24 product (on an
-/// iCE40 four `SB_MAC16` and the adders that join their partial products),
-/// the normalising select, the 23-bit increment, the exponent sum that
-/// adds its carry, the range compares and the final select. Ranking, from
-/// the critical paths nextpnr reports on an iCE40 UP5K (`docs/hw.md`):
-/// `product` (85 ns in all, 62 of them after the product), `rounded` (the
-/// rounding and exponent from the final select; 43 ns remain, the
-/// multiplier's), `operands` (the inputs' wires off the multiplier).
+/// block's input registers are), `partials` (the products of the
+/// significands' DSP-sized pieces, [`INT_MUL`]'s), `product` (the 48-bit
+/// significand product, where its output registers are), `rounded` (after
+/// the rounding increment and the exponent sum). The path: the 24 x 24
+/// product (on an iCE40 four `SB_MAC16` and the adders that join their
+/// partial products), the normalising select, the 23-bit increment, the
+/// exponent sum that adds its carry, the range compares and the final
+/// select. Ranking, from the critical paths nextpnr reports on an iCE40
+/// UP5K (`docs/hw.md`): `product` (85 ns in all, 62 of them after the
+/// product), `rounded` (the rounding and exponent from the final select;
+/// 43 ns remain, the multiplier's), then `partials` (on the ECP5 the pieces'
+/// sum after the DSP blocks is the longest path left in a SparseCore
+/// combine lane once the product is registered; docs/sparsecore.md),
+/// `operands` last (the inputs' wires off the multiplier; a caller that
+/// registers its operands itself takes the unit at one stage fewer).
 pub const FP32_MUL: CutPlan = CutPlan {
     unit: "fp32_mul",
-    cuts: &["operands", "product", "rounded"],
-    ranking: &[1, 2, 0],
+    cuts: &["operands", "partials", "product", "rounded"],
+    ranking: &[2, 3, 1, 0],
 };
 
 /// [`fp32_mul_logic`] on a pipeline of [`FP32_MUL`].
@@ -109,8 +114,37 @@ pub fn fp32_mul_piped(m: &mut ModuleBuilder, p: &mut Pipeline, a: Expr, b: Expr)
     let [a, b] = p.cut(m, 0, [("a", a), ("b", b)]);
     let sa = fp32_significand(m, a);
     let sb = fp32_significand(m, b);
-    let product = sa.mul_wide(sb);
-    mul_back(m, p, a, b, product)
+    if !p.registers(1) {
+        let (product, []) = mul_in_pieces(m, p, 1, sa, sb, []);
+        return mul_back(m, p, MulOperands::Raw(a, b), product);
+    }
+    // Across the pieces' registers go the operands' signs, exponents and
+    // classes, as across the product's.
+    let (fa, fb) = (fp32_fields(m, a), fp32_fields(m, b));
+    let (product, [sa, ea, na, ia, za, sb, eb, nb, ib, zb]) = mul_in_pieces(
+        m,
+        p,
+        1,
+        sa,
+        sb,
+        [
+            ("sign_a", fa.sign),
+            ("exp_a", fa.exp),
+            ("nan_a", fa.nan),
+            ("inf_a", fa.inf),
+            ("zero_a", fa.zero),
+            ("sign_b", fb.sign),
+            ("exp_b", fb.exp),
+            ("nan_b", fb.nan),
+            ("inf_b", fb.inf),
+            ("zero_b", fb.zero),
+        ],
+    );
+    let classes = MulOperands::Classes(
+        MulClass::new(sa, ea, na, ia, za),
+        MulClass::new(sb, eb, nb, ib, zb),
+    );
+    mul_back(m, p, classes, product)
 }
 
 /// The fp32 product `mul32(a, b)`, given `product`, the u48 product of the
@@ -124,13 +158,14 @@ pub fn fp32_mul_piped(m: &mut ModuleBuilder, p: &mut Pipeline, a: Expr, b: Expr)
 /// above 254.
 #[track_caller]
 pub fn fp32_mul_from_product(m: &mut ModuleBuilder, a: Expr, b: Expr, product: Expr) -> Expr {
-    let mut p = Pipeline::combinational_from(FP32_MUL, 1);
-    mul_back(m, &mut p, a, b, product)
+    let mut p = Pipeline::combinational_from(FP32_MUL, 2);
+    mul_back(m, &mut p, MulOperands::Raw(a, b), product)
 }
 
 /// [`fp32_mul_from_product`] on a pipeline of [`FP32_MUL`]: its `product`
-/// and `rounded` cuts (the `operands` cut is passed with nothing across it,
-/// as the product comes from outside, so it must not be registered).
+/// and `rounded` cuts (the `operands` and `partials` cuts are passed with
+/// nothing across them, as the product comes from outside, so they must not
+/// be registered).
 #[track_caller]
 pub fn fp32_mul_from_product_piped(
     m: &mut ModuleBuilder,
@@ -140,51 +175,70 @@ pub fn fp32_mul_from_product_piped(
     product: Expr,
 ) -> Expr {
     assert!(
-        !p.registers(0),
-        "the product comes from outside: nothing crosses the operands cut"
+        !p.registers(0) && !p.registers(1),
+        "the product comes from outside: nothing crosses the operands and partials cuts"
     );
     let [] = p.cut(m, 0, []);
-    mul_back(m, p, a, b, product)
+    let [] = p.cut(m, 1, []);
+    mul_back(m, p, MulOperands::Raw(a, b), product)
+}
+
+/// What the multiplier's back end gets of its operands: the operands
+/// themselves, or what a registered cut carried of them.
+enum MulOperands {
+    Raw(Expr, Expr),
+    Classes(MulClass, MulClass),
 }
 
 /// The fp32 multiplier from its `product` cut on.
 #[track_caller]
-fn mul_back(m: &mut ModuleBuilder, pipe: &mut Pipeline, a: Expr, b: Expr, product: Expr) -> Expr {
+fn mul_back(
+    m: &mut ModuleBuilder,
+    pipe: &mut Pipeline,
+    operands: MulOperands,
+    product: Expr,
+) -> Expr {
     assert!(product.width() >= 48, "the significand product has 48 bits");
     // Across a registered cut go the operands' signs, exponents and
     // classes (22 bits), not the operands.
-    let (p48, fa, fb) = if pipe.registers(1) {
-        let (fa, fb) = (fp32_fields(m, a), fp32_fields(m, b));
-        let [p48, sa, ea, na, ia, za, sb, eb, nb, ib, zb] = pipe.cut(
-            m,
-            1,
-            [
-                ("product", product.slice(0, 48)),
-                ("sign_a", fa.sign),
-                ("exp_a", fa.exp),
-                ("nan_a", fa.nan),
-                ("inf_a", fa.inf),
-                ("zero_a", fa.zero),
-                ("sign_b", fb.sign),
-                ("exp_b", fb.exp),
-                ("nan_b", fb.nan),
-                ("inf_b", fb.inf),
-                ("zero_b", fb.zero),
-            ],
-        );
-        let class = |sign, exp, nan, inf, zero| MulClass {
-            sign,
-            exp,
-            nan,
-            inf,
-            zero,
-        };
-        (p48, class(sa, ea, na, ia, za), class(sb, eb, nb, ib, zb))
-    } else {
-        let [product, a, b] = pipe.cut(m, 1, [("product", product), ("a", a), ("b", b)]);
-        let p48 = product.slice(0, 48);
-        let (fa, fb) = (fp32_fields(m, a), fp32_fields(m, b));
-        (p48, MulClass::of(&fa), MulClass::of(&fb))
+    let (p48, fa, fb) = match operands {
+        MulOperands::Raw(a, b) if !pipe.registers(2) => {
+            let [product, a, b] = pipe.cut(m, 2, [("product", product), ("a", a), ("b", b)]);
+            let p48 = product.slice(0, 48);
+            let (fa, fb) = (fp32_fields(m, a), fp32_fields(m, b));
+            (p48, MulClass::of(&fa), MulClass::of(&fb))
+        }
+        operands => {
+            let (fa, fb) = match operands {
+                MulOperands::Raw(a, b) => {
+                    let (fa, fb) = (fp32_fields(m, a), fp32_fields(m, b));
+                    (MulClass::of(&fa), MulClass::of(&fb))
+                }
+                MulOperands::Classes(fa, fb) => (fa, fb),
+            };
+            let [p48, sa, ea, na, ia, za, sb, eb, nb, ib, zb] = pipe.cut(
+                m,
+                2,
+                [
+                    ("product", product.slice(0, 48)),
+                    ("sign_a", fa.sign),
+                    ("exp_a", fa.exp),
+                    ("nan_a", fa.nan),
+                    ("inf_a", fa.inf),
+                    ("zero_a", fa.zero),
+                    ("sign_b", fb.sign),
+                    ("exp_b", fb.exp),
+                    ("nan_b", fb.nan),
+                    ("inf_b", fb.inf),
+                    ("zero_b", fb.zero),
+                ],
+            );
+            (
+                p48,
+                MulClass::new(sa, ea, na, ia, za),
+                MulClass::new(sb, eb, nb, ib, zb),
+            )
+        }
     };
     let sign = fa.sign ^ fb.sign;
     let carry = p48.msb();
@@ -202,7 +256,7 @@ fn mul_back(m: &mut ModuleBuilder, pipe: &mut Pipeline, a: Expr, b: Expr, produc
     let exp = ext(fa.exp) + ext(fb.exp) - 127 + ext(carry) + ext(frac_carry);
     let [sign, frac, exp, na, ia, za, nb, ib, zb] = pipe.cut(
         m,
-        2,
+        3,
         [
             ("sign", sign),
             ("frac", frac),
@@ -239,6 +293,16 @@ struct MulClass {
 }
 
 impl MulClass {
+    fn new(sign: Expr, exp: Expr, nan: Expr, inf: Expr, zero: Expr) -> MulClass {
+        MulClass {
+            sign,
+            exp,
+            nan,
+            inf,
+            zero,
+        }
+    }
+
     fn of(f: &Fp32Fields) -> MulClass {
         MulClass {
             sign: f.sign,
@@ -798,29 +862,48 @@ pub fn requant_int8_logic(
 }
 
 /// Cut points of an integer multiplier as FPGA DSP blocks have them:
-/// `operands` (input registers) and `product` (output register). Ranking:
-/// `product` first (the multiplier's output leaves the DSP block for the
-/// fabric, the longer wires), then `operands`.
+/// `operands` (input registers), `partials` (each DSP-sized piece's
+/// product, [`DSP_OPERAND_BITS`], where each block's output register is)
+/// and `product` (after the pieces' sum). Ranking: `product` first (the
+/// multiplier's output leaves the DSP block for the fabric, the longer
+/// wires), then `operands`, then `partials` (for products wider than one
+/// block: on the ECP5 the pieces' sum after the blocks, in fabric carry
+/// chains, was the longest path left in a VPU lane and a SparseCore combine
+/// lane once the other two were registered; docs/vpu.md).
 pub const INT_MUL: CutPlan = CutPlan {
     unit: "int_mul",
-    cuts: &["operands", "product"],
-    ranking: &[1, 0],
+    cuts: &["operands", "partials", "product"],
+    ranking: &[2, 0, 1],
 };
+
+/// The widest operand one FPGA DSP block multiplies whole: the ECP5
+/// `MULT18X18D`'s 18 bits (signed, or unsigned with its sign control low).
+pub const DSP_OPERAND_BITS: u32 = 18;
+
+/// The pieces a wider operand is cut into at a registered `partials` cut:
+/// 16 bits, unsigned except the top piece of a signed operand. A piece
+/// zero-extended to 17 signed bits fits an 18-bit port, so every pair of
+/// pieces is one `MULT18X18D`; two unsigned pieces fit an iCE40 `SB_MAC16`.
+pub const DSP_PIECE_BITS: u32 = 16;
 
 /// Where an integer multiplier has registers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MulRegs {
     /// Register both operands before the multiply.
     pub input: bool,
+    /// Register each DSP-sized piece's product before their sum (for
+    /// operands wider than [`DSP_OPERAND_BITS`]; for narrower ones the one
+    /// product, a second register in front of `output`'s).
+    pub partials: bool,
     /// Register the product.
     pub output: bool,
 }
 
 /// The full product `a x b` (both signed or both unsigned; the product is
 /// as wide as both together), with the registers of `regs` named
-/// `<prefix>_s<k>_a`, `_b`, `_product`, each loading while `enable` is
-/// high if given. Written as the DSP blocks want it, nothing between the
-/// registers and the multiply, so that Yosys packs a product of up to
+/// `<prefix>_s<k>_a`, `_b`, `_partial<j>`, `_product`, each loading while
+/// `enable` is high if given. Written as the DSP blocks want it, nothing
+/// between the registers and the multiply, so that Yosys packs a product of up to
 /// 16 x 16 bits with its registers into one iCE40 `SB_MAC16`
 /// (`synth_ice40 -dsp`), and the multiply into ECP5 `MULT18X18D` blocks
 /// (`synth_ecp5`; Yosys leaves the registers in the fabric there, see
@@ -834,7 +917,8 @@ pub fn int_mul_registered(
     regs: MulRegs,
     enable: Option<Expr>,
 ) -> Expr {
-    let mut p = Pipeline::with_cuts(INT_MUL, prefix, vec![regs.input, regs.output], enable);
+    let cuts = vec![regs.input, regs.partials, regs.output];
+    let mut p = Pipeline::with_cuts(INT_MUL, prefix, cuts, enable);
     let product = int_mul_piped(m, &mut p, a, b);
     p.finish();
     product
@@ -844,14 +928,191 @@ pub fn int_mul_registered(
 #[track_caller]
 pub fn int_mul_piped(m: &mut ModuleBuilder, p: &mut Pipeline, a: Expr, b: Expr) -> Expr {
     let [a, b] = p.cut(m, 0, [("a", a), ("b", b)]);
-    let product = a.mul_wide(b);
-    let [product] = p.cut(m, 1, [("product", product)]);
+    let (product, []) = mul_in_pieces(m, p, 1, a, b, []);
+    let [product] = p.cut(m, 2, [("product", product)]);
     product
+}
+
+/// The full product `a x b` (same signedness) with cut `cut` of `p` after
+/// the products of the operands' DSP-sized pieces, `extra` crossing it
+/// beside them. At a registered cut an operand wider than
+/// [`DSP_OPERAND_BITS`] is cut into [`DSP_PIECE_BITS`] pieces, every pair of
+/// pieces is multiplied (one DSP block each) and registered, and the
+/// registered products are summed after the cut (pieces that do not overlap
+/// side by side, the rest in carry chains). At an unregistered cut the
+/// product is one multiply, as Yosys and the simulators take it best.
+#[track_caller]
+fn mul_in_pieces<const N: usize>(
+    m: &mut ModuleBuilder,
+    p: &mut Pipeline,
+    cut: usize,
+    a: Expr,
+    b: Expr,
+    extra: [(&str, Expr); N],
+) -> (Expr, [Expr; N]) {
+    assert_eq!(
+        a.ty().signed,
+        b.ty().signed,
+        "both operands signed, or both unsigned"
+    );
+    if !p.registers(cut) {
+        return (a.mul_wide(b), p.cut(m, cut, extra));
+    }
+    let ty = Ty::new(a.width() + b.width(), a.ty().signed);
+    let mut terms = Vec::new();
+    for (shift_a, piece_a) in dsp_pieces(a) {
+        for &(shift_b, piece_b) in &dsp_pieces(b) {
+            terms.push((shift_a + shift_b, piece_product(piece_a, piece_b)));
+        }
+    }
+    let names: Vec<String> = if terms.len() == 1 {
+        vec!["partial".into()]
+    } else {
+        (0..terms.len()).map(|k| format!("partial{k}")).collect()
+    };
+    let mut crossing: Vec<(&str, Expr)> = names
+        .iter()
+        .zip(&terms)
+        .map(|(n, &(_, v))| (n.as_str(), v))
+        .collect();
+    crossing.extend(extra);
+    let registered = p.cut_vec(m, cut, &crossing);
+    let (pieces, rest) = registered.split_at(terms.len());
+    let terms: Vec<(u32, Expr)> = terms
+        .iter()
+        .zip(pieces)
+        .map(|(&(s, _), &v)| (s, v))
+        .collect();
+    let product = sum_shifted(m, &terms, ty);
+    (product, std::array::from_fn(|k| rest[k]))
+}
+
+/// An operand's pieces for DSP blocks, low first, each with its offset: the
+/// operand itself up to [`DSP_OPERAND_BITS`], else [`DSP_PIECE_BITS`]-bit
+/// unsigned pieces and a top piece with the operand's signedness.
+fn dsp_pieces(x: Expr) -> Vec<(u32, Expr)> {
+    let width = x.width();
+    if width <= DSP_OPERAND_BITS {
+        return vec![(0, x)];
+    }
+    (0..width)
+        .step_by(DSP_PIECE_BITS as usize)
+        .map(|lo| {
+            let piece_width = DSP_PIECE_BITS.min(width - lo);
+            let piece = x.slice(lo, piece_width);
+            let top = lo + piece_width == width;
+            (
+                lo,
+                if top && x.ty().signed {
+                    piece.as_signed()
+                } else {
+                    piece
+                },
+            )
+        })
+        .collect()
+}
+
+/// The exact product of two pieces: the full product if both are signed or
+/// both unsigned; a signed by unsigned product as a signed one, the
+/// unsigned piece zero-extended by a bit (its top bit repeats the sign, so
+/// every bit of it is read).
+fn piece_product(a: Expr, b: Expr) -> Expr {
+    let widen = |x: Expr| x.zext(x.width() + 1).as_signed();
+    match (a.ty().signed, b.ty().signed) {
+        (false, true) => widen(a).mul_wide(b),
+        (true, false) => a.mul_wide(widen(b)),
+        _ => a.mul_wide(b),
+    }
+}
+
+/// The sum of `terms` (value << shift each, signed or unsigned by the
+/// value's type), exact in `ty` (wide enough for it). Terms that do not
+/// overlap share a row side by side (a term goes above an unsigned one,
+/// whose upper bits are zero); the rows are added in carry chains that
+/// start at the lowest offset any row but the lowest has, below which the
+/// lowest row's bits are the sum's.
+fn sum_shifted(m: &mut ModuleBuilder, terms: &[(u32, Expr)], ty: Ty) -> Expr {
+    let mut order: Vec<(u32, Expr)> = terms.to_vec();
+    order.sort_by_key(|&(shift, _)| shift);
+    // Each row: its terms, low first.
+    let mut rows: Vec<Vec<(u32, Expr)>> = Vec::new();
+    for (shift, value) in order {
+        let fits = |row: &Vec<(u32, Expr)>| {
+            let &(top_shift, top) = row.last().expect("rows are not empty");
+            !top.ty().signed && top_shift + top.width() <= shift
+        };
+        match rows.iter_mut().find(|r| fits(r)) {
+            Some(row) => row.push((shift, value)),
+            None => rows.push(vec![(shift, value)]),
+        }
+    }
+    // Each row as (offset, value): its terms side by side, zeros between,
+    // signed if its top term is.
+    let mut rows: Vec<(u32, Expr)> = rows
+        .into_iter()
+        .map(|row| {
+            let low = row[0].0;
+            let mut parts = Vec::new();
+            let mut at = low;
+            for &(shift, value) in &row {
+                if shift > at {
+                    parts.push(m.lit(Ty::u(shift - at), 0));
+                }
+                parts.push(value);
+                at = shift + value.width();
+            }
+            parts.reverse();
+            let bits = cat(&parts);
+            let top = row.last().expect("rows are not empty").1;
+            (
+                low,
+                if top.ty().signed {
+                    bits.as_signed()
+                } else {
+                    bits
+                },
+            )
+        })
+        .collect();
+    rows.sort_by_key(|&(low, _)| low);
+    // Every row extended to the product's top by its own sign.
+    let full = |(low, value): (u32, Expr)| value.ext(ty.width - low).as_unsigned();
+    let (base_low, base) = (rows[0].0, full(rows[0]));
+    let Some(&(chain_low, _)) = rows.get(1) else {
+        return with_low_zeros(m, base, base_low, ty);
+    };
+    let chain_width = ty.width - chain_low;
+    let mut sum = base.slice(chain_low - base_low, chain_width);
+    for &(low, value) in &rows[1..] {
+        sum = sum + with_low_zeros(m, full((low, value)), low - chain_low, Ty::u(chain_width));
+    }
+    let below = (chain_low > base_low).then(|| base.slice(0, chain_low - base_low));
+    let bits = match below {
+        Some(below) => cat(&[sum, below]),
+        None => sum,
+    };
+    with_low_zeros(m, bits, base_low, ty)
+}
+
+/// `bits` above `zeros` zero bits, as `ty` (exactly as wide).
+fn with_low_zeros(m: &mut ModuleBuilder, bits: Expr, zeros: u32, ty: Ty) -> Expr {
+    let bits = if zeros == 0 {
+        bits.as_unsigned()
+    } else {
+        cat(&[bits, m.lit(Ty::u(zeros), 0)])
+    };
+    assert_eq!(bits.width(), ty.width, "the sum is as wide as the product");
+    if ty.signed {
+        bits.as_signed()
+    } else {
+        bits
+    }
 }
 
 /// An integer multiplier as a module `int_mul_<s|u><A>x<B>_s<stages>[_en]`
 /// (`stages` of [`INT_MUL`]: 1 registers the product, 2 the operands as
-/// well): ports `a_i`, `b_i`, (`en_i`), `p_o` (A + B bits).
+/// well, 3 the pieces' products too): ports `a_i`, `b_i`, (`en_i`), `p_o` (A + B bits).
 pub fn int_mul_unit(
     design: &mut Design,
     a: Ty,

@@ -56,9 +56,15 @@ enum Unit {
     Bf16Mac,
     IntMulS16,
     IntMulU16,
+    /// Wider than a DSP block: four pieces at a registered `partials` cut.
+    IntMulS32,
+    /// The fp32 significands' shape: unsigned pieces, 16 and 8 bits.
+    IntMulU24,
+    /// One operand whole, the other in pieces: signed products side by side.
+    IntMulS18x32,
 }
 
-const UNITS: [Unit; 12] = [
+const UNITS: [Unit; 15] = [
     Unit::Add,
     Unit::Mul,
     Unit::MinMax,
@@ -71,6 +77,9 @@ const UNITS: [Unit; 12] = [
     Unit::Bf16Mac,
     Unit::IntMulS16,
     Unit::IntMulU16,
+    Unit::IntMulS32,
+    Unit::IntMulU24,
+    Unit::IntMulS18x32,
 ];
 
 impl Unit {
@@ -88,6 +97,9 @@ impl Unit {
             Unit::Bf16Mac => "bf16_mac",
             Unit::IntMulS16 => "int_mul_s16",
             Unit::IntMulU16 => "int_mul_u16",
+            Unit::IntMulS32 => "int_mul_s32",
+            Unit::IntMulU24 => "int_mul_u24",
+            Unit::IntMulS18x32 => "int_mul_s18x32",
         }
     }
 
@@ -102,7 +114,11 @@ impl Unit {
             Unit::Bf16ToF32 => hw::arith::BF16_TO_F32,
             Unit::Bf16Mul => hw::fp::BF16_MUL,
             Unit::Bf16Mac => hw::fp::BF16_MAC,
-            Unit::IntMulS16 | Unit::IntMulU16 => hw::arith::INT_MUL,
+            Unit::IntMulS16
+            | Unit::IntMulU16
+            | Unit::IntMulS32
+            | Unit::IntMulU24
+            | Unit::IntMulS18x32 => hw::arith::INT_MUL,
         }
         .max_stages()
     }
@@ -122,6 +138,9 @@ impl Unit {
             Unit::Bf16Mac => hw::fp::bf16_mac_unit(d, stages, true),
             Unit::IntMulS16 => hw::arith::int_mul_unit(d, Ty::s(16), Ty::s(16), stages, true),
             Unit::IntMulU16 => hw::arith::int_mul_unit(d, Ty::u(16), Ty::u(16), stages, true),
+            Unit::IntMulS32 => hw::arith::int_mul_unit(d, Ty::s(32), Ty::s(32), stages, true),
+            Unit::IntMulU24 => hw::arith::int_mul_unit(d, Ty::u(24), Ty::u(24), stages, true),
+            Unit::IntMulS18x32 => hw::arith::int_mul_unit(d, Ty::s(18), Ty::s(32), stages, true),
         }
     }
 
@@ -148,6 +167,13 @@ impl Unit {
             Unit::Bf16Mac => golden::add32(op.c, golden::bf16_mul(a16, b16)).into(),
             Unit::IntMulS16 => ((a16 as i16 as i32 * b16 as i16 as i32) as u32).into(),
             Unit::IntMulU16 => (a16 as u32 * b16 as u32).into(),
+            Unit::IntMulS32 => (i64::from(a as i32) * i64::from(b as i32)) as u64,
+            Unit::IntMulU24 => u64::from(a & 0xFF_FFFF) * u64::from(b & 0xFF_FFFF),
+            // The product's 50 bits, as the port has them.
+            Unit::IntMulS18x32 => {
+                let a18 = i64::from((a << 14) as i32 >> 14);
+                ((a18 * i64::from(b as i32)) as u64) & ((1 << 50) - 1)
+            }
         }
     }
 }
@@ -188,6 +214,11 @@ fn top() -> (Design, Rc<ModuleDef>) {
                 Unit::Bf16ToF32 => vec![("x_i", a16)],
                 Unit::Bf16Mul | Unit::IntMulU16 => vec![("a_i", a16), ("b_i", b16)],
                 Unit::IntMulS16 => vec![("a_i", a16.as_signed()), ("b_i", b16.as_signed())],
+                Unit::IntMulS32 => vec![("a_i", a.as_signed()), ("b_i", b.as_signed())],
+                Unit::IntMulU24 => vec![("a_i", a.slice(0, 24)), ("b_i", b.slice(0, 24))],
+                Unit::IntMulS18x32 => {
+                    vec![("a_i", a.slice(0, 18).as_signed()), ("b_i", b.as_signed())]
+                }
                 Unit::Bf16Mac => vec![("psum_i", c), ("a_i", a16), ("w_i", b16)],
             };
             for (port, value) in inputs {
@@ -196,9 +227,13 @@ fn top() -> (Design, Rc<ModuleDef>) {
             m.connect(u, "en_i", en);
             let out = match unit {
                 Unit::Add => m.inst_output(u, "sum_o"),
-                Unit::Mul | Unit::Bf16Mul | Unit::IntMulS16 | Unit::IntMulU16 => {
-                    m.inst_output(u, "p_o").as_unsigned()
-                }
+                Unit::Mul
+                | Unit::Bf16Mul
+                | Unit::IntMulS16
+                | Unit::IntMulU16
+                | Unit::IntMulS32
+                | Unit::IntMulU24
+                | Unit::IntMulS18x32 => m.inst_output(u, "p_o").as_unsigned(),
                 Unit::MinMax
                 | Unit::I32ToF32
                 | Unit::F32ToI32
@@ -338,6 +373,33 @@ fn with_golden(unit: Unit, ops: impl IntoIterator<Item = Op>) -> Vec<(Op, u64)> 
     ops.into_iter().map(|op| (op, unit.golden(&op))).collect()
 }
 
+/// Operands at the edges of a multiplier's 16-bit pieces (and of the
+/// 18- and 24-bit operands): each piece at its largest, smallest and zero,
+/// signed and unsigned.
+fn piece_edges() -> Vec<u32> {
+    vec![
+        0,
+        1,
+        0xFFFF_FFFF,
+        0x7FFF_FFFF,
+        0x8000_0000,
+        0x8000_0001,
+        0x0000_FFFF,
+        0x0001_0000,
+        0xFFFF_0000,
+        0x0000_8000,
+        0xFFFF_8000,
+        0x7FFF_0000,
+        0x8000_FFFF,
+        0x00FF_FFFF,
+        0x0080_0000,
+        0x0001_FFFF,
+        0x0002_0000,
+        0xFFFE_0000,
+        0x0003_FFFF,
+    ]
+}
+
 /// int32 patterns at the edges of the conversion.
 fn special_i32() -> Vec<u32> {
     vec![
@@ -396,6 +458,18 @@ fn random_ops(unit: Unit, rng: &mut ChaCha8Rng, n: usize) -> Vec<Op> {
                     ..Op::default()
                 },
                 Unit::I32ToF32 | Unit::IntMulS16 | Unit::IntMulU16 => op2(rng.gen(), rng.gen()),
+                // Often a piece's edge value in each operand.
+                Unit::IntMulS32 | Unit::IntMulU24 | Unit::IntMulS18x32 => {
+                    let mut word = || {
+                        let edges = piece_edges();
+                        if rng.gen_range(0..3) == 0 {
+                            edges[rng.gen_range(0..edges.len())]
+                        } else {
+                            rng.gen()
+                        }
+                    };
+                    op2(word(), word())
+                }
                 Unit::F32ToI32 => {
                     // Exponents around the integer range's.
                     let exp = rng.gen_range(110u32..170) << 23;
@@ -648,6 +722,16 @@ fn special_classes_cross_products_at_every_depth() {
     let macs = pairs.iter().flat_map(|&op| addends.map(|c| Op { c, ..op }));
     let cases = with_golden(Unit::Bf16Mac, macs);
     stream(&mut rtl, Unit::Bf16Mac, "specials", &cases, &mut rng, GAPS);
+    // The wide integer multipliers: every pair of piece edges.
+    let edges = piece_edges();
+    let pairs: Vec<Op> = edges
+        .iter()
+        .flat_map(|&a| edges.iter().map(move |&b| op2(a, b)))
+        .collect();
+    for unit in [Unit::IntMulS32, Unit::IntMulU24, Unit::IntMulS18x32] {
+        let cases = with_golden(unit, pairs.clone());
+        stream(&mut rtl, unit, "piece edges", &cases, &mut rng, GAPS);
+    }
 }
 
 #[test]
@@ -844,12 +928,14 @@ fn int_multipliers_map_to_mult18x18d_on_ecp5() {
     // Yosys (0.70) maps the product to one MULT18X18D but packs no register
     // into it (no ECP5 pass does, as ice40_dsp does for the iCE40): the
     // operand and product registers stay flip-flops in the fabric.
-    for stages in 0..=2u64 {
+    // An 18 x 18 product is one piece: at three stages its `partials`
+    // register is a second one behind the block.
+    for stages in 0..=3u64 {
         let mut d = Design::new();
         let unit = hw::arith::int_mul_unit(&mut d, Ty::s(18), Ty::s(18), stages as u32, true);
         let cells = synth_cells(&yosys, &d, &unit, "synth_ecp5");
         assert_eq!(count(&cells, "MULT18X18D"), 1, "{}: {cells:?}", unit.name);
-        let flip_flops = [0, 36, 72][stages as usize];
+        let flip_flops = [0, 36, 72, 108][stages as usize];
         assert_eq!(
             count(&cells, "TRELLIS_FF"),
             flip_flops,
@@ -857,6 +943,20 @@ fn int_multipliers_map_to_mult18x18d_on_ecp5() {
             unit.name
         );
     }
+    // A 32 x 32 product with its pieces registered: one block per pair of
+    // 16-bit pieces, each piece's product in flip-flops (which the flows
+    // move into the blocks' output registers: 32 bits, 33 for the two
+    // signed by unsigned pieces), then the 64-bit sum's.
+    let mut d = Design::new();
+    let unit = hw::arith::int_mul_unit(&mut d, Ty::s(32), Ty::s(32), 3, true);
+    let cells = synth_cells(&yosys, &d, &unit, "synth_ecp5");
+    assert_eq!(count(&cells, "MULT18X18D"), 4, "{}: {cells:?}", unit.name);
+    assert_eq!(
+        count(&cells, "TRELLIS_FF"),
+        64 + (32 + 33 + 33 + 32) + 64,
+        "{}: {cells:?}",
+        unit.name
+    );
 }
 
 /// `hw::arith::rdbpot_logic` (its round bit from a bit select and an OR of

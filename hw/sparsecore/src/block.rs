@@ -95,7 +95,7 @@ impl Block for SparseCore {
                 name: "depth",
                 value_name: "N",
                 kind: int(0, MAX_DEPTH),
-                help: "Pipeline stages of the fold lanes' adder and the combine lanes' multiplier (at most 3); from 4 on the combine's add too",
+                help: "Pipeline stages of the fold lanes' adder and the combine lanes' multiplier (at most 4); from 4 on the combine's add too",
             },
         ]
     }

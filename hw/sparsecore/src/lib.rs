@@ -145,7 +145,7 @@
 //!   cycle after its response enters the combine, in cycle e: the cycle it
 //!   arrives (e = r) at depths 0 to 3, later from depth 4 on (below). Its
 //!   combine writes in cycle e + W: W = 1 + P at pipeline depth P <= 3,
-//!   W = 5 + P from depth 4 on.
+//!   W = 6 + P from depth 4 on.
 //! - Tile t is finished from the cycle after it took its marker, or 1 + W
 //!   cycles after its last response entered if that is later (fin_t).
 //! - The fold of tile t starts in cycle f_t = max(fin_t, g_t) + 1, where
@@ -210,7 +210,7 @@
 //! `depth` (P, 0 to 6) gives each fold lane's fp32 adder P stages
 //! (`hw::fp::fp32_add_unit`; its sixth is a register on the operands) and
 //! each combine lane's
-//! fp32 multiplier min(P, 3) stages (`hw::arith::fp32_mul_unit`); at P = 0
+//! fp32 multiplier min(P, 4) stages (`hw::arith::fp32_mul_unit`); at P = 0
 //! both are combinational, the design before the parameter existed. At P <= 3 the
 //! combine's add is one cycle inside its read-modify-write loop; from
 //! P = 4 on it has P stages (below). The multiply sits outside the combine's
@@ -248,11 +248,13 @@
 //!   entered fewer than P + 2 cycles before (it is then in the adder, or
 //!   its write is not yet readable), and the responses behind it wait too.
 //!   Each partial sum's adds therefore keep the contract's order.
-//! - An item entering in cycle e is multiplied in cycles e + 1 .. e + 4
-//!   (three stages, then the product's register, so the multiplier's last
-//!   stage and the adder's first are not one path); its partial sum is
-//!   read in e + 4 through a plain registered port (block RAM where it is
-//!   large), the add runs from e + 5 and writes in e + 5 + P (W = 5 + P).
+//! - An item entering in cycle e is multiplied in cycles e + 1 .. e + 5
+//!   (four stages: the operands, the significands' DSP-sized pieces'
+//!   products, the product, the rounding; then the product's register, so
+//!   the multiplier's last stage and the adder's first are not one path);
+//!   its partial sum is read in e + 5 through a plain registered port
+//!   (block RAM where it is large), the add runs from e + 6 and writes in
+//!   e + 6 + P (W = 6 + P).
 //! - Update: an accumulation step into U waits like a response, so an
 //!   entry's first word enters at least P + 2 cycles after the previous
 //!   entry's of the same id; the row's reads (whose responses read U as

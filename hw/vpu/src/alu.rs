@@ -188,7 +188,12 @@ pub struct Schedule {
     /// The shared multiplier's operand registers (a DSP block's input
     /// registers).
     pub mul_input: bool,
-    /// The multiplier's product register (its output registers).
+    /// Each DSP-sized piece's product registered before the pieces' sum
+    /// (`hw::arith::INT_MUL`'s `partials` cut: the blocks' output
+    /// registers), so that the sum's carry chains have a segment of their
+    /// own.
+    pub mul_partials: bool,
+    /// The multiplier's product register (after the pieces' sum).
     pub mul_product: bool,
     /// SRDHM's result, and the int32 and fp32 products' results.
     pub high: bool,
@@ -226,7 +231,7 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// The schedule of `depth` (1 to 6) extra stages. The multiplier's
+    /// The schedule of `depth` (1 to 7) extra stages. The multiplier's
     /// chain takes its registers in this order, each the one that took
     /// most off its longest segment in the FPGA flows (docs/vpu.md,
     /// "Timing"): the product, SRDHM's result, the operands, RDBPOT's
@@ -235,15 +240,19 @@ impl Schedule {
     /// three at once: SRDHM's nudged sum, the fp32 product's rounding and
     /// the registered result select (the segment after the product held
     /// SRDHM, the fp32 product's rounding and the select behind them).
+    /// Depth 7 registers the multiplier's pieces (after depth 6, the
+    /// longest paths on the ECP5 ran from the DSP blocks through the
+    /// pieces' sum to the product register).
     pub fn of(depth: u32) -> Schedule {
         assert!(
-            (1..=6).contains(&depth),
-            "the pipelined element ALU has 1 to 6 extra stages, not {depth}"
+            (1..=7).contains(&depth),
+            "the pipelined element ALU has 1 to 7 extra stages, not {depth}"
         );
         Schedule {
             depth,
             operands: depth >= 3,
             mul_product: depth >= 1,
+            mul_partials: depth >= 7,
             high: depth >= 2,
             mul_input: depth >= 3,
             scaled: depth >= 4,
@@ -729,10 +738,11 @@ fn multiplier_chain(
     let (mul_a, mul_b) = multiplier_operands(m, units, is, (p.a, p.b), (sa, sb));
     let regs = MulRegs {
         input: s.mul_input,
+        partials: s.mul_partials,
         output: s.mul_product,
     };
     let product = int_mul_registered(m, "mul", mul_a, mul_b, regs, Some(en));
-    let mut seg = u32::from(s.mul_input) + u32::from(s.mul_product);
+    let mut seg = u32::from(s.mul_input) + u32::from(s.mul_partials) + u32::from(s.mul_product);
 
     // SRDHM reads its operands only to see both at -2^31 (its saturating
     // case); without the fp32 product that one bit is all that is carried.
@@ -764,7 +774,7 @@ fn multiplier_chain(
     let high = m.wire("srdhm", high);
     finished.push((seg, Unit::MulI32, product.trunc(32).as_unsigned()));
     if units.has_fp32() {
-        let cuts = vec![false, false, s.mul_rounded];
+        let cuts = vec![false, false, false, s.mul_rounded];
         let mut rounded = Pipeline::with_cuts(FP32_MUL, "fmul", cuts, Some(en));
         let fmul = fp32_mul_from_product_piped(m, &mut rounded, a, b, product);
         let seg_fmul = seg + rounded.finish();

@@ -141,7 +141,8 @@
 //! carried beside it; the cross-lane result rides with the short
 //! operations' result. At d = 6 SRDHM's nudged sum and the fp32 product's
 //! rounding are registered, and every result is registered before the last
-//! stage, which only selects among registers; the register file is then
+//! stage, which only selects among registers (at d = 7 the multiplier's
+//! DSP-sized pieces' products are registered before their sum as well); the register file is then
 //! two banks of one write port (load, ALU) with a live value table
 //! (`lane::BANKED_RF_FROM`), the same contents and write-first reads, and
 //! whether execute advances is a register (`ex_holds`, high while a
