@@ -991,39 +991,85 @@ fn mul_in_pieces<const N: usize>(
 /// operand itself up to [`DSP_OPERAND_BITS`], else [`DSP_PIECE_BITS`]-bit
 /// unsigned pieces and a top piece with the operand's signedness.
 fn dsp_pieces(x: Expr) -> Vec<(u32, Expr)> {
-    let width = x.width();
-    if width <= DSP_OPERAND_BITS {
-        return vec![(0, x)];
-    }
-    (0..width)
-        .step_by(DSP_PIECE_BITS as usize)
-        .map(|lo| {
-            let piece_width = DSP_PIECE_BITS.min(width - lo);
-            let piece = x.slice(lo, piece_width);
-            let top = lo + piece_width == width;
+    dsp_piece_types(x.ty())
+        .into_iter()
+        .map(|(lo, ty)| {
+            let piece = if ty.width == x.width() {
+                x
+            } else {
+                x.slice(lo, ty.width)
+            };
             (
                 lo,
-                if top && x.ty().signed {
+                if ty.signed {
                     piece.as_signed()
                 } else {
-                    piece
+                    piece.as_unsigned()
                 },
             )
         })
         .collect()
 }
 
-/// The exact product of two pieces: the full product if both are signed or
-/// both unsigned; a signed by unsigned product as a signed one, the
-/// unsigned piece zero-extended by a bit (its top bit repeats the sign, so
-/// every bit of it is read).
-fn piece_product(a: Expr, b: Expr) -> Expr {
-    let widen = |x: Expr| x.zext(x.width() + 1).as_signed();
-    match (a.ty().signed, b.ty().signed) {
-        (false, true) => widen(a).mul_wide(b),
-        (true, false) => a.mul_wide(widen(b)),
-        _ => a.mul_wide(b),
+/// [`dsp_pieces`] of an operand of type `ty`: each piece's offset and type.
+fn dsp_piece_types(ty: Ty) -> Vec<(u32, Ty)> {
+    if ty.width <= DSP_OPERAND_BITS {
+        return vec![(0, ty)];
     }
+    (0..ty.width)
+        .step_by(DSP_PIECE_BITS as usize)
+        .map(|lo| {
+            let width = DSP_PIECE_BITS.min(ty.width - lo);
+            let top = lo + width == ty.width;
+            (lo, Ty::new(width, top && ty.signed))
+        })
+        .collect()
+}
+
+/// The operand types of the multiply of two pieces of types `a` and `b`:
+/// both as they are if both are signed or both unsigned; else signed, the
+/// unsigned one zero-extended by a bit (its product then has one bit more,
+/// which repeats the sign, so every bit of it is read).
+fn piece_operand_types(a: Ty, b: Ty) -> (Ty, Ty) {
+    let widen = |t: Ty| Ty::s(t.width + 1);
+    match (a.signed, b.signed) {
+        (false, true) => (widen(a), b),
+        (true, false) => (a, widen(b)),
+        _ => (a, b),
+    }
+}
+
+/// The exact product of two pieces ([`piece_operand_types`]).
+fn piece_product(a: Expr, b: Expr) -> Expr {
+    let (ta, tb) = piece_operand_types(a.ty(), b.ty());
+    let operand = |x: Expr, t: Ty| {
+        if t.width > x.width() {
+            x.zext(t.width).as_signed()
+        } else {
+            x
+        }
+    };
+    operand(a, ta).mul_wide(operand(b, tb))
+}
+
+/// The multiplies an `a` x `b` product of [`int_mul_piped`] (or the
+/// significands' of [`fp32_mul_piped`], `u24` x `u24`) is built from, by
+/// their operand types: the product itself, or with its `partials` cut
+/// registered one per pair of DSP-sized pieces. For a block's FPGA facts
+/// (`hw::Multipliers::per_multiply`), so they name what the netlist has.
+pub fn int_mul_multiplies(a: Ty, b: Ty, partials: bool) -> Vec<(Ty, Ty)> {
+    if !partials {
+        return vec![(a, b)];
+    }
+    let pieces_b = dsp_piece_types(b);
+    dsp_piece_types(a)
+        .into_iter()
+        .flat_map(|(_, pa)| {
+            pieces_b
+                .iter()
+                .map(move |&(_, pb)| piece_operand_types(pa, pb))
+        })
+        .collect()
 }
 
 /// The sum of `terms` (value << shift each, signed or unsigned by the

@@ -9,7 +9,7 @@ use config::sparsecore::{
 use config::SparseCoreConfig;
 use hw::{
     Block, Companions, Design, FpgaFacts, FpgaSearch, Has, ModuleDef, Multipliers, Owners, Param,
-    ParamKind, Preset, SearchSizes,
+    ParamKind, Preset, SearchSizes, Ty,
 };
 use std::rc::Rc;
 
@@ -135,18 +135,20 @@ impl Block for SparseCore {
     /// to Yosys, which builds the small ones from LUT RAM or flip-flops.
     fn fpga(&self, cfg: &SparseCoreConfig) -> Result<FpgaFacts, String> {
         let lanes = u64::from(config::sparsecore::WORD_ELEMS);
-        let mut multipliers = vec![Multipliers {
-            what: "combine lanes",
-            count: u64::from(cfg.tiles()) * lanes,
-            widths: (24, 24),
-            signed: false,
-            owners: Some(Owners {
+        // The significands' product, or the multiplies of its DSP-sized
+        // pieces where the combine's multiplier registers them.
+        let significands =
+            hw::arith::int_mul_multiplies(Ty::u(24), Ty::u(24), crate::combine_mul_partials(cfg));
+        let mut multipliers = Multipliers::per_multiply(
+            "combine lanes",
+            u64::from(cfg.tiles()) * lanes,
+            &significands,
+            Some(Owners {
                 cols: lanes,
                 row: Some("n:*tile{row}.*"),
                 element: "n:*tile{row}.lane{col}.*",
             }),
-            min_lut4s_in_logic: 0,
-        }];
+        );
         if cfg.pipelined_update() {
             multipliers.push(Multipliers {
                 what: "update lanes",

@@ -719,6 +719,30 @@ fn operands_outside(stages: u32) -> u32 {
     stages - 1
 }
 
+/// The stages of a combine lane's fp32 multiplier unit (`fp32_mul_unit`),
+/// none at depth 0 (the lane is one combinational unit). With the add
+/// staged inside the loop the multiplier's operand registers are the
+/// lane's own, so the unit has the other cuts.
+fn combine_mul_unit_stages(cfg: &SparseCoreConfig) -> Option<u32> {
+    match cfg.depth() {
+        0 => None,
+        _ if cfg.loop_stages() > 0 => Some(operands_outside(cfg.mul_stages())),
+        _ => Some(cfg.mul_stages()),
+    }
+}
+
+/// Whether the combine lanes' multipliers register the products of the
+/// significands' DSP-sized pieces (`FP32_MUL`'s `partials` cut), so that
+/// their product is several multiplies (the block's FPGA facts).
+pub(crate) fn combine_mul_partials(cfg: &SparseCoreConfig) -> bool {
+    let partials = FP32_MUL
+        .cuts
+        .iter()
+        .position(|&c| c == "partials")
+        .expect("the multiplier has a partials cut");
+    combine_mul_unit_stages(cfg).is_some_and(|stages| FP32_MUL.active(stages)[partials])
+}
+
 /// SparseCores of this many tiles on have their tile held by Verilator models
 /// as one copy of code for all instances ([`hw::SimLayout::Shared`]); fewer
 /// are left to Verilator, which inlines them.
@@ -731,16 +755,14 @@ fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc
     let row_fifo = cfg
         .pipelined_update()
         .then(|| fifo(design, Ty::u(31), cfg.update_slots(1), FifoMode::Fwft));
-    let lane = match cfg.depth() {
-        0 => LaneDefs::Combinational(combine_lane(design)),
-        // The multiplier's operand registers are the lane's own (below), so
-        // the unit has the other cuts.
-        _ if cfg.loop_stages() > 0 => LaneDefs::Looped {
-            mul: fp32_mul_unit(design, operands_outside(cfg.mul_stages()), false),
+    let lane = match combine_mul_unit_stages(cfg) {
+        None => LaneDefs::Combinational(combine_lane(design)),
+        Some(stages) if cfg.loop_stages() > 0 => LaneDefs::Looped {
+            mul: fp32_mul_unit(design, stages, false),
             add: fp32_add_unit(design, cfg.loop_stages(), false),
         },
-        d => LaneDefs::Staged {
-            mul: fp32_mul_unit(design, d, false),
+        Some(stages) => LaneDefs::Staged {
+            mul: fp32_mul_unit(design, stages, false),
             add: combine_lane_add(design),
         },
     };

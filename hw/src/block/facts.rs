@@ -116,6 +116,35 @@ impl Multipliers {
         let (a, b) = self.widths;
         (a.min(b), a.max(b), self.signed)
     }
+
+    /// `count` products, each built from the multiplies `multiplies` (their
+    /// operand types, as `hw::arith::int_mul_multiplies` gives them): one
+    /// group per multiply, each of `count` and with the products' owners
+    /// (owner i names product i, and with it all of its multiplies).
+    pub fn per_multiply(
+        what: &'static str,
+        count: u64,
+        multiplies: &[(crate::Ty, crate::Ty)],
+        owners: Option<Owners>,
+    ) -> Vec<Multipliers> {
+        multiplies
+            .iter()
+            .map(|&(a, b)| {
+                assert_eq!(
+                    a.signed, b.signed,
+                    "a multiply's operands share a signedness"
+                );
+                Multipliers {
+                    what,
+                    count,
+                    widths: (a.width, b.width),
+                    signed: a.signed,
+                    owners: owners.clone(),
+                    min_lut4s_in_logic: 0,
+                }
+            })
+            .collect()
+    }
 }
 
 /// Every multiplier of an elaborated design, by shape: the `*` and wide

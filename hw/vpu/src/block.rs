@@ -1,12 +1,12 @@
 //! The VPU as a [`hw::Block`]: what `gen`, the RTL checks and the FPGA report
 //! need to cover it, with [`config::VpuConfig`] as its configuration.
 
-use crate::{build, top_name};
+use crate::{alu, build, top_name};
 use config::vpu::{MAX_DEPTH, MAX_LANES, MAX_SUBLANES, VMEM_WORDS_RANGE, VREGS_RANGE};
 use config::{VpuConfig, VpuUnits};
 use hw::{
     Block, Companions, Design, FpgaFacts, FpgaSearch, Has, ModuleDef, Multipliers, Owners, Param,
-    ParamKind, Preset, SearchSizes,
+    ParamKind, Preset, SearchSizes, Ty,
 };
 use std::rc::Rc;
 
@@ -122,7 +122,8 @@ impl Block for Vpu {
     }
 
     /// One signed 32x32 multiplier per lane (shared by mul_i32, requant_i8
-    /// and mul_f32), element order; VMEM in block RAM (the register file,
+    /// and mul_f32; four 16-bit pieces' multiplies from the depth that
+    /// registers them), element order; VMEM in block RAM (the register file,
     /// four read and two write ports, fits no block RAM: logic).
     fn fpga(&self, cfg: &VpuConfig) -> Result<FpgaFacts, String> {
         let lanes = u64::from(cfg.elems());
@@ -135,19 +136,22 @@ impl Block for Vpu {
             VpuUnits::Int32 => 1_000,
             VpuUnits::Full => 2_500,
         };
+        // From the depth that registers its DSP-sized pieces, a lane's
+        // product is four multiplies.
+        let partials = cfg.depth() > 0 && alu::Schedule::of(cfg.depth()).mul_partials;
+        let multiplies = hw::arith::int_mul_multiplies(Ty::s(32), Ty::s(32), partials);
+        let owners = Owners {
+            cols: u64::from(cfg.lanes()),
+            row: None,
+            element: "n:*g_lane_sub?{row}?.g_lane_lane?{col}?.*",
+        };
         Ok(FpgaFacts {
-            multipliers: vec![Multipliers {
-                what: "lane multipliers",
-                count: lanes,
-                widths: (32, 32),
-                signed: true,
-                owners: Some(Owners {
-                    cols: u64::from(cfg.lanes()),
-                    row: None,
-                    element: "n:*g_lane_sub?{row}?.g_lane_lane?{col}?.*",
-                }),
-                min_lut4s_in_logic: 0,
-            }],
+            multipliers: Multipliers::per_multiply(
+                "lane multipliers",
+                lanes,
+                &multiplies,
+                Some(owners),
+            ),
             block_ram: vec!["m:*vmem"],
             // The banked register file (depth >= 6): each bank has one write
             // port, so block RAM holds it (a copy per read port); on iCE40

@@ -52,7 +52,7 @@ pub struct VpuArgs {
     /// Sublanes of the VPU (a power of two); a vector holds lanes x sublanes elements.
     #[arg(long, value_name = "S", default_value_t = VpuConfig::DEFAULT.sublanes())]
     sublanes: u32,
-    /// Extra execute stages of the VPU (0..=6; docs/vpu.md, "Timing").
+    /// Extra execute stages of the VPU (0..=7; docs/vpu.md, "Timing").
     #[arg(long, value_name = "N", default_value_t = VpuConfig::DEFAULT.depth())]
     depth: u32,
     /// Compute with the golden model (cycles from its cycle model) instead of the RTL.
