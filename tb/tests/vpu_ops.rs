@@ -4,7 +4,7 @@
 //! operands, run as the run CLI runs them (`sim::drivers::vpu_ops`), checked
 //! against the file, against the golden model bit for bit, and against the
 //! cycle model cycle for cycle; and every operation again with extra
-//! execute stages (depths 1 to 6 and the `fmax` preset's: the element ALU's
+//! execute stages (depths 1 to 7 and the `fmax` preset's: the element ALU's
 //! registers sit differently at each).
 
 use config::vpu_isa::Op;
@@ -436,6 +436,8 @@ fn int32_only(cfg: &VpuConfig) {
 #[case::d4(preset("full-4x2").with_depth(4).unwrap())]
 #[case::d5(preset("full-4x2").with_depth(5).unwrap())]
 #[case::d6(preset("full-4x2").with_depth(6).unwrap())]
+// The rotations a cycle late, along the lanes and the sublanes.
+#[case::d7(preset("full-4x2").with_depth(7).unwrap())]
 #[case::fmax(preset("fmax"))]
 fn every_operation_with_extra_execute_stages(#[case] cfg: VpuConfig) {
     let mut d = driver(&cfg);

@@ -218,6 +218,13 @@ pub struct Schedule {
     /// RDBPOT's round bit carried beside the shifted value and added with
     /// the zero point (needs `scaled`).
     pub round_with_zero_point: bool,
+    /// The rotations' and the splat's result comes from the lane in the
+    /// segment after the operands' (`x_late_i`, already zero for other
+    /// operations) and joins the short operations' gated terms there; the
+    /// operands' `x_i` then carries only the reductions' result
+    /// (`crate::LATE_CROSS_LANE_FROM`; needs `operands` and
+    /// `one_hot_result`).
+    pub late_cross_lane: bool,
     /// The short operations split over two segments and the result an OR of
     /// zero-gated terms ([`short_ops_one_hot`]) instead of a case select and
     /// a 2:1 select per unit: the short operations' carry chain, shifter and
@@ -262,6 +269,7 @@ impl Schedule {
             late_min_check: depth >= 6,
             round_with_zero_point: depth >= 6,
             one_hot_result: depth >= 6,
+            late_cross_lane: depth >= crate::LATE_CROSS_LANE_FROM,
         }
     }
 
@@ -302,6 +310,9 @@ pub fn alu_pipelined(design: &mut Design, units: VpuUnits, depth: u32) -> Rc<Mod
             c: m.input("c_i", Ty::u(32)),
             imm: m.input("imm_i", Ty::u(32)),
             x: m.input("x_i", Ty::u(32)),
+            x_late: Schedule::of(depth)
+                .late_cross_lane
+                .then(|| m.input("x_late_i", Ty::u(32))),
         };
         let en = m.input("en_i", Ty::BOOL);
         let result = build_pipelined(m, units, Schedule::of(depth), en, ports);
@@ -316,6 +327,9 @@ struct AluPorts {
     c: Expr,
     imm: Expr,
     x: Expr,
+    /// The rotations' and the splat's result, in the segment after the
+    /// operands' (`Schedule::late_cross_lane`).
+    x_late: Option<Expr>,
 }
 
 /// A value carried down the pipeline: its copy in each segment from the
@@ -526,8 +540,19 @@ fn build_pipelined(
         // The chain subtracts for every operation but add_i32.
         let subtract = !is_op(p.op, Op::AddI32);
         let subtract = Carried::new("short_subtract", subtract, 0, en).at(m, st);
-        short_ops_one_hot(m, units, (st, en), (op_st, subtract), [a, b, c, imm, x])
+        let x_late = p.x_late.inspect(|_| {
+            assert!(
+                s.operands && st == 1,
+                "the late cross-lane result joins in segment 1"
+            );
+        });
+        let operands = [a, b, c, imm, x];
+        short_ops_one_hot(m, units, (st, en), (op_st, subtract), operands, x_late)
     } else {
+        assert!(
+            p.x_late.is_none(),
+            "a late cross-lane result needs the one-hot result"
+        );
         (st, short_ops(m, units, op_st, [a, b, c, imm, x]))
     };
 
@@ -651,6 +676,7 @@ fn short_ops_one_hot(
     (st, en): (u32, Expr),
     (op, subtract): (Expr, Expr),
     operands: [Expr; 5],
+    x_late: Option<Expr>,
 ) -> (u32, Expr) {
     let is = |o: Op| is_op(op, o);
     let [a, b, c, imm, x] = operands;
@@ -696,7 +722,8 @@ fn short_ops_one_hot(
         | (is(Op::LeuI32) & (ltu | eq));
     let flag = late(m, "short_flag", flag);
     let imm = late(m, "short_imm", gated(is(Op::Bcast), imm));
-    let x = late(m, "short_x", gated(is_one_of(op, cross_lane_ops()), x));
+    let x = gated(is_one_of(op, cross_lane_ops()), x);
+    let x = late(m, "short_x", x_late.map_or(x, |late| x | late));
     let fp_relus = if units.has_fp32() {
         let relu = fp32_relu_clip_logic(m, a, is(Op::Relu6F32));
         let either = is_one_of(op, [Op::ReluF32, Op::Relu6F32]);

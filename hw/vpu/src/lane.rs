@@ -420,6 +420,18 @@ fn select_cross_lane(m: &mut ModuleBuilder, fr: &LaneFront, target: hw::Comb) {
         );
 }
 
+/// Drives `target` with the reduction's result for the reductions; others
+/// keep its default (the rotations and the splat come late).
+fn select_reduction(m: &mut ModuleBuilder, fr: &LaneFront, target: hw::Comb) {
+    let reductions: Vec<u32> = Op::ALL
+        .iter()
+        .filter(|o| o.is_reduction())
+        .map(|o| u32::from(o.code()))
+        .collect();
+    m.switch(fr.op)
+        .cases(&reductions, |m| m.assign(target, fr.reduced));
+}
+
 fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
     let word = Ty::u(32);
     let control = LaneControl::of(cfg);
@@ -498,11 +510,40 @@ fn build_pipelined(
     let advance = fr.advance;
 
     // The element's cross-lane result, into the ALU's pipeline.
+    let late = crate::late_cross_lane(cfg);
     let cross = m.comb_default("cross_lane", word, 0u32);
-    select_cross_lane(m, &fr, cross);
+    if late {
+        select_reduction(m, &fr, cross);
+    } else {
+        select_cross_lane(m, &fr, cross);
+    }
 
     let unit = alu_unit(m, alu, &fr);
     m.connect(unit, "x_i", cross.value());
+    if late {
+        // The rotations and the splat a cycle late (`LATE_CROSS_LANE_FROM`):
+        // this lane's operand registered for the others, and the rotated
+        // values this lane gets (the top's, from those registers) chosen by
+        // the operation registered beside them.
+        let opnd = m.reg("opnd_a_late", word);
+        m.set_next(opnd, fr.operands[0]);
+        m.set_enable(opnd, alu_advance);
+        m.output("opnd_a_late_o", opnd.q());
+        let flag = |m: &mut ModuleBuilder, name: &str, o: Op| {
+            let r = m.reg(name, Ty::BOOL);
+            m.set_next(r, fr.op.is_eq(u32::from(o.code())));
+            m.set_enable(r, alu_advance);
+            r.q()
+        };
+        let rot_lane = flag(m, "late_rot_lane", Op::RotLane);
+        let rot_sublane = flag(m, "late_rot_sublane", Op::RotSublane);
+        let splat = flag(m, "late_splat", Op::Splat);
+        let gated = |bit: Expr, v: Expr| mux(bit, v, 0u32);
+        let x_late = gated(rot_lane, fr.rot_lane)
+            | gated(rot_sublane, fr.rot_sublane)
+            | gated(splat, fr.splat);
+        m.connect(unit, "x_late_i", x_late);
+    }
     m.connect(unit, "en_i", alu_advance);
     let result = m.inst_output(unit, "result_o");
     let result = m.wire("result", result);

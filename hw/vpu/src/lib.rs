@@ -142,7 +142,9 @@
 //! operations' result. At d = 6 SRDHM's nudged sum and the fp32 product's
 //! rounding are registered, and every result is registered before the last
 //! stage, which only selects among registers (at d = 7 the multiplier's
-//! DSP-sized pieces' products are registered before their sum as well); the register file is then
+//! DSP-sized pieces' products are registered before their sum as well, and
+//! the rotations and the splat take the lanes' operands a cycle late, from
+//! registers: `LATE_CROSS_LANE_FROM`); the register file is then
 //! two banks of one write port (load, ALU) with a live value table
 //! (`lane::BANKED_RF_FROM`), the same contents and write-first reads, and
 //! whether execute advances is a register (`ex_holds`, high while a
@@ -477,7 +479,14 @@ fn build_top(m: &mut ModuleBuilder, cfg: &VpuConfig, parts: &Parts) {
     let mem = MemPorts::select(m, cfg, &d, &flow, &st, &host);
     let ctl = lane_control(cfg, &d, &flow, &st, &fwd, &mem);
     let buses = LaneBuses::build(m, cfg, parts, ctl, host.wdata);
-    cross_lane(m, cfg, parts, &buses, st.op, st.imm, flow.folding);
+    cross_lane(
+        m,
+        cfg,
+        parts,
+        &buses,
+        (st.op, st.imm, flow.advance),
+        flow.folding,
+    );
 
     // ---- Outputs.
     let rdata_parts: Vec<Expr> = (0..w)
@@ -661,6 +670,22 @@ pub(crate) fn advance_is_registered(cfg: &VpuConfig) -> bool {
 /// (`Forwarding::ahead`): the selects in front of its operand registers
 /// come from registers beside them rather than from compares in the top.
 pub const FORWARDING_AHEAD_FROM: u32 = 6;
+
+/// From this depth on the rotations and the splat take the lanes' operands
+/// a cycle late, from registers (each lane's `opnd_a_late_o`, loaded as
+/// execute advances), and the lanes' ALUs take their result in the segment
+/// after the operands' (`alu::Schedule::late_cross_lane`): a lane's VMEM
+/// read data, forwarded as another lane's operand, no longer crosses the
+/// rotation into that lane's operand register in the same cycle. The
+/// reductions keep their path (their units register what they take). The
+/// same values in the same cycles: every lane holds the same bundle.
+pub const LATE_CROSS_LANE_FROM: u32 = 7;
+
+/// Whether the rotations and the splat run a cycle late
+/// ([`LATE_CROSS_LANE_FROM`]).
+pub(crate) fn late_cross_lane(cfg: &VpuConfig) -> bool {
+    cfg.depth() >= LATE_CROSS_LANE_FROM
+}
 
 /// A reduction folding in execute: `folding` (it holds execute), its fold
 /// step and the step's next value.
@@ -1155,6 +1180,9 @@ fn lane_control(
 struct LaneBuses {
     /// Each element's first operand.
     opnd: Bus,
+    /// Each element's first operand a cycle late, from the lane's register
+    /// ([`LATE_CROSS_LANE_FROM`] on).
+    opnd_late: Option<Bus>,
     rot_lane: Bus,
     rot_sublane: Bus,
     reduced: Bus,
@@ -1188,7 +1216,16 @@ impl LaneBuses {
         let first = m.bus_read(opnd, &[0]);
         let ctl = m.wire("lane_ctl", ctl);
         m.array_broadcast(arr, "ctl_i", ctl);
-        m.array_broadcast(arr, "splat_i", first);
+        let opnd_late = late_cross_lane(cfg).then(|| {
+            let late = m.bus("opnd_late", word, &[w]);
+            m.array_connect(arr, "opnd_a_late_o", late, &element);
+            late
+        });
+        let splat = match opnd_late {
+            Some(late) => m.bus_read(late, &[0]),
+            None => first,
+        };
+        m.array_broadcast(arr, "splat_i", splat);
         for (port, bus) in [
             ("opnd_a_o", opnd),
             ("rot_lane_i", rot_lane),
@@ -1201,6 +1238,7 @@ impl LaneBuses {
         }
         LaneBuses {
             opnd,
+            opnd_late,
             rot_lane,
             rot_sublane,
             reduced,
@@ -1211,19 +1249,29 @@ impl LaneBuses {
 }
 
 /// The cross-lane unit: rotations along the lanes and along the sublanes,
-/// and the reduction (into element 0 of `reduced`).
+/// and the reduction (into element 0 of `reduced`). From
+/// [`LATE_CROSS_LANE_FROM`] on the rotations take the lanes' late operands
+/// and the execute stage's immediate registered beside them.
 fn cross_lane(
     m: &mut ModuleBuilder,
     cfg: &VpuConfig,
     parts: &Parts,
     buses: &LaneBuses,
-    ex_op: Expr,
-    ex_imm: Expr,
+    (ex_op, ex_imm, advance): (Expr, Expr, Expr),
     folding: Option<Fold>,
 ) {
     let w = cfg.elems();
     let (lanes, sublanes) = (cfg.lanes(), cfg.sublanes());
-    let elements: Vec<Expr> = (0..w).map(|e| m.bus_read(buses.opnd, &[e])).collect();
+    let (rotated, ex_imm) = match buses.opnd_late {
+        Some(late) => {
+            let imm = m.reg("rot_imm_late", ex_imm.ty());
+            m.set_next(imm, ex_imm);
+            m.set_enable(imm, advance);
+            (late, imm.q())
+        }
+        None => (buses.opnd, ex_imm),
+    };
+    let elements: Vec<Expr> = (0..w).map(|e| m.bus_read(rotated, &[e])).collect();
     rotate(
         m,
         "rows",
