@@ -281,7 +281,14 @@ fn front(
         None => mux(rf_write_host, rf_host_data, wb_alu.q()),
     };
     let store_data = m.wire_decl("store_data", word);
-    let vmem_wdata = mux(vmem_write_host, host_wdata, store_data.value());
+    // The host's VMEM write lands a cycle late from
+    // REGISTERED_HOST_VMEM_WRITE_FROM on, with the data held above.
+    let vmem_host_data = if cfg.depth() >= crate::REGISTERED_HOST_VMEM_WRITE_FROM {
+        rf_host_data
+    } else {
+        host_wdata
+    };
+    let vmem_wdata = mux(vmem_write_host, vmem_host_data, store_data.value());
     m.mem_write(vmem, vmem_we, vmem_wa, vmem_wdata);
 
     // Write-first reads: an operand read in the cycle its producer writes

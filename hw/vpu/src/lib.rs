@@ -671,6 +671,17 @@ pub(crate) fn advance_is_registered(cfg: &VpuConfig) -> bool {
 /// come from registers beside them rather than from compares in the top.
 pub const FORWARDING_AHEAD_FROM: u32 = 6;
 
+/// From this depth on a host write to VMEM lands a cycle after it is taken,
+/// from registers (its address and enable in the top, its data in each
+/// lane, the register file's host data register), as the register file's
+/// does from [`REGISTERED_ADVANCE_FROM`]: VMEM's write port and its
+/// write-first compare no longer hang on the host's handshake (`busy`
+/// across the part). Nothing can tell: the pipeline is empty when a host
+/// write is taken and no bundle is taken in that cycle, so no store meets
+/// it in the next, and a read in the next (a bundle's load, the host's) is
+/// write-first.
+pub const REGISTERED_HOST_VMEM_WRITE_FROM: u32 = 7;
+
 /// From this depth on the rotations and the splat take the lanes' operands
 /// a cycle late, from registers (each lane's `opnd_a_late_o`, loaded as
 /// execute advances), and the lanes' ALUs take their result in the segment
@@ -1025,6 +1036,8 @@ struct MemPorts {
     vmem_rd_addr: Expr,
     vmem_we: Expr,
     vmem_wa: Expr,
+    /// The VMEM port writes the host's data (the host's write of the cycle
+    /// before from `REGISTERED_HOST_VMEM_WRITE_FROM` on).
     host_vmem_write: Expr,
     /// The bundle in execute stores this cycle (`store_o`).
     store_now: Expr,
@@ -1095,6 +1108,15 @@ impl MemPorts {
         } else {
             (host_rf_read, host_vmem_read)
         };
+        let (vmem_host_write, vmem_host_word) = if cfg.depth() >= REGISTERED_HOST_VMEM_WRITE_FROM {
+            let write = m.reg_reset("host_vmem_write_q", Ty::BOOL, 0);
+            m.set_next(write, host_vmem_write);
+            let word = m.reg("host_vmem_word_q", Ty::u(aw));
+            m.set_next(word, host_word);
+            (write.q(), word.q())
+        } else {
+            (host_vmem_write, host_word)
+        };
         let host_rvalid = m.reg_reset("host_rvalid", Ty::BOOL, 0);
         m.set_next(host_rvalid, host_rf_read | host_vmem_read);
         let host_rd_rf = m.reg("host_rd_rf", Ty::BOOL);
@@ -1121,9 +1143,9 @@ impl MemPorts {
                 (flow.accept & d.ld_en) | host_vmem_read
             },
             vmem_rd_addr: mux(vmem_addr_is_host, host_word, d.ld_addr),
-            vmem_we: store_now | host_vmem_write,
-            vmem_wa: mux(host_vmem_write, host_word, store_addr),
-            host_vmem_write,
+            vmem_we: store_now | vmem_host_write,
+            vmem_wa: mux(vmem_host_write, vmem_host_word, store_addr),
+            host_vmem_write: vmem_host_write,
             store_now,
             host_rvalid: host_rvalid.q(),
             host_rd_rf: host_rd_rf.q(),
