@@ -1284,13 +1284,16 @@ fn cross_lane(
 ) {
     let w = cfg.elems();
     let (lanes, sublanes) = (cfg.lanes(), cfg.sublanes());
+    // The rotators read the immediate's low log2(group) bits.
+    let amount_bits = lanes.trailing_zeros().max(sublanes.trailing_zeros());
     let (rotated, ex_imm) = match buses.opnd_late {
-        Some(late) => {
-            let imm = m.reg("rot_imm_late", ex_imm.ty());
-            m.set_next(imm, ex_imm);
+        Some(late) if amount_bits > 0 => {
+            let imm = m.reg("rot_imm_late", Ty::u(amount_bits));
+            m.set_next(imm, ex_imm.slice(0, amount_bits));
             m.set_enable(imm, advance);
             (late, imm.q())
         }
+        Some(late) => (late, ex_imm),
         None => (buses.opnd, ex_imm),
     };
     let elements: Vec<Expr> = (0..w).map(|e| m.bus_read(rotated, &[e])).collect();
