@@ -157,19 +157,9 @@ fn multiplier_operands(
 /// right shifter: a left shift is the right shift of the bit-reversed
 /// operand, reversed back; sra fills with the sign.
 fn shifter(m: &mut ModuleBuilder, is: impl Fn(Op) -> Expr, a: Expr, b: Expr) -> Expr {
-    shifter_by(m, |_| (is(Op::ShlI32), is(Op::SraI32)), a, b)
-}
-
-/// [`shifter`] with its two flags, shl and sra, from `flags`.
-fn shifter_by(
-    m: &mut ModuleBuilder,
-    flags: impl FnOnce(&mut ModuleBuilder) -> (Expr, Expr),
-    a: Expr,
-    b: Expr,
-) -> Expr {
     let shift = b.slice(0, 5);
-    let (left, sra) = flags(m);
-    let fill = sra & a.msb();
+    let left = is(Op::ShlI32);
+    let fill = is(Op::SraI32) & a.msb();
     let shifter_in = cat(&[fill, mux(left, a.reverse_bits(), a)]).as_signed();
     let shifter_out = m.wire("shifter_out", shifter_in >> shift);
     m.waive(
@@ -235,10 +225,6 @@ pub struct Schedule {
     /// (`crate::LATE_CROSS_LANE_FROM`; needs `operands` and
     /// `one_hot_result`).
     pub late_cross_lane: bool,
-    /// The shifter's flags (shl, sra) decoded in segment 0 and registered
-    /// with the operands, so that its segment starts from them rather than
-    /// from an opcode compare (needs `operands` and `one_hot_result`).
-    pub shift_flags_ahead: bool,
     /// The short operations split over two segments and the result an OR of
     /// zero-gated terms ([`short_ops_one_hot`]) instead of a case select and
     /// a 2:1 select per unit: the short operations' carry chain, shifter and
@@ -284,7 +270,6 @@ impl Schedule {
             round_with_zero_point: depth >= 6,
             one_hot_result: depth >= 6,
             late_cross_lane: depth >= crate::LATE_CROSS_LANE_FROM,
-            shift_flags_ahead: depth >= 7,
         }
     }
 
@@ -562,24 +547,7 @@ fn build_pipelined(
             );
         });
         let operands = [a, b, c, imm, x];
-        let shift_flags = s.shift_flags_ahead.then(|| {
-            assert!(
-                s.operands,
-                "the shifter's flags cross the operands' registers"
-            );
-            let flag = |m: &mut ModuleBuilder, name: &str, o: Op| {
-                Carried::new(name, is_op(p.op, o), 0, en).at(m, st)
-            };
-            (
-                flag(m, "short_shl", Op::ShlI32),
-                flag(m, "short_sra", Op::SraI32),
-            )
-        });
-        let ahead = ShortAhead {
-            x_late,
-            shift_flags,
-        };
-        short_ops_one_hot(m, units, (st, en), (op_st, subtract), operands, ahead)
+        short_ops_one_hot(m, units, (st, en), (op_st, subtract), operands, x_late)
     } else {
         assert!(
             p.x_late.is_none(),
@@ -684,15 +652,6 @@ fn short_ops(m: &mut ModuleBuilder, units: VpuUnits, op: Expr, operands: [Expr; 
     select(m, "simple", op, cases)
 }
 
-/// What the short operations may take from beside their operands: the
-/// late cross-lane result (`Schedule::late_cross_lane`) and the shifter's
-/// flags decoded a segment ahead (`Schedule::shift_flags_ahead`), both in
-/// the operands' segment.
-struct ShortAhead {
-    x_late: Option<Expr>,
-    shift_flags: Option<(Expr, Expr)>,
-}
-
 /// The short operations as [`short_ops`] computes them, split over two
 /// segments and selected as an OR of zero-gated terms
 /// (`Schedule::one_hot_result`): in
@@ -717,12 +676,8 @@ fn short_ops_one_hot(
     (st, en): (u32, Expr),
     (op, subtract): (Expr, Expr),
     operands: [Expr; 5],
-    ahead: ShortAhead,
+    x_late: Option<Expr>,
 ) -> (u32, Expr) {
-    let ShortAhead {
-        x_late,
-        shift_flags,
-    } = ahead;
     let is = |o: Op| is_op(op, o);
     let [a, b, c, imm, x] = operands;
     let late = |m: &mut ModuleBuilder, name: &str, v: Expr| {
@@ -732,10 +687,7 @@ fn short_ops_one_hot(
     let gated = |bit: Expr, v: Expr| mux(bit, v, 0u32);
 
     // The chain and the shifter.
-    let shifts = match shift_flags {
-        Some(flags) => shifter_by(m, |_| flags, a, b),
-        None => shifter(m, is, a, b),
-    };
+    let shifts = shifter(m, is, a, b);
     let addend = mux(subtract, !b, b);
     let chain = a.zext(33) + addend.zext(33) + subtract.zext(33);
     let chain = m.wire("short_chain", chain);
