@@ -2158,13 +2158,6 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     for (t, &inst) in insts.iter().enumerate() {
         let t32 = t as u32;
         let mine = |sel: Expr| sel.is_eq(t32);
-        // With one tile the stream is always that tile's: the dispatch
-        // register (always 0) stays out of its entry queue's enables.
-        let dispatched = if cfg.tiles() == 1 {
-            ent_valid
-        } else {
-            ent_valid & mine(disp.q())
-        };
         m.connect(inst, "start_i", start_fire);
         let go = forward_run | (update_run & mine(update_tile.q()));
         m.connect(inst, "go_i", go);
@@ -2180,7 +2173,7 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
             m.connect(inst, "mode_i", updating.q());
         }
         m.connect(inst, "lr_i", lr.q());
-        m.connect(inst, "ent_valid_i", dispatched);
+        m.connect(inst, "ent_valid_i", ent_valid & mine(disp.q()));
         m.connect(inst, "ent_data_i", ent.bits());
         m.connect(inst, "grant_i", fire & mine(chosen));
         m.connect(inst, "rsp_valid_i", rsp_ok & mine(rtag.get("tile")));
