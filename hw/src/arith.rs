@@ -120,31 +120,10 @@ pub fn fp32_mul_piped(m: &mut ModuleBuilder, p: &mut Pipeline, a: Expr, b: Expr)
     }
     // Across the pieces' registers go the operands' signs, exponents and
     // classes, as across the product's.
-    let (fa, fb) = (fp32_fields(m, a), fp32_fields(m, b));
-    let (product, [sa, ea, na, ia, za, sb, eb, nb, ib, zb]) = mul_in_pieces(
-        m,
-        p,
-        1,
-        sa,
-        sb,
-        [
-            ("sign_a", fa.sign),
-            ("exp_a", fa.exp),
-            ("nan_a", fa.nan),
-            ("inf_a", fa.inf),
-            ("zero_a", fa.zero),
-            ("sign_b", fb.sign),
-            ("exp_b", fb.exp),
-            ("nan_b", fb.nan),
-            ("inf_b", fb.inf),
-            ("zero_b", fb.zero),
-        ],
-    );
-    let classes = MulOperands::Classes(
-        MulClass::new(sa, ea, na, ia, za),
-        MulClass::new(sb, eb, nb, ib, zb),
-    );
-    mul_back(m, p, classes, product)
+    let (fa, fb) = MulOperands::Raw(a, b).classes(m);
+    let (product, crossed) = mul_in_pieces(m, p, 1, sa, sb, MulClass::crossing(&fa, &fb));
+    let (fa, fb) = MulClass::pair(&crossed);
+    mul_back(m, p, MulOperands::Classes(fa, fb), product)
 }
 
 /// The fp32 product `mul32(a, b)`, given `product`, the u48 product of the
@@ -190,6 +169,19 @@ enum MulOperands {
     Classes(MulClass, MulClass),
 }
 
+impl MulOperands {
+    /// Both operands' classes.
+    fn classes(self, m: &mut ModuleBuilder) -> (MulClass, MulClass) {
+        match self {
+            MulOperands::Raw(a, b) => {
+                let (fa, fb) = (fp32_fields(m, a), fp32_fields(m, b));
+                (MulClass::of(&fa), MulClass::of(&fb))
+            }
+            MulOperands::Classes(fa, fb) => (fa, fb),
+        }
+    }
+}
+
 /// The fp32 multiplier from its `product` cut on.
 #[track_caller]
 fn mul_back(
@@ -209,35 +201,12 @@ fn mul_back(
             (p48, MulClass::of(&fa), MulClass::of(&fb))
         }
         operands => {
-            let (fa, fb) = match operands {
-                MulOperands::Raw(a, b) => {
-                    let (fa, fb) = (fp32_fields(m, a), fp32_fields(m, b));
-                    (MulClass::of(&fa), MulClass::of(&fb))
-                }
-                MulOperands::Classes(fa, fb) => (fa, fb),
-            };
-            let [p48, sa, ea, na, ia, za, sb, eb, nb, ib, zb] = pipe.cut(
-                m,
-                2,
-                [
-                    ("product", product.slice(0, 48)),
-                    ("sign_a", fa.sign),
-                    ("exp_a", fa.exp),
-                    ("nan_a", fa.nan),
-                    ("inf_a", fa.inf),
-                    ("zero_a", fa.zero),
-                    ("sign_b", fb.sign),
-                    ("exp_b", fb.exp),
-                    ("nan_b", fb.nan),
-                    ("inf_b", fb.inf),
-                    ("zero_b", fb.zero),
-                ],
-            );
-            (
-                p48,
-                MulClass::new(sa, ea, na, ia, za),
-                MulClass::new(sb, eb, nb, ib, zb),
-            )
+            let (fa, fb) = operands.classes(m);
+            let mut crossing = vec![("product", product.slice(0, 48))];
+            crossing.extend(MulClass::crossing(&fa, &fb));
+            let crossed = pipe.cut_vec(m, 2, &crossing);
+            let (fa, fb) = MulClass::pair(&crossed[1..]);
+            (crossed[0], fa, fb)
         }
     };
     let sign = fa.sign ^ fb.sign;
@@ -293,14 +262,34 @@ struct MulClass {
 }
 
 impl MulClass {
-    fn new(sign: Expr, exp: Expr, nan: Expr, inf: Expr, zero: Expr) -> MulClass {
-        MulClass {
-            sign,
-            exp,
-            nan,
-            inf,
-            zero,
-        }
+    /// Both operands' classes as they cross a registered cut (22 bits):
+    /// `sign_a`, `exp_a`, `nan_a`, `inf_a`, `zero_a`, then b's.
+    fn crossing(fa: &MulClass, fb: &MulClass) -> [(&'static str, Expr); 10] {
+        [
+            ("sign_a", fa.sign),
+            ("exp_a", fa.exp),
+            ("nan_a", fa.nan),
+            ("inf_a", fa.inf),
+            ("zero_a", fa.zero),
+            ("sign_b", fb.sign),
+            ("exp_b", fb.exp),
+            ("nan_b", fb.nan),
+            ("inf_b", fb.inf),
+            ("zero_b", fb.zero),
+        ]
+    }
+
+    /// The two classes back from the values of [`MulClass::crossing`].
+    fn pair(v: &[Expr]) -> (MulClass, MulClass) {
+        let class = |k: usize| MulClass {
+            sign: v[k],
+            exp: v[k + 1],
+            nan: v[k + 2],
+            inf: v[k + 3],
+            zero: v[k + 4],
+        };
+        assert_eq!(v.len(), 10, "two operands' classes");
+        (class(0), class(5))
     }
 
     fn of(f: &Fp32Fields) -> MulClass {

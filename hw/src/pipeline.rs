@@ -43,6 +43,15 @@ impl CutPlan {
         self.cuts.len() as u32
     }
 
+    /// The number of the cut named `name`.
+    #[track_caller]
+    pub fn cut_number(&self, name: &str) -> usize {
+        self.cuts
+            .iter()
+            .position(|&c| c == name)
+            .unwrap_or_else(|| elab_error(format!("{} has no cut named {name}", self.unit)))
+    }
+
     /// Which cuts `stages` registers, by cut number.
     #[track_caller]
     pub fn active(&self, stages: u32) -> Vec<bool> {
@@ -267,4 +276,23 @@ pub fn unit_module(
             m.output(n, v);
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::arith::{FP32_MUL, INT_MUL};
+
+    #[test]
+    fn cuts_are_found_by_name() {
+        assert_eq!(FP32_MUL.cut_number("operands"), 0);
+        assert_eq!(FP32_MUL.cut_number("partials"), 1);
+        assert_eq!(FP32_MUL.cut_number("rounded"), 3);
+        assert_eq!(INT_MUL.cut_number("product"), 2);
+    }
+
+    #[test]
+    #[should_panic(expected = "fp32_mul has no cut named sum")]
+    fn an_unknown_cut_is_an_elaboration_error() {
+        FP32_MUL.cut_number("sum");
+    }
 }

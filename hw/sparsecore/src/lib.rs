@@ -704,11 +704,7 @@ fn tile_name(cfg: &SparseCoreConfig) -> String {
 /// outside it, for `stages` in all: one fewer, which must leave out that cut
 /// and keep the others (`FP32_MUL`'s ranking puts it last).
 fn operands_outside(stages: u32) -> u32 {
-    let operands = FP32_MUL
-        .cuts
-        .iter()
-        .position(|&c| c == "operands")
-        .expect("the multiplier has an operands cut");
+    let operands = FP32_MUL.cut_number("operands");
     let (all, inner) = (FP32_MUL.active(stages), FP32_MUL.active(stages - 1));
     assert!(
         all[operands]
@@ -735,11 +731,7 @@ fn combine_mul_unit_stages(cfg: &SparseCoreConfig) -> Option<u32> {
 /// significands' DSP-sized pieces (`FP32_MUL`'s `partials` cut), so that
 /// their product is several multiplies (the block's FPGA facts).
 pub(crate) fn combine_mul_partials(cfg: &SparseCoreConfig) -> bool {
-    let partials = FP32_MUL
-        .cuts
-        .iter()
-        .position(|&c| c == "partials")
-        .expect("the multiplier has a partials cut");
+    let partials = FP32_MUL.cut_number("partials");
     combine_mul_unit_stages(cfg).is_some_and(|stages| FP32_MUL.active(stages)[partials])
 }
 
