@@ -407,36 +407,28 @@ fn banked_rf(
 }
 
 /// Drives `target` with the cross-lane unit's result for the operations that
-/// take one (rotations, splat, reductions); others keep its default.
-fn select_cross_lane(m: &mut ModuleBuilder, fr: &LaneFront, target: hw::Comb) {
-    m.switch(fr.op)
-        .case(u32::from(Op::RotLane.code()), |m| {
-            m.assign(target, fr.rot_lane)
-        })
-        .case(u32::from(Op::RotSublane.code()), |m| {
-            m.assign(target, fr.rot_sublane)
-        })
-        .case(u32::from(Op::Splat.code()), |m| m.assign(target, fr.splat))
-        .cases(
-            &Op::ALL
-                .iter()
-                .filter(|o| o.is_reduction())
-                .map(|o| u32::from(o.code()))
-                .collect::<Vec<_>>(),
-            |m| m.assign(target, fr.reduced),
-        );
-}
-
-/// Drives `target` with the reduction's result for the reductions; others
-/// keep its default (the rotations and the splat come late).
-fn select_reduction(m: &mut ModuleBuilder, fr: &LaneFront, target: hw::Comb) {
-    let reductions: Vec<u32> = Op::ALL
-        .iter()
-        .filter(|o| o.is_reduction())
-        .map(|o| u32::from(o.code()))
-        .collect();
-    m.switch(fr.op)
-        .cases(&reductions, |m| m.assign(target, fr.reduced));
+/// take one (rotations and splat unless `rotations` is false, when they
+/// come late; reductions); others keep its default.
+fn select_cross_lane(m: &mut ModuleBuilder, fr: &LaneFront, target: hw::Comb, rotations: bool) {
+    let mut switch = m.switch(fr.op);
+    if rotations {
+        switch = switch
+            .case(u32::from(Op::RotLane.code()), |m| {
+                m.assign(target, fr.rot_lane)
+            })
+            .case(u32::from(Op::RotSublane.code()), |m| {
+                m.assign(target, fr.rot_sublane)
+            })
+            .case(u32::from(Op::Splat.code()), |m| m.assign(target, fr.splat));
+    }
+    switch.cases(
+        &Op::ALL
+            .iter()
+            .filter(|o| o.is_reduction())
+            .map(|o| u32::from(o.code()))
+            .collect::<Vec<_>>(),
+        |m| m.assign(target, fr.reduced),
+    );
 }
 
 fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
@@ -449,7 +441,7 @@ fn build(m: &mut ModuleBuilder, cfg: &VpuConfig, alu: &Rc<ModuleDef>) {
     let unit = alu_unit(m, alu, &fr);
     let element = m.inst_output(unit, "result_o");
     let result = m.comb_default("result", word, element);
-    select_cross_lane(m, &fr, result);
+    select_cross_lane(m, &fr, result, true);
     let result = result.value();
 
     // The store sees the load and the ALU result of its own bundle.
@@ -519,11 +511,7 @@ fn build_pipelined(
     // The element's cross-lane result, into the ALU's pipeline.
     let late = crate::late_cross_lane(cfg);
     let cross = m.comb_default("cross_lane", word, 0u32);
-    if late {
-        select_reduction(m, &fr, cross);
-    } else {
-        select_cross_lane(m, &fr, cross);
-    }
+    select_cross_lane(m, &fr, cross, !late);
 
     let unit = alu_unit(m, alu, &fr);
     m.connect(unit, "x_i", cross.value());

@@ -1047,6 +1047,22 @@ struct MemPorts {
     host_rd_rf: Expr,
 }
 
+/// A host write's enable and address a cycle late, from registers
+/// `<memory>_write_q` (reset low) and `<memory>_<address>_q`, for a write
+/// that lands a cycle after it is taken.
+fn held_host_write(
+    m: &mut ModuleBuilder,
+    (memory, address): (&str, &str),
+    write: Expr,
+    addr: Expr,
+) -> (Expr, Expr) {
+    let held_write = m.reg_reset(&format!("{memory}_write_q"), Ty::BOOL, 0);
+    m.set_next(held_write, write);
+    let held_addr = m.reg(&format!("{memory}_{address}_q"), addr.ty());
+    m.set_next(held_addr, addr);
+    (held_write.q(), held_addr.q())
+}
+
 impl MemPorts {
     fn select(
         m: &mut ModuleBuilder,
@@ -1090,11 +1106,7 @@ impl MemPorts {
         // write-first.
         let registered = cfg.depth() >= REGISTERED_ADVANCE_FROM;
         let (rf_host_write, rf_host_reg) = if registered {
-            let write = m.reg_reset("host_rf_write_q", Ty::BOOL, 0);
-            m.set_next(write, host_rf_write);
-            let reg = m.reg("host_rf_reg_q", Ty::u(rw));
-            m.set_next(reg, host_reg);
-            (write.q(), reg.q())
+            held_host_write(m, ("host_rf", "reg"), host_rf_write, host_reg)
         } else {
             (host_rf_write, host_reg)
         };
@@ -1109,11 +1121,7 @@ impl MemPorts {
             (host_rf_read, host_vmem_read)
         };
         let (vmem_host_write, vmem_host_word) = if cfg.depth() >= REGISTERED_HOST_VMEM_WRITE_FROM {
-            let write = m.reg_reset("host_vmem_write_q", Ty::BOOL, 0);
-            m.set_next(write, host_vmem_write);
-            let word = m.reg("host_vmem_word_q", Ty::u(aw));
-            m.set_next(word, host_word);
-            (write.q(), word.q())
+            held_host_write(m, ("host_vmem", "word"), host_vmem_write, host_word)
         } else {
             (host_vmem_write, host_word)
         };
