@@ -368,6 +368,14 @@ fn stream(
     }
 }
 
+/// Every ordered pair of `values` as a binary operation.
+fn every_pair(values: &[u32]) -> Vec<Op> {
+    values
+        .iter()
+        .flat_map(|&a| values.iter().map(move |&b| op2(a, b)))
+        .collect()
+}
+
 /// Cases whose expected results are the golden model's.
 fn with_golden(unit: Unit, ops: impl IntoIterator<Item = Op>) -> Vec<(Op, u64)> {
     ops.into_iter().map(|op| (op, unit.golden(&op))).collect()
@@ -660,10 +668,7 @@ fn special_classes_cross_products_at_every_depth() {
     let mut rng = rng_for("special_classes_cross_products_at_every_depth");
     let mut rtl = Rtl::new();
     let f = special_f32();
-    let pairs: Vec<Op> = f
-        .iter()
-        .flat_map(|&a| f.iter().map(move |&b| op2(a, b)))
-        .collect();
+    let pairs = every_pair(&f);
     for unit in [Unit::Add, Unit::Mul, Unit::Compare] {
         stream(
             &mut rtl,
@@ -700,10 +705,7 @@ fn special_classes_cross_products_at_every_depth() {
         &mut rng,
         GAPS,
     );
-    let pairs: Vec<Op> = h
-        .iter()
-        .flat_map(|&a| h.iter().map(move |&b| op2(a.into(), b.into())))
-        .collect();
+    let pairs = every_pair(&h.iter().map(|&x| u32::from(x)).collect::<Vec<_>>());
     let cases = with_golden(Unit::Bf16Mul, pairs.clone());
     stream(&mut rtl, Unit::Bf16Mul, "specials", &cases, &mut rng, GAPS);
     // The MAC: every special product against every class of addend.
@@ -723,11 +725,7 @@ fn special_classes_cross_products_at_every_depth() {
     let cases = with_golden(Unit::Bf16Mac, macs);
     stream(&mut rtl, Unit::Bf16Mac, "specials", &cases, &mut rng, GAPS);
     // The wide integer multipliers: every pair of piece edges.
-    let edges = piece_edges();
-    let pairs: Vec<Op> = edges
-        .iter()
-        .flat_map(|&a| edges.iter().map(move |&b| op2(a, b)))
-        .collect();
+    let pairs = every_pair(&piece_edges());
     for unit in [Unit::IntMulS32, Unit::IntMulU24, Unit::IntMulS18x32] {
         let cases = with_golden(unit, pairs.clone());
         stream(&mut rtl, unit, "piece edges", &cases, &mut rng, GAPS);
