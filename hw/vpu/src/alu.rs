@@ -27,7 +27,7 @@ use hw::{cat, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
 
 /// Whether the opcode `op` is `o`.
-fn is_op(op: Expr, o: Op) -> Expr {
+pub(crate) fn is_op(op: Expr, o: Op) -> Expr {
     op.is_eq(u32::from(o.code()))
 }
 
@@ -801,7 +801,10 @@ fn multiplier_chain(
     let high = m.wire("srdhm", high);
     finished.push((seg, Unit::MulI32, product.trunc(32).as_unsigned()));
     if units.has_fp32() {
-        let cuts = vec![false, false, false, s.mul_rounded];
+        // The product comes from the shared multiplier: of the fp32
+        // multiplier's cuts only `rounded` may be registered.
+        let mut cuts = vec![false; FP32_MUL.cuts.len()];
+        cuts[FP32_MUL.cut_number("rounded")] = s.mul_rounded;
         let mut rounded = Pipeline::with_cuts(FP32_MUL, "fmul", cuts, Some(en));
         let fmul = fp32_mul_from_product_piped(m, &mut rounded, a, b, product);
         let seg_fmul = seg + rounded.finish();

@@ -526,7 +526,7 @@ fn build_pipelined(
         m.output("opnd_a_late_o", opnd.q());
         let flag = |m: &mut ModuleBuilder, name: &str, o: Op| {
             let r = m.reg(name, Ty::BOOL);
-            m.set_next(r, fr.op.is_eq(u32::from(o.code())));
+            m.set_next(r, crate::alu::is_op(fr.op, o));
             m.set_enable(r, alu_advance);
             r.q()
         };
