@@ -28,12 +28,15 @@ pub const HBM_INFLIGHT_RANGE: std::ops::RangeInclusive<u32> = 4..=256;
 /// The fixed HBM latency of the cycle model and the benchmark, in cycles
 /// (the interface needs at least 2, see the `sparsecore` crate docs).
 pub const HBM_LATENCY_RANGE: std::ops::RangeInclusive<u32> = 2..=4096;
-/// Pipeline depth: the stages of the fold lanes' fp32 adder, and of the
-/// combine lanes' fp32 multiplier (ahead of their add, outside the
-/// read-modify-write loop) up to [`MAX_MUL_STAGES`], 0 (combinational) to
-/// this: the fp32 adder's most stages (every cut of `hw::fp::FP32_ADD`, the
-/// last a register on its operands).
-pub const MAX_DEPTH: u32 = 6;
+/// Pipeline depth: the stages of the fold lanes' fp32 adder up to
+/// [`MAX_ADD_STAGES`], and of the combine lanes' fp32 multiplier (ahead of
+/// their add, outside the read-modify-write loop) up to [`MAX_MUL_STAGES`],
+/// 0 (combinational) to this; at [`STAGED_WALK_DEPTH`] the tiles' walkers
+/// take their entries from a register stage.
+pub const MAX_DEPTH: u32 = 7;
+/// The fp32 adder's most stages (every cut of `hw::fp::FP32_ADD`, the last
+/// a register on its operands).
+pub const MAX_ADD_STAGES: u32 = 6;
 /// The combine multiplier's most stages.
 pub const MAX_MUL_STAGES: u32 = 4;
 /// From this depth on the combine's fp32 add is staged too, `depth` stages
@@ -41,6 +44,12 @@ pub const MAX_MUL_STAGES: u32 = 4;
 /// interlock (see the `sparsecore` crate docs); below it the add is one
 /// cycle.
 pub const STAGED_LOOP_DEPTH: u32 = 4;
+/// From this depth on each tile's walker takes the entry at its queue's
+/// head through a register stage that also holds the entry's row address
+/// (id x D, a multiply) and bounds check, so that no path runs from the
+/// queue through the multiply to the HBM read address; an entry reaches the
+/// walker a cycle later (see the `sparsecore` crate docs).
+pub const STAGED_WALK_DEPTH: u32 = 7;
 /// The largest partial-sum scratchpad, in 32-byte words (8 fp32 each).
 pub const MAX_SCRATCHPAD_WORDS: u32 = 1 << 16;
 /// fp32 elements per HBM word (32 bytes) and per scratchpad word.
@@ -154,11 +163,13 @@ impl SparseCoreConfig {
     }
 
     /// The same configuration with pipeline depth `depth` (0 to
-    /// [`MAX_DEPTH`]): the fold lanes' adder gets `depth` stages and the
-    /// combine lanes' multiplier `depth` up to [`MAX_MUL_STAGES`], so a fold
-    /// writes its activation word `depth` cycles later; from
-    /// [`STAGED_LOOP_DEPTH`] on the combine's add has `depth` stages too (see
-    /// the `sparsecore` crate docs).
+    /// [`MAX_DEPTH`]): the fold lanes' adder gets `depth` stages up to
+    /// [`MAX_ADD_STAGES`] and the combine lanes' multiplier `depth` up to
+    /// [`MAX_MUL_STAGES`], so a fold writes its activation word that many
+    /// cycles later; from [`STAGED_LOOP_DEPTH`] on the combine's add has
+    /// those stages too, and from [`STAGED_WALK_DEPTH`] on the walkers take
+    /// their entries through a register stage (see the `sparsecore` crate
+    /// docs).
     pub fn with_depth(&self, depth: u32) -> Result<Self, ConfigError> {
         if depth > MAX_DEPTH {
             return Err(ConfigError(format!(
@@ -168,10 +179,21 @@ impl SparseCoreConfig {
         Ok(SparseCoreConfig { depth, ..*self })
     }
 
-    /// Pipeline stages of the fold's adder (and of the combine's multiplier,
-    /// up to [`MAX_MUL_STAGES`]).
+    /// The pipeline depth (see [`SparseCoreConfig::with_depth`]).
     pub fn depth(&self) -> u32 {
         self.depth
+    }
+
+    /// Stages of the fold's fp32 adder (and, from [`STAGED_LOOP_DEPTH`] on,
+    /// of the combine's): the depth, at most [`MAX_ADD_STAGES`].
+    pub fn add_stages(&self) -> u32 {
+        self.depth.min(MAX_ADD_STAGES)
+    }
+
+    /// Whether each tile's walker takes its entries through a register
+    /// stage (from [`STAGED_WALK_DEPTH`] on).
+    pub fn staged_walk(&self) -> bool {
+        self.depth >= STAGED_WALK_DEPTH
     }
 
     /// Stages of the combine lanes' multiplier: the depth, at most
@@ -189,10 +211,11 @@ impl SparseCoreConfig {
     }
 
     /// Stages of the combine's add inside the read-modify-write loop: the
-    /// depth from [`STAGED_LOOP_DEPTH`] on, else 0 (the add is one cycle).
+    /// adder's stages from [`STAGED_LOOP_DEPTH`] on, else 0 (the add is one
+    /// cycle).
     pub fn loop_stages(&self) -> u32 {
         if self.depth >= STAGED_LOOP_DEPTH {
-            self.depth
+            self.add_stages()
         } else {
             0
         }
@@ -392,6 +415,16 @@ mod tests {
             c.with_depth(STAGED_LOOP_DEPTH - 1).unwrap().loop_stages(),
             0
         );
+        // The deepest adder, then the walk's stage on top of it.
+        let walk = c.with_depth(STAGED_WALK_DEPTH).unwrap();
+        assert!(walk.staged_walk());
+        assert!(!c.with_depth(STAGED_WALK_DEPTH - 1).unwrap().staged_walk());
+        assert_eq!(walk.add_stages(), MAX_ADD_STAGES);
+        assert_eq!(walk.loop_stages(), MAX_ADD_STAGES);
+        assert_eq!(
+            c.with_depth(MAX_ADD_STAGES).unwrap().add_stages(),
+            MAX_ADD_STAGES
+        );
     }
 
     #[test]
@@ -408,7 +441,7 @@ mod tests {
             "tile = 4",
             "queue_depth = 5",
             "max_dim = -1",
-            "depth = 7",
+            "depth = 8",
             "[[",
         ] {
             let err = SparseCoreConfig::from_toml(bad).unwrap_err().to_string();

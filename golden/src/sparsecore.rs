@@ -131,6 +131,9 @@ pub struct Timing {
     /// Pipeline stages of the fold's adder: each fold write lands this many
     /// cycles later.
     pub depth: u32,
+    /// Whether a tile's walker takes its entries from a register stage
+    /// loaded from its queue's head (see [`forward_cycles`]).
+    pub staged_walk: bool,
     /// Cycles from a combine item entering the combine to its add (the
     /// multiplier's stages, and the product's register with a staged loop).
     pub product_stages: u32,
@@ -152,7 +155,8 @@ impl Timing {
             hbm_latency,
             hbm_inflight: cfg.hbm_inflight(),
             queue_depth: cfg.queue_depth(),
-            depth: cfg.depth(),
+            depth: cfg.add_stages(),
+            staged_walk: cfg.staged_walk(),
             product_stages: cfg.product_stages(),
             loop_stages: cfg.loop_stages(),
             pipelined_update: cfg.pipelined_update(),
@@ -211,12 +215,45 @@ struct TileWalk {
     /// Entries in the queue with the cycle each was pushed; `None` is the
     /// marker.
     queue: std::collections::VecDeque<(Option<crate::sparsecore_host::Entry>, u64)>,
+    /// With a staged walk, the entries in the stage's two places (`None`
+    /// inside: the marker), head first, with the cycle from which the walker
+    /// sees each.
+    stage: std::collections::VecDeque<(Option<crate::sparsecore_host::Entry>, u64)>,
+    /// With a staged walk, whether the stage has loaded the marker (it
+    /// loads nothing more in the pass).
+    marker_staged: bool,
     /// Words of the head entry already granted.
     granted: u64,
     /// The cycle the marker was taken.
     marker: Option<u64>,
     /// The cycle the tile's last response entered the combine.
     last_response: Option<u64>,
+}
+
+impl TileWalk {
+    /// The walker takes its head: the stage's entry, or the queue's head.
+    fn take_head(&mut self, timing: Timing) {
+        if timing.staged_walk {
+            self.stage.pop_front();
+        } else {
+            self.queue.pop_front();
+        }
+    }
+
+    /// The stage, with room at the start of cycle `c`, loads the queue's
+    /// head unless it has loaded the marker.
+    fn load_stage(&mut self, c: u64) {
+        if self.marker_staged {
+            return;
+        }
+        if let Some(&(item, pushed)) = self.queue.front() {
+            if pushed + 2 <= c {
+                self.queue.pop_front();
+                self.stage.push_back((item, c + 1));
+                self.marker_staged = item.is_none();
+            }
+        }
+    }
 }
 
 /// The SparseCore's timing contract (`sparsecore` crate docs, "Protocol and
@@ -229,6 +266,11 @@ struct TileWalk {
 /// the stream into its tile's queue if that queue holds fewer than
 /// `queue_depth` items (an item leaving in a cycle frees its slot the cycle
 /// after); an item pushed in cycle c can be at the head from cycle c + 2.
+/// With a staged walk the walker's head is the stage's (two places): in
+/// every cycle from cycle 1 on in which the stage held fewer than two
+/// entries at the cycle's start and has not loaded the tile's marker, the
+/// queue's head leaves the queue into the stage, where the walker sees it
+/// from the next cycle.
 /// Clearing takes cycles 1 ..= S, S = B x ceil(D/8). From cycle S + 1 each
 /// tile looks at its head once per cycle: a marker ends its walk, an entry
 /// out of bounds is dropped, a valid entry requests its next word. Of the
@@ -285,23 +327,26 @@ pub fn forward_cycles(
                 next += 1;
             }
         }
+        // The stages' room at the cycle's start.
+        let room: Vec<bool> = tiles.iter().map(|t| t.stage.len() < 2).collect();
         if c > span {
             let mut requests = Vec::new();
             for (i, tile) in tiles.iter_mut().enumerate() {
                 if tile.marker.is_some() {
                     continue;
                 }
-                let head = match tile.queue.front() {
-                    Some(&(item, pushed)) if pushed + 2 <= c => item,
+                let head = match (timing.staged_walk, tile.stage.front(), tile.queue.front()) {
+                    (true, Some(&(item, seen)), _) if seen <= c => item,
+                    (false, _, Some(&(item, pushed))) if pushed + 2 <= c => item,
                     _ => continue,
                 };
                 match head {
                     None => {
-                        tile.queue.pop_front();
+                        tile.take_head(timing);
                         tile.marker = Some(c);
                     }
                     Some(e) if !id_in_table(e.id, rows) || e.sample >= batch => {
-                        tile.queue.pop_front();
+                        tile.take_head(timing);
                     }
                     Some(_) => requests.push(i),
                 }
@@ -313,7 +358,11 @@ pub fn forward_cycles(
                 let g = round_robin(&requests, &mut pointer, n_tiles);
                 let r = c + latency;
                 let tile = &mut tiles[g];
-                let e = tile.queue.front().expect("a requesting tile has a head").0;
+                let e = if timing.staged_walk {
+                    tile.stage.front().expect("a requesting tile has a head").0
+                } else {
+                    tile.queue.front().expect("a requesting tile has a head").0
+                };
                 let e = e.expect("a requesting head is an entry");
                 let row = u64::from(e.id as u32) * u64::from(dim);
                 let word = (row / 8 + tile.granted) * 8;
@@ -342,8 +391,15 @@ pub fn forward_cycles(
                 tile.last_response = Some(item.cycle);
                 tile.granted += 1;
                 if tile.granted == row_words(row, dim) {
-                    tile.queue.pop_front();
+                    tile.take_head(timing);
                     tile.granted = 0;
+                }
+            }
+        }
+        if timing.staged_walk && c >= 1 {
+            for (tile, room) in tiles.iter_mut().zip(room) {
+                if room {
+                    tile.load_stage(c);
                 }
             }
         }
@@ -445,7 +501,8 @@ fn issue_reads(
 /// one took its marker; a tile's entries are pushed while the tiles before
 /// it work, so its queue never runs dry. There is no clear: tile 0 walks
 /// from cycle 1, but the first entry, pushed in the start's cycle, reaches
-/// the head of its queue in cycle 2, so the first step is in cycle 2. A
+/// the head of its queue in cycle 2 (the walker in cycle 3 with a staged
+/// walk), so the first step is in cycle 2 (3). A
 /// marker takes one cycle (after the last tile's, the pass ends); an entry with an id outside the table
 /// one cycle. An id's first entry takes one cycle, then every entry of the
 /// id ceil(D/8) cycles (its gradient row into U, one word per cycle) and
@@ -475,7 +532,7 @@ pub fn update_cycles(
     let loop_gap = u64::from(timing.loop_stages) + 2;
     let mut outstanding = std::collections::VecDeque::new();
     let mut last_entry = None;
-    let mut t = 2u64;
+    let mut t = 2 + u64::from(timing.staged_walk);
     let mut words = 0u64;
     let mut end = 0;
     for (i, entries) in prepared.tiles.iter().enumerate() {

@@ -228,6 +228,7 @@ fn zipf_batch(
         hbm_inflight: 128,
         queue_depth: 16,
         depth: 0,
+        staged_walk: false,
         product_stages: 0,
         loop_stages: 0,
         pipelined_update: true,

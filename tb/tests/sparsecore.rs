@@ -632,24 +632,73 @@ fn sixteen_tiles_walk_in_parallel_for_every_row_length() {
     }
 }
 
-/// Forward and update passes at depth 1 (two tiles) and at the `fmax`
-/// preset (one tile, the deepest pipeline): the same bits as the golden
-/// model and, with a fixed latency, the cycles of its cycle model at that
-/// depth; random latency and backpressure too (the combine's write-first
-/// read must still see the write one stage ahead, even with responses back
-/// to back).
+/// Forward and update passes at depth 1 and at the deepest pipeline (two
+/// tiles: the staged walk under the read arbiter's round robin) and at the
+/// `fmax` preset (one tile, the deepest pipeline): the same bits as the
+/// golden model and, with a fixed latency, the cycles of its cycle model at
+/// that depth; random latency and backpressure too (the combine's
+/// write-first read must still see the write one stage ahead, even with
+/// responses back to back). Depth 4 (the add staged inside the loop, the
+/// walk not) is `staged_loop_interlocks_responses_to_one_sample`'s.
 #[test]
 fn deeper_pipelines_keep_bits_and_cycles() {
     let mut rng = tb::seed::rng_for("sparsecore_depths");
     let fmax = tb::preset(&sparsecore::SparseCore, "fmax");
-    assert_eq!(fmax.depth(), config::sparsecore::MAX_DEPTH);
-    let staged = config::sparsecore::STAGED_LOOP_DEPTH;
+    let deepest = config::sparsecore::MAX_DEPTH;
+    assert_eq!(fmax.depth(), deepest);
+    assert!(fmax.staged_walk());
     let configs = [
         small(2).with_depth(1).unwrap(),
-        small(2).with_depth(staged).unwrap(),
+        small(2).with_depth(deepest).unwrap(),
         fmax,
     ];
     deeper_pipelines(&mut rng, &configs, tb::seed::soak_rounds(4));
+}
+
+/// Entries may be pushed before the start: pushed while the block is idle
+/// after a pass of another D, V and B, they are walked with the new pass's
+/// (a staged walk's register stage must not place them with the old D).
+/// Forward and update passes back to back on one block, the host pushing
+/// for up to 12 cycles ahead of each start; bits as the golden model's (the
+/// cycle model pushes from the start, so cycles are not compared here).
+#[test]
+fn entries_pushed_before_the_start_walk_with_the_new_pass_s_shape() {
+    let mut rng = tb::seed::rng_for("sparsecore_early_entries");
+    let fmax = tb::preset(&sparsecore::SparseCore, "fmax");
+    let deepest = small(2).with_depth(config::sparsecore::MAX_DEPTH).unwrap();
+    for c in [fmax, deepest, small(2)] {
+        let mut d = SparseCoreDriver::new(&c).unwrap();
+        for round in 0..tb::seed::soak_rounds(4) {
+            let early = if round == 0 { 0 } else { rng.gen_range(1..=12) };
+            d.set_early_pushes(early);
+            let b = random_batch(&mut rng, c.max_dim(), c.max_batch());
+            let p = prepare(&b.ids, &b.samples, &b.gains, b.rows, b.batch, c.tiles()).unwrap();
+            let hbm = HbmBehaviour::Random {
+                min: 2,
+                max: 2 + rng.gen_range(0..=10),
+                ready: 1.0,
+                seed: rng.gen(),
+            };
+            let what = format!(
+                "depth {} T={} round {round}: {early} cycles early, V={} D={} B={} n={}",
+                c.depth(),
+                c.tiles(),
+                b.rows,
+                b.dim,
+                b.batch,
+                b.ids.len()
+            );
+            check(&mut d, &what, &b.table, b.rows, b.dim, b.batch, &p, hbm);
+            let grad: Vec<u32> = (0..b.batch * b.dim)
+                .map(|_| value(&mut rng, 0.02))
+                .collect();
+            let lr = value(&mut rng, 0.02);
+            let what = format!("update {what}");
+            check_update(
+                &mut d, &what, &b.table, b.rows, b.dim, b.batch, &p, &grad, lr, hbm,
+            );
+        }
+    }
 }
 
 /// One id at a time under backpressure, a row's first writes were queued

@@ -218,10 +218,13 @@ mod tests {
     }
 
     #[test]
-    fn the_depth_stops_at_the_fp32_adders_cuts() {
-        // The fold's and the combine's adders take `depth` stages of
+    fn the_adders_stages_stop_at_the_fp32_adders_cuts() {
+        // The fold's and the combine's adders take `add_stages` stages of
         // `hw::fp::FP32_ADD`; the configuration crate cannot see the plan.
-        assert_eq!(MAX_DEPTH, hw::fp::FP32_ADD.max_stages());
+        assert_eq!(
+            config::sparsecore::MAX_ADD_STAGES,
+            hw::fp::FP32_ADD.max_stages()
+        );
     }
 
     #[test]

@@ -79,7 +79,7 @@
 //! neighbouring rows that share an HBM word are kept apart by the lane mask
 //! (a read uses only its own row's lanes, a write writes only them).
 //!
-//! At depths 1 to 5 an update handles one id at a time: the id's gradient
+//! At the other depths an update handles one id at a time: the id's gradient
 //! rows are combined into U (words 0 .. ceil(D/8) - 1 of the tile's
 //! scratchpad) by the tile's own lanes, then the row is read, each word
 //! combined as E - lr x U by the same lanes and written back through a write
@@ -125,6 +125,15 @@
 //!   pushed in cycle c reaches the head of its queue in cycle c + 2 or, if
 //!   the entry before it leaves later, the cycle after it leaves; a queue
 //!   has room again the cycle after an entry leaves.
+//! - The walker's head is the queue's head, except with a staged walk (from
+//!   depth 7, `config::sparsecore::STAGED_WALK_DEPTH`): there it is the
+//!   head of a register stage of two places. In every cycle from cycle 1 of
+//!   a pass in which the queue has a head, the stage held fewer than two
+//!   entries at the cycle's start, and the stage has not yet loaded the
+//!   tile's marker in this pass, the head leaves the queue (freeing its
+//!   place) into the stage, where the walker sees it from the next cycle. So an entry reaches the walker a cycle
+//!   after it reached the queue's head, and never before cycle 2; the walk
+//!   rules below read "the head" as the walker's head.
 //! - Cycle 0 is the cycle `start_i` is accepted; S = B x ceil(D/8).
 //!
 //! Forward pass:
@@ -145,14 +154,14 @@
 //!   cycle after its response enters the combine, in cycle e: the cycle it
 //!   arrives (e = r) at depths 0 to 3, later from depth 4 on (below). Its
 //!   combine writes in cycle e + W: W = 1 + P at pipeline depth P <= 3,
-//!   W = 6 + P from depth 4 on.
+//!   W = 6 + A from depth 4 on, A = min(P, 6) the adder's stages.
 //! - Tile t is finished from the cycle after it took its marker, or 1 + W
 //!   cycles after its last response entered if that is later (fin_t).
 //! - The fold of tile t starts in cycle f_t = max(fin_t, g_t) + 1, where
-//!   g_0 = S + 1 and g_t = f_(t-1) + S + P; it reads one word per cycle
-//!   (f_t .. f_t + S - 1) and writes each 1 + P cycles later. After tile
-//!   T-1's fold, `busy_o` is high through cycle f_(T-1) + S + P and low from
-//!   f_(T-1) + S + P + 1.
+//!   g_0 = S + 1 and g_t = f_(t-1) + S + A; it reads one word per cycle
+//!   (f_t .. f_t + S - 1) and writes each 1 + A cycles later (A = min(P,
+//!   6), the fold adder's stages). After tile T-1's fold, `busy_o` is high
+//!   through cycle f_(T-1) + S + A and low from f_(T-1) + S + A + 1.
 //!
 //! Update pass, pipelined (depth 0):
 //!
@@ -187,8 +196,8 @@
 //!   HBM writes always ready, max(m + 1, w + 1) + 1 where w is the cycle the
 //!   last write was accepted.
 //!
-//! Update pass at depths 1 to 5 (tile by tile, one id at a time): no clear;
-//! tile 0 walks from cycle 1, tile t + 1 from the cycle after tile t took
+//! Update pass at depths 1 and up (tile by tile, one id at a time): no
+//! clear; tile 0 walks from cycle 1, tile t + 1 from the cycle after tile t took
 //! its marker; after tile T-1's marker `busy_o` is low from the next cycle.
 //! An invalid entry takes one cycle; an id's first entry one cycle, then
 //! each of the id's entries ceil(D/8) cycles (one gradient word each) plus
@@ -207,9 +216,9 @@
 //!
 //! # Pipeline depth
 //!
-//! `depth` (P, 0 to 6) gives each fold lane's fp32 adder P stages
-//! (`hw::fp::fp32_add_unit`; its sixth is a register on the operands) and
-//! each combine lane's
+//! `depth` (P, 0 to 7) gives each fold lane's fp32 adder A = min(P, 6)
+//! stages (`hw::fp::fp32_add_unit`; its sixth is a register on the
+//! operands) and each combine lane's
 //! fp32 multiplier min(P, 4) stages (`hw::arith::fp32_mul_unit`); at P = 0
 //! both are combinational, the design before the parameter existed. At P <= 3 the
 //! combine's add is one cycle inside its read-modify-write loop; from
@@ -227,8 +236,9 @@
 //! accumulation's deferred writes (P <= 3) are in place when the row reads
 //! U.
 //!
-//! From P = 4 on (`config::sparsecore::STAGED_LOOP_DEPTH`) the add has P
-//! stages inside the loop, so the loop no longer bounds the clock:
+//! From P = 4 on (`config::sparsecore::STAGED_LOOP_DEPTH`) the add has A
+//! stages inside the loop, so the loop no longer bounds the clock (below,
+//! P stands for A = min(P, 6)):
 //!
 //! - Responses wait in a response ring (`hbm_inflight` words) and enter
 //!   the combine from it in arrival order, one per cycle at most: a
@@ -261,6 +271,23 @@
 //!   they enter) wait until no accumulation step is in the pipeline, W
 //!   cycles after the last one entered. A row's responses write no partial
 //!   sum and never wait.
+//!
+//! At P = 7 (`config::sparsecore::STAGED_WALK_DEPTH`) the walk is staged
+//! as well: each tile's walker takes its entries from a register stage of
+//! two places (see the timing contract), each holding, besides the entry,
+//! its bounds
+//! check and its row's place (the first word, id x D div 8, on a DSP
+//! block; the first lane; the last word and lane), formed as the stage
+//! loads. So the read address is that register plus the word counter, and
+//! the pop follows from a compare of the counter with a register, where
+//! before both ran from the queue's head through the multiply; and the
+//! stage loads (its enables, the queue's pop) on its fill at the cycle's
+//! start, not on the walker's pop. An update
+//! keeps the place of the id whose U it accumulates in registers of its
+//! own. The stage loads with the pass's D, V and B (from cycle 1) and stops
+//! at the marker, so the next pass's entries, pushed early, wait in the
+//! queue. The price: every entry reaches its walker a cycle later, which
+//! costs a pass about a cycle (the queue keeps the walker fed after that).
 //!
 //! So with HBM always ready, a fixed latency L and a host that pushes
 //! whenever `ent_ready_o` is high, the cycles depend on the entry lists
@@ -512,7 +539,7 @@ pub fn build(design: &mut Design, cfg: &SparseCoreConfig) -> Rc<ModuleDef> {
     let write_fifo = fifo(design, types.write.ty(), write_depth, FifoMode::Fwft);
     let update_lane = cfg.pipelined_update().then(|| combine_lane(design));
     let tile = tile_module(design, &cfg, &types);
-    let fold = match cfg.depth() {
+    let fold = match cfg.add_stages() {
         0 => fold_lane(design),
         d => fp32_add_unit(design, d, false),
     };
@@ -890,17 +917,30 @@ fn tile_body(
     m.connect(queue, "in_data_i", ent_data);
     let ent_ready = m.inst_output(queue, "in_ready_o");
     m.output("ent_ready_o", ent_ready);
-    let head_valid = m.inst_output(queue, "out_valid_o");
-    let head = entry.unpack(m.inst_output(queue, "out_data_o"));
+    let queue_valid = m.inst_output(queue, "out_valid_o");
+    let queue_head = entry.unpack(m.inst_output(queue, "out_data_o"));
+    // Bounds: 0 <= id < V (a negative id has bit 31 set, so it compares
+    // above every V) and sample < B.
+    let in_bounds = |e: &hw::Record| {
+        e.get("id").is_lt(rows)
+            & e.get("sample")
+                .zext(sb.max(bb))
+                .is_lt(batch.zext(sb.max(bb)))
+    };
+    // The entry the walker looks at: the queue's head, or with a staged
+    // walk a register stage loaded from it (`WalkStage`).
+    let (head, head_valid, entry_ok, stage) = if cfg.staged_walk() {
+        let ok = in_bounds(&queue_head);
+        let w = WalkStage::build(m, start, dim, &queue_head, queue_valid, ok);
+        m.connect(queue, "out_ready_i", w.load);
+        (w.entry.clone(), w.valid, w.ok, Some(w))
+    } else {
+        let ok = m.wire("entry_ok", in_bounds(&queue_head));
+        (queue_head, queue_valid, ok, None)
+    };
     let id = head.get("id");
     let sample = head.get("sample");
     let marker = head.get("marker");
-    // Bounds: 0 <= id < V (a negative id has bit 31 set, so it compares
-    // above every V) and sample < B.
-    let entry_ok = m.wire(
-        "entry_ok",
-        id.is_lt(rows) & sample.zext(sb.max(bb)).is_lt(batch.zext(sb.max(bb))),
-    );
 
     // ------------------------------------------------------------ walker
     let state = m.fsm("tile_state", TileState::Idle);
@@ -947,32 +987,30 @@ fn tile_body(
     // and its last word index nw - 1 = (o + D - 1) div 8. In an update the
     // row is the current id's (the queue's head is already the next entry);
     // in a forward pass it is the head's.
-    let upd_row_id = rows_head.map_or(cur_id.q(), |(_, head_id)| head_id);
-    let row_id = m.wire("row_id", mux(updating, upd_row_id, id.slice(0, 31)));
-    let elem = m.wire("row_elem", row_id.mul_wide(dim));
-    let w0 = m.wire("row_word0", elem.slice(3, 31 + db - 3));
-    // (id x D) mod 8 from the factors' low bits alone, so that the last-word
-    // test, and through it the queue's pop, does not wait for the full
-    // product (a DSP block's, a route away). Written as shifted adds, not a
-    // multiply, so that synthesis keeps it in LUTs rather than spend a DSP
-    // block on three bits.
-    let id_low = row_id.slice(0, 3);
-    let zero3 = m.lit(Ty::u(3), 0);
-    let offset = (0..db.min(3))
-        .map(|b| {
-            let shifted = id_low << m.lit(Ty::u(2), b);
-            mux(dim.bit(b), shifted, zero3)
-        })
-        .reduce(|a, b| a + b)
-        .expect("D has at least one bit");
-    let offset = m.wire("row_offset", offset);
-    m.waive(
-        "UNUSEDSIGNAL",
-        "row_elem",
-        "its low three bits are formed from the factors' low bits (row_offset)",
-    );
-    let ew = db.max(3) + 1;
-    let end = m.wire("row_end", offset.zext(ew) + dim.zext(ew) - 1u32);
+    // An update reads (and writes) the row of the id whose U it
+    // accumulated: with a staged walk its place is kept from the stage when
+    // the id's run begins (`cur_row`, loaded with `cur_id`).
+    let cur_row = stage.as_ref().map(|w| {
+        [
+            m.reg("cur_word0", w.row.word0.ty()),
+            m.reg("cur_offset", w.row.offset.ty()),
+            m.reg("cur_end", w.row.end.ty()),
+        ]
+    });
+    let row = match (&stage, cur_row) {
+        (Some(w), Some([word0, offset, end])) => RowPlace {
+            word0: m.wire("row_word0", mux(updating, word0.q(), w.row.word0)),
+            offset: m.wire("row_offset", mux(updating, offset.q(), w.row.offset)),
+            end: m.wire("row_end", mux(updating, end.q(), w.row.end)),
+        },
+        _ => {
+            let upd_row_id = rows_head.map_or(cur_id.q(), |(_, head_id)| head_id);
+            let row_id = m.wire("row_id", mux(updating, upd_row_id, id.slice(0, 31)));
+            RowPlace::of(m, "row", row_id, dim)
+        }
+    };
+    let (w0, offset, end) = (row.word0, row.offset, row.end);
+    let ew = end.ty().width;
     let k = m.reg_reset("word_k", Ty::u(k_bits), 0);
     let k_last = m.wire("word_k_last", k.q().zext(ew).is_eq(end >> 3u32));
     // The read counter after a word of the row is read.
@@ -1052,6 +1090,11 @@ fn tile_body(
         "upd_entry",
         walking & updating & head_valid & !marker & entry_ok,
     );
+    if let (Some(w), Some(regs)) = (&stage, cur_row) {
+        for (r, v) in regs.into_iter().zip([w.row.word0, w.row.offset, w.row.end]) {
+            m.set_next(r, mux(entry_valid, v, r.q()));
+        }
+    }
     let pip = pipelined.then(|| {
         let run_open = m.reg_reset("run_open", Ty::BOOL, 0);
         let held = m.reg_reset("slots_held", Ty::u(bits_for(slots)), 0);
@@ -1103,7 +1146,10 @@ fn tile_body(
         "entry_pop",
         take_marker | skip | (read_fire & k_last & !updating) | (acc_step & acc_last),
     );
-    m.connect(queue, "out_ready_i", pop);
+    match &stage {
+        Some(w) => m.drive(w.pop, pop),
+        None => m.connect(queue, "out_ready_i", pop),
+    }
 
     // This tile's reads in flight: granted, not yet answered.
     let ob = bits_for(cfg.hbm_inflight());
@@ -1533,6 +1579,157 @@ fn tile_body(
             m.if_(p.opening, |m| m.assign(cur_id, id.slice(0, 31)));
         });
     });
+}
+
+/// Where a row sits in HBM: the word holding its first element (element
+/// id x D, div 8), that element's lane in the word (o) and o + D - 1, whose
+/// div 8 is the row's last word index and whose mod 8 its last lane.
+struct RowPlace {
+    word0: Expr,
+    offset: Expr,
+    end: Expr,
+}
+
+impl RowPlace {
+    /// The place of row `row_id` (31 bits) for rows of `dim` elements, as
+    /// wires named `<prefix>_elem`, `_word0`, `_offset` and `_end`.
+    fn of(m: &mut hw::ModuleBuilder, prefix: &str, row_id: Expr, dim: Expr) -> RowPlace {
+        let db = dim.ty().width;
+        let elem_name = format!("{prefix}_elem");
+        let elem = m.wire(&elem_name, row_id.mul_wide(dim));
+        let word0 = m.wire(&format!("{prefix}_word0"), elem.slice(3, 31 + db - 3));
+        // (id x D) mod 8 from the factors' low bits alone, so that the
+        // last-word test, and through it the queue's pop, does not wait for
+        // the full product (a DSP block's, a route away). Written as shifted
+        // adds, not a multiply, so that synthesis keeps it in LUTs rather
+        // than spend a DSP block on three bits.
+        let id_low = row_id.slice(0, 3);
+        let zero3 = m.lit(Ty::u(3), 0);
+        let offset = (0..db.min(3))
+            .map(|b| {
+                let shifted = id_low << m.lit(Ty::u(2), b);
+                mux(dim.bit(b), shifted, zero3)
+            })
+            .reduce(|a, b| a + b)
+            .expect("D has at least one bit");
+        let offset = m.wire(&format!("{prefix}_offset"), offset);
+        m.waive(
+            "UNUSEDSIGNAL",
+            &elem_name,
+            &format!("its low three bits are formed from the factors' low bits ({prefix}_offset)"),
+        );
+        let ew = db.max(3) + 1;
+        let end = m.wire(
+            &format!("{prefix}_end"),
+            offset.zext(ew) + dim.zext(ew) - 1u32,
+        );
+        RowPlace { word0, offset, end }
+    }
+}
+
+/// A staged walk's register stage between a tile's entry queue and its
+/// walker: two places, each holding an entry, its bounds check and its
+/// row's place, so that the walker's paths (to the HBM read address, to the
+/// pop) start at registers rather than run from the queue through the
+/// multiply.
+///
+/// The places are a ring: the walker's head is the place at the read
+/// pointer, which its pop advances; the queue's head loads into the place
+/// at the write pointer when the stage held fewer than two entries at the
+/// cycle's start. So the load (the queue's pop, and the enable of every bit
+/// of a place) depends on registers alone, not on the walker's pop, and an
+/// entry taken every cycle still leaves one per cycle; an entry reaches the
+/// walker a cycle after it reached the queue's head. The stage loads only
+/// while the pass has its D, V and B (from the cycle after the start) and
+/// until it loads the marker, so that an entry of the next pass, pushed
+/// before its start, is not placed with this pass's D.
+struct WalkStage {
+    /// The queue's pop: the stage loads.
+    load: Expr,
+    /// The walker takes the head (driven by the walker).
+    pop: hw::Wire,
+    valid: Expr,
+    entry: hw::Record,
+    ok: Expr,
+    row: RowPlace,
+}
+
+impl WalkStage {
+    fn build(
+        m: &mut hw::ModuleBuilder,
+        start: Expr,
+        dim: Expr,
+        head: &hw::Record,
+        head_valid: Expr,
+        head_ok: Expr,
+    ) -> WalkStage {
+        let pop = m.wire_decl("walk_pop", Ty::BOOL);
+        let fetching = m.reg_reset("walk_fetching", Ty::BOOL, 0);
+        let held = m.reg_reset("walk_held", Ty::u(2), 0);
+        let wr = m.reg_reset("walk_wr", Ty::BOOL, 0);
+        let rd = m.reg_reset("walk_rd", Ty::BOOL, 0);
+        let load = m.wire("walk_load", head_valid & fetching.q() & !held.q().is_eq(2));
+        let marker = head.get("marker");
+        m.set_next(
+            fetching,
+            mux(start, m.lit(Ty::BOOL, 1), fetching.q() & !(load & marker)),
+        );
+        m.set_next(held, held.q() + load.zext(2) - pop.value().zext(2));
+        m.set_next(wr, wr.q() ^ load);
+        m.set_next(rd, rd.q() ^ pop.value());
+        let place = RowPlace::of(m, "walk_next", head.get("id").slice(0, 31), dim);
+        let incoming = [head_ok, place.word0, place.offset, place.end];
+        let mut entries = Vec::new();
+        let mut fields = Vec::new();
+        for k in 0..2u32 {
+            let entry = m.reg_record(&format!("walk{k}"), head.ty());
+            let regs: Vec<hw::Reg> = ["ok", "word0", "offset", "end"]
+                .iter()
+                .zip(&incoming)
+                .map(|(name, v)| m.reg(&format!("walk{k}_{name}"), v.ty()))
+                .collect();
+            let here = if k == 0 { !wr.q() } else { wr.q() };
+            m.if_(load & here, |m| {
+                m.assign_record(&entry, head);
+                for (r, v) in regs.iter().zip(&incoming) {
+                    m.assign(*r, *v);
+                }
+            });
+            entries.push(entry.q());
+            fields.push(regs);
+        }
+        // The head: the place at the read pointer.
+        let pick = |m: &mut hw::ModuleBuilder, name: &str, a: Expr, b: Expr| {
+            m.wire(&format!("walk_head_{name}"), mux(rd.q(), b, a))
+        };
+        let record_fields: Vec<(String, Expr)> = entries[0]
+            .fields()
+            .zip(entries[1].fields())
+            .map(|((name, a), (_, b))| (name.to_string(), pick(m, name, a, b)))
+            .collect();
+        let named: Vec<(&str, Expr)> = record_fields
+            .iter()
+            .map(|(n, v)| (n.as_str(), *v))
+            .collect();
+        let entry = head.ty().pack(&named);
+        let field = |m: &mut hw::ModuleBuilder, i: usize, name: &str| {
+            pick(m, name, fields[0][i].q(), fields[1][i].q())
+        };
+        let ok = field(m, 0, "ok");
+        let row = RowPlace {
+            word0: field(m, 1, "word0"),
+            offset: field(m, 2, "offset"),
+            end: field(m, 3, "end"),
+        };
+        WalkStage {
+            load,
+            pop,
+            valid: m.wire("walk_valid", !held.q().is_eq(0)),
+            entry,
+            ok,
+            row,
+        }
+    }
 }
 
 /// A pipelined update's walker: the open run, the slots, U's bases.
@@ -2007,7 +2204,7 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     // --------------------------------------------------------- fold unit
     // The fold adder has `depth` stages: a word read in cycle c is written
     // in c + 1 + depth.
-    let depth = cfg.depth();
+    let depth = cfg.add_stages();
     let s1_fold = m.reg_reset("s1_fold", Ty::BOOL, 0);
     let s1_fold_first = m.reg("s1_fold_first", Ty::BOOL);
     let s1_fold_addr = m.reg("s1_fold_addr", Ty::u(aw));

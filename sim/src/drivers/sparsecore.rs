@@ -201,6 +201,7 @@ pub struct SparseCoreDriver {
     cfg: SparseCoreConfig,
     model: Model,
     p: Ports,
+    early_cycles: u32,
 }
 
 impl SparseCoreDriver {
@@ -213,6 +214,7 @@ impl SparseCoreDriver {
             cfg: *cfg,
             model,
             p,
+            early_cycles: 0,
         };
         d.reset();
         Ok(d)
@@ -220,6 +222,15 @@ impl SparseCoreDriver {
 
     pub fn config(&self) -> &SparseCoreConfig {
         &self.cfg
+    }
+
+    /// From now on each pass's host pushes the stream for `cycles` cycles
+    /// before it starts the pass (the contract allows entries before the
+    /// start; the block must not walk them with the previous pass's D, V
+    /// and B). The passes' cycle counts still run from the start, so they
+    /// no longer match the cycle model, which pushes from the start.
+    pub fn set_early_pushes(&mut self, cycles: u32) {
+        self.early_cycles = cycles;
     }
 
     /// The underlying model (benchmarks, waveforms).
@@ -388,6 +399,37 @@ impl SparseCoreDriver {
             + 64;
         let mut stalled_read: Option<u64> = None;
         let mut stalled_write: Option<(u64, Vec<u32>, u64)> = None;
+        // Entries pushed while the block is idle, before the start.
+        self.model.poke(p.start, 0);
+        self.model.poke(p.rd_ready, 1);
+        self.model.poke(p.wr_ready, 1);
+        for early in 0..self.early_cycles {
+            match stream.get(next) {
+                Some(&entry) => {
+                    let (id, sample, gain) = entry.unwrap_or((0, 0, 0));
+                    self.model.poke(p.ent_valid, 1);
+                    self.model.poke(p.ent_marker, entry.is_none() as u64);
+                    self.model.poke(p.ent_id, u64::from(id));
+                    self.model.poke(p.ent_sample, u64::from(sample));
+                    self.model.poke(p.ent_gain, u64::from(gain));
+                }
+                None => self.model.poke(p.ent_valid, 0),
+            }
+            self.model.eval();
+            if self.model.peek(p.busy) == 1
+                || self.model.peek(p.rd_valid) == 1
+                || self.model.peek(p.wr_valid) == 1
+            {
+                return Err(DriverError::Protocol(format!(
+                    "{} cycles before the start: busy_o or an HBM request while idle",
+                    self.early_cycles - early
+                )));
+            }
+            if next < stream.len() && self.model.peek(p.ent_ready) == 1 {
+                next += 1;
+            }
+            self.model.step();
+        }
         loop {
             self.model.poke(p.start, (cycle == 0) as u64);
             match stream.get(next) {
