@@ -812,8 +812,7 @@ fn tile_module(design: &mut Design, cfg: &SparseCoreConfig, types: &Types) -> Rc
 fn acc_address(
     m: &mut hw::ModuleBuilder,
     cfg: &SparseCoreConfig,
-    sample: Expr,
-    row_words: Expr,
+    sample_words: SampleWords,
     acc_ctr: Expr,
     accumulating: Expr,
     u_base: Option<Expr>,
@@ -822,7 +821,7 @@ fn acc_address(
     let nc_bits = row_words_bits(cfg);
     let aw = act_addr_bits(cfg);
     let acc_bits = (sb + nc_bits).max(nc_bits) + 1;
-    let acc_addr_wide = sample.mul_wide(row_words).zext(acc_bits) + acc_ctr.zext(acc_bits);
+    let acc_addr_wide = sample_words.product().zext(acc_bits) + acc_ctr.zext(acc_bits);
     let acc_addr = low_bits(
         m,
         "acc_addr",
@@ -931,7 +930,7 @@ fn tile_body(
     // walk a register stage loaded from it (`WalkStage`).
     let (head, head_valid, entry_ok, stage) = if cfg.staged_walk() {
         let ok = in_bounds(&queue_head);
-        let w = WalkStage::build(m, start, dim, &queue_head, queue_valid, ok);
+        let w = WalkStage::build(m, start, dim, row_words, &queue_head, queue_valid, ok);
         m.connect(queue, "out_ready_i", w.load);
         (w.entry.clone(), w.valid, w.ok, Some(w))
     } else {
@@ -941,6 +940,10 @@ fn tile_body(
     let id = head.get("id");
     let sample = head.get("sample");
     let marker = head.get("marker");
+    let sample_words = match &stage {
+        Some(w) => SampleWords::Formed(w.sample_words),
+        None => SampleWords::Factors(sample, row_words),
+    };
 
     // ------------------------------------------------------------ walker
     let state = m.fsm("tile_state", TileState::Idle);
@@ -1037,8 +1040,14 @@ fn tile_body(
         mux(updating, upd, sample.mul_wide(row_words).zext(base_bits)) + k.q().zext(base_bits)
     } else {
         // U of an update sits at scratchpad words 0 .. ceil(D/8) - 1.
-        let base_sample = mux(updating, m.lit(Ty::u(sb), 0), sample);
-        base_sample.mul_wide(row_words).zext(base_bits) + k.q().zext(base_bits)
+        let sample_base = match sample_words {
+            SampleWords::Formed(product) => mux(updating, m.lit(product.ty(), 0), product),
+            SampleWords::Factors(sample, row_words) => {
+                let base_sample = mux(updating, m.lit(Ty::u(sb), 0), sample);
+                base_sample.mul_wide(row_words)
+            }
+        };
+        sample_base.zext(base_bits) + k.q().zext(base_bits)
     };
     let base = low_bits(
         m,
@@ -1226,7 +1235,7 @@ fn tile_body(
             .expect("a stage");
         let busy = m.wire("pipe_items", busy);
         m.drive(pipe_busy, busy);
-        let acc_word = acc_address(m, cfg, sample, row_words, acc_ctr.q(), acc_sel, u_base);
+        let acc_word = acc_address(m, cfg, sample_words, acc_ctr.q(), acc_sel, u_base);
 
         let zero32 = m.lit(Ty::u(32), 0);
         let mut sums = Vec::new();
@@ -1317,7 +1326,7 @@ fn tile_body(
             .copied()
             .reduce(|a, b| a | b)
             .expect("a stage");
-        let acc_word = acc_address(m, cfg, sample, row_words, acc_ctr.q(), acc_sel, u_base);
+        let acc_word = acc_address(m, cfg, sample_words, acc_ctr.q(), acc_sel, u_base);
 
         // ------------------------------------------- scratchpad and combine
         let zero32 = m.lit(Ty::u(32), 0);
@@ -1627,6 +1636,23 @@ impl RowPlace {
     }
 }
 
+/// A head's sample x ceil(D/8) (its first partial-sum word): from the
+/// factors, or formed ahead (a staged walk's).
+#[derive(Clone, Copy)]
+enum SampleWords {
+    Factors(Expr, Expr),
+    Formed(Expr),
+}
+
+impl SampleWords {
+    fn product(self) -> Expr {
+        match self {
+            SampleWords::Factors(sample, row_words) => sample.mul_wide(row_words),
+            SampleWords::Formed(product) => product,
+        }
+    }
+}
+
 /// A staged walk's register stage between a tile's entry queue and its
 /// walker: two places, each holding an entry, its bounds check and its
 /// row's place, so that the walker's paths (to the HBM read address, to the
@@ -1652,13 +1678,17 @@ struct WalkStage {
     entry: hw::Record,
     ok: Expr,
     row: RowPlace,
+    /// The entry's sample x ceil(D/8): its first partial-sum word.
+    sample_words: Expr,
 }
 
 impl WalkStage {
+    #[allow(clippy::too_many_arguments)]
     fn build(
         m: &mut hw::ModuleBuilder,
         start: Expr,
         dim: Expr,
+        row_words: Expr,
         head: &hw::Record,
         head_valid: Expr,
         head_ok: Expr,
@@ -1678,12 +1708,16 @@ impl WalkStage {
         m.set_next(wr, wr.q() ^ load);
         m.set_next(rd, rd.q() ^ pop.value());
         let place = RowPlace::of(m, "walk_next", head.get("id").slice(0, 31), dim);
-        let incoming = [head_ok, place.word0, place.offset, place.end];
+        let sample_words = m.wire(
+            "walk_next_sample_words",
+            head.get("sample").mul_wide(row_words),
+        );
+        let incoming = [head_ok, place.word0, place.offset, place.end, sample_words];
         let mut entries = Vec::new();
         let mut fields = Vec::new();
         for k in 0..2u32 {
             let entry = m.reg_record(&format!("walk{k}"), head.ty());
-            let regs: Vec<hw::Reg> = ["ok", "word0", "offset", "end"]
+            let regs: Vec<hw::Reg> = ["ok", "word0", "offset", "end", "sample_words"]
                 .iter()
                 .zip(&incoming)
                 .map(|(name, v)| m.reg(&format!("walk{k}_{name}"), v.ty()))
@@ -1721,6 +1755,7 @@ impl WalkStage {
             offset: field(m, 2, "offset"),
             end: field(m, 3, "end"),
         };
+        let sample_words = field(m, 4, "sample_words");
         WalkStage {
             load,
             pop,
@@ -1728,6 +1763,7 @@ impl WalkStage {
             entry,
             ok,
             row,
+            sample_words,
         }
     }
 }
