@@ -576,14 +576,28 @@ pub fn max_row_words(cfg: &SparseCoreConfig) -> u32 {
 
 /// An HBM write waiting for the port: word address, data, lane mask.
 fn write_ty(cfg: &SparseCoreConfig) -> RecordTy {
-    RecordTy::new(
-        "sc_write",
-        &[
-            ("addr", Ty::u(hbm_addr_bits(cfg))),
-            ("data", Ty::u(WORD_BITS)),
-            ("mask", Ty::u(WORD_ELEMS)),
-        ],
-    )
+    let mut fields = vec![
+        ("addr", Ty::u(hbm_addr_bits(cfg))),
+        ("data", Ty::u(WORD_BITS)),
+        ("mask", Ty::u(WORD_ELEMS)),
+    ];
+    if late_rotations(cfg) {
+        // The data in bank order and the rotation back to the word's
+        // lanes, applied as the write leaves the queue.
+        fields.push(("back", Ty::u(3)));
+    }
+    RecordTy::new("sc_write", &fields)
+}
+
+/// Whether the rotations between HBM words' lanes and the scratchpad's
+/// banks happen next to registers on both sides (with a staged walk): a
+/// response is rotated in its tile after the tile's stage-1 register (each
+/// lane selecting its own word lane on its own copy of the offset), and an
+/// update's result is rotated back as it leaves the write queue, instead
+/// of between the response ring and the tiles and between the combine's
+/// adders and the write queue.
+fn late_rotations(cfg: &SparseCoreConfig) -> bool {
+    cfg.staged_walk()
 }
 
 /// What the combine needs to know about an outstanding read: the tile it is
@@ -1205,6 +1219,33 @@ fn tile_body(
         let a_stages = cfg.loop_stages();
         let last = m_stages + a_stages;
         let (add_at, write_at) = (m_stages as usize, last as usize);
+        // The response's word in bank order: rotated here, with late
+        // rotations, lane by lane on each lane's own copy of the offset.
+        let s1_word = if late_rotations(cfg) {
+            let word_lanes: Vec<Expr> = (0..lanes).map(|b| s1_data.q().slice(32 * b, 32)).collect();
+            let mut banks: Vec<Expr> = (0..lanes)
+                .map(|b| {
+                    let off = hw::blocks::kept_register(
+                        design,
+                        m,
+                        &format!("lane{b}_rsp_offset"),
+                        rsp_off,
+                    );
+                    let from = low_bits(
+                        m,
+                        &format!("lane{b}_rsp_lane"),
+                        off + b,
+                        3,
+                        "lane (b + o) mod 8 of the word",
+                    );
+                    m.wire(&format!("lane{b}_rsp_word"), select(from, &word_lanes))
+                })
+                .collect();
+            banks.reverse();
+            m.wire("s1_word", cat(&banks))
+        } else {
+            s1_data.q()
+        };
         let valid_at = delay_taps(m, "valid_stage", s1_valid.q(), last, Some(0));
         let acc_at = delay_taps(m, "acc_stage", s1_acc.q(), last, Some(0));
         let full = m.lit(Ty::u(lanes), 0xFF);
@@ -1221,7 +1262,7 @@ fn tile_body(
         );
         let wen_at = delay_taps(m, "wen_stage", s1_wen, last, Some(0));
         let a_first = delay(m, "first_stage", s1_first.q(), m_stages, None);
-        let a_data = delay(m, "data_stage", s1_data.q(), m_stages, None);
+        let a_data = delay(m, "data_stage", s1_word, m_stages, None);
         let add_acc = acc_at[add_at];
         let add_upd = m.wire("add_update", valid_at[add_at] & updating);
         let w_upd = m.wire("a_update", valid_at[write_at] & updating);
@@ -1266,7 +1307,7 @@ fn tile_body(
             let read_addr = mux(updating & !acc_at[add_at - 1], addr, addr_at[add_at - 1]);
             let p = m.mem_read(bank, None, mux(fold, fold_addr, read_addr));
             let mul_lane = m.instance(&format!("lane{b}"), mul);
-            let e = s1_data.q().slice(32 * b, 32);
+            let e = s1_word.slice(32 * b, 32);
             let y = mux(s1_acc.q(), grad.slice(32 * b, 32), mux(s1_upd, p, e));
             // The multiplier's operand registers (its `operands` cut), outside
             // it: the gain or learning rate is the same in every lane, and
@@ -1516,7 +1557,12 @@ fn tile_body(
         let kw = m.reg_reset("write_k", Ty::u(k_bits), 0);
         m.output("wr_valid_o", a_upd);
         m.output("wr_addr_o", w0.zext(hab) + kw.q().zext(hab));
-        m.output("wr_data_o", rotate(sums, 32, back));
+        if late_rotations(cfg) {
+            m.output("wr_data_o", sums);
+            m.output("wr_back_o", back);
+        } else {
+            m.output("wr_data_o", rotate(sums, 32, back));
+        }
         m.output("wr_mask_o", a_lanes);
         m.output("finished_o", state.is(TileState::Idle) & drained);
         let writes_idle = writes_idle.expect("a one-row update waits for its writes");
@@ -1756,6 +1802,12 @@ impl WalkStage {
             end: field(m, 3, "end"),
         };
         let sample_words = field(m, 4, "sample_words");
+        m.waive(
+            "UNUSEDSIGNAL",
+            "walk_head_sample",
+            "the walker uses the head's sample through its product, formed as the stage loads \
+             (walk_head_sample_words)",
+        );
         WalkStage {
             load,
             pop,
@@ -2213,8 +2265,13 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         m.drive(w, go);
         w.value()
     });
-    // Rotate the word so that lane (b + o) mod 8 lands in bank b.
-    let rotated = m.wire("rsp_rotated", rotate(word, 32, r_off));
+    // Rotate the word so that lane (b + o) mod 8 lands in bank b (in the
+    // tiles, with late rotations).
+    let rotated = if late_rotations(cfg) {
+        word
+    } else {
+        m.wire("rsp_rotated", rotate(word, 32, r_off))
+    };
     let bank_en = if cfg.loop_stages() > 0 {
         m.wire("rsp_bank_en", rtag.get("bank_en"))
     } else {
@@ -2345,11 +2402,15 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
         let wr_addrs = out(m, "wr_addr_o");
         let wr_datas = out(m, "wr_data_o");
         let wr_masks = out(m, "wr_mask_o");
-        let wrec = types.write.pack(&[
+        let mut fields = vec![
             ("addr", select(update_tile.q(), &wr_addrs)),
             ("data", select(update_tile.q(), &wr_datas)),
             ("mask", select(update_tile.q(), &wr_masks)),
-        ]);
+        ];
+        if late_rotations(cfg) {
+            fields.push(("back", select(update_tile.q(), &out(m, "wr_back_o"))));
+        }
+        let wrec = types.write.pack(&fields);
         m.connect(wq, "in_valid_i", any(&wr_valids));
         m.connect(wq, "in_data_i", wrec.bits());
         m.waive(
@@ -2374,7 +2435,12 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     }
     m.output(HBM_WR_VALID, wr_valid);
     m.output(HBM_WR_ADDR, wout.get("addr"));
-    m.output(HBM_WR_DATA, wout.get("data"));
+    if late_rotations(cfg) {
+        let data = m.wire("write_word", rotate(wout.get("data"), 32, wout.get("back")));
+        m.output(HBM_WR_DATA, data);
+    } else {
+        m.output(HBM_WR_DATA, wout.get("data"));
+    }
     m.output(HBM_WR_MASK, wout.get("mask"));
     let writes_pending = m.inst_output(wq, "count_o");
     let writes_idle = m.wire("writes_idle", writes_pending.is_eq(0));
