@@ -963,7 +963,13 @@ fn tile_body(
     let state = m.fsm("tile_state", TileState::Idle);
     // Update: the id whose U is being accumulated, and whether the next
     // gradient row is its first (U starts at +0.0).
-    let cur_id = m.reg_reset("cur_id", Ty::u(31), 0);
+    // (With a staged walk the stage tells whether an entry continues the
+    // run, so the id itself is not kept.)
+    let cur_id = match &stage {
+        Some(_) => None,
+        None => Some(m.reg_reset("cur_id", Ty::u(31), 0)),
+    };
+    let cur_id_q = || cur_id.expect("an unstaged walk keeps the run's id").q();
     let first = m.reg_reset("first", Ty::BOOL, 0);
     let acc_ctr = m.reg_reset("acc_ctr", Ty::u(nc_bits), 0);
     let acc_last = m.wire("acc_last", acc_ctr.q().is_eq(row_words - 1u32));
@@ -1021,7 +1027,7 @@ fn tile_body(
             end: m.wire("row_end", mux(updating, end.q(), w.row.end)),
         },
         _ => {
-            let upd_row_id = rows_head.map_or(cur_id.q(), |(_, head_id)| head_id);
+            let upd_row_id = rows_head.map_or_else(cur_id_q, |(_, head_id)| head_id);
             let row_id = m.wire("row_id", mux(updating, upd_row_id, id.slice(0, 31)));
             RowPlace::of(m, "row", row_id, dim)
         }
@@ -1125,7 +1131,7 @@ fn tile_body(
         // its ceil(D/8) words fit too.
         let held_words = m.reg_reset("slot_words_held", Ty::u(hw_bits), 0);
         let at_word0 = acc_ctr.q().is_eq(0);
-        let new_run = m.wire("new_run", !run_open.q() | !id.is_eq(cur_id.q().zext(32)));
+        let new_run = m.wire("new_run", !run_open.q() | !id.is_eq(cur_id_q().zext(32)));
         let slot_free = m.wire(
             "slot_free",
             held.q().is_lt(slots) & !(held_words.q() + chunk_words).is_gt(sp_words),
@@ -1516,7 +1522,7 @@ fn tile_body(
         let _ = (a_upd, a_off, a_lanes);
         let row_pop = m.wire("row_pop", read_fire & k_last & updating);
         m.connect(rows_q, "in_valid_i", closes);
-        m.connect(rows_q, "in_data_i", cur_id.q());
+        m.connect(rows_q, "in_data_i", cur_id_q());
         m.connect(rows_q, "out_ready_i", row_pop);
         // Slots are used in turn; a slot's U starts at slot x ceil(D/8), and
         // the last slot is the one after which no other fits.
@@ -1569,7 +1575,13 @@ fn tile_body(
         let row_done = m.wire("row_done", drained & writes_idle);
         let same_id = m.wire(
             "same_id",
-            head_valid & !marker & entry_ok & id.is_eq(cur_id.q().zext(32)),
+            head_valid
+                & !marker
+                & entry_ok
+                & match &stage {
+                    Some(w) => w.same_id,
+                    None => id.is_eq(cur_id_q().zext(32)),
+                },
         );
         // The row's writes count from its first word; the previous row's are
         // all out when its reads start.
@@ -1631,6 +1643,7 @@ fn tile_body(
                 );
                 m.assign(first, p.first_now);
             });
+            let cur_id = cur_id.expect("a pipelined walker keeps the run's id");
             m.if_(p.opening, |m| m.assign(cur_id, id.slice(0, 31)));
         });
     });
@@ -1726,6 +1739,10 @@ struct WalkStage {
     row: RowPlace,
     /// The entry's sample x ceil(D/8): its first partial-sum word.
     sample_words: Expr,
+    /// The head has the id of the entry loaded before it, which was a
+    /// valid one: in an update, when the walker looks at the head after a
+    /// run's entry, whether the head continues the run.
+    same_id: Expr,
 }
 
 impl WalkStage {
@@ -1758,12 +1775,31 @@ impl WalkStage {
             "walk_next_sample_words",
             head.get("sample").mul_wide(row_words),
         );
-        let incoming = [head_ok, place.word0, place.offset, place.end, sample_words];
+        // The id of the last entry loaded, if it was a valid one.
+        let last_id = m.reg("walk_last_id", Ty::u(32));
+        let last_valid = m.reg_reset("walk_last_valid", Ty::BOOL, 0);
+        let same_id = m.wire(
+            "walk_next_same_id",
+            last_valid.q() & head.get("id").is_eq(last_id.q()),
+        );
+        m.if_(load, |m| {
+            m.assign(last_id, head.get("id"));
+            m.assign(last_valid, !marker & head_ok);
+        });
+        let incoming = [
+            head_ok,
+            place.word0,
+            place.offset,
+            place.end,
+            sample_words,
+            same_id,
+        ];
         let mut entries = Vec::new();
         let mut fields = Vec::new();
         for k in 0..2u32 {
             let entry = m.reg_record(&format!("walk{k}"), head.ty());
-            let regs: Vec<hw::Reg> = ["ok", "word0", "offset", "end", "sample_words"]
+            let names = ["ok", "word0", "offset", "end", "sample_words", "same_id"];
+            let regs: Vec<hw::Reg> = names
                 .iter()
                 .zip(&incoming)
                 .map(|(name, v)| m.reg(&format!("walk{k}_{name}"), v.ty()))
@@ -1802,11 +1838,18 @@ impl WalkStage {
             end: field(m, 3, "end"),
         };
         let sample_words = field(m, 4, "sample_words");
+        let same_id = field(m, 5, "same_id");
         m.waive(
             "UNUSEDSIGNAL",
             "walk_head_sample",
             "the walker uses the head's sample through its product, formed as the stage loads \
              (walk_head_sample_words)",
+        );
+        m.waive(
+            "UNUSEDSIGNAL",
+            "walk_head_id",
+            "the walker uses the head's id through what the stage formed from it as it loaded \
+             (the row's place, walk_head_same_id)",
         );
         WalkStage {
             load,
@@ -1816,6 +1859,7 @@ impl WalkStage {
             ok,
             row,
             sample_words,
+            same_id,
         }
     }
 }
@@ -1845,7 +1889,8 @@ struct OneRow {
     k_step: Expr,
     take_marker: Expr,
     entry_valid: Expr,
-    cur_id: hw::Reg,
+    /// The run's id (none with a staged walk).
+    cur_id: Option<hw::Reg>,
     id: Expr,
     first: hw::Reg,
     acc_ctr: hw::Reg,
@@ -1892,7 +1937,9 @@ fn one_row_fsm(m: &mut hw::ModuleBuilder, state: hw::Fsm<TileState>, w: &OneRow)
             });
             m.if_(take_marker, |m| state.goto(m, TileState::Idle));
             m.if_(entry_valid, |m| {
-                m.assign(cur_id, id.slice(0, 31));
+                if let Some(cur_id) = cur_id {
+                    m.assign(cur_id, id.slice(0, 31));
+                }
                 m.assign(first, 1);
                 m.assign(acc_ctr, 0);
                 state.goto(m, TileState::Accumulate);
