@@ -275,19 +275,30 @@
 //! At P = 7 (`config::sparsecore::STAGED_WALK_DEPTH`) the walk is staged
 //! as well: each tile's walker takes its entries from a register stage of
 //! two places (see the timing contract), each holding, besides the entry,
-//! its bounds
-//! check and its row's place (the first word, id x D div 8, on a DSP
-//! block; the first lane; the last word and lane), formed as the stage
-//! loads. So the read address is that register plus the word counter, and
-//! the pop follows from a compare of the counter with a register, where
-//! before both ran from the queue's head through the multiply; and the
-//! stage loads (its enables, the queue's pop) on its fill at the cycle's
-//! start, not on the walker's pop. An update
-//! keeps the place of the id whose U it accumulates in registers of its
-//! own. The stage loads with the pass's D, V and B (from cycle 1) and stops
-//! at the marker, so the next pass's entries, pushed early, wait in the
-//! queue. The price: every entry reaches its walker a cycle later, which
-//! costs a pass about a cycle (the queue keeps the walker fed after that).
+//! what the walker would otherwise derive from the head through long
+//! paths, formed as the stage loads: the bounds check; the row's place
+//! (the first word, id x D div 8, on a DSP block; the first lane; the last
+//! word and lane); the first partial-sum word, sample x ceil(D/8); and,
+//! for an update, whether the entry has the id of the valid entry loaded
+//! before it (so whether it continues the run). So the read address is a
+//! register plus the word counter, the pop a compare of the counter with a
+//! register, the accumulation's address a register plus its counter, and
+//! the stage loads (its enables, the queue's pop) on its fill at the
+//! cycle's start, not on the walker's pop. An update keeps the row's place
+//! of the run it accumulates in registers of its own. The stage loads with
+//! the pass's D, V and B (from cycle 1) and stops at the marker, so the
+//! next pass's entries, pushed early, wait in the queue. The price: every
+//! entry reaches its walker a cycle later, which costs an update pass one
+//! cycle and a forward pass none in the benchmark (the queue keeps the
+//! walker fed after the first entry).
+//!
+//! At P = 7 the word rotations also sit next to registers on both sides: a
+//! response is rotated in its tile after the stage-1 register, each lane
+//! selecting its word lane on its own copy of the offset, and an update's
+//! result is rotated back as it leaves the write queue (which holds it in
+//! bank order with the amount). The same rotations, one cycle apart from
+//! the long paths they were on; the cycles do not change. With many tiles
+//! the response's rotation is one per tile instead of one shared.
 //!
 //! So with HBM always ready, a fixed latency L and a host that pushes
 //! whenever `ent_ready_o` is high, the cycles depend on the entry lists
