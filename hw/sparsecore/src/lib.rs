@@ -296,11 +296,9 @@
 //! response is rotated in its tile after the stage-1 register, each lane
 //! selecting its word lane on its own copy of the offset, and an update's
 //! result is rotated back as it leaves the write queue (which holds it in
-//! bank order with, for each word lane, the bank it takes). The same
-//! rotations, off the long paths they were on; the cycles do not change.
-//! With many tiles the response's rotation is one per tile instead of one
-//! shared. And each combine lane's adder takes its operand selects from
-//! registered copies of its own, a stage earlier in the delay lines.
+//! bank order with the amount). The same rotations, one cycle apart from
+//! the long paths they were on; the cycles do not change. With many tiles
+//! the response's rotation is one per tile instead of one shared.
 //!
 //! So with HBM always ready, a fixed latency L and a host that pushes
 //! whenever `ent_ready_o` is high, the cycles depend on the entry lists
@@ -612,13 +610,6 @@ fn write_ty(cfg: &SparseCoreConfig) -> RecordTy {
 /// of between the response ring and the tiles and between the combine's
 /// adders and the write queue.
 fn late_rotations(cfg: &SparseCoreConfig) -> bool {
-    cfg.staged_walk()
-}
-
-/// Whether each combine lane's adder takes its operand selects from
-/// registered copies of its own (with a staged walk) rather than from one
-/// select shared by the lanes.
-fn lane_local_selects(cfg: &SparseCoreConfig) -> bool {
     cfg.staged_walk()
 }
 
@@ -1298,7 +1289,7 @@ fn tile_body(
         // every lane's 32 operand bits was the critical path, 9 ns of
         // routing, on one placement).
         let add_upd =
-            (!lane_local_selects(cfg)).then(|| m.wire("add_update", valid_at[add_at] & updating));
+            (!late_rotations(cfg)).then(|| m.wire("add_update", valid_at[add_at] & updating));
         let lane_selects = |m: &mut hw::ModuleBuilder, design: &mut Design, b: u32| -> [Expr; 3] {
             match add_upd {
                 Some(upd) => [add_acc, a_first, upd],
