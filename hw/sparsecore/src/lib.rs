@@ -1280,43 +1280,10 @@ fn tile_body(
             ),
         );
         let wen_at = delay_taps(m, "wen_stage", s1_wen, last, Some(0));
-        let first_at = delay_taps(m, "first_stage", s1_first.q(), m_stages, None);
-        let a_first = first_at[add_at];
+        let a_first = delay(m, "first_stage", s1_first.q(), m_stages, None);
         let a_data = delay(m, "data_stage", s1_word, m_stages, None);
         let add_acc = acc_at[add_at];
-        // The adders' operand selects: shared, or with lane-local controls
-        // each lane's own registered copies (one shared select's fanout to
-        // every lane's 32 operand bits was the critical path, 9 ns of
-        // routing, on one placement).
-        let add_upd =
-            (!late_rotations(cfg)).then(|| m.wire("add_update", valid_at[add_at] & updating));
-        let lane_selects = |m: &mut hw::ModuleBuilder, design: &mut Design, b: u32| -> [Expr; 3] {
-            match add_upd {
-                Some(upd) => [add_acc, a_first, upd],
-                None => [
-                    hw::blocks::kept_register_reset(
-                        design,
-                        m,
-                        &format!("lane{b}_add_acc"),
-                        acc_at[add_at - 1],
-                        0,
-                    ),
-                    hw::blocks::kept_register(
-                        design,
-                        m,
-                        &format!("lane{b}_add_first"),
-                        first_at[add_at - 1],
-                    ),
-                    hw::blocks::kept_register_reset(
-                        design,
-                        m,
-                        &format!("lane{b}_add_update"),
-                        valid_at[add_at - 1] & next,
-                        0,
-                    ),
-                ],
-            }
-        };
+        let add_upd = m.wire("add_update", valid_at[add_at] & updating);
         let w_upd = m.wire("a_update", valid_at[write_at] & updating);
         let w_off = delay(m, "off_stage", s1_off.q(), last, None);
         let w_lanes = delay(m, "lanes_stage", s1_lanes.q(), last, None);
@@ -1379,7 +1346,6 @@ fn tile_body(
             let p_out = m.inst_output(mul_lane, "p_o");
             m.set_next(product, p_out);
             // sub32(x, p) is add32(x, -p).
-            let [add_acc, a_first, add_upd] = lane_selects(m, design, b);
             let addend = product.q() ^ cat(&[add_upd, m.lit(Ty::u(31), 0)]);
             let a_e = a_data.slice(32 * b, 32);
             let x = mux(add_acc, mux(a_first, zero32, p), mux(add_upd, a_e, p));
