@@ -593,11 +593,9 @@ fn write_ty(cfg: &SparseCoreConfig) -> RecordTy {
         ("mask", Ty::u(WORD_ELEMS)),
     ];
     if late_rotations(cfg) {
-        // The data in bank order and, for each of the word's lanes, the
-        // bank it takes as the write leaves the queue: eight selects, so
-        // that each drives one lane's multiplexers (one 3-bit amount drove
-        // all 256 bits' across the block).
-        fields.push(("from", Ty::u(3 * WORD_ELEMS)));
+        // The data in bank order and the rotation back to the word's
+        // lanes, applied as the write leaves the queue.
+        fields.push(("back", Ty::u(3)));
     }
     RecordTy::new("sc_write", &fields)
 }
@@ -1578,20 +1576,7 @@ fn tile_body(
         m.output("wr_addr_o", w0.zext(hab) + kw.q().zext(hab));
         if late_rotations(cfg) {
             m.output("wr_data_o", sums);
-            // Lane b of the word takes bank (b + back) mod 8, as `rotate`.
-            let mut from: Vec<Expr> = (0..lanes)
-                .map(|b| {
-                    low_bits(
-                        m,
-                        &format!("wr_lane{b}_from"),
-                        back + b,
-                        3,
-                        "bank (b + back) mod 8",
-                    )
-                })
-                .collect();
-            from.reverse();
-            m.output("wr_from_o", cat(&from));
+            m.output("wr_back_o", back);
         } else {
             m.output("wr_data_o", rotate(sums, 32, back));
         }
@@ -2481,7 +2466,7 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
             ("mask", select(update_tile.q(), &wr_masks)),
         ];
         if late_rotations(cfg) {
-            fields.push(("from", select(update_tile.q(), &out(m, "wr_from_o"))));
+            fields.push(("back", select(update_tile.q(), &out(m, "wr_back_o"))));
         }
         let wrec = types.write.pack(&fields);
         m.connect(wq, "in_valid_i", any(&wr_valids));
@@ -2509,14 +2494,7 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     m.output(HBM_WR_VALID, wr_valid);
     m.output(HBM_WR_ADDR, wout.get("addr"));
     if late_rotations(cfg) {
-        let data = wout.get("data");
-        let from = wout.get("from");
-        let banks: Vec<Expr> = (0..WORD_ELEMS).map(|b| data.slice(32 * b, 32)).collect();
-        let mut word: Vec<Expr> = (0..WORD_ELEMS)
-            .map(|b| select(from.slice(3 * b, 3), &banks))
-            .collect();
-        word.reverse();
-        let data = m.wire("write_word", cat(&word));
+        let data = m.wire("write_word", rotate(wout.get("data"), 32, wout.get("back")));
         m.output(HBM_WR_DATA, data);
     } else {
         m.output(HBM_WR_DATA, wout.get("data"));
