@@ -231,6 +231,22 @@ struct TileWalk {
 }
 
 impl TileWalk {
+    /// The walker's head in cycle `c`, if it sees one (`None` inside: the
+    /// marker): the stage's, or the queue's from two cycles after its push.
+    fn head(&self, timing: Timing, c: u64) -> Option<Option<crate::sparsecore_host::Entry>> {
+        if timing.staged_walk {
+            self.stage
+                .front()
+                .filter(|&&(_, seen)| seen <= c)
+                .map(|&(item, _)| item)
+        } else {
+            self.queue
+                .front()
+                .filter(|&&(_, pushed)| pushed + 2 <= c)
+                .map(|&(item, _)| item)
+        }
+    }
+
     /// The walker takes its head: the stage's entry, or the queue's head.
     fn take_head(&mut self, timing: Timing) {
         if timing.staged_walk {
@@ -335,10 +351,8 @@ pub fn forward_cycles(
                 if tile.marker.is_some() {
                     continue;
                 }
-                let head = match (timing.staged_walk, tile.stage.front(), tile.queue.front()) {
-                    (true, Some(&(item, seen)), _) if seen <= c => item,
-                    (false, _, Some(&(item, pushed))) if pushed + 2 <= c => item,
-                    _ => continue,
+                let Some(head) = tile.head(timing, c) else {
+                    continue;
                 };
                 match head {
                     None => {
@@ -358,11 +372,7 @@ pub fn forward_cycles(
                 let g = round_robin(&requests, &mut pointer, n_tiles);
                 let r = c + latency;
                 let tile = &mut tiles[g];
-                let e = if timing.staged_walk {
-                    tile.stage.front().expect("a requesting tile has a head").0
-                } else {
-                    tile.queue.front().expect("a requesting tile has a head").0
-                };
+                let e = tile.head(timing, c).expect("a requesting tile has a head");
                 let e = e.expect("a requesting head is an entry");
                 let row = u64::from(e.id as u32) * u64::from(dim);
                 let word = (row / 8 + tile.granted) * 8;

@@ -404,17 +404,7 @@ impl SparseCoreDriver {
         self.model.poke(p.rd_ready, 1);
         self.model.poke(p.wr_ready, 1);
         for early in 0..self.early_cycles {
-            match stream.get(next) {
-                Some(&entry) => {
-                    let (id, sample, gain) = entry.unwrap_or((0, 0, 0));
-                    self.model.poke(p.ent_valid, 1);
-                    self.model.poke(p.ent_marker, entry.is_none() as u64);
-                    self.model.poke(p.ent_id, u64::from(id));
-                    self.model.poke(p.ent_sample, u64::from(sample));
-                    self.model.poke(p.ent_gain, u64::from(gain));
-                }
-                None => self.model.poke(p.ent_valid, 0),
-            }
+            self.offer_entry(stream.get(next).copied());
             self.model.eval();
             if self.model.peek(p.busy) == 1
                 || self.model.peek(p.rd_valid) == 1
@@ -432,17 +422,7 @@ impl SparseCoreDriver {
         }
         loop {
             self.model.poke(p.start, (cycle == 0) as u64);
-            match stream.get(next) {
-                Some(&entry) => {
-                    self.model.poke(p.ent_valid, 1);
-                    let (id, sample, gain) = entry.unwrap_or((0, 0, 0));
-                    self.model.poke(p.ent_marker, entry.is_none() as u64);
-                    self.model.poke(p.ent_id, u64::from(id));
-                    self.model.poke(p.ent_sample, u64::from(sample));
-                    self.model.poke(p.ent_gain, u64::from(gain));
-                }
-                None => self.model.poke(p.ent_valid, 0),
-            }
+            self.offer_entry(stream.get(next).copied());
             let ready = mem.ready();
             self.model.poke(p.rd_ready, ready as u64);
             let write_ready = mem.ready();
@@ -550,6 +530,23 @@ impl SparseCoreDriver {
             words_written,
             rows_written,
         })
+    }
+
+    /// Drives the entry stream's inputs: `entry` offered (`None` inside: a
+    /// marker), or nothing when the stream is exhausted.
+    fn offer_entry(&mut self, entry: Option<Option<(u32, u32, u32)>>) {
+        let p = self.p;
+        match entry {
+            Some(entry) => {
+                self.model.poke(p.ent_valid, 1);
+                let (id, sample, gain) = entry.unwrap_or((0, 0, 0));
+                self.model.poke(p.ent_marker, entry.is_none() as u64);
+                self.model.poke(p.ent_id, u64::from(id));
+                self.model.poke(p.ent_sample, u64::from(sample));
+                self.model.poke(p.ent_gain, u64::from(gain));
+            }
+            None => self.model.poke(p.ent_valid, 0),
+        }
     }
 
     fn check_shape(
