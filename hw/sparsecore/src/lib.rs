@@ -953,21 +953,18 @@ fn tile_body(
     };
     // The entry the walker looks at: the queue's head, or with a staged
     // walk a register stage loaded from it (`WalkStage`).
-    let (head_valid, marker, gain, entry_ok, stage) = if cfg.staged_walk() {
+    let (head, head_valid, entry_ok, stage) = if cfg.staged_walk() {
         let ok = in_bounds(&queue_head);
         let w = WalkStage::build(m, start, dim, row_words, &queue_head, queue_valid, ok);
         m.connect(queue, "out_ready_i", w.load);
-        (w.valid, w.marker, w.gain, w.ok, Some(w))
+        (w.entry.clone(), w.valid, w.ok, Some(w))
     } else {
         let ok = m.wire("entry_ok", in_bounds(&queue_head));
-        let (marker, gain) = (queue_head.get("marker"), queue_head.get("gain"));
-        (queue_valid, marker, gain, ok, None)
+        (queue_head, queue_valid, ok, None)
     };
-    // The id and the sample as the queue's head has them: the walker's own
-    // when it is not staged (a staged walker reads what its stage formed
-    // from them, so these are then unused).
-    let id = queue_head.get("id");
-    let sample = queue_head.get("sample");
+    let id = head.get("id");
+    let sample = head.get("sample");
+    let marker = head.get("marker");
     let sample_words = match &stage {
         Some(w) => SampleWords::Formed(w.sample_words),
         None => SampleWords::Factors(sample, row_words),
@@ -1106,7 +1103,7 @@ fn tile_body(
     m.output("req_base_o", base);
     m.output("req_offset_o", offset);
     m.output("req_lanes_o", lane_mask);
-    m.output("req_gain_o", gain);
+    m.output("req_gain_o", head.get("gain"));
     if pipelined {
         m.output("req_last_o", k_last);
     }
@@ -1214,7 +1211,7 @@ fn tile_body(
     m.set_next(s1_valid, rsp_valid);
     m.set_next(s1_en, rsp_en);
     m.set_next(s1_data, rsp_data);
-    m.set_next(s1_gain, mux(acc_sel, gain, rsp_gain));
+    m.set_next(s1_gain, mux(acc_sel, head.get("gain"), rsp_gain));
     m.set_next(s1_acc, acc_step);
     m.set_next(s1_first, pip.as_ref().map_or(first.q(), |p| p.first_now));
     m.set_next(s1_off, rsp_off);
@@ -1748,8 +1745,7 @@ struct WalkStage {
     /// The walker takes the head (driven by the walker).
     pop: hw::Wire,
     valid: Expr,
-    marker: Expr,
-    gain: Expr,
+    entry: hw::Record,
     ok: Expr,
     row: RowPlace,
     /// The entry's sample x ceil(D/8): its first partial-sum word.
@@ -1801,54 +1797,78 @@ impl WalkStage {
             m.assign(last_id, head.get("id"));
             m.assign(last_valid, !marker & head_ok);
         });
-        // What each place holds: of the entry, only what the walker reads
-        // as it is (the id and the sample reach it through what is formed
-        // from them here).
         let incoming = [
-            ("marker", marker),
-            ("gain", head.get("gain")),
-            ("ok", head_ok),
-            ("word0", place.word0),
-            ("offset", place.offset),
-            ("end", place.end),
-            ("sample_words", sample_words),
-            ("same_id", same_id),
+            head_ok,
+            place.word0,
+            place.offset,
+            place.end,
+            sample_words,
+            same_id,
         ];
-        let places: Vec<Vec<hw::Reg>> = (0..2u32)
-            .map(|k| {
-                let regs: Vec<hw::Reg> = incoming
-                    .iter()
-                    .map(|(name, v)| m.reg(&format!("walk{k}_{name}"), v.ty()))
-                    .collect();
-                let here = if k == 0 { !wr.q() } else { wr.q() };
-                m.if_(load & here, |m| {
-                    for (r, (_, v)) in regs.iter().zip(&incoming) {
-                        m.assign(*r, *v);
-                    }
-                });
-                regs
-            })
-            .collect();
+        let mut entries = Vec::new();
+        let mut fields = Vec::new();
+        for k in 0..2u32 {
+            let entry = m.reg_record(&format!("walk{k}"), head.ty());
+            let names = ["ok", "word0", "offset", "end", "sample_words", "same_id"];
+            let regs: Vec<hw::Reg> = names
+                .iter()
+                .zip(&incoming)
+                .map(|(name, v)| m.reg(&format!("walk{k}_{name}"), v.ty()))
+                .collect();
+            let here = if k == 0 { !wr.q() } else { wr.q() };
+            m.if_(load & here, |m| {
+                m.assign_record(&entry, head);
+                for (r, v) in regs.iter().zip(&incoming) {
+                    m.assign(*r, *v);
+                }
+            });
+            entries.push(entry.q());
+            fields.push(regs);
+        }
         // The head: the place at the read pointer.
-        let head_fields: Vec<Expr> = incoming
-            .iter()
-            .enumerate()
-            .map(|(i, (name, _))| {
-                let (a, b) = (places[0][i].q(), places[1][i].q());
-                m.wire(&format!("walk_head_{name}"), mux(rd.q(), b, a))
-            })
-            .collect();
-        let [marker, gain, ok, word0, offset, end, sample_words, same_id] = head_fields[..] else {
-            unreachable!("one head field per place field")
+        let pick = |m: &mut hw::ModuleBuilder, name: &str, a: Expr, b: Expr| {
+            m.wire(&format!("walk_head_{name}"), mux(rd.q(), b, a))
         };
+        let record_fields: Vec<(String, Expr)> = entries[0]
+            .fields()
+            .zip(entries[1].fields())
+            .map(|((name, a), (_, b))| (name.to_string(), pick(m, name, a, b)))
+            .collect();
+        let named: Vec<(&str, Expr)> = record_fields
+            .iter()
+            .map(|(n, v)| (n.as_str(), *v))
+            .collect();
+        let entry = head.ty().pack(&named);
+        let field = |m: &mut hw::ModuleBuilder, i: usize, name: &str| {
+            pick(m, name, fields[0][i].q(), fields[1][i].q())
+        };
+        let ok = field(m, 0, "ok");
+        let row = RowPlace {
+            word0: field(m, 1, "word0"),
+            offset: field(m, 2, "offset"),
+            end: field(m, 3, "end"),
+        };
+        let sample_words = field(m, 4, "sample_words");
+        let same_id = field(m, 5, "same_id");
+        m.waive(
+            "UNUSEDSIGNAL",
+            "walk_head_sample",
+            "the walker uses the head's sample through its product, formed as the stage loads \
+             (walk_head_sample_words)",
+        );
+        m.waive(
+            "UNUSEDSIGNAL",
+            "walk_head_id",
+            "the walker uses the head's id through what the stage formed from it as it loaded \
+             (the row's place, walk_head_same_id)",
+        );
         WalkStage {
             load,
             pop,
             valid: m.wire("walk_valid", !held.q().is_eq(0)),
-            marker,
-            gain,
+            entry,
             ok,
-            row: RowPlace { word0, offset, end },
+            row,
             sample_words,
             same_id,
         }
