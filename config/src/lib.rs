@@ -142,6 +142,7 @@ pub struct MxuConfig {
     dtype: ElemType,
     acc_rows: u32,
     depth: u32,
+    whole_rows: u32,
 }
 
 impl MxuConfig {
@@ -154,6 +155,7 @@ impl MxuConfig {
         dtype: ElemType::Int8,
         acc_rows: 256,
         depth: 0,
+        whole_rows: 0,
     };
 
     /// A validated configuration with the default accumulator depth:
@@ -190,6 +192,7 @@ impl MxuConfig {
             dtype,
             acc_rows,
             depth: 0,
+            whole_rows: 0,
         })
     }
 
@@ -207,6 +210,25 @@ impl MxuConfig {
             )));
         }
         Ok(MxuConfig { depth, ..self })
+    }
+
+    /// This configuration with its first `whole_rows` rows of processing
+    /// elements multiplying with one 8 x 8 multiplier each where the int8
+    /// PEs of depth 4 and 5 otherwise split theirs into two half multipliers
+    /// (`hw/mxu/TIMING.md`). A half is half as deep in LUTs; a DSP block
+    /// holds a whole product as fast, so a part's DSP blocks go furthest on
+    /// whole products (the ECP5-85F's 156 hold nine rows of a 16x16 array
+    /// whole, or 156 halves). At most `rows`; it changes no bit and no cycle,
+    /// and nothing for bf16 or below depth 4, where every PE has one
+    /// multiplier.
+    pub fn with_whole_rows(self, whole_rows: u32) -> Result<Self, ConfigError> {
+        if whole_rows > self.rows {
+            return Err(ConfigError(format!(
+                "MXU whole_rows must be at most rows ({}), got {whole_rows}",
+                self.rows
+            )));
+        }
+        Ok(MxuConfig { whole_rows, ..self })
     }
 
     /// Array rows R: the K extent of one weight tile.
@@ -236,6 +258,18 @@ impl MxuConfig {
         self.depth
     }
 
+    /// Rows of processing elements (from row 0) whose product is one
+    /// multiplier at int8 depths 4 and 5 ([`MxuConfig::with_whole_rows`]).
+    pub fn whole_rows(&self) -> u32 {
+        self.whole_rows
+    }
+
+    /// Whether `whole_rows` changes the array: int8 at depth 4 or 5 (where
+    /// the PEs split their products) with `whole_rows` above 0.
+    pub fn whole_rows_in_effect(&self) -> bool {
+        self.dtype == ElemType::Int8 && self.depth >= 4 && self.whole_rows > 0
+    }
+
     /// Parameters as (name, value) pairs, in a fixed order, for file headers
     /// and logs. The depth is listed when it is not 0, so that the files of an
     /// unpipelined array are the ones it has always had.
@@ -249,11 +283,14 @@ impl MxuConfig {
         if self.depth != 0 {
             params.push(("depth".to_string(), self.depth.to_string()));
         }
+        if self.whole_rows != 0 {
+            params.push(("whole_rows".to_string(), self.whole_rows.to_string()));
+        }
         params
     }
 
     /// Parses the TOML form, e.g. `rows = 16`, `cols = 16`, `dtype = "int8"`,
-    /// `acc_rows = 512`, `depth = 2`, with
+    /// `acc_rows = 512`, `depth = 2`, `whole_rows = 9`, with
     /// missing keys taken from [`MxuConfig::DEFAULT`]. Unknown keys are an error so
     /// that a typo is not silently ignored.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
@@ -284,6 +321,9 @@ impl fmt::Display for MxuConfig {
         if self.depth != 0 {
             write!(f, ", depth {}", self.depth)?;
         }
+        if self.whole_rows != 0 {
+            write!(f, ", {} whole rows", self.whole_rows)?;
+        }
         f.write_str(")")
     }
 }
@@ -297,6 +337,7 @@ struct RawMxuConfig {
     dtype: Option<ElemType>,
     acc_rows: Option<u32>,
     depth: Option<u32>,
+    whole_rows: Option<u32>,
 }
 
 impl RawMxuConfig {
@@ -308,7 +349,8 @@ impl RawMxuConfig {
             self.dtype.unwrap_or(d.dtype),
             self.acc_rows.unwrap_or(d.acc_rows),
         )?
-        .with_depth(self.depth.unwrap_or(d.depth))
+        .with_depth(self.depth.unwrap_or(d.depth))?
+        .with_whole_rows(self.whole_rows.unwrap_or(d.whole_rows))
     }
 }
 
@@ -347,6 +389,8 @@ mod tests {
         assert_eq!(c.depth(), 0);
         assert!(c.with_depth(*MXU_DEPTH_RANGE.end()).is_ok());
         assert!(c.with_depth(MXU_DEPTH_RANGE.end() + 1).is_err());
+        assert!(c.with_whole_rows(4).is_ok());
+        assert!(c.with_whole_rows(5).is_err());
     }
 
     #[test]
@@ -354,6 +398,8 @@ mod tests {
         let c = MxuConfig::with_acc_rows(3, 5, ElemType::Bf16, 64)
             .unwrap()
             .with_depth(2)
+            .unwrap()
+            .with_whole_rows(2)
             .unwrap();
         assert_eq!(MxuConfig::from_toml(&c.to_toml()).unwrap(), c);
         let partial = MxuConfig::from_toml("rows = 16").unwrap();
@@ -370,6 +416,7 @@ mod tests {
             "[[[",
             "acc_rows = 3",
             "depth = 99",
+            "rows = 4\nwhole_rows = 5",
         ] {
             let err = MxuConfig::from_toml(bad).unwrap_err().to_string();
             assert!(!err.contains('\n'), "{bad}: {err}");

@@ -342,6 +342,29 @@ mod tests {
     }
 
     #[test]
+    fn whole_rows_take_the_dsp_blocks_before_any_half() {
+        let ecp5 = part("ecp5-85f").unwrap();
+        let d = design("mxu", "rows = 16\ncols = 16\ndepth = 5\nwhole_rows = 9");
+        // 144 whole products, one 18x18 block each; the 12 left go to the
+        // high halves of the first PEs of the rows below.
+        let plan = d.dsp_plan(ecp5);
+        assert_eq!(plan.given, [144, 12, 0]);
+        assert_eq!(plan.owner_patterns.len(), 9 + 12);
+        assert_eq!(plan.owner_patterns[0], "n:*g_pe_row?0?.*mul_whole*");
+        assert_eq!(
+            plan.owner_patterns[9],
+            "n:*g_pe_split_row?0?.g_pe_split_col?0?.*mul_hi*"
+        );
+        // Every row whole: no half left.
+        let d = design("mxu", "rows = 4\ncols = 4\ndepth = 4\nwhole_rows = 4");
+        let m = &d.facts().multipliers;
+        assert_eq!((m.len(), m[0].count, m[0].widths), (1, 16, (8, 8)));
+        // No effect below depth 4: one multiplier per PE as before.
+        let d = design("mxu", "rows = 4\ncols = 4\ndepth = 3\nwhole_rows = 2");
+        assert_eq!(d.facts().multipliers[0].what, "processing elements");
+    }
+
+    #[test]
     fn mxu_budgets_are_the_board_builds_commands() {
         let a35t = part("xc7a35t").unwrap();
         for (r, c) in [(10u32, 10u32), (9, 10), (4, 4)] {

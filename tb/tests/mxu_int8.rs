@@ -188,6 +188,27 @@ fn pipelined_arrays_keep_bits_and_cycles(
     );
 }
 
+#[rstest]
+fn whole_rows_keep_bits_and_cycles(
+    #[values(4, 5)] depth: u32,
+    #[values((3, 2, 1), (3, 2, 3), (4, 4, 2))] shape: (u32, u32, u32),
+) {
+    // The first rows' PEs multiply with one multiplier instead of two
+    // halves, registered as often: the same bits, the model's cycles.
+    let (rows, cols, whole) = shape;
+    let cfg = MxuConfig::new(rows, cols, ElemType::Int8)
+        .and_then(|c| c.with_depth(depth))
+        .and_then(|c| c.with_whole_rows(whole))
+        .unwrap();
+    assert!(cfg.whole_rows_in_effect());
+    let mut d = open(&cfg);
+    edges_and_random(
+        &mut d,
+        &format!("whole_rows_{rows}x{cols}_depth{depth}_whole{whole}"),
+        8,
+    );
+}
+
 #[test]
 fn the_fmax_preset_keeps_bits_cycles_and_utilization() {
     let cfg = mxu_preset("fmax");
@@ -257,10 +278,20 @@ fn a_wrong_expected_value_is_reported_as_a_mismatch() {
 fn depth_5_passes_lint_icarus_and_yosys() {
     // Only the int8 `fmax` preset is at depth 5, so `rtl_quality` sees no
     // bf16 array there: the same checks here, for both element types.
-    for dtype in ElemType::ALL {
-        let cfg = MxuConfig::new(4, 4, dtype)
-            .and_then(|c| c.with_depth(5))
-            .unwrap();
+    // And an int8 array whose first rows keep their products whole.
+    let whole = MxuConfig::new(4, 4, ElemType::Int8)
+        .and_then(|c| c.with_depth(5))
+        .and_then(|c| c.with_whole_rows(2))
+        .unwrap();
+    for cfg in ElemType::ALL
+        .iter()
+        .map(|&dtype| {
+            MxuConfig::new(4, 4, dtype)
+                .and_then(|c| c.with_depth(5))
+                .unwrap()
+        })
+        .chain([whole])
+    {
         let g = gen::generate(&cfg).unwrap_or_else(|e| panic!("{cfg}: {e}"));
         tb::tools::verilator_lint(&g.files, &g.top).unwrap_or_else(|e| panic!("{cfg}: {e}"));
         tb::tools::iverilog_compile(&g.files, &g.top).unwrap_or_else(|e| panic!("{cfg}: {e}"));

@@ -20,6 +20,14 @@ const HIGH_ROW_PATTERN: &str = "n:*g_pe_row?{row}?.*mul_hi*";
 const HIGH_PATTERN: &str = "n:*g_pe_row?{row}?.g_pe_col?{col}?.*mul_hi*";
 const LOW_ROW_PATTERN: &str = "n:*g_pe_row?{row}?.*mul_lo*";
 const LOW_PATTERN: &str = "n:*g_pe_row?{row}?.g_pe_col?{col}?.*mul_lo*";
+/// The whole products of the first `whole_rows` rows, and the halves of the
+/// rows below them, numbered from 0 in their own instance array.
+const WHOLE_ROW_PATTERN: &str = "n:*g_pe_row?{row}?.*mul_whole*";
+const WHOLE_PATTERN: &str = "n:*g_pe_row?{row}?.g_pe_col?{col}?.*mul_whole*";
+const SPLIT_HIGH_ROW_PATTERN: &str = "n:*g_pe_split_row?{row}?.*mul_hi*";
+const SPLIT_HIGH_PATTERN: &str = "n:*g_pe_split_row?{row}?.g_pe_split_col?{col}?.*mul_hi*";
+const SPLIT_LOW_ROW_PATTERN: &str = "n:*g_pe_split_row?{row}?.*mul_lo*";
+const SPLIT_LOW_PATTERN: &str = "n:*g_pe_split_row?{row}?.g_pe_split_col?{col}?.*mul_lo*";
 
 /// The weight-stationary matrix unit.
 #[derive(Debug, Clone, Copy, Default)]
@@ -118,6 +126,15 @@ impl Block for Mxu {
                 },
                 help: "Pipeline depth: 1 registers each PE's product, 2 its multiplier's operands too, 3 the accumulator adder's inputs too, 4 splits the multipliers (and the bf16 adders) into stages, 5 registers each multiplier's operands (and int8's partial products) once more",
             },
+            Param {
+                name: "whole_rows",
+                value_name: "N",
+                kind: ParamKind::Int {
+                    min: 0,
+                    max: u64::from(MAX_ARRAY_DIM),
+                },
+                help: "int8 at depth 4 and 5: the first N rows of PEs multiply with one 8x8 multiplier each (for a part's DSP blocks) instead of two half multipliers (for LUTs); at most rows, same bits and cycles",
+            },
         ]
     }
 
@@ -156,13 +173,32 @@ impl Block for Mxu {
     /// block RAM (32 * C bits wide, read twice).
     ///
     /// The int8 PEs of depth 4 have two multipliers each, 8 x 4 and 8 x 5
-    /// (the partial products): the high ones get DSP blocks first.
+    /// (the partial products): the high ones get DSP blocks first. The
+    /// first `whole_rows` rows have one 8 x 8 multiplier each, which get DSP
+    /// blocks before any half.
     fn fpga(&self, cfg: &MxuConfig) -> Result<FpgaFacts, String> {
         let pes = u64::from(cfg.rows()) * u64::from(cfg.cols());
         if cfg.dtype() == ElemType::Int8 && cfg.depth() >= 4 {
-            let half = |what, width, row, element| Multipliers {
+            let whole_rows = if cfg.whole_rows_in_effect() {
+                cfg.whole_rows()
+            } else {
+                0
+            };
+            let whole_pes = u64::from(whole_rows) * u64::from(cfg.cols());
+            let (high, low) = if whole_rows > 0 {
+                (
+                    (SPLIT_HIGH_ROW_PATTERN, SPLIT_HIGH_PATTERN),
+                    (SPLIT_LOW_ROW_PATTERN, SPLIT_LOW_PATTERN),
+                )
+            } else {
+                (
+                    (HIGH_ROW_PATTERN, HIGH_PATTERN),
+                    (LOW_ROW_PATTERN, LOW_PATTERN),
+                )
+            };
+            let half = |what, width, (row, element)| Multipliers {
                 what,
-                count: pes,
+                count: pes - whole_pes,
                 widths: (8, width),
                 signed: true,
                 owners: Some(Owners {
@@ -173,11 +209,27 @@ impl Block for Mxu {
                 // Half a multiplier and its share of the adders.
                 min_lut4s_in_logic: 50,
             };
+            let mut multipliers = Vec::new();
+            if whole_pes > 0 {
+                multipliers.push(Multipliers {
+                    what: "whole products",
+                    count: whole_pes,
+                    widths: (8, 8),
+                    signed: true,
+                    owners: Some(Owners {
+                        cols: u64::from(cfg.cols()),
+                        row: Some(WHOLE_ROW_PATTERN),
+                        element: WHOLE_PATTERN,
+                    }),
+                    min_lut4s_in_logic: 100,
+                });
+            }
+            if whole_pes < pes {
+                multipliers.push(half("high partial products", 4, high));
+                multipliers.push(half("low partial products", 5, low));
+            }
             return Ok(FpgaFacts {
-                multipliers: vec![
-                    half("high partial products", 4, HIGH_ROW_PATTERN, HIGH_PATTERN),
-                    half("low partial products", 5, LOW_ROW_PATTERN, LOW_PATTERN),
-                ],
+                multipliers,
                 block_ram: vec!["m:*acc"],
                 block_ram_without_lutram: vec![],
                 ..FpgaFacts::default()

@@ -243,8 +243,12 @@ pub fn top_name(cfg: &MxuConfig) -> String {
         0 => String::new(),
         d => format!("_d{d}"),
     };
+    let whole = match cfg.whole_rows() {
+        0 => String::new(),
+        w => format!("_w{w}"),
+    };
     format!(
-        "mxu_{}_{}x{}_acc{}{depth}",
+        "mxu_{}_{}x{}_acc{}{depth}{whole}",
         cfg.dtype(),
         cfg.rows(),
         cfg.cols(),
@@ -278,6 +282,13 @@ pub fn build(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
     design.define(&name, &params, |design, m| {
         m.doc("weight-stationary systolic array: weight FIFO, shadow weights, accumulator");
         let pe = pe(design, cfg.dtype(), cfg.depth());
+        let whole_pe = cfg.whole_rows_in_effect().then(|| {
+            pe_int8(
+                design,
+                Stages::of(cfg.dtype(), cfg.depth()).product_latency,
+                true,
+            )
+        });
         let acc_adder = match cfg.dtype() {
             ElemType::Int8 => None,
             ElemType::Bf16 => Some(acc_adder(design, cfg.depth())),
@@ -286,6 +297,7 @@ pub fn build(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
         let bank = banked_accumulator(&cfg).then(|| acc_bank(design, &cfg));
         let parts = Parts {
             pe: &pe,
+            whole_pe: whole_pe.as_ref(),
             acc_adder: acc_adder.as_ref(),
             weight_fifo: &weight_fifo,
             acc_bank: bank.as_ref(),
@@ -297,6 +309,9 @@ pub fn build(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
 /// The modules the MXU top instantiates.
 struct Parts<'a> {
     pe: &'a Rc<ModuleDef>,
+    /// The PE of the first `whole_rows` rows when they differ from the
+    /// others (an int8 PE with one multiplier instead of two halves).
+    whole_pe: Option<&'a Rc<ModuleDef>>,
     acc_adder: Option<&'a Rc<ModuleDef>>,
     weight_fifo: &'a Rc<ModuleDef>,
     /// One column's accumulator memory, when the accumulator is banked.
@@ -473,7 +488,22 @@ fn build_top(m: &mut ModuleBuilder, cfg: &MxuConfig, parts: &Parts) {
     };
     activation_skew(m, cfg, &t, &buses, a_row, first_accept);
     weight_skew(m, cfg, &buses, w_row, take);
-    pe_grid(m, cfg, &t, parts.pe, &buses);
+    match parts.whole_pe {
+        Some(whole_pe) => {
+            let whole = cfg.whole_rows();
+            pe_grid(m, cfg, &t, (whole_pe, "pe", 0..whole), &buses);
+            if whole < cfg.rows() {
+                pe_grid(
+                    m,
+                    cfg,
+                    &t,
+                    (parts.pe, SPLIT_PE_ARRAY, whole..cfg.rows()),
+                    &buses,
+                );
+            }
+        }
+        None => pe_grid(m, cfg, &t, (parts.pe, "pe", 0..cfg.rows()), &buses),
+    }
     let out_row = deskew(m, cfg, &buses);
     let banked = parts.acc_bank.is_some();
     let side = RowSide::pipe(m, &t, acc_aw, banked, (loader.accept, a_add, a_addr));
@@ -672,16 +702,21 @@ fn weight_skew(m: &mut ModuleBuilder, cfg: &MxuConfig, buses: &ArrayBuses, head:
     }
 }
 
-/// The R x C grid of PEs on its buses.
+/// The instance array of the PEs with two half multipliers below the
+/// `whole_rows` rows (its row r is the array's row `whole_rows` + r).
+pub const SPLIT_PE_ARRAY: &str = "pe_split";
+
+/// Rows `rows` of the R x C grid of PEs on their buses, as one instance
+/// array of `pe` named `name` (its row 0 is the grid's row `rows.start`).
 fn pe_grid(
     m: &mut ModuleBuilder,
     cfg: &MxuConfig,
     t: &Timing,
-    pe: &Rc<ModuleDef>,
+    (pe, name, rows): (&Rc<ModuleDef>, &str, std::ops::Range<u32>),
     buses: &ArrayBuses,
 ) {
-    let grid = m.instance_array("pe", pe, &[("row", cfg.rows()), ("col", cfg.cols())]);
-    let (r, c) = (grid.var(0), grid.var(1));
+    let grid = m.instance_array(name, pe, &[("row", rows.len() as u32), ("col", cfg.cols())]);
+    let (r, c) = (grid.var(0) + i64::from(rows.start), grid.var(1));
     m.array_connect(grid, "a_i", buses.act, &[r.clone(), c.clone()]);
     m.array_connect(grid, "a_o", buses.act, &[r.clone(), c.clone() + 1]);
     m.array_connect(
@@ -695,6 +730,9 @@ fn pe_grid(
     m.array_connect(grid, "w_i", buses.wchain, &[r.clone(), c.clone()]);
     m.array_connect(grid, "w_o", buses.wchain, &[r + 1, c.clone()]);
     m.array_connect(grid, "w_shift_i", buses.wshift, &[c]);
+    if rows.end < cfg.rows() {
+        return;
+    }
     m.waive(
         "UNUSEDSIGNAL",
         "act",
@@ -1008,7 +1046,7 @@ pub fn pe(design: &mut Design, dtype: ElemType, depth: u32) -> Rc<ModuleDef> {
     );
     let stages = Stages::of(dtype, depth);
     match dtype {
-        ElemType::Int8 => pe_int8(design, stages.product_latency),
+        ElemType::Int8 => pe_int8(design, stages.product_latency, false),
         ElemType::Bf16 => pe_bf16(design, stages),
     }
 }
@@ -1021,6 +1059,33 @@ fn pe_name(dtype: ElemType, product_latency: u32) -> (String, Vec<(&'static str,
     }
     params.push(("product_latency", product_latency.to_string()));
     (format!("mxu_pe_{dtype}_p{product_latency}"), params)
+}
+
+/// Instance name of the multiplier of an int8 PE that keeps its product
+/// whole where the others split it (the FPGA flows name it in their DSP
+/// budget).
+pub const WHOLE_PRODUCT: &str = "mul_whole";
+
+/// a x w as one multiplier module (`hw::arith::int_mul_unit`, product
+/// registered), registered once more with `twice`: the same cycles as
+/// [`split_product`], for a multiplier meant for a DSP block.
+fn whole_product(
+    design: &mut Design,
+    m: &mut ModuleBuilder,
+    a: Expr,
+    w: Expr,
+    twice: bool,
+) -> Expr {
+    let mul = hw::arith::int_mul_unit(design, Ty::s(8), Ty::s(8), 1, false);
+    let inst = m.instance(WHOLE_PRODUCT, &mul);
+    m.connect(inst, "a_i", a);
+    m.connect(inst, "b_i", w);
+    let product = m.inst_output(inst, "p_o");
+    if twice {
+        m.registered("prod_whole", product)
+    } else {
+        product
+    }
 }
 
 /// Instance names of the int8 PE's two partial-product multipliers at
@@ -1142,8 +1207,15 @@ fn pass_right(m: &mut ModuleBuilder, a: Expr) -> Expr {
     a_q.q()
 }
 
-fn pe_int8(design: &mut Design, product_latency: u32) -> Rc<ModuleDef> {
-    let (name, params) = pe_name(ElemType::Int8, product_latency);
+/// The int8 PE; `whole` keeps its product one multiplier at product latency
+/// 3 and 4, where the PE otherwise splits it ([`split_product`]).
+fn pe_int8(design: &mut Design, product_latency: u32, whole: bool) -> Rc<ModuleDef> {
+    let whole = whole && product_latency >= 3;
+    let (mut name, mut params) = pe_name(ElemType::Int8, product_latency);
+    if whole {
+        name.push_str("_whole");
+        params.push(("product", "whole".to_string()));
+    }
     design.define(&name, &params, |design, m| {
         // Inlined (no `no_inline`): the int8 PE is a few operations, which
         // Verilator folds into straight-line code across the array; calls into
@@ -1153,7 +1225,9 @@ fn pe_int8(design: &mut Design, product_latency: u32) -> Rc<ModuleDef> {
             0 => "int8 PE: shadow/active weights, psum += a * w (int32, wrapping)",
             1 => "int8 PE: shadow/active weights, product register, psum += product (int32, wrapping)",
             2 => "int8 PE: shadow/active weights, operand and product registers, psum += product (int32, wrapping)",
+            3 if whole => "int8 PE: shadow/active weights, operand registers, registered product, product register, psum += product (int32, wrapping)",
             3 => "int8 PE: shadow/active weights, operand registers, two registered partial products, product register, psum += product (int32, wrapping)",
+            _ if whole => "int8 PE: shadow/active weights, two levels of operand registers, product registered twice, product register, psum += product (int32, wrapping)",
             _ => "int8 PE: shadow/active weights, two levels of operand registers, two partial products registered twice, product register, psum += product (int32, wrapping)",
         };
         m.doc(doc);
@@ -1175,7 +1249,15 @@ fn pe_int8(design: &mut Design, product_latency: u32) -> Rc<ModuleDef> {
         let (x, weight) = multiplier_operands(design, m, product_latency, x, weight);
         // The exact 16-bit product, registered as it is: the multiplier alone
         // in its stage (a DSP block's multiplier and its output register).
-        let product = if product_latency >= 3 {
+        let product = if whole {
+            whole_product(
+                design,
+                m,
+                x,
+                weight,
+                multiplier_operand_registers(product_latency),
+            )
+        } else if product_latency >= 3 {
             split_product(
                 design,
                 m,
