@@ -593,12 +593,9 @@ fn write_ty(cfg: &SparseCoreConfig) -> RecordTy {
         ("mask", Ty::u(WORD_ELEMS)),
     ];
     if late_rotations(cfg) {
-        // The data in bank order and, for each of the word's lanes, the bank
-        // it takes as the write leaves the queue: eight registers of their
-        // own (they differ, so synthesis keeps them apart), each steering
-        // one lane's 32 bits, where one rotation amount fanned out to all
-        // 256 (the critical path of the depth-7 build).
-        fields.push(("sources", Ty::u(3 * WORD_ELEMS)));
+        // The data in bank order and the rotation back to the word's
+        // lanes, applied as the write leaves the queue.
+        fields.push(("back", Ty::u(3)));
     }
     RecordTy::new("sc_write", &fields)
 }
@@ -720,36 +717,6 @@ fn rotate(x: Expr, lane_bits: u32, amount: Expr) -> Expr {
         out = mux(amount.is_eq(o), cat(&parts), out);
     }
     out
-}
-
-/// For each lane i of a word rotated by `amount` ([`rotate`]), the lane it
-/// takes, (i + amount) mod 8, lane 0 in the low bits.
-fn lane_sources(m: &hw::ModuleBuilder, amount: Expr) -> Expr {
-    let sources: Vec<Expr> = (0..WORD_ELEMS)
-        .rev()
-        .map(|i| amount + m.lit(Ty::u(3), i))
-        .collect();
-    cat(&sources)
-}
-
-/// `x` with each lane i (of `lane_bits`) taken from lane `sources[i]` (three
-/// bits each, lane 0's lowest): [`rotate`] when `sources` is
-/// [`lane_sources`] of its amount, as an 8:1 multiplexer per bit on that
-/// lane's own select.
-fn steer_lanes(x: Expr, lane_bits: u32, sources: Expr) -> Expr {
-    let lanes: Vec<Expr> = (0..WORD_ELEMS)
-        .map(|i| x.slice(lane_bits * i, lane_bits))
-        .collect();
-    let steered: Vec<Expr> = (0..WORD_ELEMS)
-        .rev()
-        .map(|i| {
-            let src = sources.slice(3 * i, 3);
-            let pair = |k: usize| mux(src.bit(0), lanes[k + 1], lanes[k]);
-            let quad = |k: usize| mux(src.bit(1), pair(k + 2), pair(k));
-            mux(src.bit(2), quad(4), quad(0))
-        })
-        .collect();
-    cat(&steered)
 }
 
 /// `values[sel]`, for `sel` below `values.len()`.
@@ -2499,8 +2466,7 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
             ("mask", select(update_tile.q(), &wr_masks)),
         ];
         if late_rotations(cfg) {
-            let back = select(update_tile.q(), &out(m, "wr_back_o"));
-            fields.push(("sources", lane_sources(m, back)));
+            fields.push(("back", select(update_tile.q(), &out(m, "wr_back_o"))));
         }
         let wrec = types.write.pack(&fields);
         m.connect(wq, "in_valid_i", any(&wr_valids));
@@ -2528,10 +2494,7 @@ fn body(m: &mut hw::ModuleBuilder, cfg: &SparseCoreConfig, types: &Types, defs: 
     m.output(HBM_WR_VALID, wr_valid);
     m.output(HBM_WR_ADDR, wout.get("addr"));
     if late_rotations(cfg) {
-        let data = m.wire(
-            "write_word",
-            steer_lanes(wout.get("data"), 32, wout.get("sources")),
-        );
+        let data = m.wire("write_word", rotate(wout.get("data"), 32, wout.get("back")));
         m.output(HBM_WR_DATA, data);
     } else {
         m.output(HBM_WR_DATA, wout.get("data"));
