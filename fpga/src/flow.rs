@@ -178,9 +178,11 @@ pub struct FlowEnv {
     pub placement: Placement,
 }
 
-/// How nextpnr places: the placer and HeAP's timing weight. Only the ECP5
-/// flows take either; the defaults (nextpnr's) add nothing to the command
-/// line, so their runs keep their keys.
+/// How nextpnr places: the placer, HeAP's timing weight and the clock it
+/// places for. Only the ECP5 flows take a placer or a weight; every flow with
+/// place and route takes a clock. The defaults (nextpnr's, and each part's
+/// target) add nothing new to the command line, so their runs keep their
+/// keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::Args)]
 pub struct Placement {
     /// nextpnr's placer on ECP5 parts: heap (its default) or static (its
@@ -192,6 +194,12 @@ pub struct Placement {
     /// placer pulls critical paths together.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub timing_weight: Option<u32>,
+    /// The clock nextpnr places and routes for, in MHz (its --freq), instead
+    /// of the part's target (iCE40 UP5K 36, HX8K 72, ECP5 125, Gowin 27):
+    /// timing-driven placement weighs the paths that fail this clock, so a
+    /// block's own floor focuses it on the paths near that floor.
+    #[arg(long, value_name = "MHZ", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub target_mhz: Option<u32>,
 }
 
 impl Placement {
@@ -208,6 +216,11 @@ impl Placement {
     fn timing_weight_for(self, part: &Part) -> Option<u32> {
         self.timing_weight
             .filter(|_| self.placer == Placer::Heap && part.family == Family::Ecp5)
+    }
+
+    /// The clock nextpnr places `part`'s flows for, in MHz.
+    pub fn target_mhz_for(self, part: &Part) -> f64 {
+        self.target_mhz.map_or(part.target_mhz, f64::from)
     }
 
     /// nextpnr's placement arguments for `part`.
@@ -656,7 +669,7 @@ fn pnr_args(part: &Part, placement: Placement) -> Vec<String> {
         "--json".into(),
         netlist.into(),
         "--freq".into(),
-        format!("{}", part.target_mhz),
+        format!("{}", placement.target_mhz_for(part)),
         "--timing-allow-fail".into(),
         "--seed".into(),
         "1".into(),
@@ -733,7 +746,7 @@ fn place_and_route(env: &FlowEnv, part: &Part, dir: &Path) -> Result<PnrResult, 
     let (fmax_mhz, utilization) = parse_nextpnr_report(&report, &log).map_err(PnrError::Tool)?;
     Ok(PnrResult {
         fmax_mhz,
-        target_mhz: part.target_mhz,
+        target_mhz: env.placement.target_mhz_for(part),
         utilization,
         seconds: run.seconds,
         bitstream: None,
@@ -861,6 +874,7 @@ mod tests {
         let placement = Placement {
             placer,
             timing_weight,
+            target_mhz: None,
         };
         pnr_args(part(name), placement).join(" ")
     }
@@ -874,7 +888,7 @@ mod tests {
         assert!(!placement_args("ice40-up5k", Placer::Static, None).contains("--placer"));
         let keys = placement_keys(Placement {
             placer: Placer::Static,
-            timing_weight: None,
+            ..Placement::default()
         });
         assert_ne!(keys.0, heap.0);
         assert_eq!(keys.1, heap.1);
@@ -890,11 +904,30 @@ mod tests {
             assert!(!args.contains("timingweight"), "{args}");
         }
         let keys = placement_keys(Placement {
-            placer: Placer::Heap,
             timing_weight: Some(40),
+            ..Placement::default()
         });
         assert_ne!(keys.0, plain.0);
         assert_eq!(keys.1, plain.1);
+    }
+
+    #[test]
+    fn a_target_clock_reaches_every_placed_flow_and_its_key() {
+        let plain = placement_keys(Placement::default());
+        let at = |mhz| Placement {
+            target_mhz: mhz,
+            ..Placement::default()
+        };
+        let ecp5 = pnr_args(part("ecp5-85f"), at(Some(75))).join(" ");
+        assert!(ecp5.contains("--freq 75 "), "{ecp5}");
+        let ice40 = pnr_args(part("ice40-up5k"), at(Some(40))).join(" ");
+        assert!(ice40.contains("--freq 40 "), "{ice40}");
+        // The part's own target is the default.
+        let ecp5 = pnr_args(part("ecp5-85f"), at(None)).join(" ");
+        assert!(ecp5.contains("--freq 125 "), "{ecp5}");
+        let keys = placement_keys(at(Some(75)));
+        assert_ne!(keys.0, plain.0);
+        assert_ne!(keys.1, plain.1);
     }
 
     #[test]

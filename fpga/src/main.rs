@@ -514,6 +514,9 @@ fn command_line(a: &ReportArgs) -> String {
     if let Some(weight) = a.placement.timing_weight {
         c.push_str(&format!(" --timing-weight {weight}"));
     }
+    if let Some(mhz) = a.placement.target_mhz {
+        c.push_str(&format!(" --target-mhz {mhz}"));
+    }
     if let Some(name) = &a.preset {
         c.push_str(&format!(" --preset {name}"));
     }

@@ -348,6 +348,12 @@ pub fn flow_table(results: &[FlowResult], with_design: bool) -> String {
         if let Some(weight) = r.pnr.as_ref().and_then(|p| p.timing_weight) {
             notes.push(format!("placer timing weight {weight}"));
         }
+        if let Some(pnr) = &r.pnr {
+            let part_target = crate::parts::part(&r.part).map(|p| p.target_mhz);
+            if part_target.is_some_and(|t| t != pnr.target_mhz) {
+                notes.push(format!("placed for {} MHz", pnr.target_mhz));
+            }
+        }
         let _ = writeln!(
             s,
             "| {design}{} | {} | {counts} | {pct} | {} | {} | {fits} | {} |",

@@ -57,6 +57,10 @@
 //! registers of its own, loaded from the pass-right and active weight
 //! registers (which also feed the next PE and the swap), and registers the
 //! int8 partial products once more before their add: P = 5 for both types.
+//! `whole_rows` keeps the first rows' int8 products whole at depths 4 and 5
+//! (one 8 x 8 multiplier, registered as often as the halves, for a part's
+//! DSP blocks): those rows are an instance array of their own PE module
+//! (`pe`), the rows below another (`pe_split`), on the same buses.
 //!
 //! **Accumulator.** Every activation row carries an accumulator address and an
 //! `add` flag. When its output row leaves the array (cycle T) the accumulator
