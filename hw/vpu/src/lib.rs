@@ -468,7 +468,7 @@ fn build_top(m: &mut ModuleBuilder, cfg: &VpuConfig, parts: &Parts) {
     let flow = Flow::control(m, cfg, &d, instr_valid, host.valid, hazard);
     let st = Stages::registers(m, cfg, &d, &flow);
     if let (Some(hazard), Some(late)) = (hazard, &st.late) {
-        let h = late.hazard(m, cfg, &d, &flow);
+        let h = late.hazard(m, cfg, &d);
         m.drive(hazard, h);
     }
     let fwd = if cfg.depth() >= FORWARDING_AHEAD_FROM {
@@ -692,18 +692,6 @@ pub const REGISTERED_HOST_VMEM_WRITE_FROM: u32 = 7;
 /// same values in the same cycles: every lane holds the same bundle.
 pub const LATE_CROSS_LANE_FROM: u32 = 7;
 
-/// From this depth on the interlock reads which registers an ALU result in
-/// execute stages 1 to depth is still to write from a register, one bit per
-/// vector register (`pending_writes`), kept as the stages advance, instead
-/// of comparing the bundle's registers with every stage's `vd`: the compares
-/// and their OR over the stages were twelve LUTs between the stage
-/// registers and the next `ex_holds` (the depth-7 build's critical path).
-/// The bits are what the compares give in every cycle (the stage registers
-/// load only as execute advances; a load accepted into stage 1 cancels the
-/// older writes of its register as it cancels the stages' `writes`), so no
-/// bundle waits a cycle more or less.
-pub const PENDING_WRITES_FROM: u32 = 7;
-
 /// Whether the rotations and the splat run a cycle late
 /// ([`LATE_CROSS_LANE_FROM`]).
 pub(crate) fn late_cross_lane(cfg: &VpuConfig) -> bool {
@@ -896,17 +884,13 @@ impl Late {
     /// load or, for the store, its own ALU writes it first), or to store to
     /// the VMEM word it loads. From the last execute stage on, results reach
     /// it by forwarding and write-first reads, as at depth 0.
-    fn hazard(&self, m: &mut ModuleBuilder, cfg: &VpuConfig, d: &Decoded, flow: &Flow) -> Expr {
+    fn hazard(&self, m: &mut ModuleBuilder, cfg: &VpuConfig, d: &Decoded) -> Expr {
         let depth = cfg.depth() as usize;
-        let writing = |k: usize, reg: Expr| self.valid[k] & self.writes[k] & self.vd[k].is_eq(reg);
-        let pending_writes =
-            (cfg.depth() >= PENDING_WRITES_FROM).then(|| self.pending_writes(m, cfg, d, flow));
-        let pending = |reg: Expr| match pending_writes {
-            Some(bits) => pick_bit(bits, reg),
-            None => (0..depth)
-                .map(|k| writing(k, reg))
+        let pending = |reg: Expr| {
+            (0..depth)
+                .map(|k| self.valid[k] & self.writes[k] & self.vd[k].is_eq(reg))
                 .reduce(|a, b| a | b)
-                .expect("depth >= 1"),
+                .expect("depth >= 1")
         };
         let own_load = |reg: Expr| d.ld_en & d.ld_reg.is_eq(reg);
         let reads = operand_reads(m, cfg, d.opcode);
@@ -925,56 +909,6 @@ impl Late {
         waits.push(m.wire("wait_load", d.ld_en & stored));
         waits.into_iter().reduce(|a, b| a | b).expect("waits")
     }
-}
-
-impl Late {
-    /// [`PENDING_WRITES_FROM`]: bit r is high while a bundle in execute
-    /// stages 1 to depth is still to write register r with its ALU result.
-    /// As execute advances, stage 1 takes the bundle accepted (its register
-    /// when it writes one) and the stages after it take those before them,
-    /// but the last (depth + 1), from which results are forwarded; a load
-    /// accepted with the bundle cancels the older writes of its register.
-    fn pending_writes(
-        &self,
-        m: &mut ModuleBuilder,
-        cfg: &VpuConfig,
-        d: &Decoded,
-        flow: &Flow,
-    ) -> Expr {
-        let depth = cfg.depth() as usize;
-        let regs = cfg.vregs();
-        let rw = regs.trailing_zeros();
-        let bits = m.reg_reset("pending_writes", Ty::u(regs), 0);
-        let load_now = flow.accept & d.ld_en;
-        let next: Vec<Expr> = (0..regs)
-            .rev()
-            .map(|r| {
-                let reg = m.lit(Ty::u(rw), r);
-                let taken = flow.accept & d.writes & d.vd.is_eq(reg);
-                let moving = (0..depth - 1)
-                    .map(|k| self.valid[k] & self.writes[k] & self.vd[k].is_eq(reg))
-                    .fold(m.lit(Ty::BOOL, 0), |a, b| a | b);
-                let cancelled = load_now & d.ld_reg.is_eq(reg);
-                taken | (moving & !cancelled)
-            })
-            .collect();
-        m.set_next(bits, cat(&next));
-        m.set_enable(bits, flow.advance);
-        bits.q()
-    }
-}
-
-/// Bit `index` of `bits` (2^width(index) of them), as a tree of 2:1
-/// selects on the index's bits.
-fn pick_bit(bits: Expr, index: Expr) -> Expr {
-    let mut layer: Vec<Expr> = (0..bits.width()).map(|i| bits.bit(i)).collect();
-    for j in 0..index.width() {
-        layer = layer
-            .chunks(2)
-            .map(|pair| mux(index.bit(j), pair[1], pair[0]))
-            .collect();
-    }
-    layer[0]
 }
 
 /// Whether the operation `opcode` (legal on `cfg`) reads `vs1`, `vs2`,
