@@ -316,7 +316,13 @@ mod tests {
         for p in Block::params(&Mxu) {
             match p.kind {
                 ParamKind::Int { min, max } | ParamKind::PowerOfTwo { min, max } => {
-                    let at = |v: u64| table(&format!("{} = {v}", p.name));
+                    // whole_rows is at most rows: give it the most rows.
+                    let rows = if p.name == "whole_rows" {
+                        format!("rows = {MAX_ARRAY_DIM}\n")
+                    } else {
+                        String::new()
+                    };
+                    let at = |v: u64| table(&format!("{rows}{} = {v}", p.name));
                     assert!(Mxu.configure(&at(min)).is_ok(), "{} = {min}", p.name);
                     assert!(Mxu.configure(&at(max)).is_ok(), "{} = {max}", p.name);
                     if let Some(below) = min.checked_sub(1) {
