@@ -376,6 +376,19 @@ mod tests {
             );
             assert_eq!(d.dsp_plan(a35t).commands(), want, "{r}x{c}");
         }
+        // The board builds' budget from the MXU's facts, at every depth:
+        // one block per multiplier, halves and whole products included.
+        for text in [
+            "rows = 10\ncols = 10",
+            "rows = 10\ncols = 10\ndepth = 4",
+            "rows = 9\ncols = 10\ndepth = 5\nwhole_rows = 3",
+            "rows = 4\ncols = 4\ndepth = 5",
+        ] {
+            let d = design("mxu", text);
+            let cfg: config::MxuConfig = config::MxuConfig::from_toml(text).unwrap();
+            let want = board::yosys::mxu_dsp_budget_commands(&cfg, a35t.capacity.dsps);
+            assert_eq!(d.dsp_plan(a35t).commands(), want, "{text}");
+        }
     }
 
     #[test]

@@ -619,7 +619,7 @@ pub fn build_board(
     let params = params_text(header);
     let top_text = top::top_verilog(clock, cfg, &header.generator, &params);
     let smoke = smoke::testbench_verilog(board, cfg, &header.generator, &params);
-    let recipe = yosys::board_recipe(board, board.top_name(), cfg.mxu.rows(), cfg.mxu.cols());
+    let recipe = yosys::board_recipe(board, board.top_name(), &cfg.mxu);
     Ok(assemble(
         clock, emitted, top_text, smoke, recipe, header, &params, modules,
     ))

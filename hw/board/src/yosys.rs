@@ -20,6 +20,7 @@
 //!   is then a plain SB_MAC16 multiplier and the adders are LUT carry chains.
 
 use crate::Board;
+use config::MxuConfig;
 use std::fmt::Write;
 
 /// The `coarse` step of Yosys 0.23's `synth_ice40 -dsp`, spelt out, less
@@ -55,18 +56,24 @@ pub fn pe_patterns(k: u64, cols: u64) -> Vec<String> {
 /// blocks and turn the others into `$macc` cells (LUT logic). Empty when every
 /// multiplier has a DSP.
 pub fn dsp_budget_commands(pes: u64, dsps: u64, cols: u64) -> String {
-    let mut s = String::new();
     let k = pes.min(dsps);
     if k == pes {
-        return s;
+        return String::new();
     }
-    if k > 0 {
-        let _ = writeln!(s, "select -set dspmul {}", pe_patterns(k, cols).join(" "));
+    budget_commands(&pe_patterns(k, cols))
+}
+
+/// The budget's commands: the multipliers of the cells `patterns` select
+/// keep DSP blocks (none when empty), every other multiplier becomes logic.
+fn budget_commands(patterns: &[String]) -> String {
+    let mut s = String::new();
+    if patterns.is_empty() {
+        let _ = writeln!(s, "select -set softmul t:$mul");
+    } else {
+        let _ = writeln!(s, "select -set dspmul {}", patterns.join(" "));
         let _ = writeln!(s, "select -set dspmul @dspmul t:$mul %i");
         let _ = writeln!(s, "select -assert-min 1 @dspmul");
         let _ = writeln!(s, "select -set softmul t:$mul @dspmul %d");
-    } else {
-        let _ = writeln!(s, "select -set softmul t:$mul");
     }
     let _ = writeln!(s, "alumacc @softmul");
     s
@@ -117,17 +124,37 @@ pub fn board_dsps(board: Board) -> u64 {
     }
 }
 
-/// The synthesis recipe of a board build with top `top` around an MXU of
-/// `rows` x `cols`, after its sources are read: one command per entry
-/// (elaborate, DSP budget, the family's synthesis).
-pub fn board_recipe(board: Board, top: &str, rows: u32, cols: u32) -> Vec<String> {
-    let pes = u64::from(rows) * u64::from(cols);
+/// Yosys commands, for a flattened design, that leave the first `dsps` of
+/// the MXU's multipliers for DSP blocks (one block each: every MXU
+/// multiplier fits an `SB_MAC16` and a `MULT18X18D`), in the order its FPGA
+/// facts list them (int8 at depths 4 and 5: whole products, then the high
+/// halves, then the low ones, as the `fpga` flows plan them), and turn the
+/// others into `$macc` cells. Empty when every multiplier has a block; at
+/// depth 0 to 3, one multiplier per PE, [`dsp_budget_commands`].
+pub fn mxu_dsp_budget_commands(cfg: &MxuConfig, dsps: u64) -> String {
+    let facts = hw::Block::fpga(&mxu::Mxu, cfg).expect("every MXU states its FPGA facts");
+    let total: u64 = facts.multipliers.iter().map(|m| m.count).sum();
+    if total <= dsps {
+        return String::new();
+    }
+    let mut left = dsps;
+    let mut patterns = Vec::new();
+    for group in &facts.multipliers {
+        let k = group.count.min(left);
+        if let Some(owners) = &group.owners {
+            patterns.extend(owners.first(k));
+        }
+        left -= k;
+    }
+    budget_commands(&patterns)
+}
+
+/// The synthesis recipe of a board build with top `top` around the MXU
+/// `mxu`, after its sources are read: one command per entry (elaborate,
+/// DSP budget, the family's synthesis).
+pub fn board_recipe(board: Board, top: &str, mxu: &MxuConfig) -> Vec<String> {
     let mut text = elaborate_commands(top);
-    text.push_str(&dsp_budget_commands(
-        pes,
-        board_dsps(board),
-        u64::from(cols),
-    ));
+    text.push_str(&mxu_dsp_budget_commands(mxu, board_dsps(board)));
     text.push_str(&family_commands(board, top));
     text.lines()
         .flat_map(|l| l.split("; "))
@@ -249,6 +276,39 @@ mod tests {
         assert!(pe_patterns(0, 4).is_empty());
     }
 
+    fn mxu(rows: u32, cols: u32, depth: u32) -> MxuConfig {
+        MxuConfig::new(rows, cols, config::ElemType::Int8)
+            .and_then(|c| c.with_depth(depth))
+            .unwrap()
+    }
+
+    #[test]
+    fn an_mxu_s_budget_counts_its_multipliers_not_its_pes() {
+        // Depth 0: one multiplier per PE, the PEs' own budget.
+        assert_eq!(
+            mxu_dsp_budget_commands(&mxu(4, 4, 0), 8),
+            dsp_budget_commands(16, 8, 4)
+        );
+        // Depth 4: two halves per PE; the UP5K's 8 blocks take 8 high
+        // halves (two rows of them), not both halves of 8 PEs.
+        let s = mxu_dsp_budget_commands(&mxu(4, 4, 4), 8);
+        assert!(
+            s.starts_with("select -set dspmul n:*g_pe_row?0?.*mul_hi* n:*g_pe_row?1?.*mul_hi*\n"),
+            "{s}"
+        );
+        // 32 halves fit 32 blocks: no budget.
+        assert_eq!(mxu_dsp_budget_commands(&mxu(4, 4, 5), 32), "");
+        // Whole rows first.
+        let whole = mxu(4, 4, 5).with_whole_rows(1).unwrap();
+        let s = mxu_dsp_budget_commands(&whole, 6);
+        assert!(
+            s.contains(
+                "n:*g_pe_row?0?.*mul_whole* n:*g_pe_split_row?0?.g_pe_split_col?0?.*mul_hi* "
+            ),
+            "{s}"
+        );
+    }
+
     #[test]
     fn budget_commands_only_when_multipliers_outnumber_dsps() {
         assert_eq!(dsp_budget_commands(9, 9, 3), "");
@@ -263,7 +323,7 @@ mod tests {
 
     #[test]
     fn ice40_script_avoids_ice40_dsp() {
-        let recipe = board_recipe(Board::IceBreaker, "t", 3, 3);
+        let recipe = board_recipe(Board::IceBreaker, "t", &mxu(3, 3, 0));
         let s = board_script(
             Board::IceBreaker,
             &["a.v".into(), "b.v".into()],
@@ -277,7 +337,7 @@ mod tests {
         assert!(s.contains("-run :coarse") && s.contains("-run map_ram:"));
         assert!(s.contains("alumacc @softmul"));
         assert!(s.ends_with("write_json t.json\n"));
-        let e = board_recipe(Board::Ulx3s, "t", 12, 12).join("\n");
+        let e = board_recipe(Board::Ulx3s, "t", &mxu(12, 12, 0)).join("\n");
         assert!(
             e.contains("synth_ecp5 -top t") && !e.contains("alumacc"),
             "{e}"
