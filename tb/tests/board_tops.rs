@@ -76,8 +76,7 @@ fn the_board_script_keeps_to_the_part_s_dsp_blocks_at_depth_4() {
     assert!(out.status.success(), "yosys failed:\n{log}");
     let macs: u64 = log
         .lines()
-        .filter(|l| l.trim_start().starts_with("SB_MAC16"))
-        .last()
+        .rfind(|l| l.trim_start().starts_with("SB_MAC16"))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no SB_MAC16 count in:\n{log}"));
