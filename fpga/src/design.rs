@@ -7,7 +7,6 @@ use crate::parts::{Family, Part};
 use hw::{AnyBlock, Configured, FpgaFacts, MultiplierShape, Multipliers};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt::Write;
 use std::sync::Arc;
 
 /// A configured block the FPGA flows synthesise.
@@ -91,7 +90,7 @@ impl FlowDesign {
 
     /// How the part's DSP blocks are shared out among the multipliers.
     pub fn dsp_plan(&self, part: &Part) -> DspPlan {
-        DspPlan::of(&self.facts, part)
+        dsp_plan(&self.facts, part)
     }
 
     /// A lower bound of the LUTs the design needs on `part`, when one is
@@ -185,87 +184,18 @@ pub fn dsp_blocks_per(m: &Multipliers, family: Family) -> u64 {
     (pieces(a, da) * pieces(b, db)).min(pieces(a, db) * pieces(b, da))
 }
 
-/// How a part's DSP blocks are shared out: each group of multipliers, in
-/// the block's order, takes as many as are left (a group whose owners the
-/// flows cannot name takes them only when every multiplier fits).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DspPlan {
-    /// Multipliers given DSP blocks, per group of the facts.
-    pub given: Vec<u64>,
-    /// Every multiplier has its DSP blocks (no budget commands needed).
-    pub all: bool,
-    /// Yosys patterns of the owners of the multipliers given DSP blocks
-    /// (empty when `all`).
-    pub owner_patterns: Vec<String>,
-}
+/// How a part's DSP blocks are shared out ([`FpgaFacts::dsp_share`], each
+/// multiplier taking the blocks its widths need on the part's family).
+pub type DspPlan = hw::DspShare;
 
-impl DspPlan {
-    pub fn of(facts: &FpgaFacts, part: &Part) -> DspPlan {
-        let per: Vec<u64> = facts
-            .multipliers
-            .iter()
-            .map(|m| dsp_blocks_per(m, part.family))
-            .collect();
-        let needed: u64 = facts
-            .multipliers
-            .iter()
-            .zip(&per)
-            .map(|(m, each)| m.count * each)
-            .sum();
-        if needed <= part.capacity.dsps {
-            return DspPlan {
-                given: facts.multipliers.iter().map(|m| m.count).collect(),
-                all: true,
-                owner_patterns: Vec::new(),
-            };
-        }
-        let mut left = part.capacity.dsps;
-        let mut given = Vec::new();
-        let mut owner_patterns = Vec::new();
-        for (m, each) in facts.multipliers.iter().zip(&per) {
-            let k = match &m.owners {
-                Some(owners) => {
-                    let k = m.count.min(left / each.max(&1));
-                    owner_patterns.extend(owners.first(k));
-                    k
-                }
-                None => 0,
-            };
-            left -= k * each;
-            given.push(k);
-        }
-        DspPlan {
-            given,
-            all: false,
-            owner_patterns,
-        }
-    }
-
-    /// Multipliers given DSP blocks, over all groups.
-    pub fn total(&self) -> u64 {
-        self.given.iter().sum()
-    }
-
-    /// Yosys commands, for a flattened design, that leave the planned
-    /// multipliers for DSP blocks and turn the others into `$macc` cells (LUT
-    /// logic); empty when every multiplier has its DSP blocks. For an MXU
-    /// these are the board builds' commands.
-    pub fn commands(&self) -> String {
-        let mut s = String::new();
-        if self.all {
-            return s;
-        }
-        if self.owner_patterns.is_empty() {
-            let _ = writeln!(s, "select -set softmul t:$mul");
-        } else {
-            let _ = writeln!(s, "select -set dspmul {}", self.owner_patterns.join(" "));
-            let _ = writeln!(s, "select -set dspmul @dspmul t:$mul %i");
-            let _ = writeln!(s, "select -assert-min 1 @dspmul");
-            let _ = writeln!(s, "select -set softmul t:$mul @dspmul %d");
-        }
-        let _ = writeln!(s, "alumacc @softmul");
-        s
-    }
+/// `facts`' share of `part`'s DSP blocks.
+pub fn dsp_plan(facts: &FpgaFacts, part: &Part) -> DspPlan {
+    let per: Vec<u64> = facts
+        .multipliers
+        .iter()
+        .map(|m| dsp_blocks_per(m, part.family))
+        .collect();
+    facts.dsp_share(&per, part.capacity.dsps)
 }
 
 #[cfg(test)]

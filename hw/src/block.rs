@@ -31,8 +31,8 @@
 mod facts;
 
 pub use facts::{
-    multiplier_census, Companions, FpgaFacts, FpgaSearch, Has, MultiplierShape, Multipliers,
-    Owners, SearchSizes,
+    dsp_budget_commands, multiplier_census, Companions, DspShare, FpgaFacts, FpgaSearch, Has,
+    MultiplierShape, Multipliers, Owners, SearchSizes,
 };
 
 use crate::design::Design;

@@ -40,8 +40,9 @@ pub mod pipeline;
 mod ty;
 
 pub use block::{
-    configured, multiplier_census, AnyBlock, Block, Companions, Configured, FpgaFacts, FpgaSearch,
-    Has, MultiplierShape, Multipliers, Owners, Param, ParamKind, Preset, SearchSizes,
+    configured, dsp_budget_commands, multiplier_census, AnyBlock, Block, Companions, Configured,
+    DspShare, FpgaFacts, FpgaSearch, Has, MultiplierShape, Multipliers, Owners, Param, ParamKind,
+    Preset, SearchSizes,
 };
 pub use blocks::{delay, delay_taps};
 pub use builder::{

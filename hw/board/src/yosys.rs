@@ -60,23 +60,7 @@ pub fn dsp_budget_commands(pes: u64, dsps: u64, cols: u64) -> String {
     if k == pes {
         return String::new();
     }
-    budget_commands(&pe_patterns(k, cols))
-}
-
-/// The budget's commands: the multipliers of the cells `patterns` select
-/// keep DSP blocks (none when empty), every other multiplier becomes logic.
-fn budget_commands(patterns: &[String]) -> String {
-    let mut s = String::new();
-    if patterns.is_empty() {
-        let _ = writeln!(s, "select -set softmul t:$mul");
-    } else {
-        let _ = writeln!(s, "select -set dspmul {}", patterns.join(" "));
-        let _ = writeln!(s, "select -set dspmul @dspmul t:$mul %i");
-        let _ = writeln!(s, "select -assert-min 1 @dspmul");
-        let _ = writeln!(s, "select -set softmul t:$mul @dspmul %d");
-    }
-    let _ = writeln!(s, "alumacc @softmul");
-    s
+    hw::dsp_budget_commands(&pe_patterns(k, cols))
 }
 
 /// The command that reads `sources` (file names), deferring elaboration.
@@ -133,20 +117,8 @@ pub fn board_dsps(board: Board) -> u64 {
 /// depth 0 to 3, one multiplier per PE, [`dsp_budget_commands`].
 pub fn mxu_dsp_budget_commands(cfg: &MxuConfig, dsps: u64) -> String {
     let facts = hw::Block::fpga(&mxu::Mxu, cfg).expect("every MXU states its FPGA facts");
-    let total: u64 = facts.multipliers.iter().map(|m| m.count).sum();
-    if total <= dsps {
-        return String::new();
-    }
-    let mut left = dsps;
-    let mut patterns = Vec::new();
-    for group in &facts.multipliers {
-        let k = group.count.min(left);
-        if let Some(owners) = &group.owners {
-            patterns.extend(owners.first(k));
-        }
-        left -= k;
-    }
-    budget_commands(&patterns)
+    let one_each = vec![1; facts.multipliers.len()];
+    facts.dsp_share(&one_each, dsps).commands()
 }
 
 /// The synthesis recipe of a board build with top `top` around the MXU
@@ -177,19 +149,7 @@ pub fn tc_board_recipe(board: Board, top: &str, rows: u32, cols: u32) -> Vec<Str
     text.push_str("setattr -set ram_style \"block\" m:*acc m:*ub m:*wmem m:*prog\n");
     if pes + lanes > dsps {
         let k = pes.min(dsps);
-        if k > 0 {
-            let _ = writeln!(
-                text,
-                "select -set dspmul {}",
-                pe_patterns(k, u64::from(cols)).join(" ")
-            );
-            let _ = writeln!(text, "select -set dspmul @dspmul t:$mul %i");
-            let _ = writeln!(text, "select -assert-min 1 @dspmul");
-            let _ = writeln!(text, "select -set softmul t:$mul @dspmul %d");
-        } else {
-            let _ = writeln!(text, "select -set softmul t:$mul");
-        }
-        let _ = writeln!(text, "alumacc @softmul");
+        text.push_str(&hw::dsp_budget_commands(&pe_patterns(k, u64::from(cols))));
     }
     text.push_str(&family_commands(board, top));
     text.lines()

@@ -104,6 +104,101 @@ impl FpgaFacts {
     pub fn multiplier_count(&self) -> u64 {
         self.multipliers.iter().map(|m| m.count).sum()
     }
+
+    /// How `dsps` DSP blocks are shared out when group i's multipliers take
+    /// `blocks_per[i]` blocks each: every multiplier gets its blocks when
+    /// they all fit; otherwise each group, in order, takes as many as are
+    /// left, and a group whose owners cannot be named takes none. The FPGA
+    /// flows and the board builds both budget this way.
+    pub fn dsp_share(&self, blocks_per: &[u64], dsps: u64) -> DspShare {
+        assert_eq!(
+            blocks_per.len(),
+            self.multipliers.len(),
+            "a block count per group"
+        );
+        let needed: u64 = self
+            .multipliers
+            .iter()
+            .zip(blocks_per)
+            .map(|(m, each)| m.count * each)
+            .sum();
+        if needed <= dsps {
+            return DspShare {
+                given: self.multipliers.iter().map(|m| m.count).collect(),
+                all: true,
+                owner_patterns: Vec::new(),
+            };
+        }
+        let mut left = dsps;
+        let mut given = Vec::new();
+        let mut owner_patterns = Vec::new();
+        for (m, each) in self.multipliers.iter().zip(blocks_per) {
+            let k = match &m.owners {
+                Some(owners) => {
+                    let k = m.count.min(left / each.max(&1));
+                    owner_patterns.extend(owners.first(k));
+                    k
+                }
+                None => 0,
+            };
+            left -= k * each;
+            given.push(k);
+        }
+        DspShare {
+            given,
+            all: false,
+            owner_patterns,
+        }
+    }
+}
+
+/// A share of a part's DSP blocks ([`FpgaFacts::dsp_share`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DspShare {
+    /// Multipliers given DSP blocks, per group of the facts.
+    pub given: Vec<u64>,
+    /// Every multiplier has its DSP blocks (no budget commands needed).
+    pub all: bool,
+    /// Yosys patterns of the owners of the multipliers given DSP blocks
+    /// (empty when `all`).
+    pub owner_patterns: Vec<String>,
+}
+
+impl DspShare {
+    /// Multipliers given DSP blocks, over all groups.
+    pub fn total(&self) -> u64 {
+        self.given.iter().sum()
+    }
+
+    /// Yosys commands, for a flattened design, that leave the multipliers
+    /// given blocks for DSP blocks and turn the others into `$macc` cells
+    /// (LUT logic); empty when every multiplier has its blocks.
+    pub fn commands(&self) -> String {
+        if self.all {
+            return String::new();
+        }
+        dsp_budget_commands(&self.owner_patterns)
+    }
+}
+
+/// Yosys commands that keep the multipliers (`$mul` cells) of the cells
+/// `owner_patterns` select for DSP blocks (none when empty) and turn every
+/// other multiplier into `$macc` cells.
+pub fn dsp_budget_commands(owner_patterns: &[String]) -> String {
+    let mut s = String::new();
+    if owner_patterns.is_empty() {
+        s.push_str("select -set softmul t:$mul\n");
+    } else {
+        s.push_str(&format!(
+            "select -set dspmul {}\n",
+            owner_patterns.join(" ")
+        ));
+        s.push_str("select -set dspmul @dspmul t:$mul %i\n");
+        s.push_str("select -assert-min 1 @dspmul\n");
+        s.push_str("select -set softmul t:$mul @dspmul %d\n");
+    }
+    s.push_str("alumacc @softmul\n");
+    s
 }
 
 /// The shape of a multiplier for the census: operand widths, narrower
