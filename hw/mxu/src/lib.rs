@@ -1070,9 +1070,8 @@ fn pe_name(dtype: ElemType, product_latency: u32) -> (String, Vec<(&'static str,
 /// budget).
 pub const WHOLE_PRODUCT: &str = "mul_whole";
 
-/// a x w as one multiplier module (`hw::arith::int_mul_unit`, product
-/// registered), registered once more with `twice`: the same cycles as
-/// [`split_product`], for a multiplier meant for a DSP block.
+/// a x w as one multiplier module, registered once more with `twice`: the
+/// same cycles as [`split_product`], for a multiplier meant for a DSP block.
 fn whole_product(
     design: &mut Design,
     m: &mut ModuleBuilder,
@@ -1080,15 +1079,27 @@ fn whole_product(
     w: Expr,
     twice: bool,
 ) -> Expr {
-    let mul = hw::arith::int_mul_unit(design, Ty::s(8), Ty::s(8), 1, false);
-    let inst = m.instance(WHOLE_PRODUCT, &mul);
+    let product = multiplier(design, m, WHOLE_PRODUCT, a, w);
+    registered_if(m, twice, "prod_whole", product)
+}
+
+/// `a` x `b` (signed) by an instance `name` of a multiplier module of their
+/// widths (`hw::arith::int_mul_unit`, product registered): a module of its
+/// own, so that the FPGA flows can name it in their DSP budget.
+fn multiplier(design: &mut Design, m: &mut ModuleBuilder, name: &str, a: Expr, b: Expr) -> Expr {
+    let unit = hw::arith::int_mul_unit(design, a.ty(), b.ty(), 1, false);
+    let inst = m.instance(name, &unit);
     m.connect(inst, "a_i", a);
-    m.connect(inst, "b_i", w);
-    let product = m.inst_output(inst, "p_o");
-    if twice {
-        m.registered("prod_whole", product)
+    m.connect(inst, "b_i", b);
+    m.inst_output(inst, "p_o")
+}
+
+/// `value`, through a register `name` when `register` is set.
+fn registered_if(m: &mut ModuleBuilder, register: bool, name: &str, value: Expr) -> Expr {
+    if register {
+        m.registered(name, value)
     } else {
-        product
+        value
     }
 }
 
@@ -1112,21 +1123,13 @@ fn split_product(
     w: Expr,
     twice: bool,
 ) -> Expr {
-    let high_mul = hw::arith::int_mul_unit(design, Ty::s(8), Ty::s(4), 1, false);
-    let low_mul = hw::arith::int_mul_unit(design, Ty::s(8), Ty::s(5), 1, false);
-    let high = m.instance(PARTIAL_PRODUCT_HIGH, &high_mul);
-    m.connect(high, "a_i", a);
-    m.connect(high, "b_i", w.slice(4, 4).as_signed());
-    let low = m.instance(PARTIAL_PRODUCT_LOW, &low_mul);
-    m.connect(low, "a_i", a);
+    let high_w = w.slice(4, 4).as_signed();
+    let high = multiplier(design, m, PARTIAL_PRODUCT_HIGH, a, high_w); // s12
     let zero = m.lit(Ty::BOOL, 0);
-    m.connect(low, "b_i", cat(&[zero, w.slice(0, 4)]).as_signed());
-    let mut high = m.inst_output(high, "p_o"); // s12
-    let mut low = m.inst_output(low, "p_o"); // s13
-    if twice {
-        high = m.registered("prod_hi", high);
-        low = m.registered("prod_lo", low);
-    }
+    let low_w = cat(&[zero, w.slice(0, 4)]).as_signed();
+    let low = multiplier(design, m, PARTIAL_PRODUCT_LOW, a, low_w); // s13
+    let high = registered_if(m, twice, "prod_hi", high);
+    let low = registered_if(m, twice, "prod_lo", low);
     let nibble = m.lit(Ty::u(4), 0);
     cat(&[high, nibble]).as_signed() + low.sext(16)
 }
@@ -1168,11 +1171,7 @@ fn multiplier_operands(
 /// The product as the partial-sum adder takes it: registered with product
 /// latency 1 or 2.
 fn product_stage(m: &mut ModuleBuilder, product_latency: u32, product: Expr) -> Expr {
-    if product_latency >= 1 {
-        m.registered("prod", product)
-    } else {
-        product
-    }
+    registered_if(m, product_latency >= 1, "prod", product)
 }
 
 /// The weight registers every PE has: the shadow loaded by the chain, and the
