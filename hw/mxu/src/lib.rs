@@ -1213,7 +1213,12 @@ fn pass_right(m: &mut ModuleBuilder, a: Expr) -> Expr {
 /// The int8 PE; `whole` keeps its product one multiplier at product latency
 /// 3 and 4, where the PE otherwise splits it ([`split_product`]).
 fn pe_int8(design: &mut Design, product_latency: u32, whole: bool) -> Rc<ModuleDef> {
-    let whole = whole && product_latency >= 3;
+    // Only a PE that splits its product (MxuConfig::whole_rows_in_effect)
+    // has a whole one to keep.
+    assert!(
+        !whole || product_latency >= 3,
+        "a whole product at product latency {product_latency}, where the PE has one anyway"
+    );
     let (mut name, mut params) = pe_name(ElemType::Int8, product_latency);
     if whole {
         name.push_str("_whole");
