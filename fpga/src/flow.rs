@@ -134,6 +134,10 @@ pub struct PnrResult {
     /// HeAP's timing weight when it was not nextpnr's default (10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing_weight: Option<u32>,
+    /// Whether router2 ripped up and rerouted the nets of failing paths
+    /// (nextpnr's --tmg-ripup).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub timing_ripup: bool,
 }
 
 /// The outcome of one flow.
@@ -178,9 +182,10 @@ pub struct FlowEnv {
     pub placement: Placement,
 }
 
-/// How nextpnr places: the placer, HeAP's timing weight and the clock it
-/// places for. Only the ECP5 flows take a placer or a weight; every flow with
-/// place and route takes a clock. The defaults (nextpnr's, and each part's
+/// How nextpnr places and routes: the placer, HeAP's timing weight, the
+/// router's timing-driven ripup and the clock it places for. Only the ECP5
+/// flows take a placer, a weight or the ripup; every flow with place and
+/// route takes a clock. The defaults (nextpnr's, and each part's
 /// target) add nothing new to the command line, so their runs keep their
 /// keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::Args)]
@@ -200,6 +205,11 @@ pub struct Placement {
     /// block's own floor focuses it on the paths near that floor.
     #[arg(long, value_name = "MHZ", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub target_mhz: Option<u32>,
+    /// On ECP5 parts, let the router rip up and reroute the nets of paths
+    /// that fail the clock (nextpnr's --tmg-ripup, for router2): where
+    /// routing is most of a path's delay, it buys back what congestion took.
+    #[arg(long)]
+    pub timing_ripup: bool,
 }
 
 impl Placement {
@@ -218,6 +228,12 @@ impl Placement {
             .filter(|_| self.placer == Placer::Heap && part.family == Family::Ecp5)
     }
 
+    /// Whether router2 rips up failing nets on `part`: only on the ECP5
+    /// parts (their flows use router2).
+    fn timing_ripup_for(self, part: &Part) -> bool {
+        self.timing_ripup && part.family == Family::Ecp5
+    }
+
     /// The clock nextpnr places `part`'s flows for, in MHz.
     pub fn target_mhz_for(self, part: &Part) -> f64 {
         self.target_mhz.map_or(part.target_mhz, f64::from)
@@ -231,6 +247,9 @@ impl Placement {
         }
         if let Some(weight) = self.timing_weight_for(part) {
             args.extend(["--placer-heap-timingweight".into(), weight.to_string()]);
+        }
+        if self.timing_ripup_for(part) {
+            args.push("--tmg-ripup".into());
         }
         args
     }
@@ -753,6 +772,7 @@ fn place_and_route(env: &FlowEnv, part: &Part, dir: &Path) -> Result<PnrResult, 
         critical_path: timing::parse_critical_path(&log),
         placer: env.placement.placer_for(part).map(String::from),
         timing_weight: env.placement.timing_weight_for(part),
+        timing_ripup: env.placement.timing_ripup_for(part),
     })
 }
 
@@ -874,7 +894,7 @@ mod tests {
         let placement = Placement {
             placer,
             timing_weight,
-            target_mhz: None,
+            ..Placement::default()
         };
         pnr_args(part(name), placement).join(" ")
     }
@@ -907,6 +927,27 @@ mod tests {
             timing_weight: Some(40),
             ..Placement::default()
         });
+        assert_ne!(keys.0, plain.0);
+        assert_eq!(keys.1, plain.1);
+    }
+
+    #[test]
+    fn the_timing_ripup_reaches_the_ecp5_flows_and_their_keys_only() {
+        let plain = placement_keys(Placement::default());
+        let ripup = Placement {
+            timing_ripup: true,
+            ..Placement::default()
+        };
+        let ecp5 = pnr_args(part("ecp5-85f"), ripup).join(" ");
+        assert!(
+            ecp5.contains("--router router2") && ecp5.contains("--tmg-ripup"),
+            "{ecp5}"
+        );
+        let plain_args = pnr_args(part("ecp5-85f"), Placement::default()).join(" ");
+        assert!(!plain_args.contains("--tmg-ripup"), "{plain_args}");
+        let ice40 = pnr_args(part("ice40-up5k"), ripup).join(" ");
+        assert!(!ice40.contains("--tmg-ripup"), "{ice40}");
+        let keys = placement_keys(ripup);
         assert_ne!(keys.0, plain.0);
         assert_eq!(keys.1, plain.1);
     }
@@ -975,6 +1016,7 @@ mod tests {
             critical_path: None,
             placer: None,
             timing_weight: None,
+            timing_ripup: false,
         });
         write(&result);
         assert_eq!(

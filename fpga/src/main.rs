@@ -517,6 +517,9 @@ fn command_line(a: &ReportArgs) -> String {
     if let Some(mhz) = a.placement.target_mhz {
         c.push_str(&format!(" --target-mhz {mhz}"));
     }
+    if a.placement.timing_ripup {
+        c.push_str(" --timing-ripup");
+    }
     if let Some(name) = &a.preset {
         c.push_str(&format!(" --preset {name}"));
     }

@@ -348,6 +348,9 @@ pub fn flow_table(results: &[FlowResult], with_design: bool) -> String {
         if let Some(weight) = r.pnr.as_ref().and_then(|p| p.timing_weight) {
             notes.push(format!("placer timing weight {weight}"));
         }
+        if r.pnr.as_ref().is_some_and(|p| p.timing_ripup) {
+            notes.push("timing-driven ripup".to_string());
+        }
         if let Some(pnr) = &r.pnr {
             let part_target = crate::parts::part(&r.part).map(|p| p.target_mhz);
             if part_target.is_some_and(|t| t != pnr.target_mhz) {
@@ -404,6 +407,7 @@ mod tests {
                 critical_path: crate::timing::parse_critical_path(log),
                 placer: None,
                 timing_weight: None,
+                timing_ripup: false,
             }),
             fits: Some(true),
             fit_basis: Some("place and route".into()),
