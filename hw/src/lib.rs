@@ -32,6 +32,7 @@ mod builder;
 mod design;
 pub mod emit;
 mod error;
+pub mod eup;
 mod eval;
 pub mod fp;
 pub mod ir;

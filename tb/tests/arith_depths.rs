@@ -62,9 +62,12 @@ enum Unit {
     IntMulU24,
     /// One operand whole, the other in pieces: signed products side by side.
     IntMulS18x32,
+    /// The EUP's division and square root (`hw::eup`).
+    Div,
+    Sqrt,
 }
 
-const UNITS: [Unit; 15] = [
+const UNITS: [Unit; 17] = [
     Unit::Add,
     Unit::Mul,
     Unit::MinMax,
@@ -80,6 +83,8 @@ const UNITS: [Unit; 15] = [
     Unit::IntMulS32,
     Unit::IntMulU24,
     Unit::IntMulS18x32,
+    Unit::Div,
+    Unit::Sqrt,
 ];
 
 impl Unit {
@@ -100,6 +105,8 @@ impl Unit {
             Unit::IntMulS32 => "int_mul_s32",
             Unit::IntMulU24 => "int_mul_u24",
             Unit::IntMulS18x32 => "int_mul_s18x32",
+            Unit::Div => "div",
+            Unit::Sqrt => "sqrt",
         }
     }
 
@@ -119,6 +126,8 @@ impl Unit {
             | Unit::IntMulS32
             | Unit::IntMulU24
             | Unit::IntMulS18x32 => hw::arith::INT_MUL,
+            Unit::Div => hw::eup::DIV32,
+            Unit::Sqrt => hw::eup::SQRT32,
         }
         .max_stages()
     }
@@ -141,6 +150,8 @@ impl Unit {
             Unit::IntMulS32 => hw::arith::int_mul_unit(d, Ty::s(32), Ty::s(32), stages, true),
             Unit::IntMulU24 => hw::arith::int_mul_unit(d, Ty::u(24), Ty::u(24), stages, true),
             Unit::IntMulS18x32 => hw::arith::int_mul_unit(d, Ty::s(18), Ty::s(32), stages, true),
+            Unit::Div => hw::eup::div32_unit(d, stages, true),
+            Unit::Sqrt => hw::eup::sqrt32_unit(d, stages, true),
         }
     }
 
@@ -174,6 +185,8 @@ impl Unit {
                 let a18 = i64::from((a << 14) as i32 >> 14);
                 ((a18 * i64::from(b as i32)) as u64) & ((1 << 50) - 1)
             }
+            Unit::Div => golden::numerics::div32(a, b).into(),
+            Unit::Sqrt => golden::numerics::sqrt32(a).into(),
         }
     }
 }
@@ -208,7 +221,8 @@ fn top() -> (Design, Rc<ModuleDef>) {
             let u = m.instance(&format!("u_{}_d{stages}", unit.name()), module);
             let (a16, b16) = (a.slice(0, 16), b.slice(0, 16));
             let inputs: Vec<(&str, hw::Expr)> = match unit {
-                Unit::Add | Unit::Mul | Unit::Compare => vec![("a_i", a), ("b_i", b)],
+                Unit::Add | Unit::Mul | Unit::Compare | Unit::Div => vec![("a_i", a), ("b_i", b)],
+                Unit::Sqrt => vec![("a_i", a)],
                 Unit::MinMax => vec![("a_i", a), ("b_i", b), ("max_i", sel)],
                 Unit::I32ToF32 | Unit::F32ToI32 | Unit::F32ToBf16 => vec![("x_i", a)],
                 Unit::Bf16ToF32 => vec![("x_i", a16)],
@@ -240,6 +254,8 @@ fn top() -> (Design, Rc<ModuleDef>) {
                 | Unit::F32ToBf16
                 | Unit::Bf16ToF32 => m.inst_output(u, "y_o"),
                 Unit::Bf16Mac => m.inst_output(u, "psum_o"),
+                Unit::Div => m.inst_output(u, "q_o"),
+                Unit::Sqrt => m.inst_output(u, "r_o"),
                 Unit::Compare => {
                     let bits = ["le_o", "lt_o", "ne_o", "eq_o"].map(|p| m.inst_output(u, p));
                     hw::cat(&bits)
@@ -459,6 +475,18 @@ fn random_ops(unit: Unit, rng: &mut ChaCha8Rng, n: usize) -> Vec<Op> {
         .map(|_| {
             let a = random_f32(rng, None);
             match unit {
+                // Nearby exponents and significands: quotients near 1 and
+                // powers of two.
+                Unit::Div => op2(a, random_f32(rng, Some(a))),
+                // Often an exact square (a 12-bit significand squared).
+                Unit::Sqrt if rng.gen_range(0..4) == 0 => {
+                    let s = rng.gen_range(2048u64..4096);
+                    let sq = s * s;
+                    let lead = 63 - sq.leading_zeros();
+                    let frac = ((sq << (23 - lead)) & 0x7F_FFFF) as u32;
+                    op1((rng.gen_range(1..=254u32) << 23) | frac)
+                }
+                Unit::Sqrt => op1(a),
                 Unit::Add | Unit::Mul | Unit::MinMax | Unit::Compare => Op {
                     a,
                     b: random_f32(rng, Some(a)),
@@ -516,6 +544,19 @@ fn f32_pairs(file: &str, b_flip: u32) -> Vec<(Op, u64)> {
             (op2(f(0), f(1) ^ b_flip), f(2).into())
         })
         .collect()
+}
+
+#[test]
+fn division_and_square_root_match_every_reference_vector_at_every_depth() {
+    let mut rng = rng_for("division_and_square_root_match_every_reference_vector_at_every_depth");
+    let mut rtl = Rtl::new();
+    let div = f32_pairs("f32_div.tsv", 0);
+    stream(&mut rtl, Unit::Div, "f32_div.tsv", &div, &mut rng, GAPS);
+    let sqrt: Vec<(Op, u64)> = read_vectors("f32_sqrt.tsv", 3)
+        .iter()
+        .map(|r| (op1(hex32(&r.fields[0])), hex32(&r.fields[1]).into()))
+        .collect();
+    stream(&mut rtl, Unit::Sqrt, "f32_sqrt.tsv", &sqrt, &mut rng, GAPS);
 }
 
 #[test]
@@ -669,7 +710,7 @@ fn special_classes_cross_products_at_every_depth() {
     let mut rtl = Rtl::new();
     let f = special_f32();
     let pairs = every_pair(&f);
-    for unit in [Unit::Add, Unit::Mul, Unit::Compare] {
+    for unit in [Unit::Add, Unit::Mul, Unit::Compare, Unit::Div] {
         stream(
             &mut rtl,
             unit,
@@ -685,7 +726,7 @@ fn special_classes_cross_products_at_every_depth() {
     let cases = with_golden(Unit::MinMax, both);
     stream(&mut rtl, Unit::MinMax, "specials", &cases, &mut rng, GAPS);
     let singles: Vec<Op> = f.iter().chain(&special_i32()).map(|&x| op1(x)).collect();
-    for unit in [Unit::I32ToF32, Unit::F32ToI32, Unit::F32ToBf16] {
+    for unit in [Unit::I32ToF32, Unit::F32ToI32, Unit::F32ToBf16, Unit::Sqrt] {
         stream(
             &mut rtl,
             unit,

@@ -1,0 +1,339 @@
+//! The EUP's fp32 operations (docs/numerics.md, "EUP"): division and square
+//! root correctly rounded under FTZ-RNE, and exp2 / exp in the contract's
+//! exact sequence of fp32 operations.
+//!
+//! Division and square root run by digit recurrence, one quotient or root
+//! bit per step: 25 restoring steps (24 significand bits and the round bit),
+//! then the remainder's zero test is the sticky bit and the result is
+//! rounded once, as the contract's exact result is. Each step is a
+//! subtraction and a select, so the unit is a chain of 25 equal segments
+//! with a candidate cut after each ([`DIV32`], [`SQRT32`]): with every cut
+//! registered it takes an operation every cycle with a latency of 28, and a
+//! stage count chosen at elaboration registers the cuts that split the
+//! chain most evenly (the ranking is a bisection of it).
+//!
+//! exp2 is the contract's sequence: the split of t into i = floor(t) and
+//! f = sub32(t, i), six Horner steps of `hw::arith`'s fp32 multiplier and
+//! `hw::fp`'s fp32 adder, and the scaling by 2^i, which for the polynomial's
+//! value (in [1, 2] for f in [0, 1)) is exact and is an exponent sum with
+//! its range checks. Every multiply and add is its own pipelined unit
+//! ([`Exp2Stages`]), so exp2 also takes an operation every cycle; exp
+//! multiplies by log2 e first.
+
+use crate::arith::{fp32_fields, fp32_significand};
+use crate::builder::{cat, mux, Expr, ModuleBuilder};
+use crate::fp::CANONICAL_NAN_F32;
+use crate::pipeline::{unit_module, CutPlan, Pipeline, UnitModule};
+use crate::{Design, ModuleDef, Ty};
+use std::rc::Rc;
+
+/// Restoring steps of division and square root: 24 significand bits and
+/// the round bit.
+const STEPS: usize = 25;
+
+/// Candidate cuts shared by [`DIV32`] and [`SQRT32`], in datapath order.
+const RECURRENCE_CUTS: &[&str] = &[
+    "operands", "unpacked", "step1", "step2", "step3", "step4", "step5", "step6", "step7", "step8",
+    "step9", "step10", "step11", "step12", "step13", "step14", "step15", "step16", "step17",
+    "step18", "step19", "step20", "step21", "step22", "step23", "step24", "steps", "rounded",
+];
+
+/// The recurrence's cuts, best first: a bisection of the chain (unpacking,
+/// 25 steps and the rounding, about one step's delay each, then the final
+/// select), so that the first n cuts split it into n + 1 nearly equal
+/// segments; the operands' cut, which splits nothing, last.
+const RECURRENCE_RANKING: &[usize] = &[
+    14, 7, 21, 17, 10, 3, 24, 19, 12, 5, 26, 22, 15, 8, 1, 25, 23, 20, 18, 16, 13, 11, 9, 6, 4, 2,
+    27, 0,
+];
+
+/// Cut points of fp32 division: `operands`, `unpacked` (the significands
+/// ordered so the quotient lies in [1, 2), the exponent and the classes),
+/// `step1` .. `step24` (after each quotient bit), `steps` (after the 25th),
+/// `rounded` (after the rounding increment).
+pub const DIV32: CutPlan = CutPlan {
+    unit: "div32",
+    cuts: RECURRENCE_CUTS,
+    ranking: RECURRENCE_RANKING,
+};
+
+/// Cut points of the fp32 square root, as [`DIV32`]'s: `unpacked` is the
+/// radicand's significand scaled to an even exponent.
+pub const SQRT32: CutPlan = CutPlan {
+    unit: "sqrt32",
+    cuts: RECURRENCE_CUTS,
+    ranking: RECURRENCE_RANKING,
+};
+
+/// What every step of a recurrence carries besides its own state: the
+/// result's sign, biased exponent (signed, before the rounding carry) and
+/// the special cases decided at unpacking.
+#[derive(Clone, Copy)]
+struct Carried {
+    sign: Expr,
+    exp: Expr,
+    nan: Expr,
+    inf: Expr,
+    zero: Expr,
+}
+
+impl Carried {
+    fn values(&self) -> [(&'static str, Expr); 5] {
+        [
+            ("sign", self.sign),
+            ("exp", self.exp),
+            ("nan", self.nan),
+            ("inf", self.inf),
+            ("zero", self.zero),
+        ]
+    }
+
+    fn from(v: &[Expr]) -> Carried {
+        Carried {
+            sign: v[0],
+            exp: v[1],
+            nan: v[2],
+            inf: v[3],
+            zero: v[4],
+        }
+    }
+}
+
+/// Passes `state` and `carried` through cut `cut`.
+fn cut_with(
+    m: &mut ModuleBuilder,
+    p: &mut Pipeline,
+    cut: usize,
+    state: &[(&'static str, Expr)],
+    carried: Carried,
+) -> (Vec<Expr>, Carried) {
+    let mut values = state.to_vec();
+    values.extend(carried.values());
+    let out = p.cut_vec(m, cut, &values);
+    let (state, rest) = out.split_at(state.len());
+    (state.to_vec(), Carried::from(rest))
+}
+
+/// The rounded result from the recurrence's result bits after the leading
+/// one (23 fraction bits, then the round bit) and its sticky bit, through
+/// the `rounded` cut: rules 2 to 5, with `carried`'s special cases first.
+fn round_and_pack(
+    m: &mut ModuleBuilder,
+    p: &mut Pipeline,
+    bits: Expr,
+    sticky: Expr,
+    carried: Carried,
+) -> Expr {
+    let round = bits.bit(0);
+    let up = round & (sticky | bits.bit(1));
+    let frac = bits.slice(1, 23) + up.zext(23);
+    // 1.11..1 rounded up is 10.0..0: the fraction wraps and the exponent steps.
+    let carry = frac.is_eq(0) & up;
+    let exp = carried.exp + carry.zext(carried.exp.width()).as_signed();
+    let carried = Carried { exp, ..carried };
+    let (state, c) = cut_with(m, p, RECURRENCE_CUTS.len() - 1, &[("frac", frac)], carried);
+    let frac = state[0];
+    let finite = cat(&[c.sign, c.exp.trunc(8).as_unsigned(), frac]);
+    let signed_zero = cat(&[c.sign, m.lit(Ty::u(31), 0)]);
+    let signed_inf = cat(&[c.sign, m.lit(Ty::u(8), 0xff), m.lit(Ty::u(23), 0)]);
+    let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
+    // The operands' zero cases leave an exponent that means nothing.
+    let inf = c.inf | (!c.zero & c.exp.is_ge(255));
+    let zero = c.zero | c.exp.is_le(0);
+    mux(
+        c.nan,
+        canonical,
+        mux(inf, signed_inf, mux(zero, signed_zero, finite)),
+    )
+}
+
+/// `div32(a, b)` as combinational logic.
+#[track_caller]
+pub fn div32_logic(m: &mut ModuleBuilder, a: Expr, b: Expr) -> Expr {
+    let mut p = Pipeline::new(DIV32, "", 0, None);
+    let q = div32_piped(m, &mut p, a, b);
+    p.finish();
+    q
+}
+
+/// `div32(a, b)` on a pipeline of [`DIV32`].
+///
+/// With both operands normal, a = sa x 2^(ea - 150) and b likewise, the
+/// quotient's significand is sa / sb, or 2 sa / sb when sa < sb (then the
+/// exponent is one lower), in [1, 2). Restoring division takes a bit of it
+/// per step: the partial remainder r (below 2 sb) against sb, subtracted
+/// when it is not below, then doubled. After 25 steps the bits are the
+/// quotient truncated to 24 bits and the round bit, and r is zero exactly
+/// when the quotient is.
+#[track_caller]
+pub fn div32_piped(m: &mut ModuleBuilder, p: &mut Pipeline, a: Expr, b: Expr) -> Expr {
+    let [a, b] = p.cut(m, 0, [("a", a), ("b", b)]);
+    let fa = fp32_fields(m, a);
+    let fb = fp32_fields(m, b);
+    let sa = fp32_significand(m, a);
+    let sb = fp32_significand(m, b);
+    let below = sa.is_lt(sb);
+    let zero1 = m.lit(Ty::BOOL, 0);
+    let r0 = mux(below, cat(&[sa, zero1]), sa.zext(25));
+    let ext = |e: Expr| e.zext(11).as_signed();
+    let carried = Carried {
+        sign: fa.sign ^ fb.sign,
+        exp: ext(fa.exp) - ext(fb.exp) + 127 - ext(below),
+        nan: fa.nan | fb.nan | (fa.zero & fb.zero) | (fa.inf & fb.inf),
+        inf: fa.inf | fb.zero,
+        zero: fa.zero | fb.inf,
+    };
+    let (state, mut carried) = cut_with(m, p, 1, &[("rem", r0), ("divisor", sb)], carried);
+    let (mut rem, mut divisor) = (state[0], state[1]);
+    let mut bits: Option<Expr> = None;
+    for step in 0..STEPS {
+        let d = divisor.zext(25);
+        // Below the divisor after the step, so below 2^24: doubling fits.
+        // The first step always takes (the remainder starts at sb or
+        // above): the quotient's leading one, which is not kept.
+        let mut state = if step == 0 {
+            vec![("rem", (rem - d) << 1)]
+        } else {
+            let take = rem.is_ge(d);
+            let q = match bits {
+                None => take,
+                Some(q) => cat(&[q, take]),
+            };
+            vec![("rem", mux(take, rem - d, rem) << 1), ("quotient", q)]
+        };
+        // The divisor rides along while a step still needs it.
+        if step + 1 < STEPS {
+            state.push(("divisor", divisor));
+        }
+        let (state, c) = cut_with(m, p, 2 + step, &state, carried);
+        rem = state[0];
+        carried = c;
+        if step > 0 {
+            bits = Some(state[1]);
+        }
+        if let Some(&d) = state.last().filter(|_| step + 1 < STEPS) {
+            divisor = d;
+        }
+    }
+    let bits = bits.expect("25 steps");
+    round_and_pack(m, p, bits, rem.any(), carried)
+}
+
+/// `sqrt32(a)` as combinational logic.
+#[track_caller]
+pub fn sqrt32_logic(m: &mut ModuleBuilder, a: Expr) -> Expr {
+    let mut p = Pipeline::new(SQRT32, "", 0, None);
+    let r = sqrt32_piped(m, &mut p, a);
+    p.finish();
+    r
+}
+
+/// `sqrt32(a)` on a pipeline of [`SQRT32`].
+///
+/// A positive normal a = 1.f x 2^u is read as m x 2^u' with u' = u or
+/// u - 1, whichever is even, and m in [1, 4); the root is sqrt(m) x
+/// 2^(u'/2) with sqrt(m) in [1, 2). The radicand N = m x 2^48 (50 bits) is
+/// taken two bits per step by restoring square root: the remainder
+/// (shifted in by those two bits) against 4 x root + 1, subtracted when it
+/// is not below, the root gaining a one or a zero. After 25 steps the root
+/// is sqrt(m) truncated to 24 bits and the round bit, and the remainder is
+/// zero exactly when the root is. The result's exponent is in range for
+/// every input, so only the operand's classes make specials.
+#[track_caller]
+pub fn sqrt32_piped(m: &mut ModuleBuilder, p: &mut Pipeline, a: Expr) -> Expr {
+    let [a] = p.cut(m, 0, [("a", a)]);
+    let f = fp32_fields(m, a);
+    let sig = fp32_significand(m, a);
+    // u = E - 127 is odd when the biased exponent E is even.
+    let odd = !f.exp.bit(0);
+    let radicand = mux(
+        odd,
+        cat(&[sig, m.lit(Ty::u(26), 0)]),
+        cat(&[m.lit(Ty::BOOL, 0), sig, m.lit(Ty::u(25), 0)]),
+    );
+    // (u - odd) / 2 + 127 = (E - odd + 127) / 2, an even sum.
+    let biased = (f.exp.zext(10) - odd.zext(10) + 127u32) >> 1;
+    let carried = Carried {
+        sign: f.sign,
+        exp: biased.zext(11).as_signed(),
+        nan: f.nan | (f.sign & !f.zero),
+        inf: f.inf,
+        zero: f.zero,
+    };
+    let (state, mut carried) = cut_with(m, p, 1, &[("radicand", radicand)], carried);
+    let mut radicand = state[0];
+    let mut rem = m.lit(Ty::u(28), 0);
+    // The root's bits after its leading one: the first step always takes
+    // (the radicand's top two bits are 01 or 1x), so the root starts as 1.
+    let mut root: Option<Expr> = None;
+    for step in 0..STEPS {
+        // The radicand's top two bits still to come.
+        let pair = radicand.slice(radicand.width() - 2, 2);
+        // The remainder stays at most twice the root (below 2^26 before the
+        // shift), so 28 bits hold it shifted.
+        let shifted = (rem << 2) | pair.zext(28);
+        let one = m.lit(Ty::BOOL, 1);
+        let mut state = if step == 0 {
+            vec![("rem", shifted - 1u32)]
+        } else {
+            // 4 x root + 1, the root with its leading one.
+            let bits = match root {
+                None => one,
+                Some(r) => cat(&[one, r]),
+            };
+            let trial = cat(&[bits, m.lit(Ty::u(2), 1)]).zext(28);
+            let take = shifted.is_ge(trial);
+            let r = match root {
+                None => take,
+                Some(r) => cat(&[r, take]),
+            };
+            vec![("rem", mux(take, shifted - trial, shifted)), ("root", r)]
+        };
+        // The radicand's bits still to come ride along.
+        let rest = 48 - 2 * step as u32;
+        if rest > 0 {
+            state.push(("radicand", radicand.slice(0, rest)));
+        }
+        let (state, c) = cut_with(m, p, 2 + step, &state, carried);
+        rem = state[0];
+        carried = c;
+        if step > 0 {
+            root = Some(state[1]);
+        }
+        if rest > 0 {
+            radicand = *state.last().expect("the radicand's rest");
+        }
+    }
+    let root = root.expect("25 steps");
+    round_and_pack(m, p, root, rem.any(), carried)
+}
+
+/// fp32 division on a pipeline of `stages` ([`DIV32`]) as a module
+/// `div32_s<stages>[_en]`: ports `a_i`, `b_i`, (`en_i`), `q_o`.
+pub fn div32_unit(design: &mut Design, stages: u32, with_enable: bool) -> Rc<ModuleDef> {
+    let inputs = [("a_i", Ty::u(32)), ("b_i", Ty::u(32))];
+    let unit = UnitModule {
+        base: "div32",
+        doc: "fp32 division, correctly rounded, FTZ-RNE, canonical NaN (docs/numerics.md, EUP)",
+        plan: DIV32,
+        inputs: &inputs,
+    };
+    unit_module(design, unit, stages, with_enable, |m, p, v| {
+        vec![("q_o", div32_piped(m, p, v[0], v[1]))]
+    })
+}
+
+/// The fp32 square root on a pipeline of `stages` ([`SQRT32`]) as a module
+/// `sqrt32_s<stages>[_en]`: ports `a_i`, (`en_i`), `r_o`.
+pub fn sqrt32_unit(design: &mut Design, stages: u32, with_enable: bool) -> Rc<ModuleDef> {
+    let inputs = [("a_i", Ty::u(32))];
+    let unit = UnitModule {
+        base: "sqrt32",
+        doc: "fp32 square root, correctly rounded, FTZ-RNE, canonical NaN (docs/numerics.md, EUP)",
+        plan: SQRT32,
+        inputs: &inputs,
+    };
+    unit_module(design, unit, stages, with_enable, |m, p, v| {
+        vec![("r_o", sqrt32_piped(m, p, v[0]))]
+    })
+}
