@@ -20,9 +20,9 @@
 //! ([`Exp2Stages`]), so exp2 also takes an operation every cycle; exp
 //! multiplies by log2 e first.
 
-use crate::arith::{fp32_fields, fp32_significand};
+use crate::arith::{fp32_fields, fp32_mul_piped, fp32_significand, FP32_MUL};
 use crate::builder::{cat, mux, Expr, ModuleBuilder};
-use crate::fp::CANONICAL_NAN_F32;
+use crate::fp::{fp32_add_piped, CANONICAL_NAN_F32, FP32_ADD};
 use crate::pipeline::{unit_module, CutPlan, Pipeline, UnitModule};
 use crate::{Design, ModuleDef, Ty};
 use std::rc::Rc;
@@ -336,4 +336,230 @@ pub fn sqrt32_unit(design: &mut Design, stages: u32, with_enable: bool) -> Rc<Mo
     unit_module(design, unit, stages, with_enable, |m, p, v| {
         vec![("r_o", sqrt32_piped(m, p, v[0]))]
     })
+}
+
+/// exp2's Horner coefficients C0 .. C6 (fp32 bits), docs/numerics.md.
+pub const EXP2_COEFFS: [u32; 7] = [
+    0x3f80_0000,
+    0x3f31_7217,
+    0x3e75_fe6a,
+    0x3d63_49e2,
+    0x3c1e_563b,
+    0x3aa4_e577,
+    0x395e_4d21,
+];
+
+/// log2(e) rounded to fp32: exp(x) = exp2(mul32(x, log2 e)).
+pub const LOG2_E_F32: u32 = 0x3fb8_aa3b;
+
+/// Stage counts of exp2's pieces: every fp32 multiply ([`FP32_MUL`], 0 to
+/// 4) and every fp32 add ([`FP32_ADD`], 0 to 6) of the sequence has its
+/// own pipeline of that many registered cuts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exp2Stages {
+    pub mul: u32,
+    pub add: u32,
+}
+
+impl Exp2Stages {
+    /// Every cut of every piece registered.
+    pub const FULL: Exp2Stages = Exp2Stages {
+        mul: FP32_MUL.cuts.len() as u32,
+        add: FP32_ADD.cuts.len() as u32,
+    };
+
+    /// exp2's latency: the split's subtraction and six multiply-adds.
+    pub fn exp2_latency(self) -> u32 {
+        self.add + 6 * (self.mul + self.add)
+    }
+
+    /// exp's latency: the multiply by log2 e, then exp2.
+    pub fn exp_latency(self) -> u32 {
+        self.mul + self.exp2_latency()
+    }
+}
+
+/// `values` delayed by `cycles` registers each (loading while `enable` is
+/// high, if given), named `<prefix>_d<k>_<name>`.
+fn delayed(
+    m: &mut ModuleBuilder,
+    prefix: &str,
+    values: &[(&str, Expr)],
+    cycles: u32,
+    enable: Option<Expr>,
+) -> Vec<Expr> {
+    let mut now: Vec<Expr> = values.iter().map(|&(_, v)| v).collect();
+    for k in 1..=cycles {
+        now = values
+            .iter()
+            .zip(&now)
+            .map(|(&(name, _), &v)| {
+                let r = m.reg(&format!("{prefix}_d{k}_{name}"), v.ty());
+                m.set_next(r, v);
+                if let Some(en) = enable {
+                    m.set_enable(r, en);
+                }
+                r.q()
+            })
+            .collect();
+    }
+    now
+}
+
+/// `exp2_32(t)` on pipelines of `stages` (the contract's sequence: the
+/// split of t, six Horner steps, the scaling by 2^i), registers loading
+/// while `enable` is high, if given.
+///
+/// The split: t's class decides NaN, t >= 128 (+inf) and t < -126 (+0);
+/// otherwise |t| < 128, so i = floor(t) comes from t's significand shifted
+/// right by 150 minus its exponent (and one more below zero when bits were
+/// lost), and i as fp32 (|i| <= 127) is exact. The polynomial's value p is
+/// in [1, 2] for f in [0, 1), so mul32(p, 2^i) is p with i added to its
+/// exponent, +inf past 254 and +0 below 1.
+#[track_caller]
+pub fn exp2_piped(
+    m: &mut ModuleBuilder,
+    stages: Exp2Stages,
+    enable: Option<Expr>,
+    t: Expr,
+) -> Expr {
+    let ft = fp32_fields(m, t);
+    let big = !ft.sign & ft.exp.is_ge(134);
+    // |t| > 126 = 1.96875 x 2^6 (fraction 0x7c0000).
+    let beyond = ft.exp.is_gt(133) | (ft.exp.is_eq(133) & ft.frac.is_gt(0x7c_0000));
+    let small = ft.sign & beyond;
+    let sig = fp32_significand(m, t);
+    let amount = (m.lit(Ty::u(8), 150) - ft.exp).zext(32);
+    let whole = sig >> amount;
+    let lost = !ft.zero & (whole << amount).is_ne(sig);
+    // |t| < 128 here: the whole part fits in 7 bits.
+    let whole = whole.trunc(8).zext(9);
+    let down = (whole + lost.zext(9)).as_signed();
+    let floor = mux(ft.sign, -down, whole.as_signed());
+    let as_f32 = crate::arith::i32_to_f32_logic(m, floor.sext(32).as_unsigned());
+    let neg_i = as_f32 ^ m.lit(Ty::u(32), 0x8000_0000u32);
+    let mut sub = Pipeline::new(FP32_ADD, "split", stages.add, enable);
+    let f = fp32_add_piped(m, &mut sub, t, neg_i);
+    let latency = sub.finish();
+    let flags = [
+        ("i", floor),
+        ("nan", ft.nan),
+        ("big", big),
+        ("small", small),
+    ];
+    let mut carried = delayed(m, "split", &flags, latency, enable);
+    let mut f = f;
+    let mut p = m.lit(Ty::u(32), EXP2_COEFFS[6]);
+    for k in (0..6).rev() {
+        let mut mul = Pipeline::new(FP32_MUL, &format!("mul{k}"), stages.mul, enable);
+        let product = fp32_mul_piped(m, &mut mul, p, f);
+        let latency = mul.finish();
+        let mut add = Pipeline::new(FP32_ADD, &format!("add{k}"), stages.add, enable);
+        let c = m.lit(Ty::u(32), EXP2_COEFFS[k]);
+        p = fp32_add_piped(m, &mut add, product, c);
+        let latency = latency + add.finish();
+        // f rides along while a multiply still needs it.
+        let mut riding: Vec<(&str, Expr)> = flags
+            .iter()
+            .zip(&carried)
+            .map(|(&(name, _), &v)| (name, v))
+            .collect();
+        if k > 0 {
+            riding.push(("f", f));
+        }
+        let out = delayed(m, &format!("horner{k}"), &riding, latency, enable);
+        carried = out[..flags.len()].to_vec();
+        if k > 0 {
+            f = out[flags.len()];
+        }
+    }
+    let [i, nan, big, small] = [carried[0], carried[1], carried[2], carried[3]];
+    let fp = fp32_fields(m, p);
+    let exp = fp.exp.zext(10).as_signed() + i.sext(10);
+    let scaled = cat(&[fp.sign, exp.trunc(8).as_unsigned(), fp.frac]);
+    let inf = m.lit(Ty::u(32), 0x7f80_0000);
+    let zero = m.lit(Ty::u(32), 0);
+    let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
+    // t's range decides first: outside it, i and p mean nothing.
+    let in_range = mux(exp.is_ge(255), inf, mux(exp.is_le(0), zero, scaled));
+    mux(nan, canonical, mux(big, inf, mux(small, zero, in_range)))
+}
+
+/// `exp32(x)` = exp2(mul32(x, log2 e)) on pipelines of `stages`.
+#[track_caller]
+pub fn exp_piped(m: &mut ModuleBuilder, stages: Exp2Stages, enable: Option<Expr>, x: Expr) -> Expr {
+    let mut mul = Pipeline::new(FP32_MUL, "log2e", stages.mul, enable);
+    let log2e = m.lit(Ty::u(32), LOG2_E_F32);
+    let t = fp32_mul_piped(m, &mut mul, x, log2e);
+    mul.finish();
+    exp2_piped(m, stages, enable, t)
+}
+
+/// exp2 (`base` "exp2") or exp ("exp") as a module
+/// `<base>_m<mul>_a<add>[_en]`: ports `x_i`, (`en_i`), `y_o`; latency
+/// [`Exp2Stages::exp2_latency`] or [`Exp2Stages::exp_latency`].
+fn exp_module(
+    design: &mut Design,
+    exp: bool,
+    stages: Exp2Stages,
+    with_enable: bool,
+) -> Rc<ModuleDef> {
+    for (plan, n) in [(FP32_MUL, stages.mul), (FP32_ADD, stages.add)] {
+        plan.active(n);
+    }
+    let base = if exp { "exp" } else { "exp2" };
+    let name = format!(
+        "{base}_m{}_a{}{}",
+        stages.mul,
+        stages.add,
+        if with_enable { "_en" } else { "" }
+    );
+    let params = [
+        ("mul_stages", stages.mul.to_string()),
+        ("add_stages", stages.add.to_string()),
+        ("enable", with_enable.to_string()),
+    ];
+    design.define(&name, &params, |_, m| {
+        m.doc(&format!(
+            "fp32 {base} in the contract's sequence of fp32 operations (docs/numerics.md, EUP); \
+             multiplies of {} stage(s), adds of {}{}",
+            stages.mul,
+            stages.add,
+            if with_enable {
+                ", registers load while en_i is high"
+            } else {
+                ""
+            }
+        ));
+        let x = m.input("x_i", Ty::u(32));
+        let enable = with_enable.then(|| m.input("en_i", Ty::BOOL));
+        let latency = if exp {
+            stages.exp_latency()
+        } else {
+            stages.exp2_latency()
+        };
+        if with_enable && latency == 0 {
+            m.waive(
+                "UNUSEDSIGNAL",
+                "en_i",
+                "a unit without pipeline registers has nothing to hold",
+            );
+        }
+        let y = if exp {
+            exp_piped(m, stages, enable, x)
+        } else {
+            exp2_piped(m, stages, enable, x)
+        };
+        m.output("y_o", y);
+    })
+}
+
+/// exp2 as a module `exp2_m<mul>_a<add>[_en]` (ports `x_i`, (`en_i`), `y_o`).
+pub fn exp2_unit(design: &mut Design, stages: Exp2Stages, with_enable: bool) -> Rc<ModuleDef> {
+    exp_module(design, false, stages, with_enable)
+}
+
+/// exp as a module `exp_m<mul>_a<add>[_en]` (ports `x_i`, (`en_i`), `y_o`).
+pub fn exp_unit(design: &mut Design, stages: Exp2Stages, with_enable: bool) -> Rc<ModuleDef> {
+    exp_module(design, true, stages, with_enable)
 }

@@ -65,9 +65,13 @@ enum Unit {
     /// The EUP's division and square root (`hw::eup`).
     Div,
     Sqrt,
+    /// The EUP's exp2 and exp: at depth d every multiply has min(d, 4)
+    /// stages and every add d.
+    Exp2,
+    Exp,
 }
 
-const UNITS: [Unit; 17] = [
+const UNITS: [Unit; 19] = [
     Unit::Add,
     Unit::Mul,
     Unit::MinMax,
@@ -85,6 +89,8 @@ const UNITS: [Unit; 17] = [
     Unit::IntMulS18x32,
     Unit::Div,
     Unit::Sqrt,
+    Unit::Exp2,
+    Unit::Exp,
 ];
 
 impl Unit {
@@ -107,6 +113,8 @@ impl Unit {
             Unit::IntMulS18x32 => "int_mul_s18x32",
             Unit::Div => "div",
             Unit::Sqrt => "sqrt",
+            Unit::Exp2 => "exp2",
+            Unit::Exp => "exp",
         }
     }
 
@@ -128,6 +136,7 @@ impl Unit {
             | Unit::IntMulS18x32 => hw::arith::INT_MUL,
             Unit::Div => hw::eup::DIV32,
             Unit::Sqrt => hw::eup::SQRT32,
+            Unit::Exp2 | Unit::Exp => hw::fp::FP32_ADD,
         }
         .max_stages()
     }
@@ -152,6 +161,8 @@ impl Unit {
             Unit::IntMulS18x32 => hw::arith::int_mul_unit(d, Ty::s(18), Ty::s(32), stages, true),
             Unit::Div => hw::eup::div32_unit(d, stages, true),
             Unit::Sqrt => hw::eup::sqrt32_unit(d, stages, true),
+            Unit::Exp2 => hw::eup::exp2_unit(d, exp_stages(stages), true),
+            Unit::Exp => hw::eup::exp_unit(d, exp_stages(stages), true),
         }
     }
 
@@ -187,7 +198,44 @@ impl Unit {
             }
             Unit::Div => golden::numerics::div32(a, b).into(),
             Unit::Sqrt => golden::numerics::sqrt32(a).into(),
+            Unit::Exp2 => golden::numerics::exp2_32(a).into(),
+            Unit::Exp => golden::numerics::exp32(a).into(),
         }
+    }
+
+    /// The unit's latency at `stages`.
+    fn latency(self, stages: u32) -> u32 {
+        match self {
+            Unit::Exp2 => exp_stages(stages).exp2_latency(),
+            Unit::Exp => exp_stages(stages).exp_latency(),
+            _ => stages,
+        }
+    }
+}
+
+/// The units' two models: the EUP's units (their recurrences and
+/// polynomial at every depth) are larger than all the others together, and
+/// in one model they would slow every other unit's streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Group {
+    Core,
+    Eup,
+}
+
+impl Unit {
+    fn group(self) -> Group {
+        match self {
+            Unit::Div | Unit::Sqrt | Unit::Exp2 | Unit::Exp => Group::Eup,
+            _ => Group::Core,
+        }
+    }
+}
+
+/// exp2's and exp's pieces at depth `d`.
+fn exp_stages(d: u32) -> hw::eup::Exp2Stages {
+    hw::eup::Exp2Stages {
+        mul: d.min(hw::arith::FP32_MUL.max_stages()),
+        add: d,
     }
 }
 
@@ -203,26 +251,36 @@ fn port_name(unit: Unit, stages: u32) -> String {
 
 /// Every unit at every stage count side by side, all fed from the same
 /// operand ports and clock enable.
-fn top() -> (Design, Rc<ModuleDef>) {
+fn top(group: Group) -> (Design, Rc<ModuleDef>) {
     let mut d = Design::new();
     let mut modules = Vec::new();
-    for unit in UNITS {
+    for unit in UNITS.into_iter().filter(|u| u.group() == group) {
         for stages in 0..=unit.max_stages() {
             modules.push((unit, stages, unit.module(&mut d, stages)));
         }
     }
-    let top = d.define("arith_depths", &[], |_, m| {
+    let top = d.define(top_name(group), &[], |_, m| {
         let a = m.input("a_i", Ty::u(32));
         let b = m.input("b_i", Ty::u(32));
         let c = m.input("c_i", Ty::u(32));
         let sel = m.input("sel_i", Ty::BOOL);
         let en = m.input("en_i", Ty::BOOL);
+        if group == Group::Eup {
+            for port in ["c_i", "sel_i"] {
+                m.waive(
+                    "UNUSEDSIGNAL",
+                    port,
+                    "the EUP's units take one or two operands; both tops keep the same ports",
+                );
+            }
+        }
         for (unit, stages, module) in &modules {
             let u = m.instance(&format!("u_{}_d{stages}", unit.name()), module);
             let (a16, b16) = (a.slice(0, 16), b.slice(0, 16));
             let inputs: Vec<(&str, hw::Expr)> = match unit {
                 Unit::Add | Unit::Mul | Unit::Compare | Unit::Div => vec![("a_i", a), ("b_i", b)],
                 Unit::Sqrt => vec![("a_i", a)],
+                Unit::Exp2 | Unit::Exp => vec![("x_i", a)],
                 Unit::MinMax => vec![("a_i", a), ("b_i", b), ("max_i", sel)],
                 Unit::I32ToF32 | Unit::F32ToI32 | Unit::F32ToBf16 => vec![("x_i", a)],
                 Unit::Bf16ToF32 => vec![("x_i", a16)],
@@ -256,6 +314,7 @@ fn top() -> (Design, Rc<ModuleDef>) {
                 Unit::Bf16Mac => m.inst_output(u, "psum_o"),
                 Unit::Div => m.inst_output(u, "q_o"),
                 Unit::Sqrt => m.inst_output(u, "r_o"),
+                Unit::Exp2 | Unit::Exp => m.inst_output(u, "y_o"),
                 Unit::Compare => {
                     let bits = ["le_o", "lt_o", "ne_o", "eq_o"].map(|p| m.inst_output(u, p));
                     hw::cat(&bits)
@@ -273,11 +332,36 @@ struct Rtl {
     inputs: [sim::PortId; 5],
 }
 
+/// The top module's name for `group`.
+fn top_name(group: Group) -> &'static str {
+    match group {
+        Group::Core => "arith_depths",
+        Group::Eup => "arith_depths_eup",
+    }
+}
+
+/// Both groups' models, each built when a unit of it is first streamed.
+#[derive(Default)]
+struct Models {
+    core: Option<Rtl>,
+    eup: Option<Rtl>,
+}
+
+impl Models {
+    fn for_unit(&mut self, unit: Unit) -> &mut Rtl {
+        let (slot, group) = match unit.group() {
+            Group::Core => (&mut self.core, Group::Core),
+            Group::Eup => (&mut self.eup, Group::Eup),
+        };
+        slot.get_or_insert_with(|| Rtl::new(group))
+    }
+}
+
 impl Rtl {
-    fn new() -> Rtl {
-        let (d, top) = top();
+    fn new(group: Group) -> Rtl {
+        let (d, top) = top(group);
         let files = hw::emit_design(&d, &top, &hw::Header::default());
-        let model = Model::build(&sim::from_hw::model_spec(&files, &top), "arith_depths")
+        let model = Model::build(&sim::from_hw::model_spec(&files, &top), top_name(group))
             .unwrap_or_else(|e| panic!("{e}"));
         let p = |n: &str| model.port(n).unwrap();
         let inputs = [p("a_i"), p("b_i"), p("c_i"), p("sel_i"), p("en_i")];
@@ -314,24 +398,26 @@ const GAPS: Gaps = Gaps {
 /// every depth's output in every cycle where it holds a case's result
 /// (after a stall too). Fails with the first few differences.
 fn stream(
-    rtl: &mut Rtl,
+    models: &mut Models,
     unit: Unit,
     what: &str,
     cases: &[(Op, u64)],
     rng: &mut ChaCha8Rng,
     gaps: Gaps,
 ) {
+    let rtl = models.for_unit(unit);
     let depths = unit.max_stages();
     let outputs: Vec<sim::PortId> = (0..=depths)
         .map(|s| rtl.model.port(&port_name(unit, s)).unwrap())
         .collect();
+    let longest = unit.latency(depths);
     // Cases taken at enabled clock edges, newest first (None for a gap).
     let mut taken: VecDeque<Option<usize>> = VecDeque::new();
     let mut next = 0;
     let mut flush = 0;
     let mut bad = Vec::new();
     let mut checked = vec![vec![false; cases.len()]; outputs.len()];
-    while flush <= depths {
+    while flush <= longest {
         let stall = rng.gen_range(0..100) < gaps.stall_percent;
         let gap = next >= cases.len() || rng.gen_range(0..100) < gaps.gap_percent;
         let current = if gap { None } else { Some(next) };
@@ -346,10 +432,9 @@ fn stream(
         };
         rtl.drive(&op, !stall);
         for (stages, &port) in outputs.iter().enumerate() {
-            let case = if stages == 0 {
-                current
-            } else {
-                taken.get(stages - 1).copied().flatten()
+            let case = match unit.latency(stages as u32) as usize {
+                0 => current,
+                latency => taken.get(latency - 1).copied().flatten(),
             };
             if let Some(k) = case {
                 let got = rtl.model.peek(port);
@@ -365,7 +450,7 @@ fn stream(
         rtl.model.step();
         if !stall {
             taken.push_front(current);
-            taken.truncate(depths as usize);
+            taken.truncate(longest as usize);
             if current.is_some() {
                 next += 1;
             } else if next >= cases.len() {
@@ -487,6 +572,7 @@ fn random_ops(unit: Unit, rng: &mut ChaCha8Rng, n: usize) -> Vec<Op> {
                     op1((rng.gen_range(1..=254u32) << 23) | frac)
                 }
                 Unit::Sqrt => op1(a),
+                Unit::Exp2 | Unit::Exp => op1(random_exponent_input(rng)),
                 Unit::Add | Unit::Mul | Unit::MinMax | Unit::Compare => Op {
                     a,
                     b: random_f32(rng, Some(a)),
@@ -546,10 +632,27 @@ fn f32_pairs(file: &str, b_flip: u32) -> Vec<(Op, u64)> {
         .collect()
 }
 
+/// An input for exp2 or exp: mostly in or near the range where the result
+/// is finite and normal (t in [-126, 128), x within about 88), often an
+/// integer or within an ulp of one, sometimes anything.
+fn random_exponent_input(rng: &mut ChaCha8Rng) -> u32 {
+    match rng.gen_range(0..6) {
+        0 => rng.gen(),
+        1 => {
+            let k = rng.gen_range(-130i32..=130) as f32;
+            k.to_bits()
+                .wrapping_add(rng.gen_range(0..=2))
+                .wrapping_sub(1)
+        }
+        2 => (rng.gen::<u32>() & 0x807F_FFFF) | (rng.gen_range(90u32..127) << 23),
+        _ => rng.gen_range(-135.0f32..135.0).to_bits(),
+    }
+}
+
 #[test]
 fn division_and_square_root_match_every_reference_vector_at_every_depth() {
     let mut rng = rng_for("division_and_square_root_match_every_reference_vector_at_every_depth");
-    let mut rtl = Rtl::new();
+    let mut rtl = Models::default();
     let div = f32_pairs("f32_div.tsv", 0);
     stream(&mut rtl, Unit::Div, "f32_div.tsv", &div, &mut rng, GAPS);
     let sqrt: Vec<(Op, u64)> = read_vectors("f32_sqrt.tsv", 3)
@@ -557,12 +660,20 @@ fn division_and_square_root_match_every_reference_vector_at_every_depth() {
         .map(|r| (op1(hex32(&r.fields[0])), hex32(&r.fields[1]).into()))
         .collect();
     stream(&mut rtl, Unit::Sqrt, "f32_sqrt.tsv", &sqrt, &mut rng, GAPS);
+    let rows = read_vectors("f32_exp.tsv", 3);
+    for (unit, column) in [(Unit::Exp2, 1), (Unit::Exp, 2)] {
+        let cases: Vec<(Op, u64)> = rows
+            .iter()
+            .map(|r| (op1(hex32(&r.fields[0])), hex32(&r.fields[column]).into()))
+            .collect();
+        stream(&mut rtl, unit, "f32_exp.tsv", &cases, &mut rng, GAPS);
+    }
 }
 
 #[test]
 fn adder_matches_every_reference_vector_at_every_depth() {
     let mut rng = rng_for("adder_matches_every_reference_vector_at_every_depth");
-    let mut rtl = Rtl::new();
+    let mut rtl = Models::default();
     let add = f32_pairs("f32_add.tsv", 0);
     stream(&mut rtl, Unit::Add, "f32_add.tsv", &add, &mut rng, GAPS);
     // a - b is a + (-b) under every rule of the contract.
@@ -573,7 +684,7 @@ fn adder_matches_every_reference_vector_at_every_depth() {
 #[test]
 fn multipliers_match_every_reference_vector_at_every_depth() {
     let mut rng = rng_for("multipliers_match_every_reference_vector_at_every_depth");
-    let mut rtl = Rtl::new();
+    let mut rtl = Models::default();
     let mul = f32_pairs("f32_mul.tsv", 0);
     stream(&mut rtl, Unit::Mul, "f32_mul.tsv", &mul, &mut rng, GAPS);
     let bf16: Vec<(Op, u64)> = read_vectors("bf16_mul.tsv", 3)
@@ -612,7 +723,7 @@ fn multipliers_match_every_reference_vector_at_every_depth() {
 #[test]
 fn order_units_match_every_reference_vector_at_every_depth() {
     let mut rng = rng_for("order_units_match_every_reference_vector_at_every_depth");
-    let mut rtl = Rtl::new();
+    let mut rtl = Models::default();
     let rows = read_vectors("f32_min_max.tsv", 4);
     let min_max: Vec<(Op, u64)> = rows
         .iter()
@@ -649,7 +760,7 @@ fn order_units_match_every_reference_vector_at_every_depth() {
 #[test]
 fn conversions_match_every_reference_vector_at_every_depth() {
     let mut rng = rng_for("conversions_match_every_reference_vector_at_every_depth");
-    let mut rtl = Rtl::new();
+    let mut rtl = Models::default();
     let files = [
         (Unit::I32ToF32, "i32_to_f32.tsv"),
         (Unit::F32ToI32, "f32_to_i32.tsv"),
@@ -673,7 +784,7 @@ fn conversions_match_every_reference_vector_at_every_depth() {
 fn mac_chains_match_the_reference_vectors_at_every_depth() {
     // s = +0; s = add32(s, mul(a_k, b_k)): each step waits for the previous
     // sum, so each depth runs on its own, its latency between the steps.
-    let mut rtl = Rtl::new();
+    let mut rtl = Rtl::new(Group::Core);
     let [a_port, b_port, c_port, _, en_port] = rtl.inputs;
     let rows = read_vectors("bf16_mac_chain.tsv", 3);
     for stages in 0..=Unit::Bf16Mac.max_stages() {
@@ -707,7 +818,7 @@ fn mac_chains_match_the_reference_vectors_at_every_depth() {
 #[test]
 fn special_classes_cross_products_at_every_depth() {
     let mut rng = rng_for("special_classes_cross_products_at_every_depth");
-    let mut rtl = Rtl::new();
+    let mut rtl = Models::default();
     let f = special_f32();
     let pairs = every_pair(&f);
     for unit in [Unit::Add, Unit::Mul, Unit::Compare, Unit::Div] {
@@ -726,7 +837,14 @@ fn special_classes_cross_products_at_every_depth() {
     let cases = with_golden(Unit::MinMax, both);
     stream(&mut rtl, Unit::MinMax, "specials", &cases, &mut rng, GAPS);
     let singles: Vec<Op> = f.iter().chain(&special_i32()).map(|&x| op1(x)).collect();
-    for unit in [Unit::I32ToF32, Unit::F32ToI32, Unit::F32ToBf16, Unit::Sqrt] {
+    for unit in [
+        Unit::I32ToF32,
+        Unit::F32ToI32,
+        Unit::F32ToBf16,
+        Unit::Sqrt,
+        Unit::Exp2,
+        Unit::Exp,
+    ] {
         stream(
             &mut rtl,
             unit,
@@ -776,7 +894,7 @@ fn special_classes_cross_products_at_every_depth() {
 #[test]
 fn random_streams_at_every_depth() {
     let mut rng = rng_for("random_streams_at_every_depth");
-    let mut rtl = Rtl::new();
+    let mut rtl = Models::default();
     let n = tb::seed::soak_rounds(20_000);
     for unit in UNITS {
         let cases = with_golden(unit, random_ops(unit, &mut rng, n));
@@ -801,14 +919,28 @@ fn the_evaluator_agrees_on_a_sample() {
     // A second opinion that goes through neither the emitter nor Verilator:
     // the same stream discipline on the evaluator, fewer operations.
     let mut rng = rng_for("the_evaluator_agrees_on_a_sample");
-    let (_, top) = top();
-    let mut e = Evaluator::new(&top).unwrap();
-    for unit in UNITS {
-        let cases = with_golden(unit, random_ops(unit, &mut rng, 150));
+    for group in [Group::Core, Group::Eup] {
+        let (_, top) = top(group);
+        evaluate_a_sample(&mut rng, &top, group);
+    }
+}
+
+/// The evaluator's sample for the units of `group` in its top.
+fn evaluate_a_sample(rng: &mut ChaCha8Rng, top: &Rc<ModuleDef>, group: Group) {
+    let mut e = Evaluator::new(top).unwrap();
+    // Fewer for the EUP's units: the evaluator walks all their recurrences
+    // and polynomials every cycle.
+    let n = match group {
+        Group::Core => 150,
+        Group::Eup => 40,
+    };
+    for unit in UNITS.into_iter().filter(|u| u.group() == group) {
+        let cases = with_golden(unit, random_ops(unit, rng, n));
         let depths = unit.max_stages();
+        let longest = unit.latency(depths);
         let mut taken: VecDeque<Option<usize>> = VecDeque::new();
         let (mut next, mut flush) = (0, 0);
-        while flush <= depths {
+        while flush <= longest {
             let stall = rng.gen_range(0..100) < 20;
             let gap = next >= cases.len() || rng.gen_range(0..100) < 20;
             let current = (!gap).then_some(next);
@@ -825,10 +957,9 @@ fn the_evaluator_agrees_on_a_sample() {
             e.set_int("en_i", (!stall).into());
             e.eval();
             for stages in 0..=depths {
-                let case = if stages == 0 {
-                    current
-                } else {
-                    taken.get(stages as usize - 1).copied().flatten()
+                let case = match unit.latency(stages) as usize {
+                    0 => current,
+                    latency => taken.get(latency - 1).copied().flatten(),
                 };
                 if let Some(k) = case {
                     let got: u64 = e.get(&port_name(unit, stages)).try_into().unwrap();
@@ -844,7 +975,7 @@ fn the_evaluator_agrees_on_a_sample() {
             e.step();
             if !stall {
                 taken.push_front(current);
-                taken.truncate(depths as usize);
+                taken.truncate(longest as usize);
                 if current.is_some() {
                     next += 1;
                 } else if next >= cases.len() {
@@ -857,9 +988,11 @@ fn the_evaluator_agrees_on_a_sample() {
 
 #[test]
 fn every_depth_is_lint_clean() {
-    let (d, top) = top();
-    let files = hw::emit_design(&d, &top, &hw::Header::default());
-    tb::tools::verilator_lint(&files, &top.name).unwrap_or_else(|e| panic!("{e}"));
+    for group in [Group::Core, Group::Eup] {
+        let (d, top) = top(group);
+        let files = hw::emit_design(&d, &top, &hw::Header::default());
+        tb::tools::verilator_lint(&files, &top.name).unwrap_or_else(|e| panic!("{e}"));
+    }
 }
 
 /// Yosys' cell counts (`stat`) for `module` synthesized by `script`.

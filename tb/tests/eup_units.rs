@@ -1,13 +1,15 @@
-//! The EUP's division and square root units in RTL (Verilator) against the
-//! golden numerics, at no pipeline stages, a few and every cut registered:
-//! every row of the reference vectors (div32; sqrt32 and rsqrt, the latter
-//! as the square root's result divided into 1.0 by the division unit), the
+//! The EUP's units in RTL (Verilator) against the golden numerics, at no
+//! pipeline stages, a few and every cut registered: every row of the
+//! reference vectors (div32; sqrt32 and rsqrt, the latter as the square
+//! root's result divided into 1.0 by the division unit; exp2 and exp), the
 //! cross product of special classes, and random operands weighted towards
 //! the hard cases (2^20 per operation and depth; `SYSTOLE_SOAK=16` makes it
-//! the 2^24 of the EUP's acceptance run).
+//! the 2^24 of the EUP's acceptance run). `arith_depths` streams the same
+//! units at every stage count with stalls and gaps.
 
-use golden::numerics::{div32, rsqrt32, sqrt32};
+use golden::numerics::{div32, exp2_32, exp32, rsqrt32, sqrt32};
 use golden::vectors::{hex32, read_vectors};
+use hw::eup::Exp2Stages;
 use hw::{Design, Ty};
 use rand::Rng;
 use sim::Model;
@@ -245,5 +247,124 @@ fn random_operands_at_every_depth() {
             &r,
             |&(a, _)| sqrt32(a),
         );
+    }
+}
+
+/// exp2 and exp side by side, both with `stages`.
+struct ExpRtl {
+    model: Model,
+    ports: [sim::PortId; 3],
+    latencies: [usize; 2],
+}
+
+impl ExpRtl {
+    fn new(stages: Exp2Stages) -> ExpRtl {
+        let mut d = Design::new();
+        let exp2 = hw::eup::exp2_unit(&mut d, stages, false);
+        let exp = hw::eup::exp_unit(&mut d, stages, false);
+        let name = format!("eup_exp_m{}_a{}", stages.mul, stages.add);
+        let top = d.define(&name, &[], |_, m| {
+            let x = m.input("x_i", Ty::u(32));
+            for (inst, unit, port) in [("u_exp2", &exp2, "exp2_o"), ("u_exp", &exp, "exp_o")] {
+                let u = m.instance(inst, unit);
+                m.connect(u, "x_i", x);
+                let y = m.inst_output(u, "y_o");
+                m.output(port, y);
+            }
+        });
+        let files = hw::emit_design(&d, &top, &hw::Header::default());
+        let model = Model::build(&sim::from_hw::model_spec(&files, &top), &name)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let p = |n: &str| model.port(n).unwrap();
+        ExpRtl {
+            ports: [p("x_i"), p("exp2_o"), p("exp_o")],
+            model,
+            latencies: [
+                stages.exp2_latency() as usize,
+                stages.exp_latency() as usize,
+            ],
+        }
+    }
+
+    /// exp2 and exp of every input, one per cycle.
+    fn run(&mut self, xs: &[u32]) -> [Vec<u32>; 2] {
+        let [x, exp2, exp] = self.ports;
+        let mut out = [Vec::with_capacity(xs.len()), Vec::with_capacity(xs.len())];
+        let longest = self.latencies[1].max(self.latencies[0]);
+        for cycle in 0..xs.len() + longest {
+            self.model
+                .poke(x, u64::from(xs.get(cycle).copied().unwrap_or(0)));
+            self.model.eval();
+            for (k, port) in [exp2, exp].into_iter().enumerate() {
+                let lat = self.latencies[k];
+                if cycle >= lat && cycle - lat < xs.len() {
+                    out[k].push(self.model.peek(port) as u32);
+                }
+            }
+            self.model.step();
+        }
+        out
+    }
+}
+
+/// exp2's and exp's stage counts under test: combinational, a few, all.
+const EXP_DEPTHS: [Exp2Stages; 3] = [
+    Exp2Stages { mul: 0, add: 0 },
+    Exp2Stages { mul: 2, add: 3 },
+    Exp2Stages::FULL,
+];
+
+/// Inputs for exp2 and exp: anything, integers and their neighbours (the
+/// split's edges), the range edges (-126, 128, about +-88 for exp), small
+/// magnitudes.
+fn random_exponent_inputs(rng: &mut impl Rng, n: usize) -> Vec<u32> {
+    let specials = special_f32();
+    (0..n)
+        .map(|_| match rng.gen_range(0..8) {
+            0 => specials[rng.gen_range(0..specials.len())],
+            1 => rng.gen(),
+            2 => {
+                let k = rng.gen_range(-130i32..=130) as f32;
+                k.to_bits()
+                    .wrapping_add(rng.gen_range(0..=2))
+                    .wrapping_sub(1)
+            }
+            3 => [-126.0f32, 128.0, 88.72, -87.34, -103.28][rng.gen_range(0..5)]
+                .to_bits()
+                .wrapping_add(rng.gen_range(0..=64))
+                .wrapping_sub(32),
+            4 => (rng.gen::<u32>() & 0x807F_FFFF) | (rng.gen_range(90u32..127) << 23),
+            _ => rng.gen_range(-140.0f32..140.0).to_bits(),
+        })
+        .collect()
+}
+
+#[test]
+fn exp_units_match_every_vector_and_random_inputs_at_three_depths() {
+    let rows = read_vectors("f32_exp.tsv", 3);
+    let xs: Vec<u32> = rows.iter().map(|r| hex32(&r.fields[0])).collect();
+    let mut rng = rng_for("exp_units_match_every_vector_and_random_inputs_at_three_depths");
+    let n = (1usize << 20) * soak_factor();
+    for stages in EXP_DEPTHS {
+        let mut rtl = ExpRtl::new(stages);
+        let [e2, e] = rtl.run(&xs);
+        for (r, (g2, g)) in rows.iter().zip(e2.iter().zip(&e)) {
+            let (w2, w) = (hex32(&r.fields[1]), hex32(&r.fields[2]));
+            assert_eq!(
+                (*g2, *g),
+                (w2, w),
+                "f32_exp.tsv line {} with {stages:?}: RTL (exp2, exp) ({g2:08x}, {g:08x}), \
+                 expected ({w2:08x}, {w:08x})",
+                r.line
+            );
+        }
+        let inputs = random_exponent_inputs(&mut rng, n);
+        let [e2, e] = rtl.run(&inputs);
+        compare(&format!("random exp2, {stages:?}"), &inputs, &e2, |&x| {
+            exp2_32(x)
+        });
+        compare(&format!("random exp, {stages:?}"), &inputs, &e, |&x| {
+            exp32(x)
+        });
     }
 }
