@@ -23,6 +23,7 @@
 //!   its sequencer's instruction words, shared in the same way by the
 //!   compiler, the golden TensorCore and the hardware.
 
+pub mod eup;
 pub mod ici;
 pub mod mxu_plan;
 pub mod sparsecore;
@@ -33,6 +34,7 @@ pub mod torus;
 pub mod vpu;
 pub mod vpu_isa;
 
+pub use eup::{EupConfig, EupOp};
 pub use sparsecore::SparseCoreConfig;
 pub use stream_crc::{CrcAlgorithm, StreamCrcConfig};
 pub use tensorcore::TensorCoreConfig;

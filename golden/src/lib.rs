@@ -44,6 +44,7 @@
 //! turn checked against reference vectors from an independent exact oracle
 //! and against an independent soft-float (see `tests/`).
 
+pub mod eup;
 pub mod ici;
 pub mod mxu;
 pub mod numerics;
