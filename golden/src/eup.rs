@@ -53,10 +53,10 @@ mod tests {
 
     #[test]
     fn results_come_out_in_order_after_the_latency() {
-        // The root path (2 x 8) is the longer (exp's is 1 + 1 + 6 x 2),
+        // The root path (2 x 8) is the longer (exp's is 1 + 2 + 1 + 6 x 2),
         // then the result register.
         let cfg = EupConfig::new(7, 1, 1).unwrap();
-        assert_eq!(cfg.latency(), 15);
+        assert_eq!(cfg.latency(), 17);
         let cfg = EupConfig::new(8, 1, 1).unwrap();
         assert_eq!(cfg.latency(), 17);
         let one = 0x3f80_0000;

@@ -368,9 +368,20 @@ impl Exp2Stages {
         add: FP32_ADD.cuts.len() as u32,
     };
 
-    /// exp2's latency: the split's subtraction and six multiply-adds.
+    /// Registers around exp2's split of t (its input's and its
+    /// results'): two once the adds are pipelined, none otherwise.
+    pub fn split_registers(self) -> u32 {
+        if self.add > 0 {
+            2
+        } else {
+            0
+        }
+    }
+
+    /// exp2's latency: the split's registers, its subtraction and six
+    /// multiply-adds.
     pub fn exp2_latency(self) -> u32 {
-        self.add + 6 * (self.mul + self.add)
+        self.split_registers() + self.add + 6 * (self.mul + self.add)
     }
 
     /// exp's latency: the multiply by log2 e, then exp2.
@@ -406,6 +417,28 @@ fn delayed(
     now
 }
 
+/// The fp32 value (sign bit `negative`) of magnitude `magnitude` (u7),
+/// exactly: the leading one found among seven bits and shifted to the
+/// implicit bit. Zero is +0, whatever `negative` says, as int -> fp32 gives.
+fn small_int_to_f32(m: &mut ModuleBuilder, negative: Expr, magnitude: Expr) -> Expr {
+    assert_eq!(magnitude.width(), 7, "a 7-bit magnitude");
+    let mut lead = m.lit(Ty::u(3), 0);
+    for k in 1..7u32 {
+        lead = mux(magnitude.bit(k), m.lit(Ty::u(3), k), lead);
+    }
+    // The bits below the leading one, at the top of six: shifting them up
+    // by 6 - lead pushes the leading one out.
+    let below_lead = magnitude.slice(0, 6) << (m.lit(Ty::u(3), 6) - lead);
+    let exp = lead.zext(8) + 127u32;
+    let nonzero = magnitude.any();
+    cat(&[
+        negative & nonzero,
+        mux(nonzero, exp, m.lit(Ty::u(8), 0)),
+        below_lead,
+        m.lit(Ty::u(17), 0),
+    ])
+}
+
 /// `exp2_32(t)` on pipelines of `stages` (the contract's sequence: the
 /// split of t, six Horner steps, the scaling by 2^i), registers loading
 /// while `enable` is high, if given.
@@ -423,30 +456,53 @@ pub fn exp2_piped(
     enable: Option<Expr>,
     t: Expr,
 ) -> Expr {
+    // Pipelined, the split has registers on both sides: it is a shift,
+    // a carry chain and a normalisation deep (31.7 MHz on an ECP5-85F as
+    // one stage with the multiply by log2 e's last segment before it).
+    let split_registers = stages.split_registers();
+    let t = delayed(m, "exp2_in", &[("t", t)], split_registers.min(1), enable)[0];
     let ft = fp32_fields(m, t);
     let big = !ft.sign & ft.exp.is_ge(134);
     // |t| > 126 = 1.96875 x 2^6 (fraction 0x7c0000).
     let beyond = ft.exp.is_gt(133) | (ft.exp.is_eq(133) & ft.frac.is_gt(0x7c_0000));
     let small = ft.sign & beyond;
     let sig = fp32_significand(m, t);
-    let amount = (m.lit(Ty::u(8), 150) - ft.exp).zext(32);
-    let whole = sig >> amount;
-    let lost = !ft.zero & (whole << amount).is_ne(sig);
-    // |t| < 128 here: the whole part fits in 7 bits.
-    let whole = whole.trunc(8).zext(9);
-    let down = (whole + lost.zext(9)).as_signed();
-    let floor = mux(ft.sign, -down, whole.as_signed());
-    let as_f32 = crate::arith::i32_to_f32_logic(m, floor.sext(32).as_unsigned());
+    // The bits below the binary point: those under 2^(150 - E).
+    let amount = m.lit(Ty::u(8), 150) - ft.exp;
+    // In range (E from 127 to 133) the whole part is sig's top seven bits
+    // shifted right by amount - 17.
+    let whole = sig.slice(17, 7) >> (amount - 17u32).zext(32);
+    let below: Vec<Expr> = (0..24u32).map(|k| sig.bit(k) & amount.is_gt(k)).collect();
+    let lost = !ft.zero & cat(&below).any();
+    // |t| < 128 here: |i| = |floor(t)| fits in 7 bits.
+    let magnitude = whole + (ft.sign & lost).zext(7);
+    let floor = mux(
+        ft.sign,
+        -magnitude.zext(9).as_signed(),
+        magnitude.zext(9).as_signed(),
+    );
+    // sub32(t, i) = add32(t, -i), -i the sign-flipped i as fp32 (-0 for 0).
+    let as_f32 = small_int_to_f32(m, ft.sign, magnitude);
     let neg_i = as_f32 ^ m.lit(Ty::u(32), 0x8000_0000u32);
+    let [t, neg_i, floor, nan, big, small] = <[Expr; 6]>::try_from(delayed(
+        m,
+        "split_out",
+        &[
+            ("t", t),
+            ("neg_i", neg_i),
+            ("i", floor),
+            ("nan", ft.nan),
+            ("big", big),
+            ("small", small),
+        ],
+        split_registers.saturating_sub(1),
+        enable,
+    ))
+    .expect("six values");
     let mut sub = Pipeline::new(FP32_ADD, "split", stages.add, enable);
     let f = fp32_add_piped(m, &mut sub, t, neg_i);
     let latency = sub.finish();
-    let flags = [
-        ("i", floor),
-        ("nan", ft.nan),
-        ("big", big),
-        ("small", small),
-    ];
+    let flags = [("i", floor), ("nan", nan), ("big", big), ("small", small)];
     let mut carried = delayed(m, "split", &flags, latency, enable);
     let mut f = f;
     let mut p = m.lit(Ty::u(32), EXP2_COEFFS[6]);
