@@ -53,12 +53,12 @@ mod tests {
 
     #[test]
     fn results_come_out_in_order_after_the_latency() {
-        // The root path (2 x 8) is the longer (exp's is 1 + 2 + 1 + 6 x 2),
+        // The root path (2 x 9) is the longer (exp's is 1 + 3 + 1 + 6 x 2),
         // then the result register.
-        let cfg = EupConfig::new(7, 1, 1).unwrap();
-        assert_eq!(cfg.latency(), 17);
         let cfg = EupConfig::new(8, 1, 1).unwrap();
-        assert_eq!(cfg.latency(), 17);
+        assert_eq!(cfg.latency(), 18);
+        let cfg = EupConfig::new(9, 1, 1).unwrap();
+        assert_eq!(cfg.latency(), 19);
         let one = 0x3f80_0000;
         let four = 0x4080_0000;
         let inputs = [
@@ -80,12 +80,12 @@ mod tests {
             }),
         ];
         let out = outputs(&cfg, &inputs);
-        assert_eq!(out.len(), 21);
-        assert_eq!(out[17], Some(0x3e80_0000)); // 1 / 4
-        assert_eq!(out[18], None);
-        assert_eq!(out[19], Some(0x3f00_0000)); // 1 / sqrt(4)
-        assert_eq!(out[20], Some(CANONICAL_NAN_F32));
-        assert!(out[..17].iter().all(Option::is_none));
+        assert_eq!(out.len(), 23);
+        assert_eq!(out[19], Some(0x3e80_0000)); // 1 / 4
+        assert_eq!(out[20], None);
+        assert_eq!(out[21], Some(0x3f00_0000)); // 1 / sqrt(4)
+        assert_eq!(out[22], Some(CANONICAL_NAN_F32));
+        assert!(out[..19].iter().all(Option::is_none));
         assert_eq!(apply(EupOp::Exp2, 0x4040_0000, 0), 0x4100_0000); // 2^3
     }
 }

@@ -368,11 +368,12 @@ impl Exp2Stages {
         add: FP32_ADD.cuts.len() as u32,
     };
 
-    /// Registers around exp2's split of t (its input's and its
-    /// results'): two once the adds are pipelined, none otherwise.
+    /// Registers in exp2's split of t (its input, its whole part and lost
+    /// bits, its results): three once the adds are pipelined, none
+    /// otherwise.
     pub fn split_registers(self) -> u32 {
         if self.add > 0 {
-            2
+            3
         } else {
             0
         }
@@ -456,11 +457,14 @@ pub fn exp2_piped(
     enable: Option<Expr>,
     t: Expr,
 ) -> Expr {
-    // Pipelined, the split has registers on both sides: it is a shift,
-    // a carry chain and a normalisation deep (31.7 MHz on an ECP5-85F as
-    // one stage with the multiply by log2 e's last segment before it).
-    let split_registers = stages.split_registers();
-    let t = delayed(m, "exp2_in", &[("t", t)], split_registers.min(1), enable)[0];
+    // Pipelined, the split is three stages: as one, a shift, carry chains
+    // and a normalisation deep, it held the EUP to 31.7 MHz on an ECP5-85F
+    // (with the multiply by log2 e's last segment before it), and to 59.9
+    // as two.
+    // One register per step of the split once pipelined: t; its whole
+    // part, lost bits and class; floor(t) and -i as fp32.
+    let step = stages.split_registers() / 3;
+    let t = delayed(m, "exp2_in", &[("t", t)], step, enable)[0];
     let ft = fp32_fields(m, t);
     let big = !ft.sign & ft.exp.is_ge(134);
     // |t| > 126 = 1.96875 x 2^6 (fraction 0x7c0000).
@@ -474,15 +478,31 @@ pub fn exp2_piped(
     let whole = sig.slice(17, 7) >> (amount - 17u32).zext(32);
     let below: Vec<Expr> = (0..24u32).map(|k| sig.bit(k) & amount.is_gt(k)).collect();
     let lost = !ft.zero & cat(&below).any();
+    let [t, whole, down, nan, big, small, negative] = <[Expr; 7]>::try_from(delayed(
+        m,
+        "split_mid",
+        &[
+            ("t", t),
+            ("whole", whole),
+            ("down", ft.sign & lost),
+            ("nan", ft.nan),
+            ("big", big),
+            ("small", small),
+            ("negative", ft.sign),
+        ],
+        step,
+        enable,
+    ))
+    .expect("seven values");
     // |t| < 128 here: |i| = |floor(t)| fits in 7 bits.
-    let magnitude = whole + (ft.sign & lost).zext(7);
+    let magnitude = whole + down.zext(7);
     let floor = mux(
-        ft.sign,
+        negative,
         -magnitude.zext(9).as_signed(),
         magnitude.zext(9).as_signed(),
     );
     // sub32(t, i) = add32(t, -i), -i the sign-flipped i as fp32 (-0 for 0).
-    let as_f32 = small_int_to_f32(m, ft.sign, magnitude);
+    let as_f32 = small_int_to_f32(m, negative, magnitude);
     let neg_i = as_f32 ^ m.lit(Ty::u(32), 0x8000_0000u32);
     let [t, neg_i, floor, nan, big, small] = <[Expr; 6]>::try_from(delayed(
         m,
@@ -491,11 +511,11 @@ pub fn exp2_piped(
             ("t", t),
             ("neg_i", neg_i),
             ("i", floor),
-            ("nan", ft.nan),
+            ("nan", nan),
             ("big", big),
             ("small", small),
         ],
-        split_registers.saturating_sub(1),
+        step,
         enable,
     ))
     .expect("six values");
