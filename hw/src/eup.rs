@@ -447,7 +447,9 @@ fn small_int_to_f32(m: &mut ModuleBuilder, negative: Expr, magnitude: Expr) -> E
 /// The split: t's class decides NaN, t >= 128 (+inf) and t < -126 (+0);
 /// otherwise |t| < 128, so i = floor(t) comes from t's significand shifted
 /// right by 150 minus its exponent (and one more below zero when bits were
-/// lost), and i as fp32 (|i| <= 127) is exact. The polynomial's value p is
+/// lost), and i as fp32 (|i| <= 127) is exact; once the adds are pipelined
+/// the split takes three registered steps ([`Exp2Stages::split_registers`]).
+/// The polynomial's value p is
 /// in [1, 2] for f in [0, 1), so mul32(p, 2^i) is p with i added to its
 /// exponent, +inf past 254 and +0 below 1.
 #[track_caller]
