@@ -164,11 +164,11 @@ impl EupConfig {
         2 * self.recurrence_stages
     }
 
-    /// Cycles of exp: the multiply by log2 e, exp2's split of t (three
-    /// registers once the adds are pipelined), its subtraction and six
-    /// multiply-adds.
+    /// Cycles of exp: the multiply by log2 e, exp2's split of t, its
+    /// subtraction, six multiply-adds and the scaling by 2^i (the split
+    /// three registers and the scaling one once the adds are pipelined).
     pub fn exp_path_latency(&self) -> u32 {
-        let split = if self.add_stages > 0 { 3 } else { 0 };
+        let split = if self.add_stages > 0 { 4 } else { 0 };
         self.mul_stages + split + self.add_stages + 6 * (self.mul_stages + self.add_stages)
     }
 
@@ -240,13 +240,13 @@ mod tests {
 
     #[test]
     fn ranges_are_checked_and_toml_round_trips() {
-        assert_eq!(EupConfig::DEFAULT.latency(), 74);
+        assert_eq!(EupConfig::DEFAULT.latency(), 75);
         let none = EupConfig::new(0, 0, 0).unwrap();
         assert_eq!(none.latency(), 1);
         let c = EupConfig::new(10, 2, 3).unwrap();
         assert_eq!(c.root_path_latency(), 20);
-        assert_eq!(c.exp_path_latency(), 2 + 3 + 3 + 6 * 5);
-        assert_eq!(c.latency(), 39);
+        assert_eq!(c.exp_path_latency(), 2 + 4 + 3 + 6 * 5);
+        assert_eq!(c.latency(), 40);
         assert!(EupConfig::new(29, 0, 0).is_err());
         assert!(EupConfig::new(0, 5, 0).is_err());
         assert!(EupConfig::new(0, 0, 7).is_err());

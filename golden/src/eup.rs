@@ -53,10 +53,10 @@ mod tests {
 
     #[test]
     fn results_come_out_in_order_after_the_latency() {
-        // The root path (2 x 9) is the longer (exp's is 1 + 3 + 1 + 6 x 2),
+        // The root path (2 x 9) is the longer (exp's is 1 + 4 + 1 + 6 x 2),
         // then the result register.
         let cfg = EupConfig::new(8, 1, 1).unwrap();
-        assert_eq!(cfg.latency(), 18);
+        assert_eq!(cfg.latency(), 19);
         let cfg = EupConfig::new(9, 1, 1).unwrap();
         assert_eq!(cfg.latency(), 19);
         let one = 0x3f80_0000;

@@ -379,10 +379,16 @@ impl Exp2Stages {
         }
     }
 
-    /// exp2's latency: the split's registers, its subtraction and six
-    /// multiply-adds.
+    /// Registers after exp2's scaling by 2^i: one once the adds are
+    /// pipelined, none otherwise.
+    pub fn scaling_registers(self) -> u32 {
+        u32::from(self.add > 0)
+    }
+
+    /// exp2's latency: the split's registers, its subtraction, six
+    /// multiply-adds and the scaling's register.
     pub fn exp2_latency(self) -> u32 {
-        self.split_registers() + self.add + 6 * (self.mul + self.add)
+        self.split_registers() + self.add + 6 * (self.mul + self.add) + self.scaling_registers()
     }
 
     /// exp's latency: the multiply by log2 e, then exp2.
@@ -560,7 +566,17 @@ pub fn exp2_piped(
     let canonical = m.lit(Ty::u(32), CANONICAL_NAN_F32);
     // t's range decides first: outside it, i and p mean nothing.
     let in_range = mux(exp.is_ge(255), inf, mux(exp.is_le(0), zero, scaled));
-    mux(nan, canonical, mux(big, inf, mux(small, zero, in_range)))
+    let y = mux(nan, canonical, mux(big, inf, mux(small, zero, in_range)));
+    // Pipelined, the scaling ends in a register of its own: after the last
+    // add's rounding it was the EUP's longest path into its result
+    // register (74.3 MHz on an ECP5-85F).
+    delayed(
+        m,
+        "exp2_out",
+        &[("y", y)],
+        stages.scaling_registers(),
+        enable,
+    )[0]
 }
 
 /// `exp32(x)` = exp2(mul32(x, log2 e)) on pipelines of `stages`.
