@@ -166,7 +166,8 @@ impl EupConfig {
 
     /// Cycles of exp: the multiply by log2 e, exp2's split of t, its
     /// subtraction, six multiply-adds and the scaling by 2^i (the split
-    /// three registers and the scaling one once the adds are pipelined).
+    /// three registers and one before the scaling once the adds are
+    /// pipelined).
     pub fn exp_path_latency(&self) -> u32 {
         let split = if self.add_stages > 0 { 4 } else { 0 };
         self.mul_stages + split + self.add_stages + 6 * (self.mul_stages + self.add_stages)
