@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Command;
 use std::rc::Rc;
-use tb::fp::{special_bf16, special_f32};
+use tb::fp::{exact_square_f32, exp_input_f32, special_bf16, special_f32};
 use tb::seed::rng_for;
 
 /// One operation's operands: every unit reads the ones it needs (`a` as
@@ -564,15 +564,9 @@ fn random_ops(unit: Unit, rng: &mut ChaCha8Rng, n: usize) -> Vec<Op> {
                 // powers of two.
                 Unit::Div => op2(a, random_f32(rng, Some(a))),
                 // Often an exact square (a 12-bit significand squared).
-                Unit::Sqrt if rng.gen_range(0..4) == 0 => {
-                    let s = rng.gen_range(2048u64..4096);
-                    let sq = s * s;
-                    let lead = 63 - sq.leading_zeros();
-                    let frac = ((sq << (23 - lead)) & 0x7F_FFFF) as u32;
-                    op1((rng.gen_range(1..=254u32) << 23) | frac)
-                }
+                Unit::Sqrt if rng.gen_range(0..4) == 0 => op1(exact_square_f32(rng)),
                 Unit::Sqrt => op1(a),
-                Unit::Exp2 | Unit::Exp => op1(random_exponent_input(rng)),
+                Unit::Exp2 | Unit::Exp => op1(exp_input_f32(rng)),
                 Unit::Add | Unit::Mul | Unit::MinMax | Unit::Compare => Op {
                     a,
                     b: random_f32(rng, Some(a)),
@@ -630,23 +624,6 @@ fn f32_pairs(file: &str, b_flip: u32) -> Vec<(Op, u64)> {
             (op2(f(0), f(1) ^ b_flip), f(2).into())
         })
         .collect()
-}
-
-/// An input for exp2 or exp: mostly in or near the range where the result
-/// is finite and normal (t in [-126, 128), x within about 88), often an
-/// integer or within an ulp of one, sometimes anything.
-fn random_exponent_input(rng: &mut ChaCha8Rng) -> u32 {
-    match rng.gen_range(0..6) {
-        0 => rng.gen(),
-        1 => {
-            let k = rng.gen_range(-130i32..=130) as f32;
-            k.to_bits()
-                .wrapping_add(rng.gen_range(0..=2))
-                .wrapping_sub(1)
-        }
-        2 => (rng.gen::<u32>() & 0x807F_FFFF) | (rng.gen_range(90u32..127) << 23),
-        _ => rng.gen_range(-135.0f32..135.0).to_bits(),
-    }
 }
 
 #[test]

@@ -13,7 +13,7 @@ use hw::eup::Exp2Stages;
 use hw::{Design, Ty};
 use rand::Rng;
 use sim::Model;
-use tb::fp::special_f32;
+use tb::fp::{assert_same_bits, exact_square_f32, exp_input_f32, special_f32};
 use tb::seed::{rng_for, soak_factor};
 
 /// Stage counts under test: combinational, a bisection's first few cuts,
@@ -88,24 +88,6 @@ impl Rtl {
     }
 }
 
-/// Fails with the first few differences.
-fn compare<T: std::fmt::Debug>(what: &str, inputs: &[T], got: &[u32], want: impl Fn(&T) -> u32) {
-    assert_eq!(inputs.len(), got.len(), "{what}: one result per input");
-    let bad: Vec<String> = inputs
-        .iter()
-        .zip(got)
-        .filter(|(i, g)| want(i) != **g)
-        .map(|(i, g)| format!("{i:08x?}: RTL {g:08x}, golden {:08x}", want(i)))
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "{what}: {} of {} differ, e.g.\n  {}",
-        bad.len(),
-        inputs.len(),
-        bad[..bad.len().min(10)].join("\n  ")
-    );
-}
-
 /// An fp32 pattern with the biased exponent `exp` and random sign and fraction.
 fn with_exponent(rng: &mut impl Rng, exp: i32) -> u32 {
     (rng.gen::<u32>() & 0x807F_FFFF) | ((exp.clamp(0, 255) as u32) << 23)
@@ -120,15 +102,7 @@ fn random_pairs(rng: &mut impl Rng, n: usize) -> Vec<(u32, u32)> {
         .map(|_| {
             let a: u32 = match rng.gen_range(0..8) {
                 0 => specials[rng.gen_range(0..specials.len())],
-                // An exact square: a significand of 12 bits squared.
-                1 => {
-                    let s = rng.gen_range(2048u64..4096);
-                    let sq = s * s; // 22 or 23 bits
-                    let lead = 63 - sq.leading_zeros();
-                    let frac = ((sq << (23 - lead)) & 0x7F_FFFF) as u32;
-                    let exp = rng.gen_range(1..=254u32);
-                    (exp << 23) | frac
-                }
+                1 => exact_square_f32(rng),
                 _ => rng.gen(),
             };
             let ea = ((a >> 23) & 0xff) as i32;
@@ -205,20 +179,20 @@ fn special_classes_cross_product_at_every_depth() {
     for stages in DEPTHS {
         let mut rtl = Rtl::new(stages);
         let (q, r) = rtl.run(&pairs);
-        compare(
+        assert_same_bits(
             &format!("div specials, {stages} stages"),
             &pairs,
             &q,
             |&(a, b)| div32(a, b),
         );
-        compare(
+        assert_same_bits(
             &format!("sqrt specials, {stages} stages"),
             &pairs,
             &r,
             |&(a, _)| sqrt32(a),
         );
         let recips = rtl.rsqrt(&s);
-        compare(
+        assert_same_bits(
             &format!("rsqrt specials, {stages} stages"),
             &s,
             &recips,
@@ -235,13 +209,13 @@ fn random_operands_at_every_depth() {
         let pairs = random_pairs(&mut rng, n);
         let mut rtl = Rtl::new(stages);
         let (q, r) = rtl.run(&pairs);
-        compare(
+        assert_same_bits(
             &format!("random div, {stages} stages"),
             &pairs,
             &q,
             |&(a, b)| div32(a, b),
         );
-        compare(
+        assert_same_bits(
             &format!("random sqrt, {stages} stages"),
             &pairs,
             &r,
@@ -314,31 +288,6 @@ const EXP_DEPTHS: [Exp2Stages; 3] = [
     Exp2Stages::FULL,
 ];
 
-/// Inputs for exp2 and exp: anything, integers and their neighbours (the
-/// split's edges), the range edges (-126, 128, about +-88 for exp), small
-/// magnitudes.
-fn random_exponent_inputs(rng: &mut impl Rng, n: usize) -> Vec<u32> {
-    let specials = special_f32();
-    (0..n)
-        .map(|_| match rng.gen_range(0..8) {
-            0 => specials[rng.gen_range(0..specials.len())],
-            1 => rng.gen(),
-            2 => {
-                let k = rng.gen_range(-130i32..=130) as f32;
-                k.to_bits()
-                    .wrapping_add(rng.gen_range(0..=2))
-                    .wrapping_sub(1)
-            }
-            3 => [-126.0f32, 128.0, 88.72, -87.34, -103.28][rng.gen_range(0..5)]
-                .to_bits()
-                .wrapping_add(rng.gen_range(0..=64))
-                .wrapping_sub(32),
-            4 => (rng.gen::<u32>() & 0x807F_FFFF) | (rng.gen_range(90u32..127) << 23),
-            _ => rng.gen_range(-140.0f32..140.0).to_bits(),
-        })
-        .collect()
-}
-
 #[test]
 fn exp_units_match_every_vector_and_random_inputs_at_three_depths() {
     let rows = read_vectors("f32_exp.tsv", 3);
@@ -358,13 +307,27 @@ fn exp_units_match_every_vector_and_random_inputs_at_three_depths() {
                 r.line
             );
         }
-        let inputs = random_exponent_inputs(&mut rng, n);
+        let specials = special_f32();
+        let inputs: Vec<u32> = (0..n)
+            .map(|_| match rng.gen_range(0..8) {
+                0 => specials[rng.gen_range(0..specials.len())],
+                _ => exp_input_f32(&mut rng),
+            })
+            .collect();
         let [e2, e] = rtl.run(&inputs);
-        compare(&format!("random exp2, {stages:?}"), &inputs, &e2, |&x| {
+        assert_same_bits(&format!("random exp2, {stages:?}"), &inputs, &e2, |&x| {
             exp2_32(x)
         });
-        compare(&format!("random exp, {stages:?}"), &inputs, &e, |&x| {
+        assert_same_bits(&format!("random exp, {stages:?}"), &inputs, &e, |&x| {
             exp32(x)
         });
     }
+}
+
+#[test]
+fn the_rtl_s_exp_constants_are_the_golden_model_s() {
+    // Each side writes the contract's constants itself (hw never depends
+    // on golden); here they meet.
+    assert_eq!(hw::eup::EXP2_COEFFS, golden::numerics::EXP2_COEFFS);
+    assert_eq!(hw::eup::LOG2_E_F32, golden::numerics::LOG2_E_F32);
 }

@@ -8,7 +8,7 @@ use hw::{Design, Evaluator, Ty};
 use rand::Rng;
 use sim::Model;
 use std::rc::Rc;
-use tb::fp::{special_bf16, special_f32};
+use tb::fp::{assert_same_bits, special_bf16, special_f32};
 use tb::seed::rng_for;
 
 /// Adder pipeline depth under test (the MXU's PE uses the two-stage adder).
@@ -85,28 +85,6 @@ impl Rtl {
             })
             .collect()
     }
-}
-
-/// Fails with the first few differences.
-fn compare<T: std::fmt::Debug>(what: &str, inputs: &[T], got: &[u32], want: impl Fn(&T) -> u32) {
-    let bad: Vec<String> = inputs
-        .iter()
-        .zip(got)
-        .filter(|(i, g)| want(i) != **g)
-        .take(10)
-        .map(|(i, g)| format!("{i:x?}: RTL {g:08x}, golden {:08x}", want(i)))
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "{what}: {} of {} differ, e.g.\n  {}",
-        inputs
-            .iter()
-            .zip(got)
-            .filter(|(i, g)| want(i) != **g)
-            .count(),
-        inputs.len(),
-        bad.join("\n  ")
-    );
 }
 
 /// Random fp32 operands weighted towards specials, nearby exponents (to
@@ -219,14 +197,14 @@ fn special_classes_cross_product() {
         .flat_map(|&a| s.iter().map(move |&b| (a, b)))
         .collect();
     let got = rtl.add_all(&pairs);
-    compare("add specials", &pairs, &got, |&(a, b)| golden::add32(a, b));
+    assert_same_bits("add specials", &pairs, &got, |&(a, b)| golden::add32(a, b));
     let s = special_bf16();
     let pairs: Vec<(u16, u16)> = s
         .iter()
         .flat_map(|&a| s.iter().map(move |&b| (a, b)))
         .collect();
     let got = rtl.mul_all(&pairs);
-    compare("mul specials", &pairs, &got, |&(a, b)| {
+    assert_same_bits("mul specials", &pairs, &got, |&(a, b)| {
         golden::bf16_mul(a, b)
     });
 }
@@ -240,7 +218,7 @@ fn a_million_random_additions_and_products() {
         .map(|_| random_f32_pair(&mut rng, &specials))
         .collect();
     let got = rtl.add_all(&pairs);
-    compare("random add", &pairs, &got, |&(a, b)| golden::add32(a, b));
+    assert_same_bits("random add", &pairs, &got, |&(a, b)| golden::add32(a, b));
 
     let specials = special_bf16();
     let pairs: Vec<(u16, u16)> = (0..1 << 20)
@@ -256,7 +234,7 @@ fn a_million_random_additions_and_products() {
         })
         .collect();
     let got = rtl.mul_all(&pairs);
-    compare("random mul", &pairs, &got, |&(a, b)| golden::bf16_mul(a, b));
+    assert_same_bits("random mul", &pairs, &got, |&(a, b)| golden::bf16_mul(a, b));
 }
 
 #[test]
