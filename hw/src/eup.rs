@@ -397,8 +397,8 @@ impl Exp2Stages {
     }
 }
 
-/// `values` delayed by `cycles` registers each (loading while `enable` is
-/// high, if given), named `<prefix>_d<k>_<name>`.
+/// `values` delayed by `cycles` cycles each (the stages loading while
+/// `enable` is high, if given), lines named `<prefix>_<name>`.
 fn delayed(
     m: &mut ModuleBuilder,
     prefix: &str,
@@ -406,22 +406,16 @@ fn delayed(
     cycles: u32,
     enable: Option<Expr>,
 ) -> Vec<Expr> {
-    let mut now: Vec<Expr> = values.iter().map(|&(_, v)| v).collect();
-    for k in 1..=cycles {
-        now = values
-            .iter()
-            .zip(&now)
-            .map(|(&(name, _), &v)| {
-                let r = m.reg(&format!("{prefix}_d{k}_{name}"), v.ty());
-                m.set_next(r, v);
-                if let Some(en) = enable {
-                    m.set_enable(r, en);
-                }
-                r.q()
-            })
-            .collect();
-    }
-    now
+    values
+        .iter()
+        .map(|&(name, v)| {
+            let name = format!("{prefix}_{name}");
+            match enable {
+                Some(en) => crate::blocks::delay_enabled(m, &name, v, cycles, en),
+                None => crate::blocks::delay(m, &name, v, cycles, None),
+            }
+        })
+        .collect()
 }
 
 /// The fp32 value (sign bit `negative`) of magnitude `magnitude` (u7),

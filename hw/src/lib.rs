@@ -45,7 +45,7 @@ pub use block::{
     DspShare, FpgaFacts, FpgaSearch, Has, MultiplierShape, Multipliers, Owners, Param, ParamKind,
     Preset, SearchSizes,
 };
-pub use blocks::{delay, delay_taps};
+pub use blocks::{delay, delay_enabled, delay_taps};
 pub use builder::{
     cat, enum_const_name, enum_operand, mux, mux_bitwise, Assignable, Bus, CaseLabel, Comb, Expr,
     Fsm, FsmStates, HwEnum, Idx, IfChain, Inst, InstArray, Mem, ModuleBuilder, Operand, Record,

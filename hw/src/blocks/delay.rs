@@ -45,6 +45,34 @@ pub fn delay_taps(
     depth: u32,
     reset: Option<i64>,
 ) -> Vec<Expr> {
+    line(m, name, value, depth, reset, None)
+}
+
+/// `value` delayed by `depth` cycles in which `enable` (one bit) is high:
+/// the stages of [`delay`] loading only then, so the line holds with the
+/// pipeline it runs beside. Written as separate registers (the emitter's
+/// array form is for lines without an enable).
+#[track_caller]
+pub fn delay_enabled(
+    m: &mut ModuleBuilder,
+    name: &str,
+    value: Expr,
+    depth: u32,
+    enable: Expr,
+) -> Expr {
+    line(m, name, value, depth, None, Some(enable))[depth as usize]
+}
+
+/// The taps of a delay line, its stages loading while `enable` is high.
+#[track_caller]
+fn line(
+    m: &mut ModuleBuilder,
+    name: &str,
+    value: Expr,
+    depth: u32,
+    reset: Option<i64>,
+    enable: Option<Expr>,
+) -> Vec<Expr> {
     // Stages hold the value's bits; a signed value is signed again at each tap.
     let ty = crate::Ty::u(value.width());
     let reset = reset.map(|v| {
@@ -63,6 +91,9 @@ pub fn delay_taps(
         };
         stages.push(r);
         m.set_next(r, bits);
+        if let Some(en) = enable {
+            m.set_enable(r, en);
+        }
         bits = r.q();
         taps.push(if value.ty().signed {
             bits.as_signed()
@@ -70,7 +101,7 @@ pub fn delay_taps(
             bits
         });
     }
-    if depth > 1 {
+    if depth > 1 && enable.is_none() {
         m.delay_line(name, &stages);
     }
     taps

@@ -33,7 +33,7 @@ mod skid;
 pub use arbiter::round_robin_arbiter;
 pub use crc::{crc, crc_of, CrcSpec};
 pub use credit::credit_counter;
-pub use delay::{delay, delay_taps};
+pub use delay::{delay, delay_enabled, delay_taps};
 pub use fifo::{fifo, FifoMode};
 pub use kept::{kept_register, kept_register_reset};
 pub use lfsr::{lfsr, prbs, Prbs};
