@@ -35,6 +35,7 @@ pub fn registry() -> Vec<&'static dyn AnyBlock> {
         &torus::Torus,
         &torus::TorusNode,
         &stream_crc::StreamCrc,
+        &eup::Eup,
     ]
 }
 

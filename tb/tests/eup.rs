@@ -7,65 +7,10 @@
 
 use config::{EupConfig, EupOp};
 use golden::eup::{outputs, Offered};
-use hw::{Design, Header};
 use rand::Rng;
-use sim::Model;
+use sim::drivers::eup::EupDriver;
 use tb::fp::special_f32;
 use tb::seed::rng_for;
-
-/// The block under Verilator.
-struct Rtl {
-    model: Model,
-    rst: sim::PortId,
-    inputs: [sim::PortId; 4],
-    outputs: [sim::PortId; 2],
-}
-
-impl Rtl {
-    fn new(cfg: &EupConfig) -> Rtl {
-        let mut d = Design::new();
-        let top = eup::build(&mut d, cfg);
-        let files = hw::emit_design(&d, &top, &Header::default());
-        let mut model = Model::build(&sim::from_hw::model_spec(&files, &top), &top.name)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let p = |n: &str| model.port(n).unwrap();
-        let rst = p("rst_i");
-        let inputs = [p("valid_i"), p("op_i"), p("a_i"), p("b_i")];
-        let outputs = [p("valid_o"), p("y_o")];
-        model.reset_with_idle_inputs(rst, &inputs[..1]);
-        Rtl {
-            model,
-            rst,
-            inputs,
-            outputs,
-        }
-    }
-
-    /// `valid_o` and `y_o` in each cycle while `inputs` are offered one per
-    /// cycle, then until the last result.
-    fn run(&mut self, cfg: &EupConfig, inputs: &[Option<Offered>]) -> Vec<Option<u32>> {
-        let [valid, op, a, b] = self.inputs;
-        let [valid_out, y] = self.outputs;
-        let cycles = inputs.len() + cfg.latency() as usize;
-        let mut out = Vec::with_capacity(cycles);
-        for cycle in 0..cycles {
-            let offered = inputs.get(cycle).copied().flatten();
-            self.model.poke(valid, u64::from(offered.is_some()));
-            let o = offered.unwrap_or(Offered {
-                code: 0,
-                a: 0,
-                b: 0,
-            });
-            self.model.poke(op, u64::from(o.code));
-            self.model.poke(a, u64::from(o.a));
-            self.model.poke(b, u64::from(o.b));
-            self.model.eval();
-            out.push((self.model.peek(valid_out) == 1).then(|| self.model.peek(y) as u32));
-            self.model.step();
-        }
-        out
-    }
-}
 
 /// A random operand for `code`: specials, any bits, and the ranges where
 /// each operation's results are finite and normal.
@@ -141,9 +86,9 @@ fn random_streams_match_golden_bit_for_bit_and_cycle_for_cycle() {
     let mut rng = rng_for("random_streams_match_golden_bit_for_bit_and_cycle_for_cycle");
     let n = tb::seed::soak_rounds(20_000);
     for cfg in configs() {
-        let mut rtl = Rtl::new(&cfg);
+        let mut rtl = EupDriver::new(&cfg).unwrap_or_else(|e| panic!("{e}"));
         let inputs = random_stream(&mut rng, n);
-        let got = rtl.run(&cfg, &inputs);
+        let got = rtl.outputs(&inputs);
         check(
             &cfg.to_string(),
             &got,
@@ -158,7 +103,7 @@ fn random_streams_match_golden_bit_for_bit_and_cycle_for_cycle() {
 fn every_operation_on_every_special_pair() {
     let s = special_f32();
     let cfg = EupConfig::DEFAULT;
-    let mut rtl = Rtl::new(&cfg);
+    let mut rtl = EupDriver::new(&cfg).unwrap_or_else(|e| panic!("{e}"));
     let mut inputs = Vec::new();
     for code in 0..8 {
         for &a in &s {
@@ -167,7 +112,7 @@ fn every_operation_on_every_special_pair() {
             }
         }
     }
-    let got = rtl.run(&cfg, &inputs);
+    let got = rtl.outputs(&inputs);
     check(
         "specials",
         &got,
@@ -182,18 +127,14 @@ fn reset_drops_the_operations_in_flight() {
     let mut rng = rng_for("reset_drops_the_operations_in_flight");
     let cfg = EupConfig::new(5, 2, 3).unwrap();
     let latency = cfg.latency() as usize;
-    let mut rtl = Rtl::new(&cfg);
+    let mut rtl = EupDriver::new(&cfg).unwrap_or_else(|e| panic!("{e}"));
     // Operations in flight, then a reset before any comes out.
-    let first = random_stream(&mut rng, latency - 2);
-    let [valid, ..] = rtl.inputs;
-    for o in first.iter().flatten() {
-        rtl.model.poke(valid, 1);
-        rtl.model.poke(rtl.inputs[1], u64::from(o.code));
-        rtl.model.step();
+    for o in random_stream(&mut rng, latency - 2) {
+        assert_eq!(rtl.cycle(o), None, "a result before its latency");
     }
-    rtl.model.reset_with_idle_inputs(rtl.rst, &[valid]);
+    rtl.reset();
     let inputs = random_stream(&mut rng, 200);
-    let got = rtl.run(&cfg, &inputs);
+    let got = rtl.outputs(&inputs);
     check(
         "after reset",
         &got,
@@ -204,16 +145,34 @@ fn reset_drops_the_operations_in_flight() {
 }
 
 #[test]
-fn configurations_pass_lint_icarus_and_yosys() {
-    // Until the block is in the registry (where rtl_quality covers every
-    // preset), the same checks here: no stages, odd counts, every cut.
-    for cfg in [(0, 0, 0), (5, 2, 3), (28, 4, 6)] {
-        let cfg = EupConfig::new(cfg.0, cfg.1, cfg.2).unwrap();
-        let mut d = Design::new();
-        let top = eup::build(&mut d, &cfg);
-        let files = hw::emit_design(&d, &top, &Header::default());
-        tb::tools::verilator_lint(&files, &top.name).unwrap_or_else(|e| panic!("{cfg}: {e}"));
-        tb::tools::iverilog_compile(&files, &top.name).unwrap_or_else(|e| panic!("{cfg}: {e}"));
-        tb::tools::yosys_latch_free(&files, &top.name).unwrap_or_else(|e| panic!("{cfg}: {e}"));
+fn runs_of_one_operation_match_golden_and_a_wrong_expectation_is_caught() {
+    let mut rng = rng_for("runs_of_one_operation_match_golden_and_a_wrong_expectation_is_caught");
+    let cfg = EupConfig::new(5, 2, 3).unwrap();
+    let mut rtl = EupDriver::new(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    let s = special_f32();
+    for code in 0..8 {
+        let a: Vec<u32> = (0..300).map(|_| operand(&mut rng, code, &s)).collect();
+        let b: Vec<u32> = (0..300).map(|_| operand(&mut rng, code, &s)).collect();
+        let want: Vec<u32> = a
+            .iter()
+            .zip(&b)
+            .map(|(&a, &b)| golden::eup::apply_code(code, a, b))
+            .collect();
+        let run = rtl
+            .run(code, &a, &b, Some(&want))
+            .unwrap_or_else(|e| panic!("op {code}: {e}"));
+        assert_eq!(run.results, want, "op {code}");
+        assert_eq!(run.cycles, 300 + u64::from(cfg.latency()));
     }
+    // The driver's comparison can fail: one expected result off by a bit.
+    let a = [1.5f32.to_bits(); 4];
+    let mut want: Vec<u32> = a
+        .iter()
+        .map(|&x| golden::eup::apply(EupOp::Sqrt, x, 0))
+        .collect();
+    want[2] ^= 1;
+    let e = rtl
+        .run(EupOp::Sqrt.code(), &a, &a, Some(&want))
+        .unwrap_err();
+    assert!(e.to_string().contains("result 2"), "{e}");
 }

@@ -36,10 +36,23 @@
 //! clears `valid_o`'s line: no result comes out for an operation taken
 //! before it. `golden::eup` states the same contract.
 
+mod block;
+pub use block::Eup;
+
 use config::{EupConfig, EupOp};
 use hw::eup::Exp2Stages;
 use hw::{mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
+
+/// The top module's port names.
+pub mod ports {
+    pub const VALID_IN: &str = "valid_i";
+    pub const OP: &str = "op_i";
+    pub const A: &str = "a_i";
+    pub const B: &str = "b_i";
+    pub const VALID_OUT: &str = "valid_o";
+    pub const Y: &str = "y_o";
+}
 
 /// fp32 1.0, the dividend of recip and rsqrt.
 const F32_ONE: u32 = 0x3f80_0000;
@@ -77,10 +90,10 @@ pub fn build(design: &mut Design, cfg: &EupConfig) -> Rc<ModuleDef> {
              cycle, latency {}",
             cfg.latency()
         ));
-        let valid = m.input("valid_i", Ty::BOOL);
-        let op = m.input("op_i", Ty::u(EupOp::BITS));
-        let a = m.input("a_i", Ty::u(32));
-        let b = m.input("b_i", Ty::u(32));
+        let valid = m.input(ports::VALID_IN, Ty::BOOL);
+        let op = m.input(ports::OP, Ty::u(EupOp::BITS));
+        let a = m.input(ports::A, Ty::u(32));
+        let b = m.input(ports::B, Ty::u(32));
         let is = |op: Expr, o: EupOp| op.is_eq(o.code());
         let one = m.lit(Ty::u(32), F32_ONE);
 
@@ -125,9 +138,9 @@ pub fn build(design: &mut Design, cfg: &EupConfig) -> Rc<ModuleDef> {
         let op_out = hw::delay(m, "op_out", op, paths, None);
         let y = pick(m, op_out, root_out, exp_out);
         let result = m.registered("result", y);
-        m.output("y_o", result);
+        m.output(ports::Y, result);
         let valid_out = hw::delay(m, "valid", valid, cfg.latency(), Some(0));
-        m.output("valid_o", valid_out);
+        m.output(ports::VALID_OUT, valid_out);
     })
 }
 

@@ -4,6 +4,7 @@
 
 mod crc;
 mod embed;
+mod eup;
 mod link;
 mod matmul;
 mod mlp;
@@ -63,6 +64,10 @@ enum Command {
     /// to L's lengths) in, one CRC per packet out (the catalog's CRC of the
     /// bytes, whatever the beat width).
     Crc(crc::CrcArgs),
+    /// One EUP operation on every element: div (A / B), sqrt, recip, rsqrt,
+    /// exp2 or exp, fp32 as docs/numerics.md's EUP section says. A (and B,
+    /// for div) are float32 arrays of any one shape; Y has A's shape.
+    Eup(eup::EupArgs),
 }
 
 /// A failure and its exit code: 2 for bad input, 1 for a failure of the tool.
@@ -93,6 +98,7 @@ pub fn main() -> ExitCode {
         Command::Allreduce(args) => torus::run_allreduce(&args),
         Command::Torus(args) => torus::run_torus(&args),
         Command::Crc(args) => crc::run(&args),
+        Command::Eup(args) => eup::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

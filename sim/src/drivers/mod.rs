@@ -19,6 +19,7 @@
 //!
 //! [`Model`]: crate::Model
 
+pub mod eup;
 pub mod ici;
 pub mod mxu;
 pub mod sparsecore;
@@ -57,6 +58,7 @@ pub fn registry() -> Vec<&'static str> {
         block_name::<tensorcore::TensorCoreDriver>(),
         block_name::<torus::TorusDriver>(),
         block_name::<stream_crc::StreamCrcDriver>(),
+        block_name::<eup::EupDriver>(),
     ]
 }
 
