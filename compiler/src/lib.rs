@@ -49,6 +49,8 @@
 //! [`load_model`] reads a model folder (`w{i}.npy`, `b{i}.npy`, `rq{i}.npy`)
 //! for every tool that takes one: `sim mlp` and `systole-host mlp`.
 
+pub mod gpt;
+
 use config::tensorcore_isa::{Activation, Instr, ADDR_BITS};
 use config::TensorCoreConfig;
 use std::fmt;

@@ -24,6 +24,7 @@
 //!   compiler, the golden TensorCore and the hardware.
 
 pub mod eup;
+pub mod gpt;
 pub mod ici;
 pub mod mxu_plan;
 pub mod sparsecore;
@@ -35,6 +36,7 @@ pub mod vpu;
 pub mod vpu_isa;
 
 pub use eup::{EupConfig, EupOp};
+pub use gpt::{GptDims, GptLayer, GptModel};
 pub use sparsecore::SparseCoreConfig;
 pub use stream_crc::{CrcAlgorithm, StreamCrcConfig};
 pub use tensorcore::TensorCoreConfig;

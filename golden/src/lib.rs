@@ -45,6 +45,7 @@
 //! and against an independent soft-float (see `tests/`).
 
 pub mod eup;
+pub mod gpt;
 pub mod ici;
 pub mod mxu;
 pub mod numerics;

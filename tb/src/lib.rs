@@ -10,6 +10,7 @@
 pub mod board;
 pub mod fp;
 pub mod fuzz;
+pub mod gpt;
 pub mod icarus;
 pub mod mxu;
 pub mod seed;
