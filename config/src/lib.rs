@@ -22,6 +22,9 @@
 //! - [`TensorCoreConfig`] and [`tensorcore_isa`]: the TensorCore's sizes and
 //!   its sequencer's instruction words, shared in the same way by the
 //!   compiler, the golden TensorCore and the hardware.
+//! - [`EupConfig`] (the transcendental unit's pipeline) and [`gpt`]: a
+//!   transformer's dimensions and parameters, the one description the
+//!   model-folder loader, the golden model and the compiler share.
 
 pub mod eup;
 pub mod gpt;

@@ -24,6 +24,10 @@
 //!   sorted and sharded.
 //! * [`tensorcore`] runs TensorCore programs ([`tensorcore::execute`]) and
 //!   gives their cycles and where they went ([`tensorcore::cycle_model`]).
+//! * [`eup`] gives the transcendental unit's results and timing; [`gpt`] the
+//!   contract's decoder-only transformer (layer norm, softmax, the token step
+//!   with its caches, greedy generation) for an MXU of R rows and a VPU of W
+//!   elements.
 //!
 //! * [`ici`] gives what the ICI link delivers and its cycle model on an
 //!   error-free link ([`ici::cycle_model`]); [`serdes_stub`] the lanes under
