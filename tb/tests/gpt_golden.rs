@@ -537,3 +537,31 @@ fn golden_and_numpy_agree_on_each_piece_of_the_step() {
     assert!(layernorm_w_mattered > 0, "W never changed a layer norm");
     assert!(matmul_r_mattered > 0, "R never changed a matmul");
 }
+
+/// The trained character model of `models/char-gpt`: golden and numpy
+/// generate the same text from "The " (token ids from its `vocab.json`),
+/// the whole context at R = 8, W = 8 and a few tokens at R = 16, W = 1.
+#[test]
+fn golden_and_numpy_agree_on_the_trained_model() {
+    let dir = tb::gpt::workspace_root().join("models/char-gpt");
+    let model = compiler::gpt::load_gpt(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let vocab = std::fs::read_to_string(dir.join("vocab.json")).unwrap();
+    let chars: serde_json::Value = serde_json::from_str(&vocab).unwrap();
+    let chars: Vec<char> = chars["chars"]
+        .as_array()
+        .expect("vocab.json lists its characters")
+        .iter()
+        .map(|c| c.as_str().unwrap().chars().next().unwrap())
+        .collect();
+    assert_eq!(chars.len(), model.dims.vocab());
+    let prompt: Vec<u32> = "The "
+        .chars()
+        .map(|c| chars.iter().position(|&v| v == c).unwrap() as u32)
+        .collect();
+    let context = model.dims.context();
+    for (steps, rows_r, w) in [(context - prompt.len() + 1, 8, 8), (6, 16, 1)] {
+        let (tokens, _) = both_agree(&model, &prompt, steps, rows_r, w);
+        let text: String = tokens.iter().map(|&t| chars[t as usize]).collect();
+        println!("R {rows_r} W {w}: The {text}");
+    }
+}
