@@ -150,6 +150,7 @@ pub struct MxuConfig {
     acc_rows: u32,
     depth: u32,
     whole_rows: u32,
+    int8_mode: bool,
 }
 
 impl MxuConfig {
@@ -163,6 +164,7 @@ impl MxuConfig {
         acc_rows: 256,
         depth: 0,
         whole_rows: 0,
+        int8_mode: false,
     };
 
     /// A validated configuration with the default accumulator depth:
@@ -200,6 +202,7 @@ impl MxuConfig {
             acc_rows,
             depth: 0,
             whole_rows: 0,
+            int8_mode: false,
         })
     }
 
@@ -238,6 +241,23 @@ impl MxuConfig {
         Ok(MxuConfig { whole_rows, ..self })
     }
 
+    /// This configuration with int8 mode on or off. A bf16 array in int8
+    /// mode also computes int8 rows: each activation row carries a mode bit
+    /// (`a_int8_i`), and a row with it set multiplies the low bytes of its
+    /// lanes and of the weights as int8 and sums the products in wrapping
+    /// int32 (`docs/numerics.md`, "int8 matmul"), at the bf16 array's
+    /// timing. One array then serves both a quantized model and a bf16 one.
+    /// Only a bf16 array has it: an int8 array computes int8 already.
+    pub fn with_int8_mode(self, int8_mode: bool) -> Result<Self, ConfigError> {
+        if int8_mode && self.dtype != ElemType::Bf16 {
+            return Err(ConfigError(format!(
+                "MXU int8_mode is an option of the bf16 array, not of dtype {}",
+                self.dtype
+            )));
+        }
+        Ok(MxuConfig { int8_mode, ..self })
+    }
+
     /// Array rows R: the K extent of one weight tile.
     pub fn rows(&self) -> u32 {
         self.rows
@@ -271,6 +291,12 @@ impl MxuConfig {
         self.whole_rows
     }
 
+    /// Whether the bf16 array also computes int8 rows
+    /// ([`MxuConfig::with_int8_mode`]).
+    pub fn int8_mode(&self) -> bool {
+        self.int8_mode
+    }
+
     /// Whether `whole_rows` changes the array: int8 at depth 4 or 5 (where
     /// the PEs split their products) with `whole_rows` above 0.
     pub fn whole_rows_in_effect(&self) -> bool {
@@ -278,8 +304,9 @@ impl MxuConfig {
     }
 
     /// Parameters as (name, value) pairs, in a fixed order, for file headers
-    /// and logs. The depth is listed when it is not 0, so that the files of an
-    /// unpipelined array are the ones it has always had.
+    /// and logs. The depth, `whole_rows` and `int8_mode` are listed when they
+    /// are not their defaults, so that the files of an array without them are
+    /// the ones it has always had.
     pub fn params(&self) -> Vec<(String, String)> {
         let mut params = vec![
             ("dtype".to_string(), self.dtype.to_string()),
@@ -293,12 +320,15 @@ impl MxuConfig {
         if self.whole_rows != 0 {
             params.push(("whole_rows".to_string(), self.whole_rows.to_string()));
         }
+        if self.int8_mode {
+            params.push(("int8_mode".to_string(), "true".to_string()));
+        }
         params
     }
 
     /// Parses the TOML form, e.g. `rows = 16`, `cols = 16`, `dtype = "int8"`,
-    /// `acc_rows = 512`, `depth = 2`, `whole_rows = 9`, with
-    /// missing keys taken from [`MxuConfig::DEFAULT`]. Unknown keys are an error so
+    /// `acc_rows = 512`, `depth = 2`, `whole_rows = 9`, `int8_mode = true`,
+    /// with missing keys taken from [`MxuConfig::DEFAULT`]. Unknown keys are an error so
     /// that a typo is not silently ignored.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
         let raw: RawMxuConfig =
@@ -331,6 +361,9 @@ impl fmt::Display for MxuConfig {
         if self.whole_rows != 0 {
             write!(f, ", {} whole rows", self.whole_rows)?;
         }
+        if self.int8_mode {
+            f.write_str(", int8 mode")?;
+        }
         f.write_str(")")
     }
 }
@@ -345,6 +378,30 @@ struct RawMxuConfig {
     acc_rows: Option<u32>,
     depth: Option<u32>,
     whole_rows: Option<u32>,
+    #[serde(default, deserialize_with = "flag")]
+    int8_mode: Option<bool>,
+}
+
+/// A yes/no key: a TOML boolean, or its name as a string (`"true"`,
+/// `"false"`), which is how a tool hands over a choice made on its command
+/// line (`gen --int8-mode true`).
+fn flag<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Option<bool>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Flag {
+        Bool(bool),
+        Name(String),
+    }
+    match Flag::deserialize(de)? {
+        Flag::Bool(b) => Ok(Some(b)),
+        Flag::Name(n) => match n.as_str() {
+            "true" => Ok(Some(true)),
+            "false" => Ok(Some(false)),
+            _ => Err(serde::de::Error::custom(format!(
+                "expected true or false, got '{n}'"
+            ))),
+        },
+    }
 }
 
 impl RawMxuConfig {
@@ -357,7 +414,8 @@ impl RawMxuConfig {
             self.acc_rows.unwrap_or(d.acc_rows),
         )?
         .with_depth(self.depth.unwrap_or(d.depth))?
-        .with_whole_rows(self.whole_rows.unwrap_or(d.whole_rows))
+        .with_whole_rows(self.whole_rows.unwrap_or(d.whole_rows))?
+        .with_int8_mode(self.int8_mode.unwrap_or(d.int8_mode))
     }
 }
 
@@ -424,11 +482,44 @@ mod tests {
             "acc_rows = 3",
             "depth = 99",
             "rows = 4\nwhole_rows = 5",
+            "int8_mode = true",
+            "dtype = \"bf16\"\nint8_mode = \"yes\"",
+            "dtype = \"bf16\"\nint8_mode = 1",
         ] {
             let err = MxuConfig::from_toml(bad).unwrap_err().to_string();
             assert!(!err.contains('\n'), "{bad}: {err}");
             assert!(!err.is_empty());
         }
+    }
+
+    #[test]
+    fn int8_mode_is_a_bf16_option_named_only_when_on() {
+        let int8 = MxuConfig::new(4, 4, ElemType::Int8).unwrap();
+        assert!(int8.with_int8_mode(false).is_ok());
+        let err = int8.with_int8_mode(true).unwrap_err().to_string();
+        assert!(err.contains("bf16") && !err.contains('\n'), "{err}");
+        let bf16 = MxuConfig::new(4, 4, ElemType::Bf16).unwrap();
+        assert!(!bf16.int8_mode());
+        let dual = bf16.with_depth(2).unwrap().with_int8_mode(true).unwrap();
+        assert!(dual.int8_mode());
+        assert_eq!(MxuConfig::from_toml(&dual.to_toml()).unwrap(), dual);
+        // The flag's name, as a command line hands it over, reads as the flag.
+        for text in ["int8_mode = true", "int8_mode = \"true\""] {
+            let c = MxuConfig::from_toml(&format!("dtype = \"bf16\"\n{text}")).unwrap();
+            assert!(c.int8_mode(), "{text}");
+        }
+        assert_eq!(
+            MxuConfig::from_toml("int8_mode = \"false\"").unwrap(),
+            MxuConfig::DEFAULT
+        );
+        // Off, the parameters (the files' headers) are what they were.
+        assert_eq!(bf16.params().len(), 4);
+        let last = dual.params().pop().unwrap();
+        assert_eq!(last, ("int8_mode".to_string(), "true".to_string()));
+        assert!(
+            dual.to_string().ends_with(", depth 2, int8 mode)"),
+            "{dual}"
+        );
     }
 
     #[test]

@@ -401,7 +401,8 @@ fn block_list_names_every_block_with_its_parameters_and_presets() {
             assert!(text.lines().any(|l| l == line), "'{line}' missing:\n{text}");
         }
     }
-    let mxu_4x4 = "    int8-4x4: rows=4 cols=4 dtype=int8 acc_rows=256 depth=0 whole_rows=0";
+    let mxu_4x4 =
+        "    int8-4x4: rows=4 cols=4 dtype=int8 acc_rows=256 depth=0 whole_rows=0 int8_mode=false";
     assert!(text.lines().any(|l| l == mxu_4x4), "{text}");
     // Nothing is written.
     assert!(!dir.path().join("build").exists());

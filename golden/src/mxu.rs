@@ -66,6 +66,20 @@
 //! through that write. Total cycles are the sum over passes (the host resets
 //! the MXU and reads the accumulator out between passes; that is not
 //! counted). MACs = M*K*N; utilization = MACs / (cycles * R * C).
+//!
+//! # Int8 mode
+//!
+//! A bf16 array in int8 mode (`MxuConfig::int8_mode`) takes a mode bit with
+//! every activation row. A bf16 row computes what the bf16 array computes.
+//! An int8 row reads the low byte (bits 7..0) of each 16-bit operand, of its
+//! activations and of the weights, as int8, and computes the int8 matmul's
+//! semantics (`docs/numerics.md`, "int8 matmul": exact products, wrapping
+//! int32 sums); its accumulator write overwrites or adds in wrapping int32.
+//! The timing contract is the bf16 array's at the same depth for both kinds
+//! of rows, so [`MxuTiming`] of the configuration (whose element type is
+//! bf16) is its cycle model. A whole matmul of one kind is
+//! [`matmul_int8_low_bytes`] or [`matmul_bf16`]; rows of both kinds mixed in
+//! one tile are [`tile_row`] and [`accumulate`], row by row.
 
 use crate::numerics::{add32, bf16_mul};
 use config::mxu_plan::MatmulPlan;
@@ -141,6 +155,66 @@ pub fn matmul_bf16(a: &[u16], b: &[u16], m: usize, k: usize, n: usize, rows_r: u
         }
     }
     c
+}
+
+/// The int8 value an int8 row of an array in int8 mode reads from a 16-bit
+/// operand: its low byte, as two's complement (bits 15..8 are ignored).
+pub fn low_byte(x: u16) -> i8 {
+    x as u8 as i8
+}
+
+/// The int8 matmul of the low bytes of `a` (A\[m\]\[k\]) and `b`
+/// (B\[k\]\[n\]): what an array in int8 mode computes for a matmul streamed
+/// as int8 rows, [`matmul_int8`] of [`low_byte`] of every operand.
+///
+/// # Panics
+///
+/// If `a.len() != m * k` or `b.len() != k * n`.
+pub fn matmul_int8_low_bytes(a: &[u16], b: &[u16], m: usize, k: usize, n: usize) -> Vec<i32> {
+    check_shapes(a.len(), b.len(), m, k, n);
+    let low = |x: &[u16]| x.iter().map(|&v| low_byte(v)).collect::<Vec<i8>>();
+    matmul_int8(&low(a), &low(b), m, k, n)
+}
+
+/// What one activation row `row` (R operands) computes with one weight tile
+/// on an array in int8 mode, column by column: `tile` holds the tile's R x C
+/// weights, W\[k\]\[c\] at `k * cols + c`. An int8 row (`int8`) gives
+/// sum_k low(row\[k\]) x low(W\[k\]\[c\]) wrapping in int32 (as bits); a bf16
+/// row the tile sum of `docs/numerics.md`, "bf16 matmul" step 3: from +0.0,
+/// `add32` of each `bf16_mul(row[k], W[k][c])` in ascending k.
+///
+/// # Panics
+///
+/// If `row` is empty, `cols` is 0 or `tile.len() != row.len() * cols`.
+pub fn tile_row(row: &[u16], tile: &[u16], cols: usize, int8: bool) -> Vec<u32> {
+    assert!(!row.is_empty() && cols > 0, "a tile has rows and columns");
+    assert_eq!(tile.len(), row.len() * cols, "the tile holds R x C weights");
+    (0..cols)
+        .map(|c| {
+            let weights = tile.iter().skip(c).step_by(cols);
+            if int8 {
+                row.iter().zip(weights).fold(0i32, |s, (&a, &w)| {
+                    s.wrapping_add(i32::from(low_byte(a)) * i32::from(low_byte(w)))
+                }) as u32
+            } else {
+                row.iter()
+                    .zip(weights)
+                    .fold(0u32, |s, (&a, &w)| add32(s, bf16_mul(a, w)))
+            }
+        })
+        .collect()
+}
+
+/// An accumulator row's next value, one column: the row's result `new`
+/// where the row overwrites (`add` low); where it adds, `old` + `new` in
+/// wrapping int32 for an int8 row, `add32(old, new)` for a bf16 row (the
+/// accumulator the first operand).
+pub fn accumulate(old: u32, new: u32, add: bool, int8: bool) -> u32 {
+    match (add, int8) {
+        (false, _) => new,
+        (true, true) => old.wrapping_add(new),
+        (true, false) => add32(old, new),
+    }
 }
 
 fn check_shapes(a_len: usize, b_len: usize, m: usize, k: usize, n: usize) {
@@ -858,6 +932,83 @@ mod tests {
     #[should_panic(expected = "nonzero")]
     fn empty_matmul_has_no_schedule() {
         MxuTiming::new(&cfg(2, 2), 0, 1, 1);
+    }
+
+    #[test]
+    fn int8_mode_rows_are_the_matmuls_of_their_kind() {
+        // Row by row over the k-tiles, with the accumulator as a host runs
+        // it (k-tile 0 overwrites), tile_row and accumulate give the whole
+        // matmuls: int8 over the low bytes and bf16 as the contract tiles it.
+        let (m, k, n, r) = (3, 7, 2, 3);
+        let a: Vec<u16> = (0..m * k)
+            .map(|i| (i as u16).wrapping_mul(40_503))
+            .collect();
+        let b: Vec<u16> = (0..k * n)
+            .map(|i| (i as u16).wrapping_mul(12_347) ^ 0x3F80)
+            .collect();
+        for int8 in [true, false] {
+            let mut c = vec![0u32; m * n];
+            for kt in 0..k.div_ceil(r) {
+                let at = |kk: usize| kt * r + kk;
+                let tile: Vec<u16> = (0..r * n)
+                    .map(|i| {
+                        if at(i / n) < k {
+                            b[at(i / n) * n + i % n]
+                        } else {
+                            0
+                        }
+                    })
+                    .collect();
+                for i in 0..m {
+                    let row: Vec<u16> = (0..r)
+                        .map(|kk| if at(kk) < k { a[i * k + at(kk)] } else { 0 })
+                        .collect();
+                    for (j, new) in tile_row(&row, &tile, n, int8).into_iter().enumerate() {
+                        c[i * n + j] = accumulate(c[i * n + j], new, kt > 0, int8);
+                    }
+                }
+            }
+            let expected: Vec<u32> = if int8 {
+                matmul_int8_low_bytes(&a, &b, m, k, n)
+                    .into_iter()
+                    .map(|x| x as u32)
+                    .collect()
+            } else {
+                matmul_bf16(&a, &b, m, k, n, r)
+            };
+            assert_eq!(c, expected, "int8 {int8}");
+        }
+    }
+
+    #[test]
+    fn int8_mode_reads_the_low_bytes_and_wraps() {
+        // Bits 15..8 are ignored; -128 x -128 sums wrap in int32.
+        assert_eq!(low_byte(0xA580), -128);
+        assert_eq!(low_byte(0x127F), 127);
+        let k = 1 << 17;
+        let c = matmul_int8_low_bytes(&vec![0x0080; k], &vec![0xFF80; k], 1, k, 1);
+        assert_eq!(c, [(16384i64 * k as i64) as i32]);
+        assert_eq!(c, [i32::MIN]);
+        assert_eq!(accumulate(i32::MAX as u32, 1, true, true), i32::MIN as u32);
+        assert_eq!(accumulate(7, 9, false, true), 9);
+        // A bf16 row adds in fp32: 1.0 + 1.0 = 2.0.
+        assert_eq!(
+            accumulate(0x3F80_0000, 0x3F80_0000, true, false),
+            0x4000_0000
+        );
+    }
+
+    #[test]
+    fn int8_mode_has_the_bf16_arrays_timing() {
+        for depth in config::MXU_DEPTH_RANGE {
+            let bf16 = cfg_of(3, 2, ElemType::Bf16, 16).with_depth(depth).unwrap();
+            let dual = bf16.with_int8_mode(true).unwrap();
+            assert_eq!(
+                MxuTiming::new(&dual, 40, 10, 5),
+                MxuTiming::new(&bf16, 40, 10, 5),
+                "depth {depth}"
+            );
+        }
     }
 
     #[test]

@@ -109,8 +109,9 @@ pub fn moderate_bf16(rng: &mut impl Rng) -> u16 {
 pub fn random_traffic(d: &mut MxuDriver, rng: &mut impl Rng) {
     use mxu::ports;
     let cycles = rng.gen_range(1..=80);
+    let int8_mode = d.config().int8_mode();
     let model = d.model_mut();
-    let inputs = [
+    let mut inputs = vec![
         ports::W_VALID,
         ports::W_ROW,
         ports::A_VALID,
@@ -120,8 +121,14 @@ pub fn random_traffic(d: &mut MxuDriver, rng: &mut impl Rng) {
         ports::A_ACC_ADD,
         ports::ACC_RD_EN,
         ports::ACC_RD_ADDR,
-    ]
-    .map(|name| model.port(name).unwrap());
+    ];
+    if int8_mode {
+        inputs.push(ports::A_INT8);
+    }
+    let inputs: Vec<_> = inputs
+        .into_iter()
+        .map(|name| model.port(name).unwrap())
+        .collect();
     for _ in 0..cycles {
         for &p in &inputs {
             let width = model.width(p);

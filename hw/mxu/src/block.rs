@@ -73,6 +73,12 @@ const FMAX_PRESETS: [(&str, ElemType, u32); 3] = [
     ("ice40-fmax", ElemType::Int8, 4),
 ];
 
+/// The presets of the bf16 array in int8 mode: (rows, cols, depth). The 8x8
+/// is the size the mode is measured at (`docs/mxu.md`); the 3x2 at depth 5
+/// has every register a depth adds (the staged adder among
+/// them), on skews of unequal length.
+const INT8_MODE_PRESETS: [(u32, u32, u32); 2] = [(8, 8, 0), (3, 2, 5)];
+
 impl Block for Mxu {
     type Config = MxuConfig;
 
@@ -135,6 +141,12 @@ impl Block for Mxu {
                 },
                 help: "int8 at depth 4 and 5: the first N rows of PEs multiply with one 8x8 multiplier each (for a part's DSP blocks) instead of two half multipliers (for LUTs); at most rows, same bits and cycles",
             },
+            Param {
+                name: "int8_mode",
+                value_name: "BOOL",
+                kind: ParamKind::Choice(vec!["false", "true"]),
+                help: "bf16 only: the array also computes int8 rows (input a_int8_i): int8 products of each lane's low byte, summed in wrapping int32, at the bf16 array's timing",
+            },
         ]
     }
 
@@ -157,7 +169,21 @@ impl Block for Mxu {
                 .expect("presets are valid"),
             fpga_report: true,
         });
-        sized.chain(fmax).collect()
+        let int8_mode = INT8_MODE_PRESETS.iter().map(|&(rows, cols, depth)| {
+            let depth_name = match depth {
+                0 => String::new(),
+                d => format!("-d{d}"),
+            };
+            Preset {
+                name: format!("bf16-int8-{rows}x{cols}{depth_name}"),
+                config: MxuConfig::new(rows, cols, ElemType::Bf16)
+                    .and_then(|c| c.with_depth(depth))
+                    .and_then(|c| c.with_int8_mode(true))
+                    .expect("presets are valid"),
+                fpga_report: false,
+            }
+        });
+        sized.chain(fmax).chain(int8_mode).collect()
     }
 
     fn top_name(&self, cfg: &MxuConfig) -> String {
@@ -170,7 +196,8 @@ impl Block for Mxu {
 
     /// One multiplier per processing element (8x8: int8 operands, or bf16
     /// significands with their hidden bit), row-major; the accumulator in
-    /// block RAM (32 * C bits wide, read twice).
+    /// block RAM (32 * C bits wide, read twice). A bf16 array in int8 mode
+    /// has one signed 9x9 multiplier per PE, shared by both kinds of rows.
     ///
     /// The int8 PEs of depth 4 have two multipliers each, 8 x 4 and 8 x 5
     /// (the partial products): the high ones get DSP blocks first. The
@@ -235,12 +262,19 @@ impl Block for Mxu {
                 ..FpgaFacts::default()
             });
         }
+        // In int8 mode, bf16 significands (0_1fffffff) and int8 low bytes
+        // (sign-extended) share one signed 9x9 product.
+        let (width, signed) = if cfg.int8_mode() {
+            (9, true)
+        } else {
+            (8, cfg.dtype() == ElemType::Int8)
+        };
         Ok(FpgaFacts {
             multipliers: vec![Multipliers {
                 what: "processing elements",
                 count: u64::from(cfg.rows()) * u64::from(cfg.cols()),
-                widths: (8, 8),
-                signed: cfg.dtype() == ElemType::Int8,
+                widths: (width, width),
+                signed,
                 owners: Some(Owners {
                     cols: u64::from(cfg.cols()),
                     row: Some(PE_ROW_PATTERN),
@@ -276,7 +310,7 @@ impl Block for Mxu {
         Companions {
             golden: Has::Yes("mxu"),
             driver: Has::Yes(()),
-            tests: Has::Yes(&["mxu_int8.rs", "mxu_bf16.rs"]),
+            tests: Has::Yes(&["mxu_int8.rs", "mxu_bf16.rs", "mxu_int8_mode.rs"]),
         }
     }
 
@@ -331,8 +365,14 @@ mod tests {
                     assert!(Mxu.configure(&at(max + 1)).is_err(), "{} above", p.name);
                 }
                 ParamKind::Choice(names) => {
+                    // int8 mode is an option of the bf16 array only.
+                    let dtype = if p.name == "int8_mode" {
+                        "dtype = \"bf16\"\n"
+                    } else {
+                        ""
+                    };
                     for n in names {
-                        let t = table(&format!("{} = \"{n}\"", p.name));
+                        let t = table(&format!("{dtype}{} = \"{n}\"", p.name));
                         assert!(Mxu.configure(&t).is_ok(), "{n}");
                     }
                 }
@@ -350,6 +390,53 @@ mod tests {
         assert_eq!(c.design_params(), cfg.params());
         let mut design = Design::new();
         assert_eq!(c.elaborate(&mut design).name, c.top_name());
+    }
+
+    #[test]
+    fn int8_mode_is_a_flag_of_the_bf16_array_with_names_of_its_own() {
+        // A command line hands the flag over as its name, a file as a boolean.
+        for text in ["int8_mode = \"true\"", "int8_mode = true"] {
+            let c = Mxu
+                .configure(&table(&format!("dtype = \"bf16\"\n{text}")))
+                .unwrap();
+            assert_eq!(c.top_name(), "mxu_bf16_8x8_acc256_i8m", "{text}");
+            assert_eq!(
+                c.design_params().last(),
+                Some(&("int8_mode".to_string(), "true".to_string()))
+            );
+            let err = Mxu.configure(&table(text)).err().expect("int8 refuses it");
+            assert!(err.contains("bf16") && !err.contains('\n'), "{err}");
+        }
+        let params = Block::params(&Mxu);
+        let flag = params.iter().find(|p| p.name == "int8_mode").unwrap();
+        assert_eq!(Mxu.default_text(flag).as_deref(), Some("false"));
+        // Its PEs differ from the bf16 array's, every other module is shared.
+        let bf16 = MxuConfig::new(2, 2, ElemType::Bf16).unwrap();
+        for depth in config::MXU_DEPTH_RANGE {
+            let plain = bf16.with_depth(depth).unwrap();
+            let dual = plain.with_int8_mode(true).unwrap();
+            let names = |cfg: &MxuConfig| {
+                let mut design = Design::new();
+                build(&mut design, cfg);
+                let mut names: Vec<String> =
+                    design.modules().iter().map(|d| d.name.clone()).collect();
+                names.sort();
+                names
+            };
+            let (plain, dual) = (names(&plain), names(&dual));
+            // The top and the PE; at depth 5 also the PE's kept operand
+            // register, which holds the mode bit beside the activation.
+            let new: Vec<&str> = dual
+                .iter()
+                .filter(|n| !plain.contains(n))
+                .map(String::as_str)
+                .collect();
+            let expected = 2 + usize::from(depth == 5);
+            assert_eq!(new.len(), expected, "depth {depth}: {new:?}");
+            let suffixed = new.iter().filter(|n| n.ends_with("_i8m")).count();
+            assert_eq!(suffixed, 2, "depth {depth}: {new:?}");
+            assert!(depth < 5 || new.contains(&"kept_reg_u17"), "{new:?}");
+        }
     }
 
     #[test]

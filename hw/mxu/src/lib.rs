@@ -69,6 +69,12 @@
 //! is the accumulator adder's latency (0 for int8, 2 for bf16, one more at
 //! depth 3).
 //!
+//! **Int8 mode.** A bf16 array with [`MxuConfig::int8_mode`] also computes
+//! int8 rows: a mode bit taken with each row (`a_int8_i`) travels with it
+//! through the array, and its PEs (`_i8m`) read the low bytes of the lanes as
+//! int8 and sum in int32, at the bf16 array's timing; the module
+//! `int8_mode` says how.
+//!
 //! **Interface timing** is a contract of its own, stated at the ports in what
 //! follows (`hw/mxu/TIMING.md`): what a host may rely on and must do, as numbered
 //! rules and closed-form cycle counts. [`Timing`] holds its constants for a
@@ -86,6 +92,7 @@ use hw::{
 use std::rc::Rc;
 
 mod block;
+mod int8_mode;
 pub use block::{fmax_depth, Mxu, PE_PATTERN, PE_ROW_PATTERN};
 
 /// Port names of the MXU top module.
@@ -96,6 +103,8 @@ pub mod ports {
     pub const A_VALID: &str = "a_valid_i";
     pub const A_FIRST: &str = "a_first_i";
     pub const A_ROW: &str = "a_row_i";
+    /// The row is an int8 row (an array in int8 mode only).
+    pub const A_INT8: &str = "a_int8_i";
     pub const A_ACC_ADDR: &str = "a_acc_addr_i";
     pub const A_ACC_ADD: &str = "a_acc_add_i";
     pub const A_READY: &str = "a_ready_o";
@@ -241,7 +250,8 @@ fn multiplier_operand_registers(product_latency: u32) -> bool {
 }
 
 /// The Verilog name of the top module for `cfg`, e.g. `mxu_int8_8x8_acc256`,
-/// or `mxu_int8_8x8_acc256_d2` at depth 2.
+/// `mxu_int8_8x8_acc256_d2` at depth 2, or `mxu_bf16_8x8_acc256_i8m` for a
+/// bf16 array in int8 mode.
 pub fn top_name(cfg: &MxuConfig) -> String {
     let depth = match cfg.depth() {
         0 => String::new(),
@@ -251,8 +261,13 @@ pub fn top_name(cfg: &MxuConfig) -> String {
         0 => String::new(),
         w => format!("_w{w}"),
     };
+    let mode = if cfg.int8_mode() {
+        int8_mode::NAME_SUFFIX
+    } else {
+        ""
+    };
     format!(
-        "mxu_{}_{}x{}_acc{}{depth}{whole}",
+        "mxu_{}_{}x{}_acc{}{depth}{whole}{mode}",
         cfg.dtype(),
         cfg.rows(),
         cfg.cols(),
@@ -284,8 +299,16 @@ pub fn build(design: &mut Design, cfg: &MxuConfig) -> Rc<ModuleDef> {
     let name = top_name(cfg);
     let cfg = *cfg;
     design.define(&name, &params, |design, m| {
-        m.doc("weight-stationary systolic array: weight FIFO, shadow weights, accumulator");
-        let pe = pe(design, cfg.dtype(), cfg.depth());
+        m.doc(if cfg.int8_mode() {
+            "weight-stationary systolic array: weight FIFO, shadow weights, accumulator; bf16 rows and int8 rows"
+        } else {
+            "weight-stationary systolic array: weight FIFO, shadow weights, accumulator"
+        });
+        let pe = if cfg.int8_mode() {
+            int8_mode::pe(design, cfg.depth())
+        } else {
+            pe(design, cfg.dtype(), cfg.depth())
+        };
         let whole_pe = cfg.whole_rows_in_effect().then(|| {
             pe_int8(
                 design,
@@ -470,6 +493,7 @@ fn build_top(m: &mut ModuleBuilder, cfg: &MxuConfig, parts: &Parts) {
     let a_valid = m.input(A_VALID, Ty::BOOL);
     let a_first = m.input(A_FIRST, Ty::BOOL);
     let a_row = m.input(A_ROW, Ty::u(rows * op_bits));
+    let a_int8 = cfg.int8_mode().then(|| m.input(A_INT8, Ty::BOOL));
     let a_addr = m.input(A_ACC_ADDR, Ty::u(acc_aw));
     let a_add = m.input(A_ACC_ADD, Ty::BOOL);
     let rd_en = m.input(ACC_RD_EN, Ty::BOOL);
@@ -491,6 +515,10 @@ fn build_top(m: &mut ModuleBuilder, cfg: &MxuConfig, parts: &Parts) {
         (a_row, loader.first_accept, head.row, loader.take)
     };
     activation_skew(m, cfg, &t, &buses, a_row, first_accept);
+    if let Some(a_int8) = a_int8 {
+        let a_int8 = registered_if(m, t.input_latency == 1, "a_int8_in", a_int8);
+        int8_mode::mode_skew(m, cfg, &t, &buses, a_int8);
+    }
     weight_skew(m, cfg, &buses, w_row, take);
     match parts.whole_pe {
         Some(whole_pe) => {
@@ -510,7 +538,13 @@ fn build_top(m: &mut ModuleBuilder, cfg: &MxuConfig, parts: &Parts) {
     }
     let out_row = deskew(m, cfg, &buses);
     let banked = parts.acc_bank.is_some();
-    let side = RowSide::pipe(m, &t, acc_aw, banked, (loader.accept, a_add, a_addr));
+    let side = RowSide::pipe(
+        m,
+        &t,
+        acc_aw,
+        banked,
+        (loader.accept, a_int8, a_add, a_addr),
+    );
     let data = accumulator(m, cfg, parts, out_row, &side, (rd_en, rd_addr));
     m.output(ACC_RD_DATA, data);
     let rd_valid = delay(m, "rd_valid", rd_en, t.read_latency, Some(0));
@@ -623,6 +657,9 @@ fn loader(
 /// wavefront) serves the whole grid instead of a flag register in every PE.
 struct ArrayBuses {
     act: Bus,
+    /// In int8 mode, each activation's mode bit (set: an int8 row), beside
+    /// `act`.
+    act_int8: Option<Bus>,
     first: Bus,
     psum: Bus,
     wchain: Bus,
@@ -637,6 +674,9 @@ impl ArrayBuses {
         let wavefronts = (rows - 1) * t.pe_latency + cols;
         ArrayBuses {
             act: m.bus("act", op_ty, &[rows, cols + 1]),
+            act_int8: cfg
+                .int8_mode()
+                .then(|| m.bus("act_int8", Ty::BOOL, &[rows, cols + 1])),
             first: m.bus("first", Ty::BOOL, &[wavefronts]),
             psum: m.bus("psum", sum_ty(cfg.dtype()), &[rows + 1, cols]),
             wchain: m.bus("wchain", op_ty, &[rows + 1, cols]),
@@ -732,10 +772,21 @@ fn pe_grid(
     m.array_connect(grid, "psum_i", buses.psum, &[r.clone(), c.clone()]);
     m.array_connect(grid, "psum_o", buses.psum, &[r.clone() + 1, c.clone()]);
     m.array_connect(grid, "w_i", buses.wchain, &[r.clone(), c.clone()]);
-    m.array_connect(grid, "w_o", buses.wchain, &[r + 1, c.clone()]);
-    m.array_connect(grid, "w_shift_i", buses.wshift, &[c]);
+    m.array_connect(grid, "w_o", buses.wchain, &[r.clone() + 1, c.clone()]);
+    m.array_connect(grid, "w_shift_i", buses.wshift, std::slice::from_ref(&c));
+    if let Some(act_int8) = buses.act_int8 {
+        m.array_connect(grid, "int8_i", act_int8, &[r.clone(), c.clone()]);
+        m.array_connect(grid, "int8_o", act_int8, &[r.clone(), c + 1]);
+    }
     if rows.end < cfg.rows() {
         return;
+    }
+    if buses.act_int8.is_some() {
+        m.waive(
+            "UNUSEDSIGNAL",
+            "act_int8",
+            "mode bits leaving the right edge of the array have no consumer",
+        );
     }
     m.waive(
         "UNUSEDSIGNAL",
@@ -771,6 +822,8 @@ struct RowSide {
     out_valid: Expr,
     out_addr: Expr,
     out_add: Expr,
+    /// In int8 mode, whether the output row is an int8 row.
+    out_int8: Option<Expr>,
     /// With a banked accumulator, `out_valid` and `out_addr` a cycle early
     /// (the last stage's inputs), for the banks' registers of their own.
     early: Option<(Expr, Expr)>,
@@ -782,7 +835,7 @@ impl RowSide {
         t: &Timing,
         acc_aw: u32,
         banked: bool,
-        (accept, a_add, a_addr): (Expr, Expr, Expr),
+        (accept, a_int8, a_add, a_addr): (Expr, Option<Expr>, Expr, Expr),
     ) -> RowSide {
         let valid_pipe = m.reg_reset("valid_pipe", Ty::u(t.array_latency), 0);
         let (valid_next, early_valid) = if t.array_latency == 1 {
@@ -793,7 +846,7 @@ impl RowSide {
         };
         m.set_next(valid_pipe, valid_next);
         let out_valid = m.wire("out_valid", valid_pipe.q().msb());
-        let side_in = cat(&[a_add, a_addr]);
+        let side_in = side_bits(a_int8, a_add, a_addr);
         let (side, early) = if banked {
             let early = delay(m, "side_pipe", side_in, t.array_latency - 1, None);
             let side = m.registered("side_last", early);
@@ -805,9 +858,19 @@ impl RowSide {
             valid_pipe,
             out_valid,
             out_addr: side.slice(0, acc_aw),
-            out_add: side.msb(),
+            out_add: side.bit(acc_aw),
+            out_int8: a_int8.map(|_| side.msb()),
             early,
         }
+    }
+}
+
+/// A row's side bits as they travel beside it: its address in the low
+/// bits, the add flag above it, and in int8 mode the row's mode on top.
+fn side_bits(int8: Option<Expr>, add: Expr, addr: Expr) -> Expr {
+    match int8 {
+        Some(int8) => cat(&[int8, add, addr]),
+        None => cat(&[add, addr]),
     }
 }
 
@@ -839,8 +902,9 @@ fn accumulator(
     let old = memory.old;
     let row1 = m.reg("row1", out_row.ty());
     m.set_next(row1, out_row);
-    let side1 = m.reg("side1", Ty::u(acc_aw + 1));
-    m.set_next(side1, cat(&[side.out_add, side.out_addr]));
+    let side1_bits = side_bits(side.out_int8, side.out_add, side.out_addr);
+    let side1 = m.reg("side1", side1_bits.ty());
+    m.set_next(side1, side1_bits);
     let valid1 = m.reg_reset("valid1", Ty::BOOL, 0);
     m.set_next(valid1, side.out_valid);
     let read = AccRead {
@@ -870,7 +934,7 @@ fn accumulator(
     let la = Stages::of(cfg.dtype(), cfg.depth()).acc_adder_latency;
     let write = match parts.acc_adder {
         None => add_int32(cfg.cols(), &read),
-        Some(adder) => add_fp32(m, cfg.cols(), la, adder, &read),
+        Some(adder) => add_fp32(m, cfg, la, adder, &read),
     };
     let new_row = m.wire("acc_new_row", write.row);
     let wr_valid = m.wire("acc_write", write.valid);
@@ -969,7 +1033,8 @@ impl AccMemory {
 struct AccRead {
     old: Expr,
     new: Expr,
-    /// The add flag (top bit) and the address.
+    /// The side bits ([`side_bits`]): the address, the add flag above it,
+    /// and in int8 mode the row's mode on top.
     side: Expr,
     valid: Expr,
 }
@@ -994,14 +1059,18 @@ fn add_int32(cols: u32, read: &AccRead) -> AccWrite {
 }
 
 /// fp32: one adder per column, `la` cycles deep; the row, its side bits and
-/// its valid bit wait beside them.
+/// its valid bit wait beside them. In int8 mode an int8 row that adds takes
+/// the wrapping int32 sums instead, formed before the wait and waiting in
+/// the row's place.
 fn add_fp32(
     m: &mut ModuleBuilder,
-    cols: u32,
+    cfg: &MxuConfig,
     la: u32,
     adder: &Rc<ModuleDef>,
     read: &AccRead,
 ) -> AccWrite {
+    let cols = cfg.cols();
+    let acc_aw = cfg.acc_rows().trailing_zeros();
     let acc_old = m.bus("acc_old", Ty::u(32), &[cols]);
     let acc_new = m.bus("acc_new", Ty::u(32), &[cols]);
     let acc_sum = m.bus("acc_sum", Ty::u(32), &[cols]);
@@ -1015,7 +1084,12 @@ fn add_fp32(
     m.array_connect(adders, "a_i", acc_old, std::slice::from_ref(&c));
     m.array_connect(adders, "b_i", acc_new, std::slice::from_ref(&c));
     m.array_connect(adders, "sum_o", acc_sum, &[c]);
-    let row_late = delay(m, "row_late", read.new, la, None);
+    let waiting = if cfg.int8_mode() {
+        int8_mode::acc_int_sums(m, cols, acc_aw, read)
+    } else {
+        read.new
+    };
+    let row_late = delay(m, "row_late", waiting, la, None);
     let side_late = delay(m, "side_late", read.side, la, None);
     let valid_late = m.reg_reset("valid_late", Ty::u(la), 0);
     let next = if la == 1 {
@@ -1024,7 +1098,12 @@ fn add_fp32(
         cat(&[valid_late.q().slice(0, la - 1), read.valid])
     };
     m.set_next(valid_late, next);
-    let add = side_late.msb();
+    // The fp32 sum for a bf16 row that adds; the waiting row otherwise.
+    let add = if cfg.int8_mode() {
+        side_late.bit(acc_aw) & !side_late.msb()
+    } else {
+        side_late.bit(acc_aw)
+    };
     let cols_sum: Vec<Expr> = (0..cols)
         .rev()
         .map(|c| {

@@ -35,6 +35,11 @@ pub struct MatmulArgs {
     /// results, a few cycles more latency per pass.
     #[arg(long, value_name = "D", default_value_t = MxuConfig::DEFAULT.depth())]
     depth: u32,
+    /// Run on a bf16 array in int8 mode, which computes both kinds of rows:
+    /// --dtype int8 streams int8 rows (each operand in the low byte of its
+    /// 16-bit lane), --dtype bf16 bf16 rows. The cycles are the bf16 array's.
+    #[arg(long)]
+    int8_mode: bool,
     /// Compute with the golden model (cycles from its cycle model) instead of the RTL.
     #[arg(long)]
     golden: bool,
@@ -50,10 +55,17 @@ fn parse_dtype(s: &str) -> Result<ElemType, String> {
 /// Runs `matmul`: reads A and B, computes C on the RTL or the golden model,
 /// writes C and, with `--stats`, one JSON line.
 pub fn run(args: &MatmulArgs) -> Result<(), Failure> {
-    let cfg = MxuConfig::with_acc_rows(args.rows, args.cols, args.dtype, args.acc_rows)
+    // In int8 mode the array is the bf16 one whatever the operands are.
+    let array_dtype = if args.int8_mode {
+        ElemType::Bf16
+    } else {
+        args.dtype
+    };
+    let cfg = MxuConfig::with_acc_rows(args.rows, args.cols, array_dtype, args.acc_rows)
         .and_then(|c| c.with_depth(args.depth))
+        .and_then(|c| c.with_int8_mode(args.int8_mode))
         .map_err(|e| bad(e.to_string()))?;
-    let (m, k, n, cycles) = match cfg.dtype() {
+    let (m, k, n, cycles) = match args.dtype {
         ElemType::Int8 => {
             let (a, b) = operands::<i8>(args)?;
             let (m, k, n) = (a.rows, a.cols, b.cols);
@@ -107,10 +119,10 @@ pub fn run(args: &MatmulArgs) -> Result<(), Failure> {
     if args.stats {
         let macs = (m * k * n) as u64;
         let utilization = macs as f64 / (cycles as f64 * cfg.rows() as f64 * cfg.cols() as f64);
-        let line = serde_json::json!({
+        let mut line = serde_json::json!({
             "op": "matmul",
             "backend": if args.golden { "golden" } else { "rtl" },
-            "dtype": cfg.dtype().name(),
+            "dtype": args.dtype.name(),
             "rows": cfg.rows(),
             "cols": cfg.cols(),
             "acc_rows": cfg.acc_rows(),
@@ -122,6 +134,9 @@ pub fn run(args: &MatmulArgs) -> Result<(), Failure> {
             "macs": macs,
             "utilization": utilization,
         });
+        if cfg.int8_mode() {
+            line["int8_mode"] = serde_json::Value::Bool(true);
+        }
         println!("{line}");
     }
     Ok(())

@@ -16,10 +16,16 @@
 //! The cycle count it reports is measured on the RTL (per pass, from its first
 //! cycle through its last accumulator write; read-out not counted), so the
 //! tests can hold it to the golden cycle model exactly.
+//!
+//! A bf16 array in int8 mode runs both kinds of matmul: [`MxuDriver::matmul_int8`]
+//! places each int8 operand in the low byte of its 16-bit lane and marks every
+//! row an int8 row (`a_int8_i`), [`MxuDriver::matmul_bf16`] marks none. For rows
+//! of both kinds in one tile, [`MxuDriver::run_tiles`] streams tiles and rows
+//! as given and [`MxuDriver::read_acc_rows`] reads the results.
 
 use super::{block_files, Driver, DriverError};
 use crate::from_hw::model_spec;
-use crate::verilator::{Model, ModelSpec};
+use crate::verilator::{Model, ModelSpec, PortId};
 use config::mxu_plan::{MatmulPlan, Pass};
 use config::{ElemType, MxuConfig};
 use std::rc::Rc;
@@ -153,14 +159,52 @@ pub struct MxuDriver {
     cfg: MxuConfig,
     model: Model,
     p: MxuPorts,
+    /// `a_int8_i`, on an array in int8 mode.
+    a_int8: Option<PortId>,
     progress: Option<ProgressReport>,
 }
 
-/// One matmul's operands as element bit patterns, row-major, with its plan.
+/// One matmul's operands as element bit patterns, row-major, with its plan
+/// and the kind of its rows.
 struct Operands<'a> {
     a: &'a [u32],
     b: &'a [u32],
     plan: MatmulPlan,
+    /// The rows are int8 rows of an array in int8 mode.
+    int8_rows: bool,
+}
+
+/// One activation row of a tile, as [`MxuDriver::run_tiles`] streams it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TileRow {
+    /// The row's R operands as element bit patterns (`a[k]` multiplies the
+    /// tile's row k); an int8 row of an array in int8 mode reads their low
+    /// bytes.
+    pub a: Vec<u32>,
+    /// An int8 row (`a_int8_i` high): on an array in int8 mode only.
+    pub int8: bool,
+    /// The accumulator row the result goes to.
+    pub acc_row: usize,
+    /// Add into the accumulator row (`a_acc_add_i`) rather than overwrite it.
+    pub add: bool,
+}
+
+/// A weight tile and the activation rows that use it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tile {
+    /// The R x C weights as element bit patterns, W\[k\]\[c\] at `k * C + c`.
+    pub weights: Vec<u32>,
+    /// At least one row; distinct accumulator rows (the contract's host rule).
+    pub rows: Vec<TileRow>,
+}
+
+/// What an activation row carries besides its operands.
+#[derive(Debug, Clone, Copy)]
+struct RowFields {
+    first: bool,
+    acc_row: usize,
+    add: bool,
+    int8: bool,
 }
 
 impl MxuDriver {
@@ -177,10 +221,16 @@ impl MxuDriver {
     /// [`new`]: MxuDriver::new
     pub fn with_model(cfg: &MxuConfig, model: Model) -> Result<MxuDriver, DriverError> {
         let p = MxuPorts::of(&model)?;
+        let a_int8 = if cfg.int8_mode() {
+            Some(model.port(mxu::ports::A_INT8)?)
+        } else {
+            None
+        };
         let mut d = MxuDriver {
             cfg: *cfg,
             model,
             p,
+            a_int8,
             progress: None,
         };
         d.reset();
@@ -204,13 +254,17 @@ impl MxuDriver {
 
     /// Drives every input low and holds reset for one cycle.
     pub fn reset(&mut self) {
+        if let Some(a_int8) = self.a_int8 {
+            self.model.poke(a_int8, 0);
+        }
         self.p.reset_idle(&mut self.model);
     }
 
-    /// C = A x B with int8 A (`m x k`) and B (`k x n`), int32 C (wrapping).
-    /// When `expected` is given, every element is checked as it is read out,
-    /// and the first difference stops the run one cycle later with
-    /// [`DriverError::Mismatch`].
+    /// C = A x B with int8 A (`m x k`) and B (`k x n`), int32 C (wrapping),
+    /// on an int8 array, or on a bf16 array in int8 mode as int8 rows (each
+    /// operand in the low byte of its lane). When `expected` is given, every
+    /// element is checked as it is read out, and the first difference stops
+    /// the run one cycle later with [`DriverError::Mismatch`].
     pub fn matmul_int8(
         &mut self,
         a: &[i8],
@@ -218,16 +272,44 @@ impl MxuDriver {
         (m, k, n): (usize, usize, usize),
         expected: Option<&[i32]>,
     ) -> Result<(Vec<i32>, MatmulStats), DriverError> {
-        self.require(ElemType::Int8)?;
+        let int8_rows = self.cfg.int8_mode();
+        if !int8_rows {
+            self.require(ElemType::Int8)?;
+        }
         let a: Vec<u32> = a.iter().map(|&x| x as u8 as u32).collect();
         let b: Vec<u32> = b.iter().map(|&x| x as u8 as u32).collect();
         let expected: Option<Vec<u32>> = expected.map(|e| e.iter().map(|&x| x as u32).collect());
-        let (c, stats) = self.run(&a, &b, (m, k, n), expected.as_deref())?;
+        let (c, stats) = self.run(&a, &b, (m, k, n), expected.as_deref(), int8_rows)?;
+        Ok((c.into_iter().map(|x| x as i32).collect(), stats))
+    }
+
+    /// C = A x B as int8 rows of a bf16 array in int8 mode, each operand a
+    /// whole 16-bit lane as given: the array reads the low bytes as int8
+    /// (`golden::mxu::matmul_int8_low_bytes`) and ignores the high ones.
+    /// Checked against `expected` as [`MxuDriver::matmul_int8`] is.
+    pub fn matmul_int8_lanes(
+        &mut self,
+        a: &[u16],
+        b: &[u16],
+        (m, k, n): (usize, usize, usize),
+        expected: Option<&[i32]>,
+    ) -> Result<(Vec<i32>, MatmulStats), DriverError> {
+        if !self.cfg.int8_mode() {
+            return Err(DriverError::Input(format!(
+                "int8 rows on 16-bit lanes need a bf16 array in int8 mode, not {}",
+                self.cfg
+            )));
+        }
+        let a: Vec<u32> = a.iter().map(|&x| u32::from(x)).collect();
+        let b: Vec<u32> = b.iter().map(|&x| u32::from(x)).collect();
+        let expected: Option<Vec<u32>> = expected.map(|e| e.iter().map(|&x| x as u32).collect());
+        let (c, stats) = self.run(&a, &b, (m, k, n), expected.as_deref(), true)?;
         Ok((c.into_iter().map(|x| x as i32).collect(), stats))
     }
 
     /// C = A x B with bf16 A and B (bit patterns) and fp32 C (bit patterns),
-    /// exactly as `docs/numerics.md#bf16-matmul` defines it for this array's R.
+    /// exactly as `docs/numerics.md#bf16-matmul` defines it for this array's R,
+    /// on a bf16 array (in int8 mode, as bf16 rows).
     pub fn matmul_bf16(
         &mut self,
         a: &[u16],
@@ -238,7 +320,7 @@ impl MxuDriver {
         self.require(ElemType::Bf16)?;
         let a: Vec<u32> = a.iter().map(|&x| x as u32).collect();
         let b: Vec<u32> = b.iter().map(|&x| x as u32).collect();
-        self.run(&a, &b, (m, k, n), expected)
+        self.run(&a, &b, (m, k, n), expected, false)
     }
 
     fn require(&self, dtype: ElemType) -> Result<(), DriverError> {
@@ -258,6 +340,7 @@ impl MxuDriver {
         b: &[u32],
         (m, k, n): (usize, usize, usize),
         expected: Option<&[u32]>,
+        int8_rows: bool,
     ) -> Result<(Vec<u32>, MatmulStats), DriverError> {
         let shape = |e: config::ConfigError| DriverError::Input(e.to_string());
         let plan = MatmulPlan::new(&self.cfg, m, k, n).map_err(shape)?;
@@ -265,7 +348,12 @@ impl MxuDriver {
         if expected.is_some_and(|e| e.len() != m * n) {
             return Err(DriverError::Input("expected C has the wrong size".into()));
         }
-        let ops = Operands { a, b, plan };
+        let ops = Operands {
+            a,
+            b,
+            plan,
+            int8_rows,
+        };
         let mut c = vec![0u32; m * n];
         let mut stats = MatmulStats {
             rows: self.cfg.rows(),
@@ -302,6 +390,106 @@ impl MxuDriver {
         }
     }
 
+    /// Streams `tiles` after a reset, as one pass of the eager host: the
+    /// tiles' weight rows (bottom row first) from cycle 0, one per cycle
+    /// while `w_ready_o` allows, and the tiles' activation rows in order,
+    /// each tile's first row a first row, each row offered from the cycle
+    /// after the one before was accepted. Rows of both kinds may be mixed
+    /// on an array in int8 mode. The host's rules the hardware does not
+    /// check are the caller's: distinct accumulator rows within a tile, and
+    /// a row that adds 2 + La cycles after the write it adds to
+    /// (`hw/mxu/TIMING.md` A3). Returns the pass's cycles, from its first
+    /// cycle through its last accumulator write, for the golden cycle
+    /// model's `pass_cycles`; [`MxuDriver::read_acc_rows`] reads the results.
+    pub fn run_tiles(&mut self, tiles: &[Tile]) -> Result<u64, DriverError> {
+        let (rows, cols) = (self.cfg.rows() as usize, self.cfg.cols() as usize);
+        for (t, tile) in tiles.iter().enumerate() {
+            let bad = |why: String| Err(DriverError::Input(format!("tile {t}: {why}")));
+            if tile.weights.len() != rows * cols {
+                return bad(format!(
+                    "{} weights for a {rows}x{cols} array",
+                    tile.weights.len()
+                ));
+            }
+            if tile.rows.is_empty() {
+                return bad("no activation row starts it".into());
+            }
+            for (i, row) in tile.rows.iter().enumerate() {
+                if row.a.len() != rows {
+                    return bad(format!("row {i} has {} operands, not {rows}", row.a.len()));
+                }
+                if row.acc_row >= self.cfg.acc_rows() as usize {
+                    return bad(format!(
+                        "row {i} writes accumulator row {}, of {}",
+                        row.acc_row,
+                        self.cfg.acc_rows()
+                    ));
+                }
+                if row.int8 && self.a_int8.is_none() {
+                    return bad(format!("row {i} is an int8 row, on {}", self.cfg));
+                }
+            }
+        }
+        let bits = self.cfg.dtype().operand_bits();
+        let weight_row = |j: usize, words: &mut [u32]| {
+            let w = &tiles[j / rows].weights;
+            let k = rows - 1 - j % rows;
+            pack(w[k * cols..(k + 1) * cols].iter().copied(), bits, words);
+        };
+        let act: Vec<(&TileRow, bool)> = tiles
+            .iter()
+            .flat_map(|t| t.rows.iter().enumerate().map(|(i, r)| (r, i == 0)))
+            .collect();
+        let act_row = |i: usize, words: &mut [u32]| {
+            let (row, first) = act[i];
+            pack(row.a.iter().copied(), bits, words);
+            RowFields {
+                first,
+                acc_row: row.acc_row,
+                add: row.add,
+                int8: row.int8,
+            }
+        };
+        let deadline = tiles
+            .iter()
+            .map(|t| (t.rows.len() + 4 * rows + 8) as u64)
+            .sum::<u64>()
+            + 4 * (rows + cols) as u64
+            + 64;
+        let mut progress = Progress {
+            rows_done: 0,
+            rows_total: act.len() as u64,
+        };
+        self.reset();
+        self.stream(
+            (tiles.len() * rows, weight_row),
+            (act.len(), act_row),
+            deadline,
+            &mut progress,
+        )
+    }
+
+    /// Reads accumulator rows `acc_rows` back to back (R1 checked); returns
+    /// each row's C words, column 0 first.
+    pub fn read_acc_rows(&mut self, acc_rows: &[usize]) -> Result<Vec<Vec<u32>>, DriverError> {
+        if let Some(&r) = acc_rows
+            .iter()
+            .find(|&&r| r >= self.cfg.acc_rows() as usize)
+        {
+            return Err(DriverError::Input(format!(
+                "accumulator row {r} of {}",
+                self.cfg.acc_rows()
+            )));
+        }
+        let cols = self.cfg.cols() as usize;
+        let mut out = vec![Vec::new(); acc_rows.len()];
+        self.read_rows(acc_rows, |r, data| {
+            out[r] = data[..cols].to_vec();
+            None
+        })?;
+        Ok(out)
+    }
+
     /// Streams every tile of a pass; returns its cycles (through its last
     /// accumulator write).
     fn pass(
@@ -318,43 +506,79 @@ impl MxuDriver {
         // Tile i covers k-tile i % k_tiles of the pass's n-tile i / k_tiles.
         let tile_of = |i: usize| (i / k_tiles, i % k_tiles);
         let pass_rows = pass.rows;
-        let weight_rows = tiles * rows;
-        let total_rows = tiles * pass_rows;
+        // Row j of a tile is its B row R-1-j (bottom row first).
+        let weight_row = |j: usize, words: &mut [u32]| {
+            let (g, kt) = tile_of(j / rows);
+            let r = rows - 1 - j % rows;
+            let row = (0..cols).map(|cc| {
+                plan.b_index(kt, pass.nt0 + g, r, cc)
+                    .map_or(0, |i| ops.b[i])
+            });
+            pack(row, bits, words);
+        };
+        let act_row = |i: usize, words: &mut [u32]| {
+            let (g, kt) = tile_of(i / pass_rows);
+            let mm = i % pass_rows;
+            let row =
+                (0..rows).map(|rr| plan.a_index(pass.m0 + mm, kt, rr).map_or(0, |i| ops.a[i]));
+            pack(row, bits, words);
+            RowFields {
+                first: mm == 0,
+                acc_row: pass.acc_row(g, mm),
+                add: kt > 0,
+                int8: ops.int8_rows,
+            }
+        };
+        // A loose bound: every row costs at most a tile load and the latency.
+        let deadline = (tiles * (pass_rows + 4 * rows + 8) + 4 * (rows + cols) + 64) as u64;
+        self.stream(
+            (tiles * rows, weight_row),
+            (tiles * pass_rows, act_row),
+            deadline,
+            progress,
+        )
+    }
+
+    /// Streams `weight_rows` weight rows and `total_rows` activation rows
+    /// as the eager host does: each offered from the cycle after the one
+    /// before was taken. `weight_row(j, words)` packs weight row j into the
+    /// port's words, `act_row(i, words)` activation row i, returning what
+    /// else it carries. Returns the cycles through the last accumulator
+    /// write, once every row is written.
+    fn stream(
+        &mut self,
+        (weight_rows, mut weight_row): (usize, impl FnMut(usize, &mut [u32])),
+        (total_rows, mut act_row): (usize, impl FnMut(usize, &mut [u32]) -> RowFields),
+        deadline: u64,
+        progress: &mut Progress,
+    ) -> Result<u64, DriverError> {
+        let (rows, cols) = (self.cfg.rows() as usize, self.cfg.cols() as usize);
+        let bits = self.cfg.dtype().operand_bits();
         let words = |elements: usize| (elements * bits as usize).div_ceil(32);
         let mut w_words = vec![0u32; words(cols)];
         let mut a_words = vec![0u32; words(rows)];
         let (mut pushed, mut accepted, mut written) = (0usize, 0usize, 0usize);
         let mut last_write = 0u64;
-        // A loose bound: every row costs at most a tile load and the latency.
-        let deadline = (tiles * (pass_rows + 4 * rows + 8) + 4 * (rows + cols) + 64) as u64;
         let p = &self.p;
         let mut cycle = 0u64;
         while written < total_rows {
             if pushed < weight_rows {
-                // Row j of a tile is its B row R-1-j (bottom row first).
-                let (g, kt) = tile_of(pushed / rows);
-                let r = rows - 1 - pushed % rows;
-                let row = (0..cols).map(|cc| {
-                    plan.b_index(kt, pass.nt0 + g, r, cc)
-                        .map_or(0, |i| ops.b[i])
-                });
-                pack(row, bits, &mut w_words);
+                weight_row(pushed, &mut w_words);
                 self.model.poke(p.w_valid, 1);
                 self.model.poke_wide(p.w_row, &w_words);
             } else {
                 self.model.poke(p.w_valid, 0);
             }
             if accepted < total_rows {
-                let (g, kt) = tile_of(accepted / pass_rows);
-                let mm = accepted % pass_rows;
-                let row =
-                    (0..rows).map(|rr| plan.a_index(pass.m0 + mm, kt, rr).map_or(0, |i| ops.a[i]));
-                pack(row, bits, &mut a_words);
+                let row = act_row(accepted, &mut a_words);
                 self.model.poke(p.a_valid, 1);
-                self.model.poke(p.a_first, (mm == 0) as u64);
+                self.model.poke(p.a_first, u64::from(row.first));
                 self.model.poke_wide(p.a_row, &a_words);
-                self.model.poke(p.a_addr, pass.acc_row(g, mm) as u64);
-                self.model.poke(p.a_add, (kt > 0) as u64);
+                self.model.poke(p.a_addr, row.acc_row as u64);
+                self.model.poke(p.a_add, u64::from(row.add));
+                if let Some(a_int8) = self.a_int8 {
+                    self.model.poke(a_int8, u64::from(row.int8));
+                }
             } else {
                 self.model.poke(p.a_valid, 0);
                 self.model.poke(p.a_first, 0);
@@ -401,9 +625,7 @@ impl MxuDriver {
     }
 
     /// Reads the pass's accumulator rows into C (and checks them); returns the
-    /// cycles it took. The reads go back to back, one per cycle; each row is
-    /// taken when it arrives, and `acc_rd_valid_o` must be high exactly Lr
-    /// cycles after each read (R1, Lr from the golden cycle model).
+    /// cycles it took.
     fn read_out(
         &mut self,
         ops: &Operands<'_>,
@@ -411,25 +633,59 @@ impl MxuDriver {
         c: &mut [u32],
         expected: Option<&[u32]>,
     ) -> Result<u64, DriverError> {
-        let p = &self.p;
-        let (m, k, n) = ops.plan.dims();
-        let latency = golden::mxu::MxuTiming::new(&self.cfg, m, k, n).read_latency() as usize;
+        let plan = &ops.plan;
+        let n = plan.dims().2;
+        let cols = self.cfg.cols() as usize;
         let reads: Vec<(usize, usize)> = (0..pass.n_tiles)
             .flat_map(|g| (0..pass.rows).map(move |mm| (g, mm)))
             .collect();
+        let acc_rows: Vec<usize> = reads.iter().map(|&(g, mm)| pass.acc_row(g, mm)).collect();
+        self.read_rows(&acc_rows, |r, data| {
+            let (g, mm) = reads[r];
+            let row = pass.m0 + mm;
+            for (cc, &word) in data.iter().enumerate().take(cols) {
+                let Some(i) = plan.c_index(row, pass.nt0 + g, cc) else {
+                    break;
+                };
+                c[i] = word;
+                if let Some(e) = expected {
+                    if e[i] != word {
+                        return Some((format!("C[{row}][{}]", i % n), e[i], word));
+                    }
+                }
+            }
+            None
+        })
+    }
+
+    /// Reads accumulator rows `acc_rows` back to back, one per cycle; each
+    /// row is handed to `take` (its index in `acc_rows` and its words) when
+    /// it arrives, and `acc_rd_valid_o` must be high exactly Lr cycles after
+    /// each read (R1, Lr from the golden cycle model). `take` returns a word
+    /// that differs from its expected value (its name, the expected value and
+    /// the word), which stops the read-out one cycle later with
+    /// [`DriverError::Mismatch`]. Returns the cycles it took.
+    fn read_rows(
+        &mut self,
+        acc_rows: &[usize],
+        mut take: impl FnMut(usize, &[u32]) -> Option<(String, u32, u32)>,
+    ) -> Result<u64, DriverError> {
+        let p = &self.p;
+        // R1's latency is the configuration's, whatever the matmul.
+        let latency = golden::mxu::MxuTiming::new(&self.cfg, 1, 1, 1).read_latency() as usize;
         let mut cycles = 0u64;
-        for y in 0..reads.len() + latency - 1 {
-            let issue = reads.get(y);
+        for y in 0..acc_rows.len() + latency - 1 {
+            let issue = acc_rows.get(y);
             self.model.poke(p.rd_en, u64::from(issue.is_some()));
-            if let Some(&(g, mm)) = issue {
-                self.model.poke(p.rd_addr, pass.acc_row(g, mm) as u64);
+            if let Some(&row) = issue {
+                self.model.poke(p.rd_addr, row as u64);
             }
             self.model.step();
             cycles += 1;
             self.model.poke(p.rd_en, 0);
             self.model.eval();
             // The read answered in this cycle, if any: the one of cycle y + 1 - Lr.
-            let answered = (y + 1).checked_sub(latency).and_then(|r| reads.get(r));
+            let answered = (y + 1).checked_sub(latency).filter(|&r| r < acc_rows.len());
             if self.model.peek(p.rd_valid) != u64::from(answered.is_some()) {
                 return Err(DriverError::Protocol(format!(
                     "acc_rd_valid_o is {} {} cycles after the read-out's first read; the \
@@ -439,30 +695,21 @@ impl MxuDriver {
                     u8::from(answered.is_some())
                 )));
             }
-            let Some(&(g, mm)) = answered else {
+            let Some(r) = answered else {
                 continue;
             };
             let data = self.model.peek_wide(p.rd_data);
-            let row = pass.m0 + mm;
-            for (cc, &word) in data.iter().enumerate().take(self.cfg.cols() as usize) {
-                let Some(i) = ops.plan.c_index(row, pass.nt0 + g, cc) else {
-                    break;
-                };
-                c[i] = word;
-                if let Some(e) = expected {
-                    if e[i] != word {
-                        // One more cycle so the waveform shows the failure.
-                        self.model.step();
-                        self.model.flush_trace();
-                        return Err(DriverError::Mismatch {
-                            what: format!("C[{row}][{}]", i % ops.plan.dims().2),
-                            expected: e[i],
-                            got: word,
-                            cycle: self.model.cycle(),
-                            waveform: self.model.trace_path().map(|p| p.display().to_string()),
-                        });
-                    }
-                }
+            if let Some((what, expected, got)) = take(r, &data) {
+                // One more cycle so the waveform shows the failure.
+                self.model.step();
+                self.model.flush_trace();
+                return Err(DriverError::Mismatch {
+                    what,
+                    expected,
+                    got,
+                    cycle: self.model.cycle(),
+                    waveform: self.model.trace_path().map(|p| p.display().to_string()),
+                });
             }
         }
         Ok(cycles)
