@@ -42,10 +42,6 @@ pub struct EmittedFile {
     pub text: String,
 }
 
-/// The widest value a reduction operator is written over in one piece
-/// ([`Emitter::reduction`]).
-const REDUCTION_CHUNK_BITS: u32 = 64;
-
 /// Widest shift amount written as is; wider ones are saturated to this width.
 /// 31, not 32: Verilator 5.006's constant folding reads a left-shift amount of
 /// 2^31 or more as negative (`8'hff << 32'hffffffff` folds to `8'h7f`), so no
@@ -337,11 +333,6 @@ impl<'a> Emitter<'a> {
             }
             match node.op {
                 Op::Slice { .. } | Op::Sext => needs_name[node.args[0]] = true,
-                Op::RedAnd | Op::RedOr | Op::RedXor
-                    if def.nodes[node.args[0]].ty.width > REDUCTION_CHUNK_BITS =>
-                {
-                    needs_name[node.args[0]] = true
-                }
                 Op::Shl | Op::Shr
                     if def.nodes[node.args[1]].ty.width > SHIFT_AMOUNT_BITS
                         && !matches!(def.nodes[node.args[1]].op, Op::Const(_)) =>
@@ -419,30 +410,6 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// The reduction `op` (`&`, `|` or `^`) of node `n`: of the whole value
-    /// up to [`REDUCTION_CHUNK_BITS`] bits, else the same operator over the
-    /// reductions of its 64-bit pieces. Verilator (5.006 and 5.048) stops
-    /// with an internal error ("Reduction over single bit value should have
-    /// been folded") on some reductions of values wider than 64 bits, which
-    /// it splits into words itself (hw_fuzz seed 7783741732962471996); pieces
-    /// of at most 64 bits are never split.
-    fn reduction(&mut self, op: &str, n: NodeId) -> String {
-        let width = self.def.nodes[n].ty.width;
-        if width <= REDUCTION_CHUNK_BITS {
-            return format!("({op}{})", self.expr(n));
-        }
-        let name = self.named(n);
-        // One operator per parenthesis, as every expression here.
-        (0..width)
-            .step_by(REDUCTION_CHUNK_BITS as usize)
-            .map(|lo| {
-                let hi = (lo + REDUCTION_CHUNK_BITS).min(width) - 1;
-                format!("({op}{name}[{hi}:{lo}])")
-            })
-            .reduce(|acc, piece| format!("({acc} {op} {piece})"))
-            .expect("a value of at least one piece")
-    }
-
     /// A name for node `n` usable in a part-select (a signal or a temporary).
     fn named(&mut self, n: NodeId) -> String {
         match self.def.nodes[n].op {
@@ -503,9 +470,9 @@ impl<'a> Emitter<'a> {
             }
             Op::Not => format!("(~{})", self.expr(args[0])),
             Op::Neg => format!("(-{})", self.expr(args[0])),
-            Op::RedAnd => self.reduction("&", args[0]),
-            Op::RedOr => self.reduction("|", args[0]),
-            Op::RedXor => self.reduction("^", args[0]),
+            Op::RedAnd => format!("(&{})", self.expr(args[0])),
+            Op::RedOr => format!("(|{})", self.expr(args[0])),
+            Op::RedXor => format!("(^{})", self.expr(args[0])),
             Op::MulWide => {
                 let a = self.extended(args[0], ty.width);
                 let b = self.extended(args[1], ty.width);

@@ -1113,33 +1113,3 @@ fn a_memory_free_of_collisions_carries_the_attribute_and_its_reason() {
     });
     assert!(err.is_err());
 }
-
-/// Reductions of values wider than 64 bits are written over 64-bit pieces,
-/// one operator per parenthesis (Verilator stops on some whole ones); up to
-/// 64 bits they stay whole. The Verilog is still the same function: the
-/// evaluator and the simulators agree on it in `tb/tests/hw_fuzz.rs`.
-#[test]
-fn wide_reductions_are_written_over_64_bit_pieces() {
-    let mut m = ModuleBuilder::new("reductions");
-    let wide = m.input("wide_i", Ty::u(150));
-    let narrow = m.input("narrow_i", Ty::u(64));
-    m.output("x_o", (!wide).parity());
-    m.output("o_o", wide.any());
-    m.output("a_o", wide.all());
-    m.output("n_o", narrow.parity());
-    let text = emit_module(&m.finish(), &Header::default());
-    assert!(
-        text.contains("assign o_o = (((|wide_i[63:0]) | (|wide_i[127:64])) | (|wide_i[149:128]));"),
-        "{text}"
-    );
-    assert!(text.contains("(&wide_i[149:128]))"), "{text}");
-    assert!(text.contains("[149:128]))"), "{text}");
-    assert!(text.contains("assign n_o = (^narrow_i);"), "{text}");
-    for line in text
-        .lines()
-        .filter(|l| l.trim_start().starts_with("assign"))
-    {
-        let expr = line.split_once(" = ").unwrap().1.trim_end_matches(';');
-        check_expression(expr).unwrap_or_else(|e| panic!("{line}: {e}"));
-    }
-}

@@ -240,22 +240,9 @@ struct Pinned {
     fingerprint: u64,
     /// What the bug was.
     found: &'static str,
-    /// What Verilator does with the Verilog as it was found.
-    kept: Kept,
-}
-
-/// What Verilator does with a pinned design's Verilog as it was found (today's
-/// Verilog of the design must agree on every release, like any fuzz round).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kept {
-    /// Every release agrees with the evaluator.
-    Agrees,
-    /// Verilator 5.006 still gets the design wrong (the round is excused
-    /// there); every other release must agree.
-    WrongOn5006,
-    /// Every release still stops with an internal error: the emitter now
-    /// writes the design another way.
-    StopsVerilator,
+    /// Whether Verilator 5.006 still gets the design wrong (the round is
+    /// excused there); every other release, and 5.006 otherwise, must agree.
+    wrong_on_5006: bool,
 }
 
 /// The sizes `verilated_verilog_matches_the_evaluator` uses.
@@ -282,7 +269,7 @@ const PINNED: &[Pinned] = &[
                 also holds a signed product (first read as a front-end fold of \
                 `-x[16:4]`); it agrees since the emitter writes signed products \
                 as unsigned ones",
-        kept: Kept::Agrees,
+        wrong_on_5006: false,
     },
     Pinned {
         seed: 9_423_845_421_823_481_800,
@@ -292,7 +279,7 @@ const PINNED: &[Pinned] = &[
         found: "Verilator 5.006 and 5.048 sign-extend `{{31{1'b0}}, t}` with \
                 `t = x * x` of a signed 32-bit x; the emitter now writes signed \
                 squares as unsigned products",
-        kept: Kept::Agrees,
+        wrong_on_5006: false,
     },
     Pinned {
         seed: 10_189_371_197_678_614_216,
@@ -301,7 +288,7 @@ const PINNED: &[Pinned] = &[
         fingerprint: 0xee13_da18_67fc_976b,
         found: "Verilator 5.006 alone computes one output differently (5.048 agrees \
                 with Icarus and the evaluator)",
-        kept: Kept::WrongOn5006,
+        wrong_on_5006: true,
     },
     Pinned {
         seed: 6_859_787_956_538_440_806,
@@ -312,7 +299,7 @@ const PINNED: &[Pinned] = &[
                 cycle breaker (`TraceDriver - Unhandled vertex type: NEGATE`) on \
                 a negation in a path through the grid; models are now built with \
                 `-fno-dfg-break-cycles` on 5.048",
-        kept: Kept::Agrees,
+        wrong_on_5006: false,
     },
     Pinned {
         seed: 18_071_420_112_026_974_698,
@@ -322,7 +309,7 @@ const PINNED: &[Pinned] = &[
         found: "Verilator 5.048's data-flow peephole pattern `fold-rep` gave two \
                 wrong bits in one output; models are now built with \
                 `-fno-dfg-peephole` on 5.048",
-        kept: Kept::Agrees,
+        wrong_on_5006: false,
     },
     Pinned {
         seed: 4_060_818_615_367_834_538,
@@ -334,18 +321,7 @@ const PINNED: &[Pinned] = &[
                 shows with the `fold-rep` pattern off, which otherwise rewrites \
                 the same expression first); models are now built with \
                 `-fno-dfg-peephole` on 5.048",
-        kept: Kept::Agrees,
-    },
-    Pinned {
-        seed: 7_783_741_732_962_471_996,
-        round: 2,
-        size: VERILATOR_SIZE,
-        fingerprint: 0x4933_1544_36a1_e091,
-        found: "Verilator 5.006 and 5.048 stop with an internal error (\"Reduction \
-                over single bit value should have been folded\") on the XOR \
-                reduction of an 88-bit inverted input feeding a select; the emitter \
-                now writes reductions of values wider than 64 bits over 64-bit pieces",
-        kept: Kept::StopsVerilator,
+        wrong_on_5006: false,
     },
 ];
 
@@ -405,29 +381,8 @@ fn pinned_seeds_still_behave_as_found() {
              design's (fingerprint {got:#x}): {}",
             p.seed, p.found
         );
-        if p.kept == Kept::StopsVerilator {
-            // The bug must still be there, or the pin no longer tests what it
-            // was pinned for.
-            let stopped = run_verilator(
-                &r.files,
-                &r.top,
-                &r.ports,
-                &r.stimulus,
-                "hw_fuzz",
-                VERILATOR_ARGS,
-            )
-            .err()
-            .filter(|e| is_verilator_internal_error(e));
-            assert!(
-                stopped.is_some(),
-                "seed {}: Verilator no longer stops on the kept Verilog: {}",
-                p.seed,
-                p.found
-            );
-            continue;
-        }
         let outcome = run_round(&r, true);
-        if p.kept == Kept::WrongOn5006 && verilator_miscompiles_are_known() {
+        if p.wrong_on_5006 && verilator_miscompiles_are_known() {
             // The excuse must still be needed: if 5.006 stops showing the
             // bug here, the pin no longer tests what it was pinned for.
             assert!(
