@@ -53,5 +53,5 @@ pub mod verilator;
 
 pub use verilator::{
     verilator_path, verilator_release, BuildOptions, CacheStatus, Model, ModelSpec, PortDir,
-    PortId, PortSpec, SimError, Trace, DFG_PASSES_OFF, RELEASES_WITHOUT_DFG,
+    PortId, PortSpec, SimError, Trace, OPTIMIZATIONS_OFF, RELEASES_WITHOUT_DFG,
 };

@@ -323,6 +323,17 @@ const PINNED: &[Pinned] = &[
                 `-fno-dfg-peephole` on 5.048",
         wrong_on_5006: false,
     },
+    Pinned {
+        seed: 7_783_741_732_962_471_996,
+        round: 2,
+        size: VERILATOR_SIZE,
+        fingerprint: 0x4933_1544_36a1_e091,
+        found: "Verilator 5.006 and 5.048 stopped with an internal error \
+                (\"Reduction over single bit value should have been folded\") on \
+                the XOR reduction of an 88-bit inverted input feeding a select; \
+                models are now built with `-fno-subst` on both",
+        wrong_on_5006: false,
+    },
 ];
 
 /// The Verilog a pinned design was found in: the files of

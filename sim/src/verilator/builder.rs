@@ -41,14 +41,14 @@ const VERILATOR_FLAGS: &[&str] = &[
 /// Options for one Verilator release. `-fno-dfg` on the releases of
 /// [`super::RELEASES_WITHOUT_DFG`]: their data-flow-graph optimizer folds some
 /// comparisons wrongly, and a simulator that is wrong even rarely is worse than a
-/// slower one. On other releases, the parts of that optimizer listed in
-/// [`super::DFG_PASSES_OFF`] for them.
+/// slower one. On every release, the optimizations
+/// [`super::OPTIMIZATIONS_OFF`] lists for it.
 fn release_flags(tc: &Toolchain) -> Vec<&'static str> {
     let mut flags = Vec::new();
     if super::RELEASES_WITHOUT_DFG.contains(&tc.release.as_str()) {
         flags.push("-fno-dfg");
     }
-    for (release, off) in super::DFG_PASSES_OFF {
+    for (release, off) in super::OPTIMIZATIONS_OFF {
         if *release == tc.release {
             flags.extend(off.iter().map(|(flag, _why)| *flag));
         }

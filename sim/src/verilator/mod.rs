@@ -49,28 +49,41 @@ pub fn verilator_release() -> Result<&'static str, SimError> {
 /// release with the optimizer on.
 pub const RELEASES_WITHOUT_DFG: &[&str] = &["5.006"];
 
-/// Parts of the data-flow-graph optimizer turned off per release, each with
-/// the fault that put it here (found by `tb/tests/hw_fuzz.rs`, whose pinned
-/// seeds replay them). Turning off one pass or one peephole pattern keeps the
-/// rest of the optimizer, and its speed, for every other design.
-pub const DFG_PASSES_OFF: &[(&str, &[(&str, &str)])] = &[(
-    "5.048",
-    &[
-        (
-            "-fno-dfg-break-cycles",
-            "the cycle breaker stops with an internal error (\"TraceDriver - \
-             Unhandled vertex type: NEGATE\") on a negation in a combinational \
-             path through several instances (seed 6859787956538440806); it only \
-             removes false combinational cycles, which hw designs do not rely on",
-        ),
-        (
-            "-fno-dfg-peephole",
-            "two of its peephole patterns give wrong bits: `fold-rep` (seed \
-             18071420112026974698, two bits of one output) and \
-             `push-sel-through-shiftl` (seed 4060818615367834538, one bit); \
-             each was found by turning the patterns off half at a time, Icarus \
-             and the evaluator agree on both designs, and with the whole \
-             peephole pass off the int8 and bf16 16x16 MXUs simulate as fast",
-        ),
-    ],
-)];
+/// Verilator optimizations turned off per release, each with the fault that
+/// put it here (found by `tb/tests/hw_fuzz.rs`, whose pinned seeds replay
+/// them). Turning off one pass or one peephole pattern keeps the rest of the
+/// optimizer, and its speed, for every other design.
+pub const OPTIMIZATIONS_OFF: &[(&str, &[(&str, &str)])] = &[
+    ("5.006", &[("-fno-subst", SUBST_FAULT)]),
+    (
+        "5.048",
+        &[
+            (
+                "-fno-dfg-break-cycles",
+                "the cycle breaker stops with an internal error (\"TraceDriver - \
+                 Unhandled vertex type: NEGATE\") on a negation in a combinational \
+                 path through several instances (seed 6859787956538440806); it only \
+                 removes false combinational cycles, which hw designs do not rely on",
+            ),
+            (
+                "-fno-dfg-peephole",
+                "two of its peephole patterns give wrong bits: `fold-rep` (seed \
+                 18071420112026974698, two bits of one output) and \
+                 `push-sel-through-shiftl` (seed 4060818615367834538, one bit); \
+                 each was found by turning the patterns off half at a time, Icarus \
+                 and the evaluator agree on both designs, and with the whole \
+                 peephole pass off the int8 and bf16 16x16 MXUs simulate as fast",
+            ),
+            ("-fno-subst", SUBST_FAULT),
+        ],
+    ),
+];
+
+/// Why `-fno-subst` is off on both releases.
+const SUBST_FAULT: &str = "the substitution of wide variables leaves a reduction over \
+     a one-bit value for the C++ emitter, which stops with an internal error \
+     (\"Reduction over single bit value should have been folded\") on the XOR \
+     reduction of an 88-bit inverted input feeding a select (seed \
+     7783741732962471996); `-fno-expand` or `-fno-gate` also avoid it, at a \
+     higher cost in speed, and writing wide reductions over 64-bit pieces in \
+     the Verilog instead made 5.048 miscompile another fuzz design";
