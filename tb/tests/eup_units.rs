@@ -10,7 +10,7 @@
 use golden::numerics::{div32, exp2_32, exp32, rsqrt32, sqrt32};
 use golden::vectors::{hex32, read_vectors};
 use hw::eup::Exp2Stages;
-use hw::{Design, Ty};
+use hw::Ty;
 use rand::Rng;
 use sim::Model;
 use tb::fp::{assert_same_bits, exact_square_f32, exp_input_f32, special_f32};
@@ -31,26 +31,25 @@ struct Rtl {
 
 impl Rtl {
     fn new(stages: u32) -> Rtl {
-        let mut d = Design::new();
-        let div = hw::eup::div32_unit(&mut d, stages, false);
-        let sqrt = hw::eup::sqrt32_unit(&mut d, stages, false);
-        let name = format!("eup_units_s{stages}");
-        let top = d.define(&name, &[], |_, m| {
-            let a = m.input("a_i", Ty::u(32));
-            let b = m.input("b_i", Ty::u(32));
-            let u = m.instance("u_div", &div);
-            m.connect(u, "a_i", a);
-            m.connect(u, "b_i", b);
-            let q = m.inst_output(u, "q_o");
-            m.output("q_o", q);
-            let v = m.instance("u_sqrt", &sqrt);
-            m.connect(v, "a_i", a);
-            let r = m.inst_output(v, "r_o");
-            m.output("r_o", r);
-        });
-        let files = hw::emit_design(&d, &top, &hw::Header::default());
-        let model = Model::build(&sim::from_hw::model_spec(&files, &top), &name)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let params = vec![("stages".to_string(), stages.to_string())];
+        let model = sim::drivers::module_model("tb eup_units", params, |d| {
+            let div = hw::eup::div32_unit(d, stages, false);
+            let sqrt = hw::eup::sqrt32_unit(d, stages, false);
+            d.define(&format!("eup_units_s{stages}"), &[], |_, m| {
+                let a = m.input("a_i", Ty::u(32));
+                let b = m.input("b_i", Ty::u(32));
+                let u = m.instance("u_div", &div);
+                m.connect(u, "a_i", a);
+                m.connect(u, "b_i", b);
+                let q = m.inst_output(u, "q_o");
+                m.output("q_o", q);
+                let v = m.instance("u_sqrt", &sqrt);
+                m.connect(v, "a_i", a);
+                let r = m.inst_output(v, "r_o");
+                m.output("r_o", r);
+            })
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
         let p = |n: &str| model.port(n).unwrap();
         let ports = [p("a_i"), p("b_i"), p("q_o"), p("r_o")];
         Rtl {
@@ -233,22 +232,25 @@ struct ExpRtl {
 
 impl ExpRtl {
     fn new(stages: Exp2Stages) -> ExpRtl {
-        let mut d = Design::new();
-        let exp2 = hw::eup::exp2_unit(&mut d, stages, false);
-        let exp = hw::eup::exp_unit(&mut d, stages, false);
-        let name = format!("eup_exp_m{}_a{}", stages.mul, stages.add);
-        let top = d.define(&name, &[], |_, m| {
-            let x = m.input("x_i", Ty::u(32));
-            for (inst, unit, port) in [("u_exp2", &exp2, "exp2_o"), ("u_exp", &exp, "exp_o")] {
-                let u = m.instance(inst, unit);
-                m.connect(u, "x_i", x);
-                let y = m.inst_output(u, "y_o");
-                m.output(port, y);
-            }
-        });
-        let files = hw::emit_design(&d, &top, &hw::Header::default());
-        let model = Model::build(&sim::from_hw::model_spec(&files, &top), &name)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let params = vec![
+            ("mul_stages".to_string(), stages.mul.to_string()),
+            ("add_stages".to_string(), stages.add.to_string()),
+        ];
+        let model = sim::drivers::module_model("tb eup_units", params, |d| {
+            let exp2 = hw::eup::exp2_unit(d, stages, false);
+            let exp = hw::eup::exp_unit(d, stages, false);
+            let name = format!("eup_exp_m{}_a{}", stages.mul, stages.add);
+            d.define(&name, &[], |_, m| {
+                let x = m.input("x_i", Ty::u(32));
+                for (inst, unit, port) in [("u_exp2", &exp2, "exp2_o"), ("u_exp", &exp, "exp_o")] {
+                    let u = m.instance(inst, unit);
+                    m.connect(u, "x_i", x);
+                    let y = m.inst_output(u, "y_o");
+                    m.output(port, y);
+                }
+            })
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
         let p = |n: &str| model.port(n).unwrap();
         ExpRtl {
             ports: [p("x_i"), p("exp2_o"), p("exp_o")],
