@@ -5,34 +5,12 @@
 //! step), under the Python of `build/cocotb` (made by
 //! `scripts/install-tools.sh`).
 
+use crate::tools::{numpy_python, workspace_root};
 use config::gpt::{GptDims, GptLayer, GptModel};
 use matrix::Array;
 use rand::Rng;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// The repository's root folder.
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tb has a parent folder")
-        .to_path_buf()
-}
-
-/// The Python that has numpy: `build/cocotb/bin/python`.
-///
-/// # Panics
-///
-/// If it is missing, saying how to install it.
-pub fn python() -> PathBuf {
-    let python = workspace_root().join("build/cocotb/bin/python");
-    assert!(
-        python.is_file(),
-        "{} is missing: run scripts/install-tools.sh",
-        python.display()
-    );
-    python
-}
 
 /// `scripts/gpt_reference.py`.
 pub fn reference_script() -> PathBuf {
@@ -156,11 +134,11 @@ pub fn random_model<R: Rng>(rng: &mut R, dims: GptDims, odd: bool) -> GptModel {
 }
 
 fn run_script(args: &[&std::ffi::OsStr]) -> Result<(), String> {
-    let out = Command::new(python())
+    let out = Command::new(numpy_python())
         .arg(reference_script())
         .args(args)
         .output()
-        .map_err(|e| format!("cannot run {}: {e}", python().display()))?;
+        .map_err(|e| format!("cannot run {}: {e}", numpy_python().display()))?;
     if out.status.success() {
         Ok(())
     } else {

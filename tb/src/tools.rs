@@ -6,6 +6,30 @@ use hw::EmittedFile;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The repository's root folder.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tb has a parent folder")
+        .to_path_buf()
+}
+
+/// The Python with numpy and cocotb that `scripts/install-tools.sh` makes in
+/// `build/cocotb`.
+///
+/// # Panics
+///
+/// If it is missing (the message says how to make it).
+pub fn numpy_python() -> PathBuf {
+    let python = workspace_root().join("build/cocotb/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run scripts/install-tools.sh",
+        python.display()
+    );
+    python
+}
+
 /// Debian Yosys' simulation models of one family's cells
 /// (`<share>/<family>/cells_sim.v`, `family` as Yosys names it: `ice40`,
 /// `ecp5`), for gate-level simulation of its netlists.

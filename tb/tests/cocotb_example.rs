@@ -4,25 +4,13 @@
 //! `scripts/install-tools.sh` makes in `build/cocotb`; the seed is this
 //! test's (printed; SYSTOLE_SEED replays it, SYSTOLE_SOAK lengthens it).
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tb has a parent folder")
-        .to_path_buf()
-}
+use tb::tools::{numpy_python, workspace_root};
 
 #[test]
 fn the_cocotb_example_passes_on_a_generated_mxu() {
     let root = workspace_root();
-    let python = root.join("build/cocotb/bin/python");
-    assert!(
-        python.is_file(),
-        "{} is missing: run scripts/install-tools.sh",
-        python.display()
-    );
+    let python = numpy_python();
     let seed = tb::seed::seed_for("the_cocotb_example_passes_on_a_generated_mxu");
     let out_dir = tempfile::tempdir().unwrap();
     let out = Command::new(&python)

@@ -8,13 +8,7 @@ use board::Board;
 use config::{ElemType, MxuConfig};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tb has a parent folder")
-        .to_path_buf()
-}
+use tb::tools::workspace_root;
 
 fn fusesoc_bin() -> PathBuf {
     let bin = workspace_root().join("build/fusesoc/bin/fusesoc");

@@ -15,7 +15,8 @@ use config::gpt::{GptDims, GptModel};
 use golden::gpt::{generate, layernorm, softmax};
 use rand::Rng;
 use std::process::Command;
-use tb::gpt::{python, random_model, reference_script, run_reference, write_model};
+use tb::gpt::{random_model, reference_script, run_reference, write_model};
+use tb::tools::{numpy_python, workspace_root};
 
 const F32_NAN: u32 = 0x7FC0_0000;
 const F32_INF: u32 = 0x7F80_0000;
@@ -167,7 +168,7 @@ fn directed_logits_with_ties_infinities_and_nans() {
 
 #[test]
 fn the_numpy_reference_passes_the_reference_vectors() {
-    let out = Command::new(python())
+    let out = Command::new(numpy_python())
         .arg(reference_script())
         .arg("--check-vectors")
         .arg(golden::vectors::VECTOR_DIR)
@@ -215,7 +216,7 @@ fn the_numpy_self_check_fails_on_a_wrong_vector() {
     cols[2] = format!("{q:08x}");
     lines[1] = cols.join("\t");
     std::fs::write(&div, lines.join("\n") + "\n").unwrap();
-    let out = Command::new(python())
+    let out = Command::new(numpy_python())
         .arg(reference_script())
         .arg("--check-vectors")
         .arg(copy.path())
@@ -543,7 +544,7 @@ fn golden_and_numpy_agree_on_each_piece_of_the_step() {
 /// the whole context at R = 8, W = 8 and a few tokens at R = 16, W = 1.
 #[test]
 fn golden_and_numpy_agree_on_the_trained_model() {
-    let dir = tb::gpt::workspace_root().join("models/char-gpt");
+    let dir = workspace_root().join("models/char-gpt");
     let model = compiler::gpt::load_gpt(&dir).unwrap_or_else(|e| panic!("{e}"));
     let vocab = std::fs::read_to_string(dir.join("vocab.json")).unwrap();
     let chars: serde_json::Value = serde_json::from_str(&vocab).unwrap();
