@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_usage_error, sim, stats_of, write_npy, Case};
+use common::{assert_usage_error, read_f32_bits, sim, stats_of, write_npy, Case};
 use npyz::WriterBuilder;
 use std::path::{Path, PathBuf};
 
@@ -157,15 +157,6 @@ fn column_major_input_is_read_as_its_values() {
         read_i32(&case.path("c.npy")).1,
         golden::matmul_int8(&a, &b, m, k, n)
     );
-}
-
-fn read_f32_bits(path: &Path) -> (Vec<u64>, Vec<u32>) {
-    let bytes = std::fs::read(path).unwrap();
-    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
-    let shape = npy.shape().to_vec();
-    assert_eq!(npy.dtype().descr(), "'<f4'");
-    let data = npy.into_vec::<f32>().unwrap();
-    (shape, data.into_iter().map(f32::to_bits).collect())
 }
 
 /// bf16 operands with every class of value (NaN, infinities, zeros, subnormals).

@@ -4,26 +4,11 @@
 
 mod common;
 
-use common::{assert_usage_error, stats_of, write_npy};
+use common::{assert_usage_error, read_f32_bits, stats_of, write_npy};
 use golden::sparsecore::{forward, update, Table};
 use golden::sparsecore_host::prepare;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
-
-fn read_f32(path: &Path) -> (Vec<u64>, Vec<u32>) {
-    let bytes = std::fs::read(path).unwrap();
-    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
-    assert_eq!(npy.dtype().descr(), "'<f4'");
-    let shape = npy.shape().to_vec();
-    (
-        shape,
-        npy.into_vec::<f32>()
-            .unwrap()
-            .into_iter()
-            .map(f32::to_bits)
-            .collect(),
-    )
-}
 
 struct Case {
     dir: tempfile::TempDir,
@@ -137,7 +122,7 @@ fn embed_on_the_rtl_and_golden_agree_with_the_model() {
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let (shape, got) = read_f32(&c.path("A.npy"));
+            let (shape, got) = read_f32_bits(&c.path("A.npy"));
             assert_eq!(shape, vec![B as u64, D as u64]);
             assert_eq!(got, want, "T={tiles} golden={golden}");
             let s = stats_of(&out);
@@ -179,7 +164,7 @@ fn rtl_and_golden_report_the_same_cycles() {
 fn update_writes_the_whole_table_on_the_rtl_and_golden() {
     let c = Case::new();
     let p = prepare(&IDS, &SAMPLES, &gains(), V, B, 2).unwrap();
-    let (_, grad) = read_f32(&c.path("GR.npy"));
+    let (_, grad) = read_f32_bits(&c.path("GR.npy"));
     let lr = 0.1f32.to_bits();
     let want = update(Table::new(&table(), V, D), &p, &grad, B, lr);
     // Ids 3, 7, 10 and 0 have entries; 11 is outside the table.
@@ -209,7 +194,7 @@ fn update_writes_the_whole_table_on_the_rtl_and_golden() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let (shape, got) = read_f32(&c.path("E2.npy"));
+        let (shape, got) = read_f32_bits(&c.path("E2.npy"));
         assert_eq!(shape, vec![V as u64, D as u64]);
         assert_eq!(got, want, "golden={golden}");
         // The NaN payload of untouched row 1 is kept bit for bit.

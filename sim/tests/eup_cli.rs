@@ -4,22 +4,8 @@
 
 mod common;
 
-use common::{assert_usage_error, sim, stats_of, write_npy, Case};
+use common::{assert_usage_error, read_f32_bits, sim, stats_of, write_npy, Case};
 use config::{EupConfig, EupOp};
-
-fn read_f32_bits(path: &std::path::Path) -> (Vec<u64>, Vec<u32>) {
-    let bytes = std::fs::read(path).unwrap();
-    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
-    assert_eq!(npy.dtype().descr(), "'<f4'");
-    let shape = npy.shape().to_vec();
-    let bits = npy
-        .into_vec::<f32>()
-        .unwrap()
-        .into_iter()
-        .map(f32::to_bits)
-        .collect();
-    (shape, bits)
-}
 
 fn run(case: &Case, op: &str, extra: &[&str]) -> std::process::Output {
     sim()

@@ -5,9 +5,8 @@
 
 mod common;
 
-use common::{assert_usage_error, sim, stats_of, write_npy, Case};
+use common::{assert_usage_error, read_words, sim, stats_of, write_npy, Case};
 use config::{ElemType, MxuConfig};
-use std::path::Path;
 
 /// `sim matmul --int8-mode --dtype <dtype>` on the case's a.npy and b.npy,
 /// writing c.npy.
@@ -22,22 +21,6 @@ fn run(case: &Case, dtype: &str, extra: &[&str]) -> std::process::Output {
         .args(extra)
         .output()
         .unwrap()
-}
-
-/// The .npy at `path`: its shape, its dtype and its elements as 32-bit words.
-fn read_words(path: &Path) -> (Vec<u64>, String, Vec<u32>) {
-    let bytes = std::fs::read(path).unwrap();
-    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
-    let shape = npy.shape().to_vec();
-    let descr = npy.dtype().descr();
-    let words = if descr == "'<i4'" {
-        let v = npy.into_vec::<i32>().unwrap();
-        v.into_iter().map(|x| x as u32).collect()
-    } else {
-        let v = npy.into_vec::<f32>().unwrap();
-        v.into_iter().map(f32::to_bits).collect()
-    };
-    (shape, descr, words)
 }
 
 /// The array every run here uses: bf16 4x3 at depth 2, in int8 mode.

@@ -4,47 +4,11 @@
 
 mod common;
 
-use common::{assert_usage_error, stats_of, write_npy};
+use common::{assert_usage_error, read_words, stats_of, write_npy};
 use golden::numerics as num;
 use npyz::WriterBuilder;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
-
-/// The shape, type string and elements (as 32-bit patterns) of a result.
-fn read_npy(path: &Path) -> (Vec<u64>, String, Vec<u32>) {
-    let bytes = std::fs::read(path).unwrap();
-    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
-    let shape = npy.shape().to_vec();
-    let dtype = npy.dtype().descr();
-    let data: Vec<u32> = match dtype.as_str() {
-        "'<i4'" => npy
-            .into_vec::<i32>()
-            .unwrap()
-            .into_iter()
-            .map(|x| x as u32)
-            .collect(),
-        "'<f4'" => npy
-            .into_vec::<f32>()
-            .unwrap()
-            .into_iter()
-            .map(f32::to_bits)
-            .collect(),
-        "'<u2'" => npy
-            .into_vec::<u16>()
-            .unwrap()
-            .into_iter()
-            .map(u32::from)
-            .collect(),
-        "'|i1'" => npy
-            .into_vec::<i8>()
-            .unwrap()
-            .into_iter()
-            .map(|x| x as i32 as u32)
-            .collect(),
-        other => panic!("unexpected result type {other}"),
-    };
-    (shape, dtype, data)
-}
 
 struct Case {
     dir: tempfile::TempDir,
@@ -280,7 +244,7 @@ fn every_elementwise_op_on_both_backends_matches_the_contract() {
                 "{op}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let (got_shape, dtype, got) = read_npy(&case.path("c.npy"));
+            let (got_shape, dtype, got) = read_words(&case.path("c.npy"));
             assert_eq!(got_shape, shape, "{op}");
             let want_type = match *op {
                 "cvt_f32_bf16" => "'<u2'",
@@ -352,7 +316,7 @@ fn requantization_and_reductions_match_the_contract() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let (shape, dtype, got) = read_npy(&case.path("q.npy"));
+        let (shape, dtype, got) = read_words(&case.path("q.npy"));
         assert_eq!((shape, dtype.as_str()), (vec![10, 10], "'|i1'"));
         for (i, &x) in acc.iter().enumerate() {
             let want = num::requant_int8(x, 1_518_500_250, 5, -7);
@@ -408,7 +372,7 @@ fn requantization_and_reductions_match_the_contract() {
                 "{op}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let (shape, _, got) = read_npy(&case.path("r.npy"));
+            let (shape, _, got) = read_words(&case.path("r.npy"));
             assert_eq!(shape, vec![1], "{op}");
             assert_eq!(got, vec![want], "{op} on {lanes}x{sublanes}");
         }
@@ -432,7 +396,7 @@ fn nan_payloads_pass_through_select_and_scalars_keep_their_shape() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        read_npy(&case.path("c.npy")).2,
+        read_words(&case.path("c.npy")).2,
         vec![0x7F80_0001, 0xFFC1_2345]
     );
     // A zero-dimensional array is one element; its result has its shape.
@@ -445,7 +409,7 @@ fn nan_payloads_pass_through_select_and_scalars_keep_their_shape() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (shape, _, got) = read_npy(&case.path("c.npy"));
+    let (shape, _, got) = read_words(&case.path("c.npy"));
     assert_eq!((shape, got), (vec![], vec![0]));
 }
 
@@ -620,7 +584,7 @@ fn a_failed_run_keeps_an_existing_output_intact_and_fortran_order_reads_as_value
     );
     let bits: Vec<u32> = vals.iter().map(|v| v.to_bits()).collect();
     assert_eq!(
-        read_npy(&case.path("r.npy")).2,
+        read_words(&case.path("r.npy")).2,
         vec![golden::vpu::reduce_sum_f32(&bits, 2)]
     );
 }

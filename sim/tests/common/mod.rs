@@ -73,3 +73,50 @@ impl Case {
         self.dir.path().join(name)
     }
 }
+
+/// A .npy file's shape, dtype (numpy's descr, e.g. `'<f4'`) and elements as
+/// 32-bit words: int32 and float32 bit patterns as they are, uint16 and int8
+/// widened (int8 sign-extended).
+#[allow(dead_code)]
+pub fn read_words(path: &Path) -> (Vec<u64>, String, Vec<u32>) {
+    let bytes = std::fs::read(path).unwrap();
+    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
+    let shape = npy.shape().to_vec();
+    let dtype = npy.dtype().descr();
+    let data: Vec<u32> = match dtype.as_str() {
+        "'<i4'" => npy
+            .into_vec::<i32>()
+            .unwrap()
+            .into_iter()
+            .map(|x| x as u32)
+            .collect(),
+        "'<f4'" => npy
+            .into_vec::<f32>()
+            .unwrap()
+            .into_iter()
+            .map(f32::to_bits)
+            .collect(),
+        "'<u2'" => npy
+            .into_vec::<u16>()
+            .unwrap()
+            .into_iter()
+            .map(u32::from)
+            .collect(),
+        "'|i1'" => npy
+            .into_vec::<i8>()
+            .unwrap()
+            .into_iter()
+            .map(|x| x as i32 as u32)
+            .collect(),
+        other => panic!("unexpected result type {other}"),
+    };
+    (shape, dtype, data)
+}
+
+/// A float32 .npy file's shape and bit patterns.
+#[allow(dead_code)]
+pub fn read_f32_bits(path: &Path) -> (Vec<u64>, Vec<u32>) {
+    let (shape, descr, bits) = read_words(path);
+    assert_eq!(descr, "'<f4'", "{}", path.display());
+    (shape, bits)
+}
