@@ -81,12 +81,21 @@ pub fn run(args: &EupArgs) -> Result<(), Failure> {
         (None, false) => vec![0; a.len()],
     };
     let (y, cycles) = if args.golden {
-        let y = a
+        // The golden model's cycle by cycle outputs: its results and timing.
+        let offered: Vec<_> = a
             .iter()
             .zip(&b)
-            .map(|(&a, &b)| golden::eup::apply(op, a, b))
+            .map(|(&a, &b)| {
+                Some(golden::eup::Offered {
+                    code: op.code(),
+                    a,
+                    b,
+                })
+            })
             .collect();
-        (y, a.len() as u64 + u64::from(cfg.latency()))
+        let out = golden::eup::outputs(&cfg, &offered);
+        let cycles = out.len() as u64;
+        (out.into_iter().flatten().collect(), cycles)
     } else {
         let mut d = EupDriver::new(&cfg).map_err(|e| broken(e.to_string()))?;
         let r = d
