@@ -29,7 +29,7 @@
 use crate::mxu::matmul_bf16;
 use crate::numerics::{
     add32, div32, exp32, i32_to_f32, is_nan_f32, mul32, narrow_bf16, recip32, relu_f32, rsqrt32,
-    sub32, F32_ONE,
+    rule7_order_key, sub32, F32_ONE,
 };
 use crate::vpu::{reduce_max_f32, reduce_sum_f32};
 use config::gpt::GptModel;
@@ -93,29 +93,12 @@ pub fn argmax_first(logits: &[u32]) -> u32 {
         if is_nan_f32(x) {
             continue;
         }
-        let key = order_key(x);
+        let key = rule7_order_key(x);
         if best.is_none_or(|(_, k)| key > k) {
             best = Some((i, key));
         }
     }
     best.map_or(0, |(i, _)| i as u32)
-}
-
-/// A non-NaN fp32 pattern's place in rule 7's total order: subnormals read
-/// as zeros of their sign (rule 1), -0 just below +0.
-fn order_key(x: u32) -> i64 {
-    let magnitude = x & 0x7FFF_FFFF;
-    // Rule 1: an exponent field of 0 makes any fraction a zero.
-    let magnitude = if magnitude < 0x0080_0000 {
-        0
-    } else {
-        magnitude
-    };
-    if x >> 31 == 1 {
-        -i64::from(magnitude) - 1
-    } else {
-        i64::from(magnitude)
-    }
 }
 
 /// `narrow_bf16` of every element: the contract's bf(v).

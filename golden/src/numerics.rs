@@ -291,6 +291,12 @@ pub fn mul32(a: u32, b: u32) -> u32 {
     }
 }
 
+/// A non-NaN fp32 pattern's place in rule 7's order: read by rule 1 (a
+/// subnormal is the zero of its sign), -0 just below +0.
+pub(crate) fn rule7_order_key(x: u32) -> i64 {
+    total_order_key(flush_f32(x))
+}
+
 /// Orders non-NaN fp32 patterns already flushed by rule 1, with -0 below +0.
 fn total_order_key(x: u32) -> i64 {
     let mag = i64::from(x & !SIGN_F32);
