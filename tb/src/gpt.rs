@@ -17,7 +17,8 @@ pub fn reference_script() -> PathBuf {
     workspace_root().join("scripts/gpt_reference.py")
 }
 
-fn write_f32s(dir: &Path, name: &str, shape: &[usize], values: &[u32]) -> Result<(), String> {
+/// Writes `dir/<name>.npy`: float32 of `shape` with the bit patterns `values`.
+pub fn write_f32s(dir: &Path, name: &str, shape: &[usize], values: &[u32]) -> Result<(), String> {
     let array = Array {
         shape: shape.iter().map(|&n| n as u64).collect(),
         data: values.iter().map(|&b| f32::from_bits(b)).collect(),
@@ -25,12 +26,19 @@ fn write_f32s(dir: &Path, name: &str, shape: &[usize], values: &[u32]) -> Result
     matrix::write_array(&dir.join(format!("{name}.npy")), &array)
 }
 
-fn write_bf16s(dir: &Path, name: &str, shape: &[usize], values: &[u16]) -> Result<(), String> {
+/// Writes `dir/<name>.npy`: uint16 (bf16 bit patterns) of `shape`.
+pub fn write_bf16s(dir: &Path, name: &str, shape: &[usize], values: &[u16]) -> Result<(), String> {
     let array = Array {
         shape: shape.iter().map(|&n| n as u64).collect(),
         data: values.to_vec(),
     };
     matrix::write_array(&dir.join(format!("{name}.npy")), &array)
+}
+
+/// The bit patterns of the float32 array `dir/<name>.npy`.
+pub fn read_f32s(dir: &Path, name: &str) -> Result<Vec<u32>, String> {
+    let array: Array<f32> = matrix::read_array(&dir.join(format!("{name}.npy")), name)?;
+    Ok(array.data.iter().map(|x| x.to_bits()).collect())
 }
 
 /// Writes `model` as a model folder in `dir` (which must exist):

@@ -15,7 +15,9 @@ use config::gpt::{GptDims, GptModel};
 use golden::gpt::{generate, layernorm, softmax};
 use rand::Rng;
 use std::process::Command;
-use tb::gpt::{random_model, reference_script, run_reference, write_model};
+use tb::gpt::{
+    random_model, read_f32s, reference_script, run_reference, write_bf16s, write_f32s, write_model,
+};
 use tb::tools::{numpy_python, workspace_root};
 
 const F32_NAN: u32 = 0x7FC0_0000;
@@ -389,19 +391,6 @@ fn piece_f32s<R: Rng>(rng: &mut R, n: usize, scale: f32, spread: i32, special: f
         .collect()
 }
 
-fn write_f32_matrix(path: &std::path::Path, rows: usize, cols: usize, bits: &[u32]) {
-    let array = matrix::Array {
-        shape: vec![rows as u64, cols as u64],
-        data: bits.iter().map(|&b| f32::from_bits(b)).collect(),
-    };
-    matrix::write_array(path, &array).unwrap();
-}
-
-fn read_f32_bits(path: &std::path::Path) -> Vec<u32> {
-    let array: matrix::Array<f32> = matrix::read_array(path, "result").unwrap();
-    array.data.iter().map(|x| x.to_bits()).collect()
-}
-
 /// Asserts equal bit patterns row by row, naming the first difference.
 fn assert_rows_equal(what: &str, width: usize, golden: &[u32], numpy: &[u32]) {
     assert_eq!(golden.len(), numpy.len(), "{what}: lengths");
@@ -434,16 +423,11 @@ fn golden_and_numpy_agree_on_each_piece_of_the_step() {
                 piece_f32s(&mut rng, len, 16.0, 2, special)
             })
             .collect();
-        write_f32_matrix(&dir.path().join("s.npy"), batch, len, &rows.concat());
+        write_f32s(dir.path(), "s", &[batch, len], &rows.concat()).unwrap();
         tb::gpt::run_reference_function("softmax", dir.path(), 1, w).unwrap();
         let golden: Vec<u32> = rows.iter().flat_map(|s| softmax(s, w)).collect();
         let what = format!("softmax of {len} with W {w}");
-        assert_rows_equal(
-            &what,
-            len,
-            &golden,
-            &read_f32_bits(&dir.path().join("p.npy")),
-        );
+        assert_rows_equal(&what, len, &golden, &read_f32s(dir.path(), "p").unwrap());
         softmax_w_mattered += rows
             .iter()
             .filter(|s| softmax(s, w) != softmax(s, 1))
@@ -461,31 +445,18 @@ fn golden_and_numpy_agree_on_each_piece_of_the_step() {
         let g = piece_f32s(&mut rng, len, 1.5, 0, 0.02);
         let b = piece_f32s(&mut rng, len, 0.5, 0, 0.02);
         let eps = if w % 4 == 0 { 0 } else { 1e-5f32.to_bits() };
-        write_f32_matrix(&dir.path().join("x.npy"), batch, len, &rows.concat());
+        write_f32s(dir.path(), "x", &[batch, len], &rows.concat()).unwrap();
         for (name, values) in [("g", &g), ("b", &b)] {
-            let array = matrix::Array {
-                shape: vec![len as u64],
-                data: values.iter().map(|&x| f32::from_bits(x)).collect(),
-            };
-            matrix::write_array(&dir.path().join(format!("{name}.npy")), &array).unwrap();
+            write_f32s(dir.path(), name, &[len], values).unwrap();
         }
-        let eps_array = matrix::Array {
-            shape: vec![],
-            data: vec![f32::from_bits(eps)],
-        };
-        matrix::write_array(&dir.path().join("eps.npy"), &eps_array).unwrap();
+        write_f32s(dir.path(), "eps", &[], &[eps]).unwrap();
         tb::gpt::run_reference_function("layernorm", dir.path(), 1, w).unwrap();
         let golden: Vec<u32> = rows
             .iter()
             .flat_map(|x| layernorm(x, &g, &b, eps, w))
             .collect();
         let what = format!("layernorm of {len} with W {w}, eps {eps:08x}");
-        assert_rows_equal(
-            &what,
-            len,
-            &golden,
-            &read_f32_bits(&dir.path().join("y.npy")),
-        );
+        assert_rows_equal(&what, len, &golden, &read_f32s(dir.path(), "y").unwrap());
         layernorm_w_mattered += rows
             .iter()
             .filter(|x| layernorm(x, &g, &b, eps, w) != layernorm(x, &g, &b, eps, 1))
@@ -514,16 +485,12 @@ fn golden_and_numpy_agree_on_each_piece_of_the_step() {
         let b = bf16s(k * n);
         let dir = tempfile::tempdir().unwrap();
         for (name, rows, cols, values) in [("a", m, k, &a), ("b", k, n, &b)] {
-            let array = matrix::Array {
-                shape: vec![rows as u64, cols as u64],
-                data: values.clone(),
-            };
-            matrix::write_array(&dir.path().join(format!("{name}.npy")), &array).unwrap();
+            write_bf16s(dir.path(), name, &[rows, cols], values).unwrap();
         }
         tb::gpt::run_reference_function("matmul", dir.path(), rows_r, 1).unwrap();
         let golden = golden::mxu::matmul_bf16(&a, &b, m, k, n, rows_r);
         let what = format!("matmul {m}x{k}x{n} with R {rows_r}");
-        assert_rows_equal(&what, n, &golden, &read_f32_bits(&dir.path().join("c.npy")));
+        assert_rows_equal(&what, n, &golden, &read_f32s(dir.path(), "c").unwrap());
         // R = 1 groups as a plain left fold, like one tile of K: compare
         // with tiles of 2 instead.
         let other_r = if rows_r == 2 { 3 } else { 2 };
