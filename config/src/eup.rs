@@ -147,15 +147,15 @@ impl EupConfig {
         })
     }
 
-    pub fn recurrence_stages(&self) -> u32 {
+    pub const fn recurrence_stages(&self) -> u32 {
         self.recurrence_stages
     }
 
-    pub fn mul_stages(&self) -> u32 {
+    pub const fn mul_stages(&self) -> u32 {
         self.mul_stages
     }
 
-    pub fn add_stages(&self) -> u32 {
+    pub const fn add_stages(&self) -> u32 {
         self.add_stages
     }
 

@@ -22,6 +22,8 @@
 //! - [`TensorCoreConfig`] and [`tensorcore_isa`]: the TensorCore's sizes and
 //!   its sequencer's instruction words, shared in the same way by the
 //!   compiler, the golden TensorCore and the hardware.
+//! - [`TensorCore2Config`] and [`tensorcore2_isa`]: the same for TensorCore
+//!   v2 (the VPU, the EUP and the MXU in int8 mode under one sequencer).
 //! - [`EupConfig`] (the transcendental unit's pipeline) and [`gpt`]: a
 //!   transformer's dimensions and parameters, the one description the
 //!   model-folder loader, the golden model and the compiler share.
@@ -33,6 +35,8 @@ pub mod mxu_plan;
 pub mod sparsecore;
 pub mod stream_crc;
 pub mod tensorcore;
+pub mod tensorcore2;
+pub mod tensorcore2_isa;
 pub mod tensorcore_isa;
 pub mod torus;
 pub mod vpu;
@@ -43,6 +47,7 @@ pub use gpt::{GptDims, GptLayer, GptModel};
 pub use sparsecore::SparseCoreConfig;
 pub use stream_crc::{CrcAlgorithm, StreamCrcConfig};
 pub use tensorcore::TensorCoreConfig;
+pub use tensorcore2::TensorCore2Config;
 pub use vpu::{VpuConfig, VpuUnits};
 
 pub use ici::{IciConfig, ICI_CRC_BITS, ICI_KIND_BITS, ICI_MAX_DEPTH};
