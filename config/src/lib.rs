@@ -390,7 +390,7 @@ struct RawMxuConfig {
 /// A yes/no key: a TOML boolean, or its name as a string (`"true"`,
 /// `"false"`), which is how a tool hands over a choice made on its command
 /// line (`gen --int8-mode true`).
-fn flag<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Option<bool>, D::Error> {
+pub(crate) fn flag<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Option<bool>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Flag {

@@ -265,6 +265,7 @@ impl TensorCore2Config {
             VpuUnits::Full,
         )
         .and_then(|v| v.with_depth(self.vpu_depth))
+        .map(|v| v.with_host_wmask(true))
         .expect("a valid TensorCore v2 holds a valid VPU")
     }
 

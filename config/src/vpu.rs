@@ -87,6 +87,7 @@ pub struct VpuConfig {
     vmem_words: u32,
     units: VpuUnits,
     depth: u32,
+    host_wmask: bool,
 }
 
 impl VpuConfig {
@@ -100,6 +101,7 @@ impl VpuConfig {
         vmem_words: 1024,
         units: VpuUnits::Full,
         depth: 0,
+        host_wmask: false,
     };
 
     /// A validated configuration with the default register file, memory and
@@ -158,6 +160,7 @@ impl VpuConfig {
             vmem_words,
             units,
             depth: 0,
+            host_wmask: false,
         })
     }
 
@@ -170,6 +173,22 @@ impl VpuConfig {
             )));
         }
         Ok(VpuConfig { depth, ..*self })
+    }
+
+    /// The same configuration with (or without) a per-element write mask on
+    /// the host port (`host_wmask_i`): a host write then changes only the
+    /// elements whose mask bit is set, so an element-serial mover (TensorCore
+    /// v2's) writes one element without reading its word first.
+    pub fn with_host_wmask(&self, host_wmask: bool) -> VpuConfig {
+        VpuConfig {
+            host_wmask,
+            ..*self
+        }
+    }
+
+    /// Whether the host port has a per-element write mask.
+    pub fn host_wmask(&self) -> bool {
+        self.host_wmask
     }
 
     /// Lanes: elements along the minor dimension of a vector.
@@ -273,6 +292,9 @@ impl fmt::Display for VpuConfig {
         if self.depth > 0 {
             write!(f, ", depth {}", self.depth)?;
         }
+        if self.host_wmask {
+            f.write_str(", host write mask")?;
+        }
         f.write_str(")")
     }
 }
@@ -287,6 +309,8 @@ struct RawVpuConfig {
     vmem_words: Option<u32>,
     units: Option<VpuUnits>,
     depth: Option<u32>,
+    #[serde(default, deserialize_with = "crate::flag")]
+    host_wmask: Option<bool>,
 }
 
 impl RawVpuConfig {
@@ -300,6 +324,7 @@ impl RawVpuConfig {
             self.units.unwrap_or(d.units),
         )?
         .with_depth(self.depth.unwrap_or(d.depth))
+        .map(|c| c.with_host_wmask(self.host_wmask.unwrap_or(d.host_wmask)))
     }
 }
 
@@ -337,6 +362,14 @@ mod tests {
         let deep = c.with_depth(MAX_DEPTH).unwrap();
         assert_eq!(VpuConfig::from_toml(&deep.to_toml()).unwrap(), deep);
         assert!(c.with_depth(MAX_DEPTH + 1).is_err());
+        let masked = c.with_host_wmask(true);
+        assert_eq!(VpuConfig::from_toml(&masked.to_toml()).unwrap(), masked);
+        assert!(VpuConfig::from_toml("host_wmask = \"true\"")
+            .unwrap()
+            .host_wmask());
+        assert!(!VpuConfig::from_toml("host_wmask = false")
+            .unwrap()
+            .host_wmask());
         let partial = VpuConfig::from_toml("lanes = 16").unwrap();
         assert_eq!((partial.lanes(), partial.sublanes()), (16, 1));
         for bad in [
@@ -345,6 +378,7 @@ mod tests {
             "units = \"fp64\"",
             "vregs = 3",
             "depth = 8",
+            "host_wmask = \"yes\"",
             "[[",
         ] {
             let err = VpuConfig::from_toml(bad).unwrap_err().to_string();

@@ -91,6 +91,12 @@ impl Block for Vpu {
                 },
                 help: "Extra execute stages (pipeline registers in the element ALU)",
             },
+            Param {
+                name: "host_wmask",
+                value_name: "BOOL",
+                kind: ParamKind::Choice(vec!["false", "true"]),
+                help: "A per-element write mask on the host port (input host_wmask_i): a host write changes only the elements whose bit is set",
+            },
         ]
     }
 

@@ -29,6 +29,10 @@ pub fn lane(design: &mut Design, cfg: &VpuConfig) -> Rc<ModuleDef> {
         name += &format!("_d{}", cfg.depth());
         params.push(("depth", cfg.depth().to_string()));
     }
+    if cfg.host_wmask() {
+        name += "_wm";
+        params.push(("host_wmask", "true".to_string()));
+    }
     let cfg = *cfg;
     design.define(&name, &params, |design, m| {
         m.doc("VPU lane: register file and VMEM slice, forwarding, element ALU, write-back");
@@ -289,6 +293,21 @@ fn front(
         host_wdata
     };
     let vmem_wdata = mux(vmem_write_host, vmem_host_data, store_data.value());
+    // With a host write mask, a host write changes only the elements whose
+    // bit is set (held a cycle with the data where the write lands late).
+    let vmem_we = if cfg.host_wmask() {
+        let host_we = m.input("host_we_i", Ty::BOOL);
+        let host_we = if cfg.depth() >= crate::REGISTERED_HOST_VMEM_WRITE_FROM {
+            let held = m.reg("host_we_q", Ty::BOOL);
+            m.set_next(held, host_we);
+            held.q()
+        } else {
+            host_we
+        };
+        m.wire("vmem_we_masked", vmem_we & (!vmem_write_host | host_we))
+    } else {
+        vmem_we
+    };
     m.mem_write(vmem, vmem_we, vmem_wa, vmem_wdata);
 
     // Write-first reads: an operand read in the cycle its producer writes

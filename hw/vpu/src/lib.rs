@@ -233,6 +233,7 @@
 //! | `host_valid_i`, `host_ready_o` | 1, 1 | a host access (accepted when both are high) |
 //! | `host_write_i`, `host_space_i`, `host_addr_i` | 1, 1, max(log2 D, log2 V) | write (1) or read, VMEM (0) or registers (1), word or register |
 //! | `host_wdata_i`, `host_rdata_o`, `host_rvalid_o` | 32W, 32W, 1 | element e at bits 32e+31..32e |
+//! | `host_wmask_i` | W | with `host_wmask` only: a host write of VMEM changes element e only where bit e is set (register writes ignore it) |
 //! | `store_o` | 1 | a store writes VMEM this cycle |
 //! | `busy_o` | 1 | a bundle is in execute or write-back |
 //! | `error_o` | 1 | an illegal instruction was accepted (sticky until reset) |
@@ -260,6 +261,8 @@ pub mod ports {
     pub const HOST_SPACE: &str = "host_space_i";
     pub const HOST_ADDR: &str = "host_addr_i";
     pub const HOST_WDATA: &str = "host_wdata_i";
+    /// With `host_wmask`: bit e enables the host write of element e.
+    pub const HOST_WMASK: &str = "host_wmask_i";
     pub const HOST_RDATA: &str = "host_rdata_o";
     pub const HOST_RVALID: &str = "host_rvalid_o";
     pub const STORE: &str = "store_o";
@@ -294,9 +297,14 @@ pub fn top_name(cfg: &VpuConfig) -> String {
         cfg.vregs(),
         cfg.vmem_words()
     );
-    match cfg.depth() {
+    let name = match cfg.depth() {
         0 => name,
         d => format!("{name}_d{d}"),
+    };
+    if cfg.host_wmask() {
+        name + "_wm"
+    } else {
+        name
     }
 }
 
@@ -324,6 +332,9 @@ pub fn build(design: &mut Design, cfg: &VpuConfig) -> Rc<ModuleDef> {
     ];
     if cfg.depth() > 0 {
         params.push(("depth", cfg.depth().to_string()));
+    }
+    if cfg.host_wmask() {
+        params.push(("host_wmask", "true".to_string()));
     }
     let cfg = *cfg;
     design.define(&top_name(&cfg), &params, |design, m| {
@@ -454,6 +465,7 @@ fn build_top(m: &mut ModuleBuilder, cfg: &VpuConfig, parts: &Parts) {
         addr: m.input(HOST_ADDR, Ty::u(host_addr_bits(cfg))),
         wdata: m.input(HOST_WDATA, Ty::u(32 * w)),
     };
+    let host_wmask = cfg.host_wmask().then(|| m.input(HOST_WMASK, Ty::u(w)));
 
     let d = decode(m, cfg, instr);
     m.waive(
@@ -478,7 +490,7 @@ fn build_top(m: &mut ModuleBuilder, cfg: &VpuConfig, parts: &Parts) {
     };
     let mem = MemPorts::select(m, cfg, &d, &flow, &st, &host);
     let ctl = lane_control(cfg, &d, &flow, &st, &fwd, &mem);
-    let buses = LaneBuses::build(m, cfg, parts, ctl, host.wdata);
+    let buses = LaneBuses::build(m, cfg, parts, ctl, host.wdata, host_wmask);
     cross_lane(
         m,
         cfg,
@@ -1228,6 +1240,7 @@ impl LaneBuses {
         parts: &Parts,
         ctl: Expr,
         host_wdata: Expr,
+        host_wmask: Option<Expr>,
     ) -> LaneBuses {
         let w = cfg.elems();
         let word = Ty::u(32);
@@ -1240,6 +1253,13 @@ impl LaneBuses {
         for e in 0..w {
             m.bus_drive(wdata, &[e], host_wdata.slice(32 * e, 32));
         }
+        let wmask = host_wmask.map(|mask| {
+            let bus = m.bus("host_wmask", Ty::BOOL, &[w]);
+            for e in 0..w {
+                m.bus_drive(bus, &[e], mask.slice(e, 1));
+            }
+            bus
+        });
         let (lanes, sublanes) = (cfg.lanes(), cfg.sublanes());
         let arr = m.instance_array("lane", &parts.lane, &[("sub", sublanes), ("lane", lanes)]);
         let element = [arr.var(0) * i64::from(lanes) + arr.var(1)];
@@ -1265,6 +1285,9 @@ impl LaneBuses {
             ("host_rdata_o", rdata),
         ] {
             m.array_connect(arr, port, bus, &element);
+        }
+        if let Some(mask) = wmask {
+            m.array_connect(arr, "host_we_i", mask, &element);
         }
         LaneBuses {
             opnd,

@@ -9,7 +9,7 @@
 //! so the tests can hold the RTL to the golden cycle model exactly.
 
 use super::{block_model, Driver, DriverError};
-use crate::verilator::Model;
+use crate::verilator::{Model, PortId};
 use config::vpu_isa::Bundle;
 use config::VpuConfig;
 
@@ -67,6 +67,8 @@ pub struct VpuDriver {
     cfg: VpuConfig,
     model: Model,
     p: VpuPorts,
+    /// `host_wmask_i`, on a VPU with a host write mask.
+    wmask: Option<PortId>,
     /// `host_wdata_i` as words (W of them).
     words: Vec<u32>,
 }
@@ -76,10 +78,16 @@ impl VpuDriver {
     pub fn new(cfg: &VpuConfig) -> Result<VpuDriver, DriverError> {
         let model = block_model(&vpu::Vpu, cfg)?;
         let p = VpuPorts::of(&model)?;
+        let wmask = if cfg.host_wmask() {
+            Some(model.port(vpu::ports::HOST_WMASK)?)
+        } else {
+            None
+        };
         let mut d = VpuDriver {
             cfg: *cfg,
             model,
             p,
+            wmask,
             words: vec![0; cfg.elems() as usize],
         };
         d.reset();
@@ -153,7 +161,46 @@ impl VpuDriver {
     /// Writes `data` (whole vectors, W elements each) to consecutive words
     /// from `start`, one per cycle.
     pub fn write(&mut self, space: Space, start: usize, data: &[u32]) -> Result<(), DriverError> {
+        let all = vec![true; self.w()];
+        self.write_masked(space, start, data, &all)
+    }
+
+    /// As [`VpuDriver::write`], each VMEM write changing only the elements
+    /// `mask` (W flags) selects, on a VPU with a host write mask (errors
+    /// otherwise, unless the mask selects every element).
+    pub fn write_masked(
+        &mut self,
+        space: Space,
+        start: usize,
+        data: &[u32],
+        mask: &[bool],
+    ) -> Result<(), DriverError> {
         let w = self.w();
+        if mask.len() != w {
+            return Err(DriverError::Input(format!(
+                "a write mask has W = {w} flags, not {}",
+                mask.len()
+            )));
+        }
+        match self.wmask {
+            Some(port) => {
+                let bits: Vec<u32> = mask
+                    .chunks(32)
+                    .map(|c| {
+                        c.iter()
+                            .enumerate()
+                            .fold(0u32, |acc, (i, &b)| acc | (u32::from(b) << i))
+                    })
+                    .collect();
+                self.model.poke_wide(port, &bits);
+            }
+            None if mask.iter().all(|&b| b) => {}
+            None => {
+                return Err(DriverError::Input(
+                    "this VPU has no host write mask (host_wmask)".into(),
+                ))
+            }
+        }
         if !data.len().is_multiple_of(w) {
             return Err(DriverError::Input(format!(
                 "{} elements are not whole vectors of {w}",
