@@ -36,6 +36,7 @@ pub fn registry() -> Vec<&'static dyn AnyBlock> {
         &torus::TorusNode,
         &stream_crc::StreamCrc,
         &eup::Eup,
+        &tensorcore2::TensorCore2,
     ]
 }
 
