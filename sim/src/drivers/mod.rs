@@ -25,6 +25,7 @@ pub mod mxu;
 pub mod sparsecore;
 pub mod stream_crc;
 pub mod tensorcore;
+pub mod tensorcore2;
 pub mod torus;
 pub mod vpu;
 pub mod vpu_ops;
@@ -59,6 +60,7 @@ pub fn registry() -> Vec<&'static str> {
         block_name::<torus::TorusDriver>(),
         block_name::<stream_crc::StreamCrcDriver>(),
         block_name::<eup::EupDriver>(),
+        block_name::<tensorcore2::TensorCore2Driver>(),
     ]
 }
 

@@ -1,0 +1,195 @@
+//! The TensorCore v2 driver: the host of the Verilated core (`hw/tensorcore2`
+//! documents its ports and timing). It writes the weight memory, streams a
+//! program's words, answers the input window as a synchronous memory (the
+//! data the cycle after the read), collects the output window's writes and
+//! reads the counters when `HALT` retires. The unified buffer (the VPU's
+//! VMEM) and the accumulators are memories a reset keeps, so a KV cache
+//! lives across runs.
+
+use super::{block_model, Driver, DriverError, PortTable};
+use crate::verilator::{Model, PortId};
+use config::tensorcore2_isa::Instr;
+use config::TensorCore2Config;
+
+/// The counters of one run, in `tensorcore2::ports::COUNTERS` order, and
+/// the run's cycles (from the cycle after the first word is taken through
+/// the cycle `HALT` retires).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunStats {
+    pub cycles: u64,
+    pub instructions: u64,
+    pub vpu_busy: u64,
+    pub mxu_busy: u64,
+    pub eup_ops: u64,
+    pub mover: u64,
+    pub wait: u64,
+}
+
+/// A Verilated TensorCore v2 of one configuration.
+pub struct TensorCore2Driver {
+    cfg: TensorCore2Config,
+    model: Model,
+    p: Ports,
+    counters: [PortId; 6],
+}
+
+impl Driver for TensorCore2Driver {
+    type Block = tensorcore2::TensorCore2;
+    fn open(cfg: &TensorCore2Config) -> Result<Self, DriverError> {
+        TensorCore2Driver::new(cfg)
+    }
+}
+
+crate::block_ports! {
+    /// The core's ports on a model of it (the counters apart).
+    struct Ports {
+        reset: hw::ir::RESET,
+        instr_valid: tensorcore2::ports::INSTR_VALID,
+        instr: tensorcore2::ports::INSTR,
+        instr_ready: tensorcore2::ports::INSTR_READY,
+        hin_en: tensorcore2::ports::HIN_EN,
+        hin_addr: tensorcore2::ports::HIN_ADDR,
+        hin_data: tensorcore2::ports::HIN_DATA,
+        hout_wr: tensorcore2::ports::HOUT_WR,
+        hout_addr: tensorcore2::ports::HOUT_ADDR,
+        hout_data: tensorcore2::ports::HOUT_DATA,
+        wmem_wr: tensorcore2::ports::WMEM_WR,
+        wmem_addr: tensorcore2::ports::WMEM_ADDR,
+        wmem_data: tensorcore2::ports::WMEM_DATA,
+        halted: tensorcore2::ports::HALTED,
+        error: tensorcore2::ports::ERROR,
+    }
+}
+
+impl TensorCore2Driver {
+    /// Builds (or loads from the cache) the Verilated core for `cfg` and
+    /// resets it.
+    pub fn new(cfg: &TensorCore2Config) -> Result<TensorCore2Driver, DriverError> {
+        let model = block_model(&tensorcore2::TensorCore2, cfg)?;
+        let p = Ports::of(&model)?;
+        let counters = PortTable::new(&model).array(tensorcore2::ports::COUNTERS)?;
+        let mut d = TensorCore2Driver {
+            cfg: *cfg,
+            model,
+            p,
+            counters,
+        };
+        d.reset();
+        Ok(d)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &TensorCore2Config {
+        &self.cfg
+    }
+
+    /// The underlying model (waveforms).
+    pub fn model_mut(&mut self) -> &mut Model {
+        &mut self.model
+    }
+
+    /// One reset cycle with every input low: the sequencer, the queues and
+    /// the counters start over; the memories keep their contents.
+    pub fn reset(&mut self) {
+        let p = self.p;
+        self.model
+            .reset_with_idle_inputs(p.reset, &[p.instr_valid, p.wmem_wr]);
+    }
+
+    /// Writes weight-memory rows from `first_row`: `rows` holds C bf16
+    /// patterns per row.
+    pub fn load_weights(&mut self, first_row: usize, rows: &[u16]) -> Result<(), DriverError> {
+        let c = self.cfg.cols() as usize;
+        let depth = self.cfg.weight_rows() as usize;
+        if !rows.len().is_multiple_of(c) || first_row + rows.len() / c > depth {
+            return Err(DriverError::Input(format!(
+                "{} weights from row {first_row} are not whole rows of {c} inside the {depth} rows",
+                rows.len()
+            )));
+        }
+        let p = self.p;
+        let mut words = vec![0u32; (16 * c).div_ceil(32)];
+        for (i, row) in rows.chunks(c).enumerate() {
+            super::mxu::pack(row.iter().map(|&v| u32::from(v)), 16, &mut words);
+            self.model.poke(p.wmem_wr, 1);
+            self.model.poke(p.wmem_addr, (first_row + i) as u64);
+            self.model.poke_wide(p.wmem_data, &words);
+            self.model.step();
+        }
+        self.model.poke(p.wmem_wr, 0);
+        Ok(())
+    }
+
+    /// Resets the core, runs `program` to `HALT` with the input window
+    /// `input` and writes the output window's writes into `output`.
+    /// Errors: a read or write outside the windows, the error flag, or no
+    /// `HALT` within `limit` cycles.
+    pub fn run(
+        &mut self,
+        program: &[Instr],
+        input: &[u32],
+        output: &mut [u32],
+        limit: u64,
+    ) -> Result<RunStats, DriverError> {
+        self.reset();
+        let p = self.p;
+        let words: Vec<[u32; 5]> = program.iter().map(|i| i.encode().pieces()).collect();
+        let mut next = 0usize;
+        let mut first_taken: Option<u64> = None;
+        let mut in_read: Option<usize> = None;
+        for cycle in 0..limit {
+            if let Some(a) = in_read.take() {
+                let v = *input.get(a).ok_or_else(|| {
+                    DriverError::Protocol(format!(
+                        "the core read input element {a} of {}",
+                        input.len()
+                    ))
+                })?;
+                self.model.poke(p.hin_data, u64::from(v));
+            }
+            self.model.eval();
+            if self.model.peek(p.halted) == 1 {
+                if self.model.peek(p.error) == 1 {
+                    return Err(DriverError::Input(
+                        "the core flagged an illegal instruction or VPU bundle".into(),
+                    ));
+                }
+                let k: Vec<u64> = self.counters.iter().map(|&q| self.model.peek(q)).collect();
+                let start = first_taken.expect("a halted core took a word");
+                return Ok(RunStats {
+                    cycles: cycle - start - 1,
+                    instructions: k[0],
+                    vpu_busy: k[1],
+                    mxu_busy: k[2],
+                    eup_ops: k[3],
+                    mover: k[4],
+                    wait: k[5],
+                });
+            }
+            let valid = next < words.len();
+            self.model.poke(p.instr_valid, u64::from(valid));
+            self.model
+                .poke_wide(p.instr, words.get(next).unwrap_or(&[0; 5]));
+            self.model.eval();
+            if self.model.peek(p.hin_en) == 1 {
+                in_read = Some(self.model.peek(p.hin_addr) as usize);
+            }
+            if self.model.peek(p.hout_wr) == 1 {
+                let a = self.model.peek(p.hout_addr) as usize;
+                let len = output.len();
+                let slot = output.get_mut(a).ok_or_else(|| {
+                    DriverError::Protocol(format!("the core wrote output element {a} of {len}"))
+                })?;
+                *slot = self.model.peek(p.hout_data) as u32;
+            }
+            if valid && self.model.peek(p.instr_ready) == 1 {
+                first_taken.get_or_insert(cycle);
+                next += 1;
+            }
+            self.model.step();
+        }
+        Err(DriverError::Protocol(format!(
+            "the core did not halt within {limit} cycles"
+        )))
+    }
+}
