@@ -295,7 +295,7 @@ impl Instr {
                 put(field::S, "MM stride", stride);
                 put(field::N, "MM count", n);
                 put(field::ACC, "MM accumulator row", acc);
-                flags = u32::from(int8) * FLAG_INT8 | u32::from(add) * FLAG_ADD;
+                flags = (u32::from(int8) * FLAG_INT8) | (u32::from(add) * FLAG_ADD);
             }
             Instr::MoveAcc {
                 dst,
