@@ -24,6 +24,8 @@
 //!   sorted and sharded.
 //! * [`tensorcore`] runs TensorCore programs ([`tensorcore::execute`]) and
 //!   gives their cycles and where they went ([`tensorcore::cycle_model`]).
+//! * [`tensorcore2`] runs TensorCore v2 programs on the VPU, EUP and MXU
+//!   models joined ([`tensorcore2::Machine`]).
 //! * [`eup`] gives the transcendental unit's results and timing; [`gpt`] the
 //!   contract's decoder-only transformer (layer norm, softmax, the token step
 //!   with its caches, greedy generation) for an MXU of R rows and a VPU of W
@@ -58,6 +60,8 @@ pub mod sparsecore;
 pub mod sparsecore_host;
 pub mod stream_crc;
 pub mod tensorcore;
+pub mod tensorcore2;
+pub mod tensorcore2_cycle;
 pub mod torus;
 pub mod torus_cycle;
 pub mod torus_v2;

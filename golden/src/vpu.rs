@@ -393,13 +393,91 @@ pub fn execute_cycles(cfg: &VpuConfig, b: &Bundle) -> u64 {
 /// A bundle in an execute stage, as the interlock sees it.
 #[derive(Debug, Clone, Copy)]
 struct InFlight {
-    /// Its index in the program.
-    index: usize,
+    /// Whether it stores.
+    has_store: bool,
     /// The register its ALU result is still to write (none if it writes
     /// none, or a younger load cancelled the write).
     writes: Option<usize>,
     /// The VMEM word it stores.
     stores: Option<usize>,
+}
+
+/// What one cycle of [`VpuTimer::step`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VpuStep {
+    /// The bundle offered in this cycle was accepted.
+    pub accepted: bool,
+    /// A store wrote VMEM in this cycle (`store_o`).
+    pub store: bool,
+}
+
+/// The timing contract (module docs) as a machine stepped a cycle at a
+/// time, for a stream that may leave gaps: a core that issues bundles
+/// between other work (TensorCore v2) asks it, each cycle, whether the unit
+/// is busy and whether the bundle it offers is accepted.
+#[derive(Debug, Clone)]
+pub struct VpuTimer {
+    cfg: VpuConfig,
+    /// Execute stages 1 to 1 + depth, then write-back.
+    stages: Vec<Option<InFlight>>,
+    /// Cycles the bundle in the first execute stage has still to fold.
+    fold_left: u64,
+}
+
+impl VpuTimer {
+    /// An idle unit (just reset).
+    pub fn new(cfg: &VpuConfig) -> VpuTimer {
+        VpuTimer {
+            cfg: *cfg,
+            stages: vec![None; cfg.depth() as usize + 2],
+            fold_left: 0,
+        }
+    }
+
+    /// `busy_o` in the coming cycle: a bundle is in execute or write-back.
+    pub fn busy(&self) -> bool {
+        self.stages.iter().any(Option::is_some)
+    }
+
+    /// One cycle with `offered` on the instruction port (or none).
+    pub fn step(&mut self, offered: Option<&Bundle>) -> VpuStep {
+        let cfg = self.cfg;
+        let depth = cfg.depth() as usize;
+        let reg = |r: u8| usize::from(r) & (cfg.vregs() as usize - 1);
+        let word = |a: u32| a as usize & (cfg.vmem_words() as usize - 1);
+        let advance = self.fold_left == 0;
+        let accepted = match offered {
+            Some(b) if advance => !waits(&cfg, b, &self.stages[..depth], reg, word),
+            _ => false,
+        };
+        let mut store = false;
+        if advance {
+            if let Some(Some(last)) = self.stages.get(depth) {
+                store = last.has_store;
+            }
+            let taken = offered.filter(|_| accepted);
+            if let Some(l) = taken.and_then(|b| b.load) {
+                for s in self.stages[..depth].iter_mut().flatten() {
+                    if s.writes == Some(reg(l.reg)) {
+                        s.writes = None;
+                    }
+                }
+            }
+            self.stages.rotate_right(1);
+            self.stages[0] = taken.map(|b| {
+                let op = legal_op(&cfg, b);
+                self.fold_left = execute_cycles(&cfg, b) - 1;
+                InFlight {
+                    has_store: b.store.is_some(),
+                    writes: op.filter(|o| o.writes()).map(|_| reg(b.alu.vd)),
+                    stores: b.store.map(|s| word(s.addr)),
+                }
+            });
+        } else {
+            self.fold_left -= 1;
+        }
+        VpuStep { accepted, store }
+    }
 }
 
 /// The cycle model of `program` on `cfg` (see the module docs).
@@ -409,64 +487,27 @@ struct InFlight {
 /// If `program` is empty.
 pub fn schedule(cfg: &VpuConfig, program: &[Bundle]) -> Schedule {
     assert!(!program.is_empty(), "an empty program has no schedule");
-    let depth = cfg.depth() as usize;
-    let reg = |r: u8| usize::from(r) & (cfg.vregs() as usize - 1);
-    let word = |a: u32| a as usize & (cfg.vmem_words() as usize - 1);
+    let mut timer = VpuTimer::new(cfg);
     let mut accept = Vec::with_capacity(program.len());
     let mut stores = Vec::new();
-    // Execute stages 1 to 1 + depth, then write-back.
-    let mut stages: Vec<Option<InFlight>> = vec![None; depth + 2];
-    // Cycles the bundle in the first execute stage has still to fold.
-    let mut fold_left = 0u64;
     let mut next = 0usize;
     let mut cycle = 0u64;
     let mut last_busy = 0u64;
     loop {
-        let advance = fold_left == 0;
-        let busy = stages.iter().any(Option::is_some);
+        let busy = timer.busy();
         if busy {
             last_busy = cycle;
         }
         if next == program.len() && !busy {
             break;
         }
-        let mut accepted = None;
-        if advance && next < program.len() {
-            let b = &program[next];
-            if !waits(cfg, b, &stages[..depth], reg, word) {
-                accept.push(cycle);
-                accepted = Some(next);
-                next += 1;
-            }
+        let step = timer.step(program.get(next));
+        if step.accepted {
+            accept.push(cycle);
+            next += 1;
         }
-        if advance {
-            if let Some(Some(last)) = stages.get(depth) {
-                if program[last.index].store.is_some() {
-                    stores.push(cycle);
-                }
-            }
-            if let Some(i) = accepted {
-                if let Some(l) = program[i].load {
-                    for s in stages[..depth].iter_mut().flatten() {
-                        if s.writes == Some(reg(l.reg)) {
-                            s.writes = None;
-                        }
-                    }
-                }
-            }
-            stages.rotate_right(1);
-            stages[0] = accepted.map(|i| {
-                let b = &program[i];
-                let op = legal_op(cfg, b);
-                fold_left = execute_cycles(cfg, b) - 1;
-                InFlight {
-                    index: i,
-                    writes: op.filter(|o| o.writes()).map(|_| reg(b.alu.vd)),
-                    stores: b.store.map(|s| word(s.addr)),
-                }
-            });
-        } else {
-            fold_left -= 1;
+        if step.store {
+            stores.push(cycle);
         }
         cycle += 1;
     }

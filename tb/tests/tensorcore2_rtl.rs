@@ -5,7 +5,8 @@
 //! come from the weight memory (`RW`) and from the unified buffer (`RWV`),
 //! bf16 and int8 rows, `MM.add`, `MV` with strides, and VPU bundles between
 //! them. Expected values come from the golden numerics (`golden::eup`,
-//! `golden::mxu`), not from the RTL.
+//! `golden::mxu`), not from the RTL; every run's cycles and counters equal
+//! the cycle model's (`golden::tensorcore2_cycle`).
 
 use config::tensorcore2_isa::Instr;
 use config::vpu_isa::{Bundle, Op};
@@ -33,10 +34,38 @@ fn tiny() -> TensorCore2Config {
         .unwrap()
 }
 
+/// Runs `program` on the RTL and holds its cycles and counters to the cycle
+/// model's.
 fn run(d: &mut TensorCore2Driver, program: &[Instr], input: &[u32], out_len: usize) -> Vec<u32> {
     let mut out = vec![0u32; out_len];
-    d.run(program, input, &mut out, LIMIT)
+    let rtl = d
+        .run(program, input, &mut out, LIMIT)
         .unwrap_or_else(|e| panic!("run failed: {e}"));
+    let listing: Vec<String> = program.iter().map(|i| i.to_string()).collect();
+    let model = golden::tensorcore2_cycle::cycle_model(d.config(), program)
+        .unwrap_or_else(|e| panic!("cycle model: {e} in {listing:?}"));
+    assert_eq!(
+        (
+            rtl.cycles,
+            rtl.instructions,
+            rtl.vpu_busy,
+            rtl.mxu_busy,
+            rtl.eup_ops,
+            rtl.mover,
+            rtl.wait
+        ),
+        (
+            model.cycles,
+            model.instructions,
+            model.vpu_busy,
+            model.mxu_busy,
+            model.eup_ops,
+            model.mover,
+            model.wait
+        ),
+        "cycles, instructions, vpu_busy, mxu_busy, eup_ops, mover, wait of {listing:?} on {}",
+        d.config()
+    );
     out
 }
 
@@ -309,5 +338,170 @@ fn matmuls_from_both_weight_sources(#[case] which: usize) {
         let doubled = run(&mut d, &program, &[], w);
         let expect: Vec<u32> = int8.iter().map(|&v| v.wrapping_add(v)).collect();
         assert_eq!(doubled, expect, "VPU bundles between moves on {cfg}");
+    }
+}
+
+/// A random valid program for `cfg`: the whole unified buffer and every
+/// register filled first, then a mix of every instruction (tiles from both
+/// sources, bf16 and int8 rows, `.add`, strides, in-place and disjoint EUP
+/// streams, random VPU bundles), ending with the buffer copied out.
+fn random_program(cfg: &TensorCore2Config, rng: &mut impl Rng) -> Vec<Instr> {
+    let r = cfg.rows();
+    let w = cfg.elems();
+    let e = cfg.vmem_elems();
+    let words = cfg.vmem_words();
+    let vregs = cfg.vpu().vregs();
+    let mut p = vec![Instr::HostIn {
+        dst: 0,
+        src: 0,
+        n: e,
+    }];
+    for reg in 0..vregs {
+        p.push(Instr::Vpu {
+            bundle: Bundle::nop()
+                .with_load(reg as u8, rng.gen_range(0..words))
+                .encode(),
+        });
+    }
+    // Accumulator rows written so far, and the previous MM's last row.
+    let mut written = vec![false; cfg.acc_rows() as usize];
+    let mut prev_mm: Option<(u32, u32)> = None;
+    let ops: Vec<Op> = Op::ALL.iter().copied().filter(|o| *o != Op::Nop).collect();
+    for _ in 0..rng.gen_range(8..24) {
+        match rng.gen_range(0..7) {
+            0 => {
+                let n = rng.gen_range(1..=8.min(e));
+                p.push(Instr::HostIn {
+                    dst: rng.gen_range(0..=e - n),
+                    src: rng.gen_range(0..=e - n),
+                    n,
+                });
+            }
+            1 => {
+                let op = ops[rng.gen_range(0..ops.len())];
+                let reg = |rng: &mut _| rand::Rng::gen_range(rng, 0..vregs) as u8;
+                let mut b =
+                    Bundle::op(op, reg(rng), &[reg(rng), reg(rng), reg(rng)]).with_imm(rng.gen());
+                if rng.gen_bool(0.5) {
+                    b = b.with_load(reg(rng), rng.gen_range(0..words));
+                }
+                if rng.gen_bool(0.5) {
+                    b = b.with_store(reg(rng), rng.gen_range(0..words));
+                }
+                p.push(Instr::Vpu { bundle: b.encode() });
+            }
+            2 => {
+                let op = EupOp::ALL[rng.gen_range(0..EupOp::ALL.len())];
+                let n = rng.gen_range(1..=12.min(e / 4));
+                let quarter = e / 4;
+                let a = rng.gen_range(0..=quarter - n);
+                let b = quarter + rng.gen_range(0..=quarter - n);
+                let dst = if rng.gen_bool(0.5) {
+                    a
+                } else {
+                    2 * quarter + rng.gen_range(0..=quarter - n)
+                };
+                p.push(Instr::Eup { op, dst, a, b, n });
+            }
+            3 | 4 => {
+                // A tile from the weight memory or from the buffer, then MM.
+                if rng.gen_bool(0.5) {
+                    p.push(Instr::ReadWeights {
+                        row: rng.gen_range(0..=cfg.weight_rows() - r),
+                        n: r,
+                    });
+                } else {
+                    let stride = rng.gen_range(r..=2 * r);
+                    p.push(Instr::ReadWeightsVmem {
+                        src: rng.gen_range(0..=e - (r - 1) * stride - r),
+                        stride,
+                        n: r,
+                    });
+                }
+                let n = rng.gen_range(1..=3u32);
+                let stride = rng.gen_range(0..=2 * r);
+                let acc = rng.gen_range(0..=cfg.acc_rows() - n);
+                let mut add = rng.gen_bool(0.5) && (acc..acc + n).all(|a| written[a as usize]);
+                // The MXU's read-modify-write rule (crate docs).
+                if let Some((end, rows)) = prev_mm {
+                    if add && rows > 1 && acc == end {
+                        add = false;
+                    }
+                }
+                p.push(Instr::Matmul {
+                    acc,
+                    src: rng.gen_range(0..=e - (n - 1) * stride - r),
+                    stride,
+                    n,
+                    int8: rng.gen_bool(0.5),
+                    add,
+                });
+                for a in acc..acc + n {
+                    written[a as usize] = true;
+                }
+                prev_mm = Some((acc + n - 1, n));
+            }
+            5 => {
+                let rows: Vec<u32> = (0..cfg.acc_rows())
+                    .filter(|&a| written[a as usize])
+                    .collect();
+                if let Some(&acc) = rows.get(rng.gen_range(0..rows.len().max(1))) {
+                    let stride = rng.gen_range(0..=2 * r);
+                    p.push(Instr::MoveAcc {
+                        dst: rng.gen_range(0..=e - stride - r),
+                        stride,
+                        acc,
+                        n: 1 + u32::from(acc + 1 < cfg.acc_rows() && written[acc as usize + 1]),
+                    });
+                }
+            }
+            _ => p.push(Instr::Sync),
+        }
+    }
+    let _ = w;
+    p.push(Instr::HostOut {
+        dst: 0,
+        src: 0,
+        n: e,
+    });
+    p.push(Instr::Halt);
+    p
+}
+
+/// Random programs on the RTL against the golden machine (every result bit
+/// of the unified buffer) and the cycle model (every cycle and counter).
+#[rstest]
+#[case::small_2x2(0)]
+#[case::small_4x4(1)]
+#[case::deep_4x4(2)]
+#[case::tiny(3)]
+fn random_programs_match_the_golden_machine_and_the_cycle_model(#[case] which: usize) {
+    let cfg = configs()[which];
+    let mut rng = rng_for(&format!("tc2_random_programs_{which}"));
+    let mut d = TensorCore2Driver::new(&cfg).unwrap();
+    let mut golden = golden::tensorcore2::Machine::new(&cfg);
+    let c = cfg.cols() as usize;
+    let weights: Vec<u16> = (0..cfg.weight_rows() as usize * c)
+        .map(|_| rng.gen())
+        .collect();
+    d.load_weights(0, &weights).unwrap();
+    golden.load_weights(0, &weights);
+    let e = cfg.vmem_elems() as usize;
+    for round in 0..tb::seed::soak_rounds(40) {
+        let program = random_program(&cfg, &mut rng);
+        let input: Vec<u32> = (0..e).map(|_| rng.gen()).collect();
+        let mut expect = vec![0u32; e];
+        golden
+            .run(&program, &input, &mut expect)
+            .unwrap_or_else(|err| panic!("golden refused round {round}: {err}"));
+        let out = run(&mut d, &program, &input, e);
+        if out != expect {
+            let first = (0..e).find(|&i| out[i] != expect[i]).unwrap();
+            let listing: Vec<String> = program.iter().map(|i| i.to_string()).collect();
+            panic!(
+                "round {round} on {cfg}: element {first} is {:#010x}, golden {:#010x}; program {listing:?}",
+                out[first], expect[first]
+            );
+        }
     }
 }

@@ -91,9 +91,10 @@
 //!   still to land (an `MM` row accepted in cycle y lands in y + the MXU's
 //!   write latency, `mxu::Timing::write_latency`).
 //! - A mover instruction spends its first cycle being decoded, then waits
-//!   (from its second cycle) until the VPU is idle, and `RWV` also until the
-//!   weight queue is empty, `MV` until every accumulator write has landed.
-//!   In the first cycle t0 in which that holds, the mover starts it:
+//!   (from its second cycle, at least one cycle) until the VPU is idle, and
+//!   `RWV` also until the weight queue is empty, `MV` until every
+//!   accumulator write has landed. The mover starts it in the cycle t0 after
+//!   the first cycle of its wait in which that holds:
 //!   - `HIN`: reads IN\[src + i\] in cycle t0 + i, writes element i in
 //!     t0 + i + 1; retires in t0 + n.
 //!   - `HOUT`: reads element i in t0 + i, writes OUT in t0 + i + 1; retires
@@ -119,6 +120,10 @@
 //! from y + 1; if the oldest read has rows left and the MXU's `w_ready_o` is
 //! high, it writes one row. The MXU's weight side and row acceptance follow
 //! the MXU's own contract (`hw/mxu/TIMING.md`).
+//!
+//! `golden::tensorcore2_cycle` steps these rules (with the VPU's, the
+//! EUP's and the MXU's own contracts); the RTL matches its cycles and
+//! counters exactly (`tb/tests/tensorcore2_rtl.rs`).
 //!
 //! Counters (32 bits, wrapping): `instructions` (retired, `HALT` included),
 //! `vpu_busy` (cycles the VPU's `busy_o` is high), `mxu_busy` (cycles in
