@@ -46,10 +46,16 @@
 //! A model that does not fit gets a [`CompileError`] naming the layer and
 //! the memory, with the numbers.
 //!
+//! [`tensorcore2`] compiles a transformer ([`config::GptModel`]) for
+//! TensorCore v2: memory images, a setup program and a program per token
+//! step; [`tensorcore2_mlp`] the quantized MLPs above for it.
+//!
 //! [`load_model`] reads a model folder (`w{i}.npy`, `b{i}.npy`, `rq{i}.npy`)
 //! for every tool that takes one: `sim mlp` and `systole-host mlp`.
 
 pub mod gpt;
+pub mod tensorcore2;
+pub mod tensorcore2_mlp;
 
 use config::tensorcore_isa::{Activation, Instr, ADDR_BITS};
 use config::TensorCoreConfig;

@@ -82,10 +82,14 @@
 //! - an `MM` with fewer than R rows in the weight stream;
 //! - a `VPU` bundle whose ALU operation is illegal ([`crate::vpu::legal_op`]);
 //! - an `EUP` whose destination partly overlaps an operand range;
+//! - an `MM.add` whose first accumulator row is the last row of the `MM`
+//!   before it in the run when that one had more than one row (the MXU's
+//!   read-modify-write rule, `hw/tensorcore2`'s crate docs: the add would
+//!   read the row before that `MM`'s write to it lands);
 //! - a `HALT` with rows left in the weight stream.
 //!
-//! Timing is not modelled here: the instructions' results do not depend on
-//! it, and the hardware's timing contract is stated with the hardware.
+//! Nothing above depends on when the engines run: the results are those of
+//! the instructions one after another, whatever the hardware overlaps.
 
 use crate::eup;
 use crate::mxu::{accumulate, tile_row};
@@ -172,6 +176,8 @@ pub struct Machine {
     weights: Vec<u16>,
     /// The weight stream's rows, C patterns each, oldest first.
     stream: VecDeque<u16>,
+    /// The last accumulator row and the row count of the run's last `MM`.
+    last_mm: Option<(usize, usize)>,
 }
 
 impl Machine {
@@ -184,6 +190,7 @@ impl Machine {
             acc: vec![0; cfg.acc_rows() as usize * cfg.cols() as usize],
             weights: Vec::new(),
             stream: VecDeque::new(),
+            last_mm: None,
         }
     }
 
@@ -305,6 +312,7 @@ impl Machine {
             )));
         }
         let mut info = RunInfo::default();
+        self.last_mm = None;
         for (i, instr) in program.iter().enumerate() {
             info.counts[instr.opcode().code() as usize] += 1;
             if self
@@ -407,6 +415,16 @@ impl Machine {
                     (acc as usize, src as usize, stride as usize, n as usize);
                 in_range("VMEM elements", src, (n - 1) * stride + r, vmem)?;
                 in_range("accumulator rows", acc, n, self.cfg.acc_rows() as usize)?;
+                if let Some((last, rows)) = self
+                    .last_mm
+                    .filter(|&(last, rows)| add && last == acc && rows > 1)
+                {
+                    return Err(format!(
+                        "it adds into accumulator row {last}, the last row of the {rows}-row MM \
+                         before it"
+                    ));
+                }
+                self.last_mm = Some((acc + n - 1, n));
                 if self.stream_rows() < r {
                     return Err(format!(
                         "the weight stream holds {} rows, a tile needs R = {r}",
@@ -998,6 +1016,47 @@ mod tests {
             e.starts_with("instruction 0 (VPU ") && e.contains("illegal VPU operation"),
             "{e}"
         );
+        // MM.add from the last row of a two-row MM right before it; from its
+        // first row, or after a one-row MM, it may.
+        let mm_at = |acc, n, add| Instr::Matmul {
+            acc,
+            src: 0,
+            stride: 1,
+            n,
+            int8: false,
+            add,
+        };
+        let two_tiles = Instr::ReadWeights { row: 0, n: 4 };
+        let e = err(
+            &mut Machine::new(&cfg()),
+            &[
+                two_tiles,
+                mm_at(0, 2, false),
+                mm_at(1, 1, true),
+                Instr::Halt,
+            ],
+            &[],
+        );
+        assert!(
+            e.starts_with("instruction 2 (MM.add 1,") && e.contains("last row of the 2-row MM"),
+            "{e}"
+        );
+        for ok in [
+            [
+                two_tiles,
+                mm_at(0, 2, false),
+                mm_at(0, 2, true),
+                Instr::Halt,
+            ],
+            [
+                two_tiles,
+                mm_at(1, 1, false),
+                mm_at(1, 1, true),
+                Instr::Halt,
+            ],
+        ] {
+            assert!(run(&mut Machine::new(&cfg()), &ok, &[]).is_ok());
+        }
         // Rows left in the stream at HALT; they stay for the caller to see.
         let e = err(
             &mut m,

@@ -15,6 +15,7 @@ pub mod icarus;
 pub mod mxu;
 pub mod seed;
 pub mod tensorcore;
+pub mod tensorcore2;
 pub mod tools;
 pub mod vpu;
 

@@ -5,6 +5,7 @@
 mod crc;
 mod embed;
 mod eup;
+mod gpt;
 mod link;
 mod matmul;
 mod mlp;
@@ -68,6 +69,11 @@ enum Command {
     /// exp2 or exp, fp32 as docs/numerics.md's EUP section says. A (and B,
     /// for div) are float32 arrays of any one shape; Y has A's shape.
     Eup(eup::EupArgs),
+    /// Greedy generation from a transformer's model folder on TensorCore v2:
+    /// P (int32 [n]) fed a token per step, N tokens chosen (the first
+    /// largest logit); T is int32 [N], L float32 [N, vocab]. The bits
+    /// depend on R and on W = lanes x sublanes (docs/numerics.md).
+    Gpt(gpt::GptArgs),
 }
 
 /// A failure and its exit code: 2 for bad input, 1 for a failure of the tool.
@@ -99,6 +105,7 @@ pub fn main() -> ExitCode {
         Command::Torus(args) => torus::run_torus(&args),
         Command::Crc(args) => crc::run(&args),
         Command::Eup(args) => eup::run(&args),
+        Command::Gpt(args) => gpt::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

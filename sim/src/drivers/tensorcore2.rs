@@ -193,3 +193,122 @@ impl TensorCore2Driver {
         )))
     }
 }
+
+/// A transformer compiled for the smallest core of an R x R MXU and a
+/// `lanes` x `sublanes` VPU that holds it: the unified buffer and the weight
+/// memory are the powers of two the compiled model needs (the default
+/// accumulator and queue). Errors (one line): sizes outside the core's
+/// limits, or a model that does not fit even the largest memories (the
+/// compiler names the part and the memory).
+pub fn sized_gpt_program(
+    model: &config::GptModel,
+    rows: u32,
+    lanes: u32,
+    sublanes: u32,
+) -> Result<compiler::tensorcore2::GptProgram, String> {
+    use compiler::tensorcore2::compile_gpt;
+    let w = u64::from(lanes) * u64::from(sublanes);
+    let base = TensorCore2Config::new(rows, lanes, sublanes).map_err(|e| e.to_string())?;
+    let widest_words = ((1u64 << 24) / w.max(1)).min(1 << 20) as u32;
+    let roomy = base
+        .with_memories(widest_words, base.acc_rows(), 1 << 24)
+        .map_err(|e| e.to_string())?;
+    let trial = compile_gpt(model, &roomy).map_err(|e| e.to_string())?;
+    let words = (trial.vmem_used() as u64)
+        .div_ceil(w)
+        .next_power_of_two()
+        .max(2) as u32;
+    let weight_rows = ((trial.weight_image().len() / rows as usize) as u64)
+        .next_power_of_two()
+        .max(2) as u32;
+    let cfg = base
+        .with_memories(words, base.acc_rows(), weight_rows)
+        .map_err(|e| e.to_string())?;
+    compile_gpt(model, &cfg).map_err(|e| e.to_string())
+}
+
+/// A generation's tokens, the logits each was chosen from, and the runs'
+/// measurements: the setup program's and each token step's.
+#[derive(Debug, Clone)]
+pub struct GptRun {
+    pub tokens: Vec<u32>,
+    pub logits: Vec<Vec<u32>>,
+    pub setup: RunStats,
+    pub steps: Vec<RunStats>,
+}
+
+fn gpt_run(generation: (Vec<u32>, Vec<Vec<u32>>), mut runs: Vec<RunStats>) -> GptRun {
+    let setup = runs.remove(0);
+    GptRun {
+        tokens: generation.0,
+        logits: generation.1,
+        setup,
+        steps: runs,
+    }
+}
+
+/// Greedy generation of a compiled transformer on the RTL (the host picks
+/// each next token with `golden::gpt::argmax_first`).
+pub fn generate_rtl(
+    program: &compiler::tensorcore2::GptProgram,
+    prompt: &[u32],
+    steps: usize,
+) -> Result<GptRun, String> {
+    let mut d = TensorCore2Driver::new(program.config()).map_err(|e| e.to_string())?;
+    d.load_weights(0, program.weight_image())
+        .map_err(|e| e.to_string())?;
+    let mut runs = Vec::new();
+    let generation = compiler::tensorcore2::generate(
+        program,
+        prompt,
+        steps,
+        |instrs: &[Instr], input: &[u32]| {
+            let mut out = vec![0u32; program.output_len()];
+            let limit = 1000 * instrs.len() as u64 + 10_000_000;
+            runs.push(
+                d.run(instrs, input, &mut out, limit)
+                    .map_err(|e| e.to_string())?,
+            );
+            Ok(out)
+        },
+        golden::gpt::argmax_first,
+    )?;
+    Ok(gpt_run(generation, runs))
+}
+
+/// The same generation on the golden machine (`golden::tensorcore2`), each
+/// run's cycles and counters from the cycle model (`golden::tensorcore2_cycle`).
+pub fn generate_golden(
+    program: &compiler::tensorcore2::GptProgram,
+    prompt: &[u32],
+    steps: usize,
+) -> Result<GptRun, String> {
+    let cfg = *program.config();
+    let mut machine = golden::tensorcore2::Machine::new(&cfg);
+    machine.load_weights(0, program.weight_image());
+    let mut runs = Vec::new();
+    let generation = compiler::tensorcore2::generate(
+        program,
+        prompt,
+        steps,
+        |instrs: &[Instr], input: &[u32]| {
+            let mut out = vec![0u32; program.output_len()];
+            machine
+                .run(instrs, input, &mut out)
+                .map_err(|e| e.to_string())?;
+            let k = golden::tensorcore2_cycle::cycle_model(&cfg, instrs)?;
+            runs.push(RunStats {
+                cycles: k.cycles,
+                instructions: k.instructions,
+                vpu_busy: k.vpu_busy,
+                mxu_busy: k.mxu_busy,
+                eup_ops: k.eup_ops,
+                mover: k.mover,
+                wait: k.wait,
+            });
+            Ok(out)
+        },
+        golden::gpt::argmax_first,
+    )?;
+    Ok(gpt_run(generation, runs))
+}
