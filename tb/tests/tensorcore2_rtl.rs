@@ -30,7 +30,7 @@ fn preset(name: &str) -> TensorCore2Config {
 /// element select and of the MXU.
 fn tiny() -> TensorCore2Config {
     TensorCore2Config::new(1, 1, 1)
-        .and_then(|c| c.with_memories(256, 16, 64))
+        .and_then(|c| c.with_memories(256, 16, 512))
         .unwrap()
 }
 
@@ -503,5 +503,48 @@ fn random_programs_match_the_golden_machine_and_the_cycle_model(#[case] which: u
                 out[first], expect[first]
             );
         }
+    }
+}
+
+/// The quantized MLPs of TensorCore v1 compiled for v2 (the activation unit's
+/// requantization and ReLU as VPU bundles) run on the RTL with v1's logits,
+/// and the cycle model's cycles.
+#[rstest]
+#[case::small_4x4(1)]
+#[case::tiny(3)]
+fn quantized_mlps_on_the_rtl_give_tensorcore_v1s_logits(#[case] which: usize) {
+    let cfg = configs()[which];
+    let mut rng = rng_for(&format!("tc2_mlp_rtl_{which}"));
+    let mut d = TensorCore2Driver::new(&cfg).unwrap();
+    for round in 0..tb::seed::soak_rounds(6) {
+        let layers = rng.gen_range(1..=3);
+        let sizes: Vec<usize> = (0..=layers).map(|_| rng.gen_range(1..=12)).collect();
+        let mlp = compiler::Mlp::new(
+            (0..layers)
+                .map(|i| {
+                    tb::tensorcore::random_layer(&mut rng, sizes[i], sizes[i + 1], i + 1 < layers)
+                })
+                .collect(),
+        )
+        .unwrap();
+        let batch = rng.gen_range(1..=6);
+        let x: Vec<i8> = (0..batch * sizes[0]).map(|_| rng.gen()).collect();
+        let r = cfg.rows();
+        let v1 = config::TensorCoreConfig::with(r, r, 64, 1 << 12, 1 << 16, 1 << 10, 4).unwrap();
+        let (expected, _, _) = sim::drivers::tensorcore::run_golden(&v1, &mlp, &x, batch).unwrap();
+        let program = compiler::tensorcore2_mlp::compile_mlp(&mlp, batch, &cfg)
+            .unwrap_or_else(|e| panic!("round {round}: {sizes:?} batch {batch}: {e}"));
+        d.load_weights(0, &program.weight_image).unwrap();
+        let out = run(
+            &mut d,
+            &program.instrs,
+            &program.pack_input(&x),
+            program.output_len(),
+        );
+        assert_eq!(
+            program.unpack_output(&out),
+            expected,
+            "round {round}: {sizes:?} batch {batch} on {cfg}"
+        );
     }
 }
