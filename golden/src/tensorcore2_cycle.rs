@@ -77,6 +77,9 @@ pub fn cycle_model(cfg: &TensorCore2Config, program: &[Instr]) -> Result<Counter
     let wf = mxu.weight_fifo_rows();
     let eup_latency = u64::from(cfg.eup().latency());
     let queue_depth = cfg.weight_queue() as usize;
+    let w = u64::from(cfg.elems());
+    // Rows of R = C elements fit one word: one access moves an aligned row.
+    let word_rows = r <= w;
     let patience = 4 * (r + c + wf + eup_latency + write_latency) + 256;
 
     let mut k = Counters::default();
@@ -183,7 +186,12 @@ pub fn cycle_model(cfg: &TensorCore2Config, program: &[Instr]) -> Result<Counter
             }
             Phase::RowRead => {
                 if elem < r {
-                    elem += 1;
+                    // A row inside one word, from its first element: one read.
+                    elem = if elem == 0 && word_rows && row_start(&instr, row).is_multiple_of(w) {
+                        r
+                    } else {
+                        elem + 1
+                    };
                     next_pending = true;
                 } else {
                     next_phase = Phase::RowOffer;
@@ -216,7 +224,8 @@ pub fn cycle_model(cfg: &TensorCore2Config, program: &[Instr]) -> Result<Counter
                 }
             }
             Phase::AccWrite => {
-                if elem == c - 1 {
+                let whole = word_rows && row_start(&instr, row).is_multiple_of(w);
+                if whole || elem == c - 1 {
                     elem = 0;
                     row += 1;
                     if row == n {
@@ -321,6 +330,19 @@ pub fn cycle_model(cfg: &TensorCore2Config, program: &[Instr]) -> Result<Counter
             }
         }
         y += 1;
+    }
+}
+
+/// The element address where row `j` of a row instruction starts: `MM`'s
+/// and `MV`'s rows go up from their first, `RWV`'s come last first.
+fn row_start(instr: &Instr, j: u64) -> u64 {
+    match *instr {
+        Instr::Matmul { src, stride, .. } => u64::from(src) + j * u64::from(stride),
+        Instr::ReadWeightsVmem { src, stride, n } => {
+            u64::from(src) + (u64::from(n) - 1 - j) * u64::from(stride)
+        }
+        Instr::MoveAcc { dst, stride, .. } => u64::from(dst) + j * u64::from(stride),
+        _ => 0,
     }
 }
 

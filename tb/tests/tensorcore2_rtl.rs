@@ -69,12 +69,21 @@ fn run(d: &mut TensorCore2Driver, program: &[Instr], input: &[u32], out_len: usi
     out
 }
 
+/// Rows wider than a word (R = 4 over W = 2): every row moves element by
+/// element.
+fn narrow() -> TensorCore2Config {
+    TensorCore2Config::new(4, 2, 1)
+        .and_then(|c| c.with_memories(512, 64, 256))
+        .unwrap()
+}
+
 fn configs() -> Vec<TensorCore2Config> {
     vec![
         preset("small-2x2"),
         preset("small-4x4"),
         preset("deep-4x4"),
         tiny(),
+        narrow(),
     ]
 }
 
@@ -189,6 +198,7 @@ fn eup_streams_give_the_golden_results(#[case] which: usize) {
 #[case::small_4x4(1)]
 #[case::deep_4x4(2)]
 #[case::tiny(3)]
+#[case::narrow(4)]
 fn matmuls_from_both_weight_sources(#[case] which: usize) {
     let cfg = configs()[which];
     let r = cfg.rows() as usize;
@@ -475,6 +485,7 @@ fn random_program(cfg: &TensorCore2Config, rng: &mut impl Rng) -> Vec<Instr> {
 #[case::small_4x4(1)]
 #[case::deep_4x4(2)]
 #[case::tiny(3)]
+#[case::narrow(4)]
 fn random_programs_match_the_golden_machine_and_the_cycle_model(#[case] which: usize) {
     let cfg = configs()[which];
     let mut rng = rng_for(&format!("tc2_random_programs_{which}"));

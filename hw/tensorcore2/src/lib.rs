@@ -42,7 +42,8 @@
 //!   weight-memory row a cycle into the MXU's weight FIFO while it has room,
 //!   beside everything else (as in TensorCore v1).
 //! - **Mover**: runs `HIN`, `HOUT`, `RWV`, `MM`, `MV` and `EUP` one element
-//!   per access of the VPU's host port.
+//!   per access of the VPU's host port, or a whole row per access where the
+//!   row lies in one word from its first element.
 //! - **Host windows**: the input window answers a read of element address a
 //!   (`hin_en_o`, `hin_addr_o` in cycle t) on `hin_data_i` in cycle t + 1,
 //!   as a synchronous memory; the output window takes writes
@@ -106,14 +107,17 @@
 //!     t + 1, and an element's last operand enters the EUP then; its result
 //!     leaves in t + 1 + L. It retires in the cycle of the last write.
 //!   - `MM`, `RWV`: each row takes R + 1 cycles of reads (element k read in
-//!     the row's k-th cycle, the last cycle receiving the last element),
+//!     the row's k-th cycle, the last cycle receiving the last element), or
+//!     2 when the row fits one word (R <= W) and starts at an element
+//!     address that is a multiple of W (one read of the word, then its data),
 //!     then is offered from the next cycle until the MXU takes it (`MM`:
 //!     `a_ready_o`, rows of one `MM` after the first are always taken; `RWV`:
 //!     `w_ready_o`); the instruction retires in the cycle its last row is
 //!     taken, else the next row's reads start in the next cycle.
 //!   - `MV`: per row, one cycle reading the accumulator row, the cycles
 //!     until the MXU returns it (its read latency), then C cycles writing
-//!     its elements; it retires in the cycle of the last write, else the
+//!     its elements, or one cycle writing them all when the row fits one
+//!     word and starts at a multiple of W (a write masked to its C elements); it retires in the cycle of the last write, else the
 //!     next row's read is in the next cycle.
 //!
 //! The weight engine, in every cycle: a read enqueued in cycle y is seen

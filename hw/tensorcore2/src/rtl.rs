@@ -335,6 +335,36 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCore2Config, parts: &Parts) {
     let rwv_offer = m.comb_default("rwv_offer", Ty::BOOL, 0);
     let acc_rd_en = m.comb_default("acc_rd_en", Ty::BOOL, 0);
     let error_now = m.comb_default("error_now", Ty::BOOL, 0);
+    // MV writes a whole row (one word) this cycle.
+    let host_row_write = m.comb_default("host_row_write", Ty::BOOL, 0);
+    // Rows of R = C elements fit one word: a row starting at an element
+    // address that is a multiple of W moves in one access.
+    let word_rows = r <= w;
+    let row_aligned = if elem_bits == 0 {
+        m.lit(Ty::BOOL, 1)
+    } else {
+        m.wire("row_aligned", row_base.q().slice(0, elem_bits).is_eq(0))
+    };
+    // The read in flight is a whole row's word.
+    let rd_word = m.reg("rd_word", Ty::BOOL);
+    if !word_rows {
+        for (signal, reason) in [
+            (
+                "rd_word_q",
+                "rows wider than a word move element by element",
+            ),
+            (
+                "host_row_write",
+                "rows wider than a word move element by element",
+            ),
+            (
+                "row_aligned",
+                "rows wider than a word move element by element",
+            ),
+        ] {
+            m.waive("UNUSEDSIGNAL", signal, reason);
+        }
+    }
 
     let one16 = m.lit(count_ty, 1);
     let zero16 = m.lit(count_ty, 0);
@@ -474,9 +504,23 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCore2Config, parts: &Parts) {
         })
         .state(SeqState::RowRead, |m| {
             let k = elem_k.q();
-            m.if_(k.is_lt(u64::from(r)), |m| {
+            let element_read = |m: &mut ModuleBuilder| {
                 read_elem(m, row_base.q() + fit(k, ew));
+                m.assign(rd_word, 0);
                 m.assign(elem_k, k + one16);
+            };
+            m.if_(k.is_lt(u64::from(r)), |m| {
+                if word_rows {
+                    // A row inside one word, from its first element: one read.
+                    m.if_(k.is_eq(0) & row_aligned, |m| {
+                        read_elem(m, row_base.q());
+                        m.assign(rd_word, 1);
+                        m.assign(elem_k, u64::from(r));
+                    })
+                    .else_(element_read);
+                } else {
+                    element_read(m);
+                }
             })
             .else_(|m| fsm.goto(m, SeqState::RowOffer));
             m.if_(rd_pending.q(), |m| {
@@ -485,7 +529,14 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCore2Config, parts: &Parts) {
                 } else {
                     cat(&[rd_data.slice(0, 16), row_acc.q().slice(16, 16 * (r - 1))])
                 };
-                m.assign(row_acc, shifted);
+                if word_rows {
+                    let whole: Vec<Expr> =
+                        (0..r).rev().map(|e| vpu_rdata.slice(32 * e, 16)).collect();
+                    m.if_(rd_word.q(), |m| m.assign(row_acc, cat(&whole)))
+                        .else_(|m| m.assign(row_acc, shifted));
+                } else {
+                    m.assign(row_acc, shifted);
+                }
             });
         })
         .state(SeqState::RowOffer, |m| {
@@ -518,19 +569,33 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCore2Config, parts: &Parts) {
         })
         .state(SeqState::AccWrite, |m| {
             let k = elem_k.q();
-            write_elem(m, row_base.q() + fit(k, ew), acc_row.q().slice(0, 32));
-            if c > 1 {
-                let zeros = m.lit(Ty::u(32), 0);
-                m.assign(acc_row, cat(&[zeros, acc_row.q().slice(32, 32 * (c - 1))]));
-            }
-            m.if_(k.is_eq(u64::from(c - 1)), |m| {
+            let row_done = |m: &mut ModuleBuilder| {
                 m.assign(elem_k, zero16);
                 m.assign(row_j, row_j.q() + one16);
                 m.assign(row_base, row_base.q() + fit(s_field, ew));
                 m.if_(last_of(row_j.q()), finish)
                     .else_(|m| fsm.goto(m, SeqState::AccRead));
-            })
-            .else_(|m| m.assign(elem_k, k + one16));
+            };
+            let element_write = |m: &mut ModuleBuilder| {
+                write_elem(m, row_base.q() + fit(k, ew), acc_row.q().slice(0, 32));
+                if c > 1 {
+                    let zeros = m.lit(Ty::u(32), 0);
+                    m.assign(acc_row, cat(&[zeros, acc_row.q().slice(32, 32 * (c - 1))]));
+                }
+                m.if_(k.is_eq(u64::from(c - 1)), row_done)
+                    .else_(|m| m.assign(elem_k, k + one16));
+            };
+            if word_rows {
+                // A row inside one word, from its first element: one write.
+                m.if_(row_aligned, |m| {
+                    write_elem(m, row_base.q(), acc_row.q().slice(0, 32));
+                    m.assign(host_row_write, 1);
+                    row_done(m);
+                })
+                .else_(element_write);
+            } else {
+                element_write(m);
+            }
         })
         .state(SeqState::Halted, |_| {});
     });
@@ -545,12 +610,24 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCore2Config, parts: &Parts) {
     let elem_addr = host_elem.value();
     let host_word = elem_addr.slice(elem_bits, word_bits);
     m.connect(vpu, vpu::ports::HOST_ADDR, fit(host_word, host_addr_bits));
-    m.connect(vpu, vpu::ports::HOST_WDATA, repeat(host_wvalue.value(), w));
-    let mask = if elem_bits == 0 {
+    let element_wdata = repeat(host_wvalue.value(), w);
+    let element_mask = if elem_bits == 0 {
         m.lit(Ty::u(1), 1)
     } else {
         m.lit(Ty::u(w), 1) << elem_addr.slice(0, elem_bits)
     };
+    let (wdata, mask) = if word_rows {
+        // MV's whole rows: the C results in elements 0 .. C - 1.
+        let row_data = fit(acc_row.q(), 32 * w);
+        let row_mask = m.lit(Ty::u(w), (1u128 << c) - 1);
+        (
+            mux(host_row_write.value(), row_data, element_wdata),
+            mux(host_row_write.value(), row_mask, element_mask),
+        )
+    } else {
+        (element_wdata, element_mask)
+    };
+    m.connect(vpu, vpu::ports::HOST_WDATA, wdata);
     m.connect(vpu, vpu::ports::HOST_WMASK, mask);
 
     // ---- The EUP.
