@@ -69,6 +69,13 @@ fn run(d: &mut TensorCore2Driver, program: &[Instr], input: &[u32], out_len: usi
     out
 }
 
+/// The deep preset's shape without its pipeline registers.
+fn small_4x4() -> TensorCore2Config {
+    TensorCore2Config::new(4, 4, 1)
+        .and_then(|c| c.with_memories(256, 64, 256))
+        .unwrap()
+}
+
 /// Rows wider than a word (R = 4 over W = 2): every row moves element by
 /// element.
 fn narrow() -> TensorCore2Config {
@@ -80,7 +87,7 @@ fn narrow() -> TensorCore2Config {
 fn configs() -> Vec<TensorCore2Config> {
     vec![
         preset("small-2x2"),
-        preset("small-4x4"),
+        small_4x4(),
         preset("deep-4x4"),
         tiny(),
         narrow(),
