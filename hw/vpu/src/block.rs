@@ -206,6 +206,29 @@ impl Block for Vpu {
     fn describe(&self, cfg: &VpuConfig) -> String {
         format!("VPU {cfg}")
     }
+
+    /// Every parameter as the TOML form has it, except a depth of 0 and a
+    /// `host_wmask` that is off: the files of a VPU without them are the
+    /// ones from before the parameters existed.
+    fn design_params(&self, cfg: &VpuConfig) -> Vec<(String, String)> {
+        let mut params = vec![
+            ("lanes", cfg.lanes().to_string()),
+            ("sublanes", cfg.sublanes().to_string()),
+            ("vregs", cfg.vregs().to_string()),
+            ("vmem_words", cfg.vmem_words().to_string()),
+            ("units", cfg.units().name().to_string()),
+        ];
+        if cfg.depth() != 0 {
+            params.push(("depth", cfg.depth().to_string()));
+        }
+        if cfg.host_wmask() {
+            params.push(("host_wmask", "true".to_string()));
+        }
+        params
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+    }
 }
 
 #[cfg(test)]
