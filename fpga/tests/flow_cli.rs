@@ -31,7 +31,7 @@ fn bad_input_gets_one_error_line_and_exit_2() {
         ),
         (
             &["--block", "vpu", "--param", "bogus=1", "--parts", "xc7a35t"],
-            "--param bogus=1: block vpu has no parameter 'bogus' (its parameters: depth, lanes, ",
+            "--param bogus=1: block vpu has no parameter 'bogus' (its parameters: depth, host_wmask, lanes, ",
         ),
         (
             &["--block", "vpu", "--preset", "nope", "--parts", "xc7a35t"],
