@@ -7,10 +7,10 @@ must have; parameters). It writes the board build there with
 `cargo run -p gen -- --board BOARD [SYSTOLE_GEN_ARGS] --out .` and hands
 FuseSoC the build's own core under the name FuseSoC asked for.
 
-Parameters: `board` (icebreaker or ulx3s). Extra gen flags come from the
-environment variable SYSTOLE_GEN_ARGS (split as a shell would), e.g.
-"--rows 3 --cols 3" or "--preset int8-2x3"; without it the board's default
-array is built.
+Parameters: `board` (icebreaker, ulx3s, tangnano20k or tangnano9k). Extra
+gen flags come from the environment variable SYSTOLE_GEN_ARGS (split as a
+shell would), e.g. "--rows 3 --cols 3" or "--preset int8-2x3"; without it
+the board's default array is built.
 
 Only the standard library is used: FuseSoC runs this with the `python3` on
 PATH, which need not be the one FuseSoC runs in (and need not have PyYAML),

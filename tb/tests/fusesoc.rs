@@ -181,15 +181,16 @@ fn a_board_build_runs_its_own_targets_and_they_fail_when_the_check_fails() {
     assert!(log.contains("%Warning"), "{log}");
 }
 
-/// The lines of `target`'s section in a core file from `default_tool:` on
-/// (its tool and the tool's options).
+/// The lines of `target`'s section in a core file from `default_tool:` (or,
+/// for a target run by an edalize flow, `flow:`) on: its tool or flow and
+/// their options.
 fn tool_section(core: &str, target: &str) -> String {
     let mut lines = core
         .lines()
         .skip_while(|l| *l != format!("  {target}:"))
         .skip(1)
         .take_while(|l| l.starts_with("    ") || l.is_empty())
-        .skip_while(|l| !l.starts_with("    default_tool:"))
+        .skip_while(|l| !l.starts_with("    default_tool:") && !l.starts_with("    flow:"))
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join("\n");

@@ -4,7 +4,8 @@
 //! turns the MXU into something such a board can run: a UART receiver and
 //! transmitter ([`uart`]), a command bridge that owns an activation buffer and
 //! drives the MXU's handshakes ([`bridge`]), and pin-level tops with their
-//! constraint files for the iCEBreaker and the ULX3S ([`top`]). The same
+//! constraint files for the iCEBreaker, the ULX3S and the Sipeed Tang Nano
+//! 20K and 9K ([`top`]). The same
 //! board top on the ULX3S runs the TensorCore instead ([`tc_bridge`],
 //! [`build_tc_board`]): a bridge that holds its program memory and host
 //! windows, writes its weight and bias memories and runs programs to `HALT`
@@ -285,10 +286,19 @@ pub enum Board {
     IceBreaker,
     /// Radiona ULX3S: Lattice ECP5 LFE5U-85F, 25 MHz, FT231X.
     Ulx3s,
+    /// Sipeed Tang Nano 20K: Gowin GW2AR-LV18QN88C8/I7, 27 MHz, BL616.
+    TangNano20k,
+    /// Sipeed Tang Nano 9K: Gowin GW1NR-LV9QN88PC6/I5, 27 MHz, BL702.
+    TangNano9k,
 }
 
 impl Board {
-    pub const ALL: [Board; 2] = [Board::IceBreaker, Board::Ulx3s];
+    pub const ALL: [Board; 4] = [
+        Board::IceBreaker,
+        Board::Ulx3s,
+        Board::TangNano20k,
+        Board::TangNano9k,
+    ];
 
     /// The array each board gets by default: the largest that places and
     /// routes at the board clock with the build's own synthesis recipe
@@ -300,6 +310,8 @@ impl Board {
     /// simulate like the RTL.)
     /// ULX3S: int8 12x12 keeps every multiplier in one of the 85F's 156 DSPs;
     /// the FPGA report (`fpga` crate) places larger MXUs with LUT multipliers.
+    /// Tang Nano 20K and 9K: the largest that place and route, int8 10x10
+    /// and 6x6 ([`TANGNANO20K_MXU_SIZE`], [`TANGNANO9K_MXU_SIZE`]).
     pub fn defaults(self) -> BoardDefaults {
         match self {
             Board::IceBreaker => BoardDefaults {
@@ -318,6 +330,22 @@ impl Board {
                 act_rows: 1024,
                 core_mhz: ULX3S_MXU_MHZ,
             },
+            Board::TangNano20k => BoardDefaults {
+                rows: TANGNANO20K_MXU_SIZE,
+                cols: TANGNANO20K_MXU_SIZE,
+                dtype: ElemType::Int8,
+                acc_rows: 256,
+                act_rows: 1024,
+                core_mhz: TANGNANO20K_MXU_MHZ,
+            },
+            Board::TangNano9k => BoardDefaults {
+                rows: TANGNANO9K_MXU_SIZE,
+                cols: TANGNANO9K_MXU_SIZE,
+                dtype: ElemType::Int8,
+                acc_rows: 256,
+                act_rows: 1024,
+                core_mhz: TANGNANO9K_MXU_MHZ,
+            },
         }
     }
 
@@ -333,8 +361,10 @@ impl Board {
     /// TensorCore's `fmax` depth; the board build closes at
     /// [`ULX3S_TC_MHZ`], where the depth-0 core closed at 28.571 MHz) with
     /// 1,024-row unified buffer and weight memory, a 1,024-word program
-    /// memory and 1,024-row host windows. The iCEBreaker's UP5K has 5,280 logic cells: the bare 4x4
-    /// MXU build already uses 82% of them.
+    /// memory and 1,024-row host windows. Tang Nano 20K: the same memories
+    /// around a 6x6 core ([`TANGNANO20K_TC_SIZE`]). The iCEBreaker's UP5K has
+    /// 5,280 logic cells: the bare 4x4 MXU build already uses 82% of them;
+    /// the Tang Nano 9K's GW1NR-9 has too few block RAMs and LUTs.
     pub fn tensorcore_defaults(self) -> Result<TcBoardDefaults, String> {
         match self {
             Board::IceBreaker => Err(
@@ -352,6 +382,24 @@ impl Board {
                 output_rows: 1024,
                 core_mhz: ULX3S_TC_MHZ,
             }),
+            Board::TangNano20k => Ok(TcBoardDefaults {
+                core: TensorCoreConfig::with(
+                    TANGNANO20K_TC_SIZE,
+                    TANGNANO20K_TC_SIZE,
+                    64,
+                    1024,
+                    1024,
+                    64,
+                    4,
+                )
+                .and_then(|core| core.with_depth(TANGNANO20K_TC_DEPTH))
+                .expect("board defaults are valid"),
+                program_words: 1024,
+                input_rows: 1024,
+                output_rows: 1024,
+                core_mhz: TANGNANO20K_TC_MHZ,
+            }),
+            Board::TangNano9k => Err(TANGNANO9K_TC_REFUSAL.into()),
         }
     }
 
@@ -360,6 +408,8 @@ impl Board {
         match self {
             Board::IceBreaker => "icebreaker",
             Board::Ulx3s => "ulx3s",
+            Board::TangNano20k => "tangnano20k",
+            Board::TangNano9k => "tangnano9k",
         }
     }
 
@@ -368,6 +418,8 @@ impl Board {
         match self {
             Board::IceBreaker => "iCEBreaker (iCE40 UP5K-SG48, FT2232H)",
             Board::Ulx3s => "ULX3S (ECP5 LFE5U-85F-6BG381C, FT231X)",
+            Board::TangNano20k => "Tang Nano 20K (Gowin GW2AR-LV18QN88C8/I7, BL616)",
+            Board::TangNano9k => "Tang Nano 9K (Gowin GW1NR-LV9QN88PC6/I5, BL702)",
         }
     }
 
@@ -378,6 +430,15 @@ impl Board {
                 "Project IceStorm's iCEBreaker example, YosysHQ/icestorm examples/icebreaker/icebreaker.pcf"
             }
             Board::Ulx3s => "the ULX3S reference constraints, emard/ulx3s doc/constraints/ulx3s_v20.lpf",
+            Board::TangNano20k => {
+                "LiteX's Tang Nano 20K platform, litex-hub/litex-boards \
+                 litex_boards/platforms/sipeed_tang_nano_20k.py, and Apicula's \
+                 YosysHQ/apicula examples/himbaechel/tangnano20k.cst"
+            }
+            Board::TangNano9k => {
+                "LiteX's Tang Nano 9K platform, litex-hub/litex-boards \
+                 litex_boards/platforms/sipeed_tang_nano_9k.py"
+            }
         }
     }
 
@@ -386,6 +447,7 @@ impl Board {
         match self {
             Board::IceBreaker => 12_000_000,
             Board::Ulx3s => 25_000_000,
+            Board::TangNano20k | Board::TangNano9k => 27_000_000,
         }
     }
 
@@ -394,6 +456,8 @@ impl Board {
         match self {
             Board::IceBreaker => "systole_icebreaker",
             Board::Ulx3s => "systole_ulx3s",
+            Board::TangNano20k => "systole_tangnano20k",
+            Board::TangNano9k => "systole_tangnano9k",
         }
     }
 
@@ -402,6 +466,8 @@ impl Board {
         match self {
             Board::IceBreaker => top::ICEBREAKER_PINS,
             Board::Ulx3s => top::ULX3S_PINS,
+            Board::TangNano20k => top::TANGNANO20K_PINS,
+            Board::TangNano9k => top::TANGNANO9K_PINS,
         }
     }
 
@@ -420,6 +486,8 @@ impl Board {
         match self {
             Board::IceBreaker => ("BTN_N", false),
             Board::Ulx3s => ("btn_fire1", true),
+            Board::TangNano20k => ("btn_s1", true),
+            Board::TangNano9k => ("btn_s1_n", false),
         }
     }
 
@@ -428,6 +496,17 @@ impl Board {
         match self {
             Board::IceBreaker => "icebreaker.pcf",
             Board::Ulx3s => "ulx3s.lpf",
+            Board::TangNano20k => "tangnano20k.cst",
+            Board::TangNano9k => "tangnano9k.cst",
+        }
+    }
+
+    /// The board's Gowin device, for the Gowin boards.
+    pub fn gowin_device(self) -> Option<pll::GowinDevice> {
+        match self {
+            Board::IceBreaker | Board::Ulx3s => None,
+            Board::TangNano20k => Some(pll::GowinDevice::Gw2ar18),
+            Board::TangNano9k => Some(pll::GowinDevice::Gw1nr9),
         }
     }
 }
@@ -478,6 +557,50 @@ pub const ULX3S_TC_MHZ: f64 = 75.0;
 /// throughput the host sees (the MXU stays busy within 0.2%).
 pub const ULX3S_TC_DEPTH: u32 = 4;
 
+/// The Tang Nano 20K MXU build's array (int8, square) unless the user picks
+/// another: the largest that places and routes on the GW2AR-18 with the
+/// build's recipe and nextpnr-himbaechel (seed 1). int8 10x10: 10,727 LUT4s
+/// and 2,894 ALUs of 20,736 LUT places (66%), 86 of 96 MULT9X9 sites, 23 of
+/// 46 BSRAMs; see docs/boards.md for the larger ones tried.
+pub const TANGNANO20K_MXU_SIZE: u32 = 10;
+
+/// The Tang Nano 20K MXU build's core clock unless `--core-mhz` asks for
+/// another (MHz): the default array closes at it (seed 1: 93.69 MHz routed
+/// against 81), 27 MHz x 3 from the rPLL; see docs/boards.md.
+pub const TANGNANO20K_MXU_MHZ: f64 = 81.0;
+
+/// The Tang Nano 20K TensorCore build's array (square) unless the user
+/// picks another: the largest that places and routes on the GW2AR-18 with
+/// the build's 1,024-row memories. 6x6 takes all 46 BSRAMs; 7x7's products
+/// would outnumber the MULT9X9 sites the recipe fills.
+pub const TANGNANO20K_TC_SIZE: u32 = 6;
+
+/// The Tang Nano 20K TensorCore build's core pipeline depth unless `--depth`
+/// asks for another: the TensorCore's `fmax` depth, as on the ULX3S.
+pub const TANGNANO20K_TC_DEPTH: u32 = 4;
+
+/// The Tang Nano 20K TensorCore build's core clock unless `--core-mhz` asks
+/// for another (MHz): the default core closes at it (seed 1: 106.96 MHz
+/// routed against 81), 27 MHz x 3.
+pub const TANGNANO20K_TC_MHZ: f64 = 81.0;
+
+/// The Tang Nano 9K MXU build's array (int8, square) unless the user picks
+/// another: the largest that places and routes on the GW1NR-9 (7x7 needs
+/// 92% of its LUT4s besides its ALUs and does not place).
+pub const TANGNANO9K_MXU_SIZE: u32 = 6;
+
+/// The Tang Nano 9K MXU build's core clock unless `--core-mhz` asks for
+/// another (MHz): the default array closes at it (seed 1: 73.87 MHz routed
+/// against 67.5, the bridge's command decoder the longest path), 27 MHz x
+/// 5 / 2.
+pub const TANGNANO9K_MXU_MHZ: f64 = 67.5;
+
+/// Why the Tang Nano 9K takes no TensorCore build (one line).
+const TANGNANO9K_TC_REFUSAL: &str =
+    "the TensorCore does not fit the Tang Nano 9K's GW1NR-9 (the 4x4 core with its board \
+     memories takes 34 block RAMs and about 9,900 LUT4s and ALUs on the GW2AR-18; the GW1NR-9 \
+     has 26 and 8,640); use --board tangnano20k or ulx3s";
+
 /// The clock a board build runs at: the board's PLL set to make it from the
 /// oscillator. The bridge, its UARTs and the core all run on it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -502,6 +625,12 @@ impl CoreClock {
                 pll::Ice40Pll::for_output(board.clock_hz(), mhz).map(PllSetting::Ice40)
             }
             Board::Ulx3s => pll::Ecp5Pll::for_output(board.clock_hz(), mhz).map(PllSetting::Ecp5),
+            Board::TangNano20k | Board::TangNano9k => pll::GowinPll::for_output(
+                board.clock_hz(),
+                board.gowin_device().expect("a Gowin board"),
+                mhz,
+            )
+            .map(PllSetting::Gowin),
         }
         .map_err(|e| ConfigError(format!("--core-mhz {mhz}: {e}")))?;
         let achieved = pll.out_hz() / 1e6;
@@ -890,12 +1019,15 @@ mod tests {
 
     #[test]
     fn every_default_core_clock_is_one_the_pll_makes() {
-        let mut clocks = vec![
-            CoreClock::new(Board::IceBreaker, Board::IceBreaker.defaults().core_mhz),
-            CoreClock::new(Board::Ulx3s, Board::Ulx3s.defaults().core_mhz),
-        ];
-        let tc = Board::Ulx3s.tensorcore_defaults().unwrap();
-        clocks.push(CoreClock::new(Board::Ulx3s, tc.core_mhz));
+        let mut clocks: Vec<_> = Board::ALL
+            .into_iter()
+            .map(|b| CoreClock::new(b, b.defaults().core_mhz))
+            .collect();
+        for b in Board::ALL {
+            if let Ok(tc) = b.tensorcore_defaults() {
+                clocks.push(CoreClock::new(b, tc.core_mhz));
+            }
+        }
         for clock in clocks {
             let clock = clock.unwrap();
             let off = (clock.hz() / 1e6 - clock.requested_mhz()).abs();
@@ -922,6 +1054,26 @@ mod tests {
         }
         let e = CoreClock::new(Board::Ulx3s, 48.0).unwrap_err().to_string();
         assert!(e.contains("nearest 46.875 MHz"), "{e}");
+        // 27 MHz x 26 / 7 = 100.286 MHz, 0.3% off: taken; 80 MHz (nearest
+        // 81) is 1.25% off: refused.
+        let c = CoreClock::new(Board::TangNano20k, 100.0).unwrap();
+        assert_eq!(c.mhz_text(), "100.286");
+        let e = CoreClock::new(Board::TangNano20k, 80.0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nearest 81 MHz") && !e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn the_gowin_boards_take_a_tensorcore_where_it_fits() {
+        assert!(Board::TangNano20k.tensorcore_defaults().is_ok());
+        let e = Board::TangNano9k.tensorcore_defaults().unwrap_err();
+        assert!(e.contains("does not fit") && !e.contains('\n'), "{e}");
+        for b in [Board::TangNano20k, Board::TangNano9k] {
+            assert_eq!(b.clock_hz(), 27_000_000);
+            assert!(b.gowin_device().is_some());
+            assert!(b.constraint_file().ends_with(".cst"));
+        }
     }
 
     #[test]

@@ -21,6 +21,18 @@
 //!   CLKOP_DIV 8 and CLKOP_CPHASE 4; 25 -> 100 MHz, CLKOP_DIV 6 and
 //!   CLKOP_CPHASE 2).
 //!
+//! - **Gowin** (`rPLL`, internal feedback): Apicula's `gowin_pll`
+//!   (YosysHQ/apicula, `apycula/gowin_pll.py`, as pinned by
+//!   scripts/fpga/install.sh). F_PFD = F_IN / (IDIV_SEL + 1), F_OUT = F_IN x
+//!   (FBDIV_SEL + 1) / (IDIV_SEL + 1), F_VCO = F_OUT x ODIV_SEL; IDIV_SEL and
+//!   FBDIV_SEL 0..63, ODIV_SEL one of 2, 4, 8, 16, 32, 48, 64, 80, 96, 112,
+//!   128; the first setting (IDIV_SEL, then FBDIV_SEL, then ODIV_SEL
+//!   ascending) nearest the request wins. The limits are the data sheets'
+//!   the tool lists: GW2AR-18 C8/I7 (Tang Nano 20K) PFD 3..500 MHz, VCO
+//!   500..1250 MHz, output 3.90625..625 MHz; GW1NR-9 C6/I5 (Tang Nano 9K) PFD
+//!   3..400, VCO 400..1200, output 3.125..600. `gowin_pack` refuses a
+//!   setting outside them. Double precision, as the tool computes.
+//!
 //! The achieved frequency is exact ([`Ice40Pll::out_hz`], [`Ecp5Pll::out_hz`]:
 //! a ratio of the dividers times the oscillator): it sets the UART's clocks
 //! per bit and the clock nextpnr checks timing against.
@@ -210,11 +222,131 @@ impl Ecp5Pll {
     }
 }
 
+/// The Gowin devices with an `rPLL` on the boards, and their PLL limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GowinDevice {
+    /// GW2AR-LV18QN88C8/I7 (Tang Nano 20K).
+    Gw2ar18,
+    /// GW1NR-LV9QN88PC6/I5 (Tang Nano 9K).
+    Gw1nr9,
+}
+
+impl GowinDevice {
+    /// The rPLL's `DEVICE` parameter (Gowin's IP generator writes the
+    /// family with its C suffix).
+    pub fn pll_device(self) -> &'static str {
+        match self {
+            GowinDevice::Gw2ar18 => "GW2AR-18C",
+            GowinDevice::Gw1nr9 => "GW1NR-9C",
+        }
+    }
+
+    /// The part name `gowin_pll -d` takes.
+    pub fn part(self) -> &'static str {
+        match self {
+            GowinDevice::Gw2ar18 => "GW2AR-LV18QN88C8/I7",
+            GowinDevice::Gw1nr9 => "GW1NR-LV9QN88PC6/I5",
+        }
+    }
+
+    /// gowin_pll's limits, MHz: (PFD, VCO, output) ranges. The PFD range
+    /// is inclusive, the others exclusive, as the tool tests them.
+    fn limits(self) -> [(f64, f64); 3] {
+        match self {
+            GowinDevice::Gw2ar18 => [(3.0, 500.0), (500.0, 1250.0), (3.90625, 625.0)],
+            GowinDevice::Gw1nr9 => [(3.0, 400.0), (400.0, 1200.0), (3.125, 600.0)],
+        }
+    }
+}
+
+/// An `rPLL` setting (internal feedback, CLKOUT), as Apicula's gowin_pll
+/// writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GowinPll {
+    /// Oscillator frequency, Hz.
+    pub in_hz: u32,
+    pub device: GowinDevice,
+    pub idiv_sel: u32,
+    pub fbdiv_sel: u32,
+    pub odiv_sel: u32,
+}
+
+/// The rPLL's output dividers (ODIV_SEL values), in gowin_pll's order.
+const GOWIN_ODIV: [u32; 11] = [2, 4, 8, 16, 32, 48, 64, 80, 96, 112, 128];
+
+impl GowinPll {
+    /// gowin_pll's search (`gowin_pll -i IN -o OUT -d PART`): the setting
+    /// whose output is nearest `out_mhz`, or why there is none (one line).
+    pub fn for_output(in_hz: u32, device: GowinDevice, out_mhz: f64) -> Result<GowinPll, String> {
+        let [pfd, vco, out] = device.limits();
+        let f_in = f64::from(in_hz) / 1e6;
+        if f_in < pfd.0 {
+            return Err(format!(
+                "the Gowin rPLL takes at least {} MHz, not {f_in} MHz",
+                pfd.0
+            ));
+        }
+        if out_mhz <= out.0 || out_mhz >= out.1 {
+            return Err(format!(
+                "the {} rPLL makes {} to {} MHz, not {out_mhz} MHz",
+                device.part(),
+                out.0,
+                out.1
+            ));
+        }
+        let mut min_diff = f_in;
+        let mut best = None;
+        for idiv in 0..64u32 {
+            for fbdiv in 0..64u32 {
+                for odiv in GOWIN_ODIV {
+                    let f_pfd = f_in / f64::from(idiv + 1);
+                    if !(pfd.0..=pfd.1).contains(&f_pfd) {
+                        continue;
+                    }
+                    let clkout = f_in * f64::from(fbdiv + 1) / f64::from(idiv + 1);
+                    if clkout <= out.0 || clkout >= out.1 {
+                        continue;
+                    }
+                    let f_vco = f_in * f64::from(fbdiv + 1) * f64::from(odiv) / f64::from(idiv + 1);
+                    if f_vco <= vco.0 || f_vco >= vco.1 {
+                        continue;
+                    }
+                    let diff = (out_mhz - clkout).abs();
+                    if diff < min_diff {
+                        min_diff = diff;
+                        best = Some((idiv, fbdiv, odiv));
+                    }
+                }
+            }
+        }
+        let (idiv_sel, fbdiv_sel, odiv_sel) =
+            best.ok_or_else(|| format!("no Gowin rPLL setting makes {out_mhz} MHz"))?;
+        Ok(GowinPll {
+            in_hz,
+            device,
+            idiv_sel,
+            fbdiv_sel,
+            odiv_sel,
+        })
+    }
+
+    /// The output frequency, Hz: F_IN x (FBDIV_SEL + 1) / (IDIV_SEL + 1).
+    pub fn out_hz(&self) -> f64 {
+        f64::from(self.in_hz) * f64::from(self.fbdiv_sel + 1) / f64::from(self.idiv_sel + 1)
+    }
+
+    /// The VCO's frequency, Hz.
+    pub fn vco_hz(&self) -> f64 {
+        self.out_hz() * f64::from(self.odiv_sel)
+    }
+}
+
 /// A board's PLL setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PllSetting {
     Ice40(Ice40Pll),
     Ecp5(Ecp5Pll),
+    Gowin(GowinPll),
 }
 
 impl PllSetting {
@@ -222,6 +354,7 @@ impl PllSetting {
         match self {
             PllSetting::Ice40(p) => p.out_hz(),
             PllSetting::Ecp5(p) => p.out_hz(),
+            PllSetting::Gowin(p) => p.out_hz(),
         }
     }
 
@@ -229,6 +362,7 @@ impl PllSetting {
         match self {
             PllSetting::Ice40(p) => p.vco_hz(),
             PllSetting::Ecp5(p) => p.vco_hz(),
+            PllSetting::Gowin(p) => p.vco_hz(),
         }
     }
 
@@ -237,6 +371,7 @@ impl PllSetting {
         match self {
             PllSetting::Ice40(_) => "SB_PLL40_PAD",
             PllSetting::Ecp5(_) => "EHXPLLL",
+            PllSetting::Gowin(_) => "rPLL",
         }
     }
 
@@ -264,6 +399,17 @@ impl PllSetting {
                 mhz_text(p.vco_hz()),
                 mhz_text(f64::from(p.in_hz)),
                 mhz_text(p.out_hz())
+            ),
+            PllSetting::Gowin(p) => format!(
+                "rPLL, internal feedback, IDIV_SEL {} FBDIV_SEL {} ODIV_SEL {}, VCO {} MHz \
+                 (gowin_pll -i {} -o {} -d {})",
+                p.idiv_sel,
+                p.fbdiv_sel,
+                p.odiv_sel,
+                mhz_text(p.vco_hz()),
+                mhz_text(f64::from(p.in_hz)),
+                mhz_text(p.out_hz()),
+                p.device.part()
             ),
         }
     }
@@ -334,8 +480,54 @@ pub fn instance_verilog(setting: &PllSetting, osc: &str, clk: &str, locked: &str
              );\n",
             p.clki_div, p.clkop_div, p.clkop_cphase, p.clkfb_div
         ),
+        // As gowin_pll writes it: CLKOUT only, internal feedback, every
+        // dynamic control input tied off.
+        PllSetting::Gowin(p) => format!(
+            "  rPLL #(\n    \
+               .FCLKIN(\"{}\"),\n    \
+               .DEVICE(\"{}\"),\n    \
+               .IDIV_SEL({}),\n    \
+               .FBDIV_SEL({}),\n    \
+               .ODIV_SEL({}),\n    \
+               .DYN_IDIV_SEL(\"false\"),\n    \
+               .DYN_FBDIV_SEL(\"false\"),\n    \
+               .DYN_ODIV_SEL(\"false\"),\n    \
+               .CLKFB_SEL(\"internal\")\n  \
+             ) pll (\n    \
+               .CLKIN   ({osc}),\n    \
+               .CLKFB   (1'b0),\n    \
+               .RESET   (1'b0),\n    \
+               .RESET_P (1'b0),\n    \
+               .FBDSEL  (6'b000000),\n    \
+               .IDSEL   (6'b000000),\n    \
+               .ODSEL   (6'b000000),\n    \
+               .PSDA    (4'b0000),\n    \
+               .DUTYDA  (4'b0000),\n    \
+               .FDLY    (4'b0000),\n    \
+               .CLKOUT  ({clk}),\n    \
+               .LOCK    ({locked})\n  \
+             );\n",
+            mhz_text(f64::from(p.in_hz)),
+            p.device.pll_device(),
+            p.idiv_sel,
+            p.fbdiv_sel,
+            p.odiv_sel
+        ),
     }
 }
+
+/// The rPLL inputs a board top ties off, besides CLKIN, and their widths.
+pub const GOWIN_SIM_INPUTS: [(&str, u32); 9] = [
+    ("CLKFB", 1),
+    ("RESET", 1),
+    ("RESET_P", 1),
+    ("FBDSEL", 6),
+    ("IDSEL", 6),
+    ("ODSEL", 6),
+    ("PSDA", 4),
+    ("DUTYDA", 4),
+    ("FDLY", 4),
+];
 
 /// The file name of a board build's PLL simulation model.
 pub const SIM_MODEL_FILE: &str = "pll_sim_model.v";
@@ -352,22 +544,22 @@ pub const SIM_MODEL_FILE: &str = "pll_sim_model.v";
 pub fn sim_model_verilog(setting: &PllSetting, head: &str) -> String {
     let n = SIM_LOCK_CYCLES;
     let bits = 32 - n.leading_zeros();
-    let (name, params, clk_in, clk_out, extra_in): (&str, &str, &str, &str, &[&str]) = match setting
-    {
-        PllSetting::Ice40(_) => (
-            "SB_PLL40_PAD",
-            "  parameter FEEDBACK_PATH = \"SIMPLE\";\n  \
+    let (name, params, clk_in, clk_out, extra_in): (&str, &str, &str, &str, &[(&str, u32)]) =
+        match setting {
+            PllSetting::Ice40(_) => (
+                "SB_PLL40_PAD",
+                "  parameter FEEDBACK_PATH = \"SIMPLE\";\n  \
              parameter [3:0] DIVR = 4'd0;\n  \
              parameter [6:0] DIVF = 7'd0;\n  \
              parameter [2:0] DIVQ = 3'd0;\n  \
              parameter [2:0] FILTER_RANGE = 3'd0;\n",
-            "PACKAGEPIN",
-            "PLLOUTGLOBAL",
-            &["RESETB", "BYPASS"],
-        ),
-        PllSetting::Ecp5(_) => (
-            "EHXPLLL",
-            "  parameter PLLRST_ENA = \"DISABLED\";\n  \
+                "PACKAGEPIN",
+                "PLLOUTGLOBAL",
+                &[("RESETB", 1), ("BYPASS", 1)],
+            ),
+            PllSetting::Ecp5(_) => (
+                "EHXPLLL",
+                "  parameter PLLRST_ENA = \"DISABLED\";\n  \
              parameter INTFB_WAKE = \"DISABLED\";\n  \
              parameter STDBY_ENABLE = \"DISABLED\";\n  \
              parameter DPHASE_SOURCE = \"DISABLED\";\n  \
@@ -382,25 +574,45 @@ pub fn sim_model_verilog(setting: &PllSetting, head: &str) -> String {
              parameter CLKOP_FPHASE = 0;\n  \
              parameter FEEDBK_PATH = \"CLKOP\";\n  \
              parameter CLKFB_DIV = 1;\n",
-            "CLKI",
-            "CLKOP",
-            &[
-                "RST",
-                "STDBY",
-                "CLKFB",
-                "PHASESEL0",
-                "PHASESEL1",
-                "PHASEDIR",
-                "PHASESTEP",
-                "PHASELOADREG",
-                "PLLWAKESYNC",
-                "ENCLKOP",
-            ],
-        ),
-    };
+                "CLKI",
+                "CLKOP",
+                &[
+                    ("RST", 1),
+                    ("STDBY", 1),
+                    ("CLKFB", 1),
+                    ("PHASESEL0", 1),
+                    ("PHASESEL1", 1),
+                    ("PHASEDIR", 1),
+                    ("PHASESTEP", 1),
+                    ("PHASELOADREG", 1),
+                    ("PLLWAKESYNC", 1),
+                    ("ENCLKOP", 1),
+                ],
+            ),
+            PllSetting::Gowin(_) => (
+                "rPLL",
+                "  parameter FCLKIN = \"100.0\";\n  \
+             parameter DEVICE = \"GW1N-1\";\n  \
+             parameter IDIV_SEL = 0;\n  \
+             parameter FBDIV_SEL = 0;\n  \
+             parameter ODIV_SEL = 8;\n  \
+             parameter DYN_IDIV_SEL = \"false\";\n  \
+             parameter DYN_FBDIV_SEL = \"false\";\n  \
+             parameter DYN_ODIV_SEL = \"false\";\n  \
+             parameter CLKFB_SEL = \"internal\";\n",
+                "CLKIN",
+                "CLKOUT",
+                &GOWIN_SIM_INPUTS,
+            ),
+        };
     let mut ports = vec![format!("  input  wire {clk_in}")];
-    for p in extra_in {
-        ports.push(format!("  input  wire {p}"));
+    for (p, width) in extra_in {
+        let range = if *width == 1 {
+            String::new()
+        } else {
+            format!("[{}:0] ", width - 1)
+        };
+        ports.push(format!("  input  wire {range}{p}"));
     }
     ports.push(format!("  output wire {clk_out}"));
     ports.push("  output wire LOCK".to_string());
@@ -522,6 +734,63 @@ mod tests {
         );
         assert!(Ecp5Pll::for_output(25_000_000, 401.0).is_err());
         assert!(Ecp5Pll::for_output(4_000_000, 50.0).is_err());
+    }
+
+    /// `gowin_pll -i 27 -o F -d PART` (Apicula 0.32's gowin_pll, which
+    /// scripts/fpga/install.sh installs): requested MHz, then IDIV_SEL,
+    /// FBDIV_SEL, ODIV_SEL of the module it prints, and the achieved MHz.
+    const GOWIN_PLL_20K: &[(f64, [u32; 3], f64)] = &[
+        (13.5, [1, 0, 48], 13.5),
+        (20.0, [3, 2, 32], 20.25),
+        (25.0, [8, 7, 32], 24.0),
+        (27.0, [0, 0, 32], 27.0),
+        (30.0, [8, 9, 32], 30.0),
+        (33.333, [8, 10, 16], 33.0),
+        (40.0, [1, 2, 16], 40.5),
+        (50.0, [6, 12, 16], 27.0 * 13.0 / 7.0),
+        (54.0, [0, 1, 16], 54.0),
+        (65.0, [4, 11, 8], 64.8),
+        (75.0, [8, 24, 8], 75.0),
+        (100.0, [6, 25, 8], 27.0 * 26.0 / 7.0),
+        (125.0, [7, 36, 8], 124.875),
+        (150.0, [8, 49, 4], 150.0),
+    ];
+    const GOWIN_PLL_9K: &[(f64, [u32; 3], f64)] = &[
+        (13.5, [1, 0, 32], 13.5),
+        (27.0, [0, 0, 16], 27.0),
+        (30.0, [8, 9, 16], 30.0),
+        (50.0, [6, 12, 8], 27.0 * 13.0 / 7.0),
+        (100.0, [6, 25, 4], 27.0 * 26.0 / 7.0),
+        (108.0, [0, 3, 4], 108.0),
+    ];
+
+    #[test]
+    fn gowin_settings_are_gowin_pll_s() {
+        for (device, table) in [
+            (GowinDevice::Gw2ar18, GOWIN_PLL_20K),
+            (GowinDevice::Gw1nr9, GOWIN_PLL_9K),
+        ] {
+            for &(out, [idiv, fbdiv, odiv], achieved) in table {
+                let p = GowinPll::for_output(27_000_000, device, out).unwrap();
+                assert_eq!(
+                    (p.idiv_sel, p.fbdiv_sel, p.odiv_sel),
+                    (idiv, fbdiv, odiv),
+                    "{device:?} {out} MHz"
+                );
+                assert!((p.out_hz() / 1e6 - achieved).abs() < 1e-9, "{out} MHz");
+            }
+        }
+    }
+
+    #[test]
+    fn gowin_refuses_what_the_pll_cannot_make() {
+        let e = GowinPll::for_output(27_000_000, GowinDevice::Gw2ar18, 700.0).unwrap_err();
+        assert!(
+            e.contains("3.90625") && e.contains("625") && !e.contains('\n'),
+            "{e}"
+        );
+        assert!(GowinPll::for_output(27_000_000, GowinDevice::Gw1nr9, 3.0).is_err());
+        assert!(GowinPll::for_output(2_000_000, GowinDevice::Gw1nr9, 27.0).is_err());
     }
 
     #[test]

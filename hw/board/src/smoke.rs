@@ -329,6 +329,7 @@ pub fn core_file(clock: &CoreClock, sources: &[String], generator: &str, params:
     let ctype = match board {
         Board::IceBreaker => "PCF",
         Board::Ulx3s => "LPF",
+        Board::TangNano20k | Board::TangNano9k => "CST",
     };
     writeln!(out, "    file_type: {ctype}").unwrap();
     // Read by edalize's Yosys script after the Verilog: replaces its `synth`
@@ -339,18 +340,18 @@ pub fn core_file(clock: &CoreClock, sources: &[String], generator: &str, params:
     writeln!(out, "    file_type: tclSource").unwrap();
     writeln!(out).unwrap();
     let top = board.top_name();
-    let (pnr_tool, bitstream_tool_options) = fusesoc_bitstream_tool(clock);
+    let (bitstream_flag, bitstream_tool_options) = fusesoc_bitstream_tool(clock);
     writeln!(out, "targets:").unwrap();
     // As a dependency a core contributes its default target; FuseSoC's
     // tool_* and target_* flags pick the filesets the using target needs.
     writeln!(out, "  default:").unwrap();
     writeln!(out, "    filesets:").unwrap();
     writeln!(out, "      - rtl").unwrap();
-    writeln!(out, "      - \"!tool_{pnr_tool} ? (pll_model)\"").unwrap();
+    writeln!(out, "      - \"!{bitstream_flag} ? (pll_model)\"").unwrap();
     writeln!(out, "      - \"tool_verilator ? (waivers)\"").unwrap();
     writeln!(out, "      - \"target_sim ? (smoke_test)\"").unwrap();
-    writeln!(out, "      - \"tool_{pnr_tool} ? (constraints)\"").unwrap();
-    writeln!(out, "      - \"tool_{pnr_tool} ? (synth_recipe)\"").unwrap();
+    writeln!(out, "      - \"{bitstream_flag} ? (constraints)\"").unwrap();
+    writeln!(out, "      - \"{bitstream_flag} ? (synth_recipe)\"").unwrap();
     writeln!(out).unwrap();
     writeln!(out, "  lint:").unwrap();
     writeln!(out, "    description: {FUSESOC_LINT_DESCRIPTION}").unwrap();
@@ -408,15 +409,43 @@ fn fusesoc_bitstream_description(clock: &CoreClock) -> String {
             "ULX3S bitstream (ECP5 LFE5U-85F, core at {} MHz from the PLL) with Yosys and nextpnr-ecp5",
             clock.mhz_text()
         ),
+        Board::TangNano20k => format!(
+            "Tang Nano 20K bitstream (Gowin GW2AR-18, core at {} MHz from the PLL) with Yosys, nextpnr-himbaechel and gowin_pack",
+            clock.mhz_text()
+        ),
+        Board::TangNano9k => format!(
+            "Tang Nano 9K bitstream (Gowin GW1NR-9, core at {} MHz from the PLL) with Yosys, nextpnr-himbaechel and gowin_pack",
+            clock.mhz_text()
+        ),
     }
 }
 
-/// The edalize tool of a board's bitstream target and its section: the part,
-/// the package and the core clock, the PLL's output, for nextpnr (which also
-/// derives it from the oscillator's constraint).
-fn fusesoc_bitstream_tool(clock: &CoreClock) -> (&'static str, String) {
+/// The FuseSoC flag set while a board's bitstream target runs, and the
+/// target's tool (or flow) section: the part, the package and the core
+/// clock, the PLL's output, for nextpnr (which also derives it from the
+/// oscillator's constraint on iCE40 and ECP5). The Gowin boards use
+/// edalize's `apicula` flow, whose `board` option names the part and its
+/// family for nextpnr-himbaechel and gowin_pack (its older `apicula` tool
+/// runs the nextpnr-gowin that nextpnr no longer has); a flow sets no
+/// tool_* flag, so the target's own flag picks the filesets.
+fn fusesoc_bitstream_tool(clock: &CoreClock) -> (String, String) {
     let mhz = clock.mhz_text();
-    match clock.board() {
+    let (flag, section) = match clock.board() {
+        board @ (Board::TangNano20k | Board::TangNano9k) => {
+            return (
+                format!("target_{}", board.name()),
+                format!(
+                    "    flow: apicula
+    flow_options:
+      board: {}
+      nextpnr_options:
+        - --freq
+        - \"{mhz}\"
+",
+                    board.name()
+                ),
+            )
+        }
         Board::IceBreaker => (
             "icestorm",
             format!(
@@ -450,5 +479,6 @@ fn fusesoc_bitstream_tool(clock: &CoreClock) -> (&'static str, String) {
 "
             ),
         ),
-    }
+    };
+    (format!("tool_{flag}"), section)
 }

@@ -96,15 +96,45 @@ pub fn family_commands(board: Board, top: &str) -> String {
     match board {
         Board::IceBreaker => ice40_dsp_commands(top),
         Board::Ulx3s => format!("synth_ecp5 -top {top}\n"),
+        // synth_gowin puts IO buffers on the ports of every module left
+        // (its iopadmap), so the modules kept apart for their registers
+        // (`hw::ModuleBuilder::keep_hierarchy`) are flattened first.
+        Board::TangNano20k | Board::TangNano9k => {
+            format!("setattr -mod -unset keep_hierarchy\nflatten\nsynth_gowin -top {top}\n")
+        }
     }
 }
 
-/// DSP blocks of each board's FPGA (iCE40 UP5K: 8 SB_MAC16; ECP5-85F: 156
-/// MULT18X18D).
+/// DSP blocks of each board's FPGA the recipe fills, in the units an MXU
+/// multiplier takes (iCE40 UP5K: 8 SB_MAC16; ECP5-85F: 156 MULT18X18D).
+/// On Gowin the unit is a MULT9X9 site, two per MULT18X18, since every MXU
+/// product, int8 or a bf16 mantissa, fits 9x9 and Yosys maps it to a
+/// MULT9X9: nextpnr-himbaechel lists 96 sites on the GW2AR-18 and 40 on the
+/// GW1NR-9. The recipe fills nine tenths of them: with all 40 of the
+/// GW1NR-9's taken (an int8 7x7) the placer's legaliser had not finished
+/// after 14 minutes, with 36 (6x6) the whole place and route took 3. The
+/// `fpga` report counts Gowin blocks as MULT18X18s, a MULT9X9 as one.
 pub fn board_dsps(board: Board) -> u64 {
     match board {
         Board::IceBreaker => 8,
         Board::Ulx3s => 156,
+        Board::TangNano20k => GOWIN_GW2AR18_MULT9_SITES * 9 / 10,
+        Board::TangNano9k => GOWIN_GW1NR9_MULT9_SITES * 9 / 10,
+    }
+}
+
+/// MULT9X9 sites of the GW2AR-18 and the GW1NR-9 (nextpnr-himbaechel's
+/// device utilisation).
+const GOWIN_GW2AR18_MULT9_SITES: u64 = 96;
+const GOWIN_GW1NR9_MULT9_SITES: u64 = 40;
+
+/// The DSP units (as [`board_dsps`] counts them) one signed 32x32 product
+/// of the TensorCore's activation unit takes: four 18x18 blocks on iCE40
+/// and ECP5; on Gowin one MULT36X36, four MULT18X18s, eight MULT9X9 sites.
+fn requant_dsps(board: Board) -> u64 {
+    match board {
+        Board::IceBreaker | Board::Ulx3s => 4,
+        Board::TangNano20k | Board::TangNano9k => 8,
     }
 }
 
@@ -137,12 +167,12 @@ pub fn board_recipe(board: Board, top: &str, mxu: &MxuConfig) -> Vec<String> {
 
 /// The synthesis recipe of a TensorCore board build: as [`board_recipe`],
 /// with the DSP budget counting the activation unit's C signed 32x32
-/// requantization products (4 DSP blocks each on both boards' families)
-/// before the processing elements; when they do not all fit, the first PEs
-/// keep DSPs and every other multiplier becomes logic.
+/// requantization products ([`requant_dsps`] units each) before the
+/// processing elements; when they do not all fit, the first PEs keep DSPs
+/// and every other multiplier becomes logic.
 pub fn tc_board_recipe(board: Board, top: &str, rows: u32, cols: u32) -> Vec<String> {
     let pes = u64::from(rows) * u64::from(cols);
-    let lanes = 4 * u64::from(cols);
+    let lanes = requant_dsps(board) * u64::from(cols);
     let dsps = board_dsps(board);
     let mut text = elaborate_commands(top);
     // The MXU's accumulator and the unified buffer in block RAM.
@@ -192,7 +222,7 @@ pub fn board_tcl(recipe: &[String], head: &str) -> String {
     let _ = writeln!(
         s,
         "#\n# Read by edalize's Yosys script after the sources (FuseSoC targets \
-         icebreaker, ulx3s):\n# replaces its `synth` procedure with this recipe.\n"
+         icebreaker, ulx3s,\n# tangnano20k, tangnano9k): replaces its `synth` procedure with this recipe.\n"
     );
     let _ = writeln!(s, "proc synth {{top}} {{");
     for c in recipe {
