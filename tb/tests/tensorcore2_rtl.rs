@@ -115,6 +115,8 @@ fn host_windows_round_trip_through_masked_element_writes(#[case] which: usize) {
     expect[dst..dst + 5.min(n)].copy_from_slice(&input[..5.min(n)]);
     assert_eq!(out, expect, "windows on {cfg}");
     // The unified buffer keeps its contents across runs (a KV cache does).
+    // The core stops at its first HALT: the HIN after it (which would read
+    // outside the empty input window) is never taken.
     let out = run(
         &mut d,
         &[
@@ -122,6 +124,12 @@ fn host_windows_round_trip_through_masked_element_writes(#[case] which: usize) {
                 dst: 0,
                 src: 0,
                 n: n as u32,
+            },
+            Instr::Halt,
+            Instr::HostIn {
+                dst: 0,
+                src: 0,
+                n: 1,
             },
             Instr::Halt,
         ],
