@@ -1315,30 +1315,8 @@ pub fn generate(
     mut run: impl FnMut(&[Instr], &[u32]) -> Result<Vec<u32>, String>,
     mut choose: impl FnMut(&[u32]) -> u32,
 ) -> Result<Generation, String> {
-    let (vocab, context) = (program.output_len(), program.context());
-    if prompt.is_empty() {
-        return Err("the prompt must hold at least one token".into());
-    }
-    if steps == 0 {
-        return Err("generation needs at least one step".into());
-    }
-    if let Some((i, &t)) = prompt
-        .iter()
-        .enumerate()
-        .find(|&(_, &t)| t as usize >= vocab)
-    {
-        return Err(format!(
-            "prompt token {i} is {t}, not below the vocabulary's {vocab}"
-        ));
-    }
-    let fed = prompt.len() + steps - 1;
-    if fed > context {
-        return Err(format!(
-            "{} prompt tokens and {steps} generated tokens need {fed} positions, the context holds \
-             {context}",
-            prompt.len()
-        ));
-    }
+    let vocab = program.output_len();
+    config::gpt::check_generation(vocab, program.context(), prompt, steps)?;
     let input = program.input_image();
     run(program.setup(), input).map_err(|e| format!("setup: {e}"))?;
     let mut step = |token: u32, pos: usize| -> Result<Vec<u32>, String> {

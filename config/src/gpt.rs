@@ -37,6 +37,44 @@ pub struct GptDims {
     context: usize,
 }
 
+/// Whether a greedy generation of `steps` tokens from `prompt` can run on a
+/// model of `vocab` tokens and `context` positions: the checks every
+/// generator (the golden model, the compiler's host loop) makes alike.
+/// Errors (one line): an empty prompt, `steps` of 0, a prompt token not
+/// below `vocab` (naming its index), or n + steps - 1 positions (the last
+/// generated token is chosen, not fed) above `context`.
+pub fn check_generation(
+    vocab: usize,
+    context: usize,
+    prompt: &[u32],
+    steps: usize,
+) -> Result<(), String> {
+    if prompt.is_empty() {
+        return Err("the prompt must hold at least one token".into());
+    }
+    if steps == 0 {
+        return Err("generation needs at least one step".into());
+    }
+    if let Some((i, &t)) = prompt
+        .iter()
+        .enumerate()
+        .find(|&(_, &t)| t as usize >= vocab)
+    {
+        return Err(format!(
+            "prompt token {i} is {t}, not below the vocabulary's {vocab}"
+        ));
+    }
+    let fed = prompt.len() + steps - 1;
+    if fed > context {
+        return Err(format!(
+            "{} prompt tokens and {steps} generated tokens need {fed} positions, \
+             the context holds {context}",
+            prompt.len()
+        ));
+    }
+    Ok(())
+}
+
 impl GptDims {
     /// Checks the sizes: every one at least 1 and at most `u32::MAX` (token
     /// ids and positions are 32-bit), and `heads` divides `d_model`.

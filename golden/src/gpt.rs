@@ -280,31 +280,7 @@ pub fn generate(
     w: usize,
 ) -> Result<(Vec<u32>, Vec<Vec<u32>>), String> {
     let dims = model.dims;
-    if prompt.is_empty() {
-        return Err("the prompt must hold at least one token".into());
-    }
-    if steps == 0 {
-        return Err("generation needs at least one step".into());
-    }
-    if let Some((i, &t)) = prompt
-        .iter()
-        .enumerate()
-        .find(|&(_, &t)| t as usize >= dims.vocab())
-    {
-        return Err(format!(
-            "prompt token {i} is {t}, not below the vocabulary's {}",
-            dims.vocab()
-        ));
-    }
-    let fed = prompt.len() + steps - 1;
-    if fed > dims.context() {
-        return Err(format!(
-            "{} prompt tokens and {steps} generated tokens need {fed} positions, \
-             the context holds {}",
-            prompt.len(),
-            dims.context()
-        ));
-    }
+    config::gpt::check_generation(dims.vocab(), dims.context(), prompt, steps)?;
     let mut decoder = Decoder::new(model, rows_r, w)?;
     let mut logits = Vec::new();
     for (pos, &t) in prompt.iter().enumerate() {

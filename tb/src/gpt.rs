@@ -13,6 +13,18 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// `scripts/gpt_reference.py`.
+/// Valid dimensions (panics on invalid ones: tests choose them).
+pub fn dims(
+    vocab: usize,
+    d: usize,
+    heads: usize,
+    d_ff: usize,
+    layers: usize,
+    context: usize,
+) -> GptDims {
+    GptDims::new(vocab, d, heads, d_ff, layers, context).expect("valid dimensions")
+}
+
 pub fn reference_script() -> PathBuf {
     workspace_root().join("scripts/gpt_reference.py")
 }

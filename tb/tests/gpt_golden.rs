@@ -11,28 +11,18 @@
 //!
 //! Random tests print their seed; `SYSTOLE_SEED` replays one.
 
-use config::gpt::{GptDims, GptModel};
+use config::gpt::GptModel;
 use golden::gpt::{generate, layernorm, softmax};
 use rand::Rng;
 use std::process::Command;
 use tb::gpt::{
-    random_model, read_f32s, reference_script, run_reference, write_bf16s, write_f32s, write_model,
+    dims, random_model, read_f32s, reference_script, run_reference, write_bf16s, write_f32s,
+    write_model,
 };
 use tb::tools::{numpy_python, workspace_root};
 
 const F32_NAN: u32 = 0x7FC0_0000;
 const F32_INF: u32 = 0x7F80_0000;
-
-fn dims(
-    vocab: usize,
-    d: usize,
-    heads: usize,
-    d_ff: usize,
-    layers: usize,
-    context: usize,
-) -> GptDims {
-    GptDims::new(vocab, d, heads, d_ff, layers, context).unwrap()
-}
 
 /// Runs golden and numpy on `model`, asserting equal tokens and logit bits;
 /// returns golden's result.

@@ -8,25 +8,14 @@
 //! same model (`sim mlp`'s path), bit for bit.
 
 use compiler::tensorcore2::compile_gpt;
-use config::gpt::{GptDims, GptModel};
+use config::gpt::GptModel;
 use config::TensorCore2Config;
 use golden::tensorcore2_cycle::cycle_model;
 use rand::Rng;
-use tb::gpt::random_model;
+use tb::gpt::{dims, random_model};
 use tb::tensorcore::random_layer;
 use tb::tensorcore2::{generate_on_golden, run_mlp_on_golden};
 use tb::tools::workspace_root;
-
-fn dims(
-    vocab: usize,
-    d: usize,
-    heads: usize,
-    d_ff: usize,
-    layers: usize,
-    context: usize,
-) -> GptDims {
-    GptDims::new(vocab, d, heads, d_ff, layers, context).unwrap()
-}
 
 /// Compiles `model` for `cfg`, runs the generation on the golden core and
 /// asserts it equals `golden::gpt::generate`'s at the core's R and W; and
