@@ -207,6 +207,7 @@ pub use config::TensorCoreConfig;
 
 mod block;
 mod rtl;
+pub mod weight_queue;
 pub use block::{TensorCore, FMAX_DEPTH};
 pub use rtl::{build, ports, top_name, COUNTER_BITS};
 

@@ -17,6 +17,7 @@
 //! so it writes in cycle y + 4 + D as the contract says; its stages carry their control with them, so the next
 //! `ACT` starts behind the last row of the one before.
 
+use crate::weight_queue::WeightQueue;
 use crate::ActStages;
 use config::tensorcore_isa::{
     field, Opcode, FLAG_ACCUMULATE, FLAG_PREFETCH, FLAG_RELU, FLAG_TO_HOST, FLAG_WAIT_ACT,
@@ -284,16 +285,8 @@ fn build_top(
     let ub_idle = m.wire("ub_idle", ub_wait.q().is_eq(0));
 
     // ---- The weight queue: slot 0 is the oldest read.
-    let qc_ty = Ty::u(bits_for(q));
-    let qcount = m.reg_reset("qcount", qc_ty, 0);
-    let q_addr: Vec<_> = (0..q)
-        .map(|i| m.reg(&format!("q_addr{i}"), Ty::u(w_aw)))
-        .collect();
-    let q_rows: Vec<_> = (0..q)
-        .map(|i| m.reg(&format!("q_rows{i}"), count_ty))
-        .collect();
-    let q_room = m.wire("q_room", qcount.q().is_lt(u64::from(q)));
-    let q_empty = m.wire("q_empty", qcount.q().is_eq(0));
+    let wq = WeightQueue::declare(m, q, w_aw);
+    let (q_room, q_empty) = (wq.room, wq.empty);
 
     // ---- The activation unit's held ACT: its word, rows read, and the
     // cycles left until the MXU writes it waits for have landed.
@@ -683,51 +676,15 @@ fn build_top(
         ),
     );
     let enq_rows = m.wire("enq_rows", mux(is_rw, rows, m.lit(count_ty, u64::from(r))));
-    let w_write = m.wire("w_write", !q_empty & w_ready);
-    let head_ends = m.wire("head_ends", w_write & q_rows[0].q().is_eq(1));
-    let wmem = m.memory("wmem", Ty::u(8 * c), w_aw);
-    m.mem_write(wmem, wmem_wr, wmem_addr, wmem_data);
-    // The row the engine writes next cycle.
-    let one_w = m.lit(Ty::u(w_aw), 1);
-    let after_head = if q >= 2 {
-        mux(qcount.q().is_ge(2u64), q_addr[1].q(), enq_addr)
-    } else {
-        enq_addr
-    };
-    let next_row = mux(
-        w_write,
-        mux(head_ends, after_head, q_addr[0].q() + one_w),
-        mux(q_empty, enq_addr, q_addr[0].q()),
+    let (w_write, w_row) = wq.engine(
+        m,
+        8 * c,
+        (wmem_wr, wmem_addr, wmem_data),
+        (enqueue, enq_addr, enq_rows),
+        w_ready,
     );
-    let w_row = m.mem_read(wmem, None, next_row);
     m.connect(mx, mxu::ports::W_VALID, w_write);
     m.connect(mx, mxu::ports::W_ROW, w_row);
-    // Slots shift down when the head ends; the new read goes to the first
-    // free slot after the shift.
-    let one_q = m.lit(qc_ty, 1);
-    let after_pop = mux(head_ends, qcount.q() - one_q, qcount.q());
-    m.set_next(qcount, mux(enqueue, after_pop + one_q, after_pop));
-    for i in 0..q as usize {
-        let (cur_a, cur_r) = (q_addr[i].q(), q_rows[i].q());
-        let (up_a, up_r) = if i + 1 < q as usize {
-            (q_addr[i + 1].q(), q_rows[i + 1].q())
-        } else {
-            (cur_a, cur_r)
-        };
-        let (kept_a, kept_r) = if i == 0 {
-            (
-                mux(w_write, cur_a + one_w, cur_a),
-                mux(w_write, cur_r - one16, cur_r),
-            )
-        } else {
-            (cur_a, cur_r)
-        };
-        let shifted_a = mux(head_ends, up_a, kept_a);
-        let shifted_r = mux(head_ends, up_r, kept_r);
-        let here = enqueue & after_pop.is_eq(i as u64);
-        m.set_next(q_addr[i], mux(here, enq_addr, shifted_a));
-        m.set_next(q_rows[i], mux(here, enq_rows, shifted_r));
-    }
 
     // ---- Counters: every cycle with an instruction current is charged to
     // one of the first seven; then instructions and the unit's two.

@@ -13,6 +13,7 @@ use config::tensorcore2_isa::{field, Opcode, FLAG_ADD, FLAG_INT8};
 use config::TensorCore2Config;
 use hw::{bits_for, cat, mux, Design, Expr, ModuleBuilder, ModuleDef, Ty};
 use std::rc::Rc;
+use tensorcore::weight_queue::WeightQueue;
 
 /// Port names of the TensorCore v2 top module.
 pub mod ports {
@@ -256,17 +257,9 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCore2Config, parts: &Parts) {
     let acc_wait = m.reg_reset("acc_wait", late_ty, 0);
     let acc_idle = m.wire("acc_idle", acc_wait.q().is_eq(0));
 
-    // ---- The weight queue (slot 0 the oldest read), as in TensorCore v1.
-    let qc_ty = Ty::u(bits_for(q));
-    let qcount = m.reg_reset("qcount", qc_ty, 0);
-    let q_addr: Vec<_> = (0..q)
-        .map(|i| m.reg(&format!("q_addr{i}"), Ty::u(w_aw)))
-        .collect();
-    let q_rows: Vec<_> = (0..q)
-        .map(|i| m.reg(&format!("q_rows{i}"), count_ty))
-        .collect();
-    let q_room = m.wire("q_room", qcount.q().is_lt(u64::from(q)));
-    let q_empty = m.wire("q_empty", qcount.q().is_eq(0));
+    // ---- The weight queue (slot 0 the oldest read), TensorCore v1's.
+    let wq = WeightQueue::declare(m, q, w_aw);
+    let (q_room, q_empty) = (wq.room, wq.empty);
     let vpu_idle = m.wire("vpu_idle", !vpu_busy);
     let drained = m.wire("drained", vpu_idle & q_empty & acc_idle);
 
@@ -665,50 +658,19 @@ fn build_top(m: &mut ModuleBuilder, cfg: &TensorCore2Config, parts: &Parts) {
     // the queue empty, and nothing is enqueued while it runs).
     let enqueue = enqueue.value();
     let enq_addr = m.wire("enq_addr", fit(fc, w_aw));
-    let engine_write = m.wire("engine_write", !q_empty & w_ready);
-    let head_ends = m.wire("head_ends", engine_write & q_rows[0].q().is_eq(1));
-    let wmem = m.memory("wmem", Ty::u(16 * c), w_aw);
-    m.mem_write(wmem, wmem_wr, wmem_addr, wmem_data);
-    let one_w = m.lit(Ty::u(w_aw), 1);
-    let after_head = if q >= 2 {
-        mux(qcount.q().is_ge(2u64), q_addr[1].q(), enq_addr)
-    } else {
-        enq_addr
-    };
-    let next_row = mux(
-        engine_write,
-        mux(head_ends, after_head, q_addr[0].q() + one_w),
-        mux(q_empty, enq_addr, q_addr[0].q()),
+    let (engine_write, wmem_row) = wq.engine(
+        m,
+        16 * c,
+        (wmem_wr, wmem_addr, wmem_data),
+        (enqueue, enq_addr, n),
+        w_ready,
     );
-    let wmem_row = m.mem_read(wmem, None, next_row);
     m.connect(mx, mxu::ports::W_VALID, engine_write | rwv_offer.value());
     m.connect(
         mx,
         mxu::ports::W_ROW,
         mux(rwv_offer.value(), row_acc.q(), wmem_row),
     );
-    let one_q = m.lit(qc_ty, 1);
-    let after_pop = mux(head_ends, qcount.q() - one_q, qcount.q());
-    m.set_next(qcount, mux(enqueue, after_pop + one_q, after_pop));
-    for i in 0..q as usize {
-        let (cur_a, cur_r) = (q_addr[i].q(), q_rows[i].q());
-        let (up_a, up_r) = if i + 1 < q as usize {
-            (q_addr[i + 1].q(), q_rows[i + 1].q())
-        } else {
-            (cur_a, cur_r)
-        };
-        let (kept_a, kept_r) = if i == 0 {
-            (
-                mux(engine_write, cur_a + one_w, cur_a),
-                mux(engine_write, cur_r - one16, cur_r),
-            )
-        } else {
-            (cur_a, cur_r)
-        };
-        let here = enqueue & after_pop.is_eq(i as u64);
-        m.set_next(q_addr[i], mux(here, enq_addr, mux(head_ends, up_a, kept_a)));
-        m.set_next(q_rows[i], mux(here, n, mux(head_ends, up_r, kept_r)));
-    }
 
     // ---- Host windows, status and counters.
     m.output(HIN_EN, hin_en.value());
