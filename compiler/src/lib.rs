@@ -635,7 +635,8 @@ pub fn compile(mlp: &Mlp, batch: usize, cfg: &TensorCoreConfig) -> Result<Progra
 mod tests {
     use super::*;
 
-    fn layer(inputs: usize, outputs: usize, hidden: bool) -> Layer {
+    /// A layer of ones and zero biases (a unit requantization when hidden).
+    pub(crate) fn layer(inputs: usize, outputs: usize, hidden: bool) -> Layer {
         Layer {
             inputs,
             outputs,

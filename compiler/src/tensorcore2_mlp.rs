@@ -349,21 +349,7 @@ pub fn compile_mlp(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Layer, Requant};
-
-    fn layer(inputs: usize, outputs: usize, hidden: bool) -> Layer {
-        Layer {
-            inputs,
-            outputs,
-            w: vec![1; inputs * outputs],
-            b: vec![0; outputs],
-            rq: hidden.then_some(Requant {
-                mult: 1 << 30,
-                shift: 0,
-                zp: 0,
-            }),
-        }
-    }
+    use crate::tests::layer;
 
     #[test]
     fn a_layer_too_big_for_a_memory_is_named_with_the_numbers() {
