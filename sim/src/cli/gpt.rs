@@ -131,27 +131,14 @@ fn read_prompt(args: &GptArgs, model: &GptModel) -> Result<Vec<u32>, Failure> {
             p.shape
         )));
     }
-    let vocab = model.dims.vocab();
-    if let Some((i, &t)) = p
-        .data
-        .iter()
-        .enumerate()
-        .find(|&(_, &t)| t < 0 || t as usize >= vocab)
-    {
-        return Err(bad(format!(
-            "P: token {i} is {t}, not an id below the vocabulary's {vocab}"
-        )));
+    if let Some((i, &t)) = p.data.iter().enumerate().find(|&(_, &t)| t < 0) {
+        return Err(bad(format!("P: token {i} is {t}, not a token id")));
     }
-    let fed = p.data.len() + args.steps - 1;
-    let context = model.dims.context();
-    if fed > context {
-        return Err(bad(format!(
-            "P: {} prompt tokens and --steps {} need {fed} positions, the model's context holds {context}",
-            p.data.len(),
-            args.steps
-        )));
-    }
-    Ok(p.data.iter().map(|&t| t as u32).collect())
+    let ids: Vec<u32> = p.data.iter().map(|&t| t as u32).collect();
+    let dims = model.dims;
+    config::gpt::check_generation(dims.vocab(), dims.context(), &ids, args.steps)
+        .map_err(|e| bad(format!("P: {e}")))?;
+    Ok(ids)
 }
 
 pub fn run(args: &GptArgs) -> Result<(), Failure> {
