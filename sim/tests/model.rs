@@ -340,6 +340,36 @@ fn counter_counts_resets_and_wraps() {
 }
 
 #[test]
+fn new_instances_keep_their_own_state_on_their_own_threads() {
+    // One library, several instances: each starts from zero inputs and its
+    // own registers, and instances can be stepped on different threads at
+    // once (the torus driver's per-chip models).
+    let first = Model::build(&counter_spec(), "counter").unwrap();
+    let mut models = vec![first];
+    for _ in 0..3 {
+        let m = models[0].new_instance().unwrap();
+        assert_eq!(m.cache_status(), CacheStatus::Reused);
+        assert_eq!(m.cycle(), 0);
+        models.push(m);
+    }
+    let base = seed();
+    std::thread::scope(|s| {
+        for (k, m) in models.iter_mut().enumerate() {
+            s.spawn(move || {
+                reset(m);
+                let en = m.port("en_i").unwrap();
+                let count = m.port("count_o").unwrap();
+                m.poke(en, 1);
+                m.run_cycles_native(10 * k as u64 + 3);
+                assert_eq!(m.peek(count), 10 * k as u64 + 3, "instance {k}");
+                let mut rng = Rng(base ^ k as u64);
+                check_counter(m, &mut rng, 2000);
+            });
+        }
+    });
+}
+
+#[test]
 fn second_build_reuses_the_cache() {
     let first = Model::build(&counter_spec(), "counter").unwrap();
     let started = Instant::now();

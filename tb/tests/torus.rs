@@ -10,7 +10,7 @@ use config::{Packet, TorusConfig, Wiring, LOCAL_PORT, TORUS_PORTS};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sim::drivers::ici::Faults;
-use sim::drivers::torus::{TorusDriver, TorusRun};
+use sim::drivers::torus::{AllReduceRun, Layout, TorusDriver, TorusRun};
 use sim::Model;
 
 /// The link flit as `hw/torus`'s crate docs state it: data, vc (1 bit, 2
@@ -336,6 +336,126 @@ fn host_packets_and_an_allreduce_share_the_links() {
             }
             assert!(!ar.alarm, "{what}: alarm");
             println!("{what}: both done in {} cycles", ar.cycles);
+        }
+    }
+}
+
+/// Everything a packet run records, counters included, as one value.
+type PacketRecords = (
+    Vec<Vec<sim::drivers::torus::Delivery>>,
+    Vec<Vec<u64>>,
+    [u64; 5],
+    bool,
+);
+
+fn packet_records(p: &TorusRun) -> PacketRecords {
+    let counters = [
+        p.cycles,
+        p.crc_errors,
+        p.retransmits,
+        p.link_downs,
+        p.corrupted,
+    ];
+    (p.received.clone(), p.taken.clone(), counters, p.alarm)
+}
+
+/// Everything an all-reduce records, counters included, as one value.
+type AllReduceRecords = (Vec<Vec<u32>>, Vec<Vec<u64>>, Vec<Vec<u64>>, [u64; 5], bool);
+
+fn allreduce_records(a: &AllReduceRun) -> AllReduceRecords {
+    let counters = [
+        a.cycles,
+        a.crc_errors,
+        a.retransmits,
+        a.link_downs,
+        a.corrupted,
+    ];
+    (
+        a.results.clone(),
+        a.result_cycles.clone(),
+        a.taken.clone(),
+        counters,
+        a.alarm,
+    )
+}
+
+#[test]
+fn the_per_chip_models_run_as_the_torus_top() {
+    // The driver's default joins one model per chip itself; the torus top
+    // (the Verilog `gen` writes, cabled by a wiring) must give the same
+    // records, bit for bit and cycle for cycle, with errors injected and on
+    // any number of threads. This also holds the top's cabling, stub seeds
+    // and counter sums to the driver's.
+    let seed = tb::seed::seed_for("torus_layouts");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for (name, cfg, twisted) in [
+        ("2x2x1 twisted", torus::block::small([2, 2, 1]), true),
+        ("3x2x1", torus::block::small([3, 2, 1]), false),
+    ] {
+        let wiring = wiring_of(&cfg, twisted);
+        let layouts = [
+            Layout::Top,
+            Layout::Chips { threads: 1 },
+            Layout::Chips { threads: 4 },
+        ];
+        let mut drivers: Vec<TorusDriver> = layouts
+            .iter()
+            .map(|&l| {
+                TorusDriver::with_layout(&cfg, &wiring, l)
+                    .unwrap_or_else(|e| panic!("cannot build {cfg} as {l:?}: {e}"))
+            })
+            .collect();
+        for ber in [0.0, 3e-3] {
+            let sent = random_traffic(&cfg, 60, &mut rng);
+            let values: Vec<Vec<u32>> = (0..cfg.chips())
+                .map(|_| (0..90).map(|_| special_f32(&mut rng)).collect())
+                .collect();
+            let faults = Faults {
+                ber,
+                seed: rng.gen(),
+                ..Faults::default()
+            };
+            let stall = rng.gen_range(1..3u64);
+            let ready = move |t: u64, c: usize| (t + c as u64) % 4 >= stall;
+            let mut seen = Vec::new();
+            for (d, layout) in drivers.iter_mut().zip(layouts) {
+                let what = format!("{name}, ber {ber}, {layout:?}");
+                let (ar, packets) = d
+                    .allreduce_with_packets(&values, true, &sent, &faults, 400_000)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let alone = d
+                    .run(&sent, &faults, &ready, 200_000)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                check_delivery(&cfg, &sent, &alone, &what);
+                seen.push((
+                    what,
+                    (packet_records(&packets), allreduce_records(&ar)),
+                    packet_records(&alone),
+                ));
+            }
+            let (first, rest) = seen.split_first().expect("three layouts");
+            for other in rest {
+                assert!(
+                    first.1 == other.1,
+                    "{} and {} differ (shared links)",
+                    first.0,
+                    other.0
+                );
+                assert!(
+                    first.2 == other.2,
+                    "{} and {} differ (packets alone)",
+                    first.0,
+                    other.0
+                );
+            }
+            if ber > 0.0 {
+                let errors = drivers[0]
+                    .run(&sent, &faults, &ready, 200_000)
+                    .expect("the top again")
+                    .crc_errors;
+                assert!(errors > 0, "{name}: no error was injected");
+            }
+            println!("{name}, ber {ber}: the three layouts agree");
         }
     }
 }

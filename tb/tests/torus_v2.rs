@@ -53,7 +53,7 @@ fn run_rtl(
         m.step();
         cycle += 1;
     }
-    (feed.run, m.peek(alarm) != 0)
+    (feed.into_run(), m.peek(alarm) != 0)
 }
 
 fn value(rng: &mut impl Rng) -> u32 {

@@ -103,7 +103,7 @@
 //! Every chip of the top also has an all-reduce engine on its node's links
 //! beside the router, so one Verilated model serves both. A chip's node,
 //! engine and the stubs of the links leaving it are one module
-//! ([`node::chip_unit_name`]) whose code Verilator models keep once for
+//! ([`node::chip`], named by [`node::chip_unit_name`]) whose code Verilator models keep once for
 //! all chips.
 //!
 //! # All-reduce

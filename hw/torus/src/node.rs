@@ -176,7 +176,8 @@ pub fn chip_unit_name(cfg: &TorusConfig) -> String {
 /// `<port>_out_word_o` (to the neighbour) and the neighbour's stub output
 /// `<port>_des_valid_i`, `<port>_des_word_i`; the stubs' `seed_load_i` and
 /// thresholds; `stub_words_o` and `corrupted_o`, the six stubs' sums.
-fn chip_unit(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
+#[track_caller]
+pub fn chip(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
     let node_def = node(design, cfg);
     let engine_def = crate::allreduce_v2::chip(design, cfg, &config::AllreduceV2::DEFAULT);
     let (width, latency) = (cfg.link().frame_bits(), cfg.link().latency());
@@ -285,7 +286,7 @@ fn chip_unit(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
 /// selects fp32 (1) or int32 (0) sums.
 #[track_caller]
 pub fn top(design: &mut Design, cfg: &TorusConfig, wiring: &Wiring) -> Rc<ModuleDef> {
-    let chip_def = chip_unit(design, cfg);
+    let chip_def = chip(design, cfg);
     let cfg = *cfg;
     let wiring = wiring.clone();
     let mut params: Vec<(String, String)> = cfg.params();

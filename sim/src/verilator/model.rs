@@ -50,6 +50,18 @@ pub enum CacheStatus {
     Reused,
 }
 
+/// What [`Model::instantiate`] makes an instance from: a loaded library and its spec.
+struct Instantiated {
+    api: &'static Api,
+    spec_ports: Vec<PortSpec>,
+    top: String,
+    clock: Option<String>,
+    dir: PathBuf,
+    key: String,
+    cache_status: CacheStatus,
+    trace_request: Option<PathBuf>,
+}
+
 /// A running Verilator model. See the [module documentation](super) for the clocking
 /// convention.
 pub struct Model {
@@ -66,6 +78,8 @@ pub struct Model {
     /// Set when the C++ side reported a fatal error; the model is unusable afterwards.
     failed: Option<String>,
     trace_path: Option<PathBuf>,
+    /// Where waveforms go (`SYSTOLE_TRACE` or the build option), for new instances.
+    trace_request: Option<PathBuf>,
     dir: PathBuf,
     key: String,
     cache_status: CacheStatus,
@@ -122,9 +136,61 @@ impl Model {
             }
         }
 
-        let trace_path = trace_request.map(|request| {
-            let n = trace::next_index(&request);
-            trace::file_for(&request, &label, n)
+        let built = Instantiated {
+            api,
+            spec_ports: spec.ports.clone(),
+            top: spec.top.clone(),
+            clock: spec.clock.clone(),
+            dir: built.dir,
+            key: built.key,
+            cache_status: if built.reused {
+                CacheStatus::Reused
+            } else {
+                CacheStatus::Built
+            },
+            trace_request,
+        };
+        Self::instantiate(built, label)
+    }
+
+    /// Another instance of this model's library, in its starting state (all inputs zero),
+    /// traced like this one (to a file of its own) if this one is. For designs made of many
+    /// copies of one unit (the chips of a torus): one build, many instances.
+    pub fn new_instance(&self) -> Result<Model, SimError> {
+        let clock = self.clock.map(|p| self.ports[p.index()].name.clone());
+        Self::instantiate(
+            Instantiated {
+                api: self.api,
+                spec_ports: self.ports.clone(),
+                top: self.top.clone(),
+                clock,
+                dir: self.dir.clone(),
+                key: self.key.clone(),
+                cache_status: CacheStatus::Reused,
+                trace_request: self.trace_request.clone(),
+            },
+            self.label.clone(),
+        )
+    }
+
+    fn instantiate(built: Instantiated, label: String) -> Result<Model, SimError> {
+        let Instantiated {
+            api,
+            spec_ports,
+            top,
+            clock,
+            dir,
+            key,
+            cache_status,
+            trace_request,
+        } = built;
+        let load_error = |reason: String| SimError::Load {
+            path: dir.clone(),
+            reason,
+        };
+        let trace_path = trace_request.as_ref().map(|request| {
+            let n = trace::next_index(request);
+            trace::file_for(request, &label, n)
         });
         let trace_cstring = match &trace_path {
             Some(path) => {
@@ -156,8 +222,8 @@ impl Model {
             return Err(SimError::Instantiate(msg.to_string_lossy().into_owned()));
         };
 
-        let mut storage = Vec::with_capacity(spec.ports.len());
-        for (i, port) in spec.ports.iter().enumerate() {
+        let mut storage = Vec::with_capacity(spec_ports.len());
+        for (i, port) in spec_ports.iter().enumerate() {
             // SAFETY: live handle, index below the port count.
             let ptr = unsafe { (api.port_ptr)(handle.as_ptr(), i as u32) };
             match NonNull::new(ptr.cast::<u8>()) {
@@ -172,30 +238,26 @@ impl Model {
                 }
             }
         }
-        let clock = spec
-            .clock
+        let clock = clock
             .as_ref()
-            .and_then(|name| spec.ports.iter().position(|p| &p.name == name))
+            .and_then(|name| spec_ports.iter().position(|p| &p.name == name))
             .map(|i| PortId(i as u32));
         let mut model = Model {
             api,
             handle,
-            top: spec.top.clone(),
+            top,
             label,
-            ports: spec.ports.clone(),
+            ports: spec_ports,
             storage,
             clock,
             needs_eval: true,
             cycle: 0,
             failed: None,
             trace_path,
-            dir: built.dir,
-            key: built.key,
-            cache_status: if built.reused {
-                CacheStatus::Reused
-            } else {
-                CacheStatus::Built
-            },
+            dir,
+            key,
+            cache_status,
+            trace_request,
         };
         // Start from all-zero inputs (clock low) whatever Verilator's initial values are.
         for i in 0..model.ports.len() {
@@ -343,6 +405,37 @@ impl Model {
             words[last] &= (1u32 << (port.width % 32)) - 1;
         }
         words
+    }
+
+    /// Reads a port of any width into `words` (exactly `ceil(width / 32)` of them), as
+    /// [`peek_wide`](Self::peek_wide) gives it, without allocating.
+    pub fn peek_wide_into(&self, p: PortId, words: &mut [u32]) {
+        let port = &self.ports[p.index()];
+        assert_eq!(
+            words.len(),
+            port.words(),
+            "sim: the {}-bit port {} has {} words",
+            port.width,
+            port.name,
+            port.words()
+        );
+        if port.width <= 64 {
+            let value = self.peek(p);
+            words.copy_from_slice(&[value as u32, (value >> 32) as u32][..port.words()]);
+            return;
+        }
+        // SAFETY: wide ports are VlWide<words>, an array of 32-bit words (size checked at load).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.storage[p.index()].as_ptr().cast::<u32>(),
+                words.as_mut_ptr(),
+                words.len(),
+            );
+        }
+        if !port.width.is_multiple_of(32) {
+            let last = words.len() - 1;
+            words[last] &= (1u32 << (port.width % 32)) - 1;
+        }
     }
 
     /// Settles the combinational logic for the current inputs, so `peek` sees this cycle's
