@@ -386,24 +386,8 @@ impl Model {
 
     /// Reads a port of any width as little-endian 32-bit words (`ceil(width / 32)` of them).
     pub fn peek_wide(&self, p: PortId) -> Vec<u32> {
-        let port = &self.ports[p.index()];
-        if port.width <= 64 {
-            let value = self.peek(p);
-            return [value as u32, (value >> 32) as u32][..port.words()].to_vec();
-        }
-        let mut words = vec![0u32; port.words()];
-        // SAFETY: wide ports are VlWide<words>, an array of 32-bit words (size checked at load).
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                self.storage[p.index()].as_ptr().cast::<u32>(),
-                words.as_mut_ptr(),
-                words.len(),
-            );
-        }
-        if !port.width.is_multiple_of(32) {
-            let last = words.len() - 1;
-            words[last] &= (1u32 << (port.width % 32)) - 1;
-        }
+        let mut words = vec![0u32; self.ports[p.index()].words()];
+        self.peek_wide_into(p, &mut words);
         words
     }
 
