@@ -24,8 +24,9 @@
 //!
 //! The torus is 4x4x4 (64 chips) unless `SYSTOLE_TORUS_DIMS` says
 //! otherwise (e.g. `2x2x1`), with two VCs per port unless
-//! `SYSTOLE_TORUS_VCS` says 1 or 4; the 64-chip model's cold build takes
-//! minutes, so it is never in the test suite.
+//! `SYSTOLE_TORUS_VCS` says 1 or 4. The driver's default layout builds one
+//! chip's model (about 10 s cold for 4x4x4) and steps the chips on as many
+//! threads as the machine has cores (`SYSTOLE_SIM_THREADS`).
 //!
 //! ```sh
 //! cargo bench -p tb --bench torus                             # 4x4x4, every table
