@@ -203,6 +203,19 @@ fn bad_input_is_one_line_exit_two_and_no_output() {
         &["--golden", "--wiring", "/nonexistent/w.txt"],
     );
     assert_usage_error(&out, "missing wiring", "wiring", &[&r]);
+    // A thread count that is not one.
+    write_f32(&case, &f32_values(2, 3));
+    for threads in ["0", "many", "65"] {
+        let out = sim()
+            .env("SYSTOLE_SIM_THREADS", threads)
+            .args(["allreduce", "--dims", "2x1x1", "--in"])
+            .arg(case.path("v.npy"))
+            .arg("--out")
+            .arg(&r)
+            .output()
+            .unwrap();
+        assert_usage_error(&out, threads, "SYSTOLE_SIM_THREADS", &[&r]);
+    }
     // Wrong dtype and a 1-D array.
     write_npy(&case.path("v.npy"), &[2, 3], &[1u8; 6]);
     let out = allreduce(&case, "2x1x1", &["--golden"]);

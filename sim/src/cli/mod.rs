@@ -57,9 +57,12 @@ enum Command {
     /// coordinates; R (same shape and dtype) is every chip's result: fp32
     /// summed in docs/numerics.md's all-reduce order v2 (element e's part
     /// e mod 3 reduces along x, y, z in rotated order), int32 a wrapping sum.
+    /// The RTL steps its chips on as many threads as the machine has cores
+    /// (SYSTOLE_SIM_THREADS sets the count).
     Allreduce(torus::AllReduceArgs),
     /// Random traffic through an ICI torus's routers: throughput and latency
-    /// (mean, p99) as one JSON line.
+    /// (mean, p99) as one JSON line. The chips are stepped on as many threads
+    /// as the machine has cores (SYSTOLE_SIM_THREADS sets the count).
     Torus(torus::TorusArgs),
     /// Byte packets through the stream CRC: P (uint8, a packet per row, cut
     /// to L's lengths) in, one CRC per packet out (the catalog's CRC of the

@@ -142,7 +142,7 @@ pub fn run_allreduce(args: &AllReduceArgs) -> Result<(), Failure> {
         };
         (vec![r; chips], None)
     } else {
-        let mut d = TorusDriver::new(&cfg, &wiring).map_err(|e| broken(e.to_string()))?;
+        let mut d = TorusDriver::new(&cfg, &wiring).map_err(driver_failure)?;
         let faults = Faults {
             ber: args.ber,
             seed: args.seed,
@@ -265,7 +265,7 @@ pub fn traffic(
                 .collect()
         })
         .collect();
-    let mut d = TorusDriver::new(cfg, wiring).map_err(|e| broken(e.to_string()))?;
+    let mut d = TorusDriver::new(cfg, wiring).map_err(driver_failure)?;
     let budget = 100_000 + 200 * packets * n as u64;
     let run = d
         .run(&sent, &Faults::default(), &|_, _| true, budget)
@@ -304,4 +304,13 @@ pub fn traffic(
         "latency_p99": p99,
         "seed": seed,
     }))
+}
+
+/// A driver that cannot start: a bad setting (`SYSTOLE_SIM_THREADS`) is the
+/// user's input, anything else the model's.
+fn driver_failure(e: sim::drivers::DriverError) -> Failure {
+    match e {
+        sim::drivers::DriverError::Input(m) => bad(m),
+        e => broken(e.to_string()),
+    }
 }
