@@ -890,6 +890,13 @@ impl TorusDriver {
         let spec = inputs_registered(single_instance_spec(&files, &top), &top);
         let first = Model::build(&spec, &top.name)?;
         let n = cfg.chips();
+        // The built instance is chip 0's; every other chip gets its own.
+        let mut models: Vec<Model> = Vec::with_capacity(n);
+        for _ in 1..n {
+            models.push(first.new_instance()?);
+        }
+        models.insert(0, first);
+        let mut models = models.into_iter();
         let threads = threads.clamp(1, n);
         let mut groups: Vec<Group> = Vec::new();
         for g in 0..threads {
@@ -900,7 +907,7 @@ impl TorusDriver {
             };
             // Contiguous logical chips per group, as even as they divide.
             for chip in g * n / threads..(g + 1) * n / threads {
-                let model = first.new_instance()?;
+                let model = models.next().expect("a model per chip");
                 let p = PortTable::new(&model);
                 let names = |suffix: &str| -> [String; 6] {
                     std::array::from_fn(|q| format!("{}_{suffix}", TORUS_PORTS[q]))
