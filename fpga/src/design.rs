@@ -345,7 +345,10 @@ mod tests {
         assert_eq!(plan.total(), 2);
         assert_eq!(
             plan.owner_patterns,
-            ["n:*tile0.lane0.*", "n:*tile0.lane1.*"]
+            [
+                "n:*tile0.lane0.* n:*tile0.?lane0.*",
+                "n:*tile0.lane1.* n:*tile0.?lane1.*"
+            ]
         );
         // 240 DSP48s hold all 40 (32 combine lanes, the pipelined update's
         // 8 shared lanes) at two each, and the address arithmetic the block

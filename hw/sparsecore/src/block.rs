@@ -146,7 +146,10 @@ impl Block for SparseCore {
             Some(Owners {
                 cols: lanes,
                 row: Some("n:*tile{row}.*"),
-                element: "n:*tile{row}.lane{col}.*",
+                // Two spellings of a lane inside a flattened tile: Yosys 0.70
+                // names a cell `$flatten\block.\tile0.\lane0.$mul...`, older
+                // releases `tile0.lane0.`; `?` takes the backslash.
+                element: "n:*tile{row}.lane{col}.* n:*tile{row}.?lane{col}.*",
             }),
         );
         if cfg.pipelined_update() {
