@@ -267,6 +267,24 @@ pub fn allreduce_i32(cfg: &TorusConfig, v: &[Vec<i32>]) -> Vec<i32> {
         .collect()
 }
 
+/// What every chip ends with, as 32-bit words: the fp32 all-reduce in
+/// order v2 when `fp` ([`allreduce_f32_v2`]), else the int32 wrapping sums
+/// of the words read as int32 ([`allreduce_i32`]); the form the drivers and
+/// the run CLI hold vectors in.
+pub fn allreduce_words(cfg: &TorusConfig, v: &[Vec<u32>], fp: bool) -> Vec<u32> {
+    if fp {
+        return allreduce_f32_v2(cfg, v);
+    }
+    let ints: Vec<Vec<i32>> = v
+        .iter()
+        .map(|c| c.iter().map(|&x| x as i32).collect())
+        .collect();
+    allreduce_i32(cfg, &ints)
+        .into_iter()
+        .map(|x| x as u32)
+        .collect()
+}
+
 /// The stage dimensions of order v2 for element `e`: part p = e mod 3
 /// reduces along x, y, z (p = 0), y, z, x (p = 1) or z, x, y (p = 2)
 /// (`docs/numerics.md#all-reduce-order-v2`).

@@ -550,18 +550,7 @@ fn allreduce_is_bit_exact_on_every_chip_with_and_without_errors() {
                         .collect()
                 })
                 .collect();
-            let want: Vec<u32> = if fp {
-                golden::torus::allreduce_f32_v2(&cfg, &values)
-            } else {
-                let v: Vec<Vec<i32>> = values
-                    .iter()
-                    .map(|c| c.iter().map(|&x| x as i32).collect())
-                    .collect();
-                golden::torus::allreduce_i32(&cfg, &v)
-                    .into_iter()
-                    .map(|x| x as u32)
-                    .collect()
-            };
+            let want: Vec<u32> = golden::torus::allreduce_words(&cfg, &values, fp);
             let faults = Faults {
                 ber,
                 seed: rng.gen(),
@@ -818,18 +807,7 @@ fn a_pod_sized_torus_reduces_in_order_v2_in_the_cycle_model_s_cycles() {
             .allreduce(&values, fp, &Faults::default(), 200_000)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         assert!(!run.alarm, "{what}: alarm");
-        let want = if fp {
-            golden::torus::allreduce_f32_v2(&cfg, &values)
-        } else {
-            let v: Vec<Vec<i32>> = values
-                .iter()
-                .map(|c| c.iter().map(|&x| x as i32).collect())
-                .collect();
-            golden::torus::allreduce_i32(&cfg, &v)
-                .into_iter()
-                .map(|x| x as u32)
-                .collect()
-        };
+        let want = golden::torus::allreduce_words(&cfg, &values, fp);
         let model =
             golden::torus_v2::run(&cfg, &values, fp, golden::torus_v2::V2Timing::on_torus());
         for c in 0..cfg.chips() {

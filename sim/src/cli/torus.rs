@@ -128,18 +128,7 @@ pub fn run_allreduce(args: &AllReduceArgs) -> Result<(), Failure> {
     }
     let values: Vec<Vec<u32>> = flat.chunks(n).map(<[u32]>::to_vec).collect();
     let (results, stats) = if args.golden {
-        let r = if fp {
-            golden::torus::allreduce_f32_v2(&cfg, &values)
-        } else {
-            let v: Vec<Vec<i32>> = values
-                .iter()
-                .map(|c| c.iter().map(|&x| x as i32).collect())
-                .collect();
-            golden::torus::allreduce_i32(&cfg, &v)
-                .into_iter()
-                .map(|x| x as u32)
-                .collect()
-        };
+        let r = golden::torus::allreduce_words(&cfg, &values, fp);
         (vec![r; chips], None)
     } else {
         let mut d = TorusDriver::new(&cfg, &wiring).map_err(driver_failure)?;
