@@ -346,63 +346,26 @@ fn the_top_holds_reset_until_the_pll_locks_and_when_lock_is_lost() {
         let mxu = MxuConfig::with_acc_rows(2, 2, ElemType::Int8, 16).unwrap();
         let built = board_build(board, mxu, board::DEFAULT_BAUD);
         let dir = tools::write_temp(&built.files);
-        let (primitive, clk_in, clk_out, inputs): (&str, &str, &str, &[(&str, u32)]) = match board {
-            Board::IceBreaker => (
-                "SB_PLL40_PAD",
-                "PACKAGEPIN",
-                "PLLOUTGLOBAL",
-                &[("RESETB", 1), ("BYPASS", 1)],
-            ),
-            Board::Ulx3s => (
-                "EHXPLLL",
-                "CLKI",
-                "CLKOP",
-                &[
-                    ("RST", 1),
-                    ("STDBY", 1),
-                    ("CLKFB", 1),
-                    ("PHASESEL0", 1),
-                    ("PHASESEL1", 1),
-                    ("PHASEDIR", 1),
-                    ("PHASESTEP", 1),
-                    ("PHASELOADREG", 1),
-                    ("PLLWAKESYNC", 1),
-                    ("ENCLKOP", 1),
-                ],
-            ),
-            Board::TangNano20k | Board::TangNano9k => {
-                ("rPLL", "CLKIN", "CLKOUT", &board::pll::GOWIN_SIM_INPUTS)
-            }
-        };
-        let params = match board {
-            Board::IceBreaker => {
-                "parameter FEEDBACK_PATH = \"\"; parameter DIVR = 0; parameter DIVF = 0; \
-                                  parameter DIVQ = 0; parameter FILTER_RANGE = 0;"
-            }
-            Board::Ulx3s => {
-                "parameter PLLRST_ENA = \"\"; parameter INTFB_WAKE = \"\"; \
-                             parameter STDBY_ENABLE = \"\"; parameter DPHASE_SOURCE = \"\"; \
-                             parameter OUTDIVIDER_MUXA = \"\"; parameter OUTDIVIDER_MUXB = \"\"; \
-                             parameter OUTDIVIDER_MUXC = \"\"; parameter OUTDIVIDER_MUXD = \"\"; \
-                             parameter CLKI_DIV = 0; parameter CLKOP_ENABLE = \"\"; \
-                             parameter CLKOP_DIV = 0; parameter CLKOP_CPHASE = 0; \
-                             parameter CLKOP_FPHASE = 0; parameter FEEDBK_PATH = \"\"; \
-                             parameter CLKFB_DIV = 0;"
-            }
-            Board::TangNano20k | Board::TangNano9k => {
-                "parameter FCLKIN = \"\"; parameter DEVICE = \"\"; parameter IDIV_SEL = 0; \
-                 parameter FBDIV_SEL = 0; parameter ODIV_SEL = 0; parameter DYN_IDIV_SEL = \"\"; \
-                 parameter DYN_FBDIV_SEL = \"\"; parameter DYN_ODIV_SEL = \"\"; \
-                 parameter CLKFB_SEL = \"\";"
-            }
-        };
+        // The primitive's interface as the board's own stand-in declares it;
+        // this one's LOCK is the bench's to drive.
+        let board::pll::SimPrimitive {
+            name: primitive,
+            params,
+            clk_in,
+            clk_out,
+            inputs,
+        } = board::pll::sim_primitive(
+            &CoreClock::new(board, board.defaults().core_mhz)
+                .unwrap()
+                .pll(),
+        );
         let ports: Vec<String> = inputs
             .iter()
             .map(|(p, w)| format!("input wire [{}:0] {p}", w - 1))
             .collect();
         let stand_in = format!(
             "module {primitive} (input wire {clk_in}, {}, output wire {clk_out}, output wire LOCK);\n\
-             {params}\n  assign {clk_out} = {clk_in};\n  assign LOCK = bench.lock;\nendmodule\n",
+             {params}  assign {clk_out} = {clk_in};\n  assign LOCK = bench.lock;\nendmodule\n",
             ports.join(", ")
         );
         std::fs::write(dir.path().join(board::pll::SIM_MODEL_FILE), stand_in).unwrap();

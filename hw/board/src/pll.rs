@@ -532,19 +532,23 @@ pub const GOWIN_SIM_INPUTS: [(&str, u32); 9] = [
 /// The file name of a board build's PLL simulation model.
 pub const SIM_MODEL_FILE: &str = "pll_sim_model.v";
 
-/// A behavioural stand-in for the PLL primitive of `setting`, for
-/// simulation only (Verilator and Icarus have no PLL, and the vendor models
-/// are encrypted or absent): the module has the primitive's name, the
-/// parameters and ports the board top uses, passes the oscillator through as
-/// the output clock (so a simulated core cycle is an oscillator cycle; the
-/// tests count cycles, not nanoseconds) and raises LOCK after
-/// [`SIM_LOCK_CYCLES`] rising edges of the oscillator. Synthesis never reads
-/// it: the board's Yosys recipe and the FuseSoC bitstream targets leave it
-/// out, and the tools map the instance to the real primitive.
-pub fn sim_model_verilog(setting: &PllSetting, head: &str) -> String {
-    let n = SIM_LOCK_CYCLES;
-    let bits = 32 - n.leading_zeros();
-    let (name, params, clk_in, clk_out, extra_in): (&str, &str, &str, &str, &[(&str, u32)]) =
+/// What a PLL primitive's simulation stand-in declares: the primitive's
+/// name, its parameter declarations (the ones the board top sets), its
+/// oscillator input and clock output, and the other inputs the top ties
+/// off with their widths. [`sim_model_verilog`] and the board tests' own
+/// stand-ins are written from it.
+#[derive(Debug, Clone, Copy)]
+pub struct SimPrimitive {
+    pub name: &'static str,
+    pub params: &'static str,
+    pub clk_in: &'static str,
+    pub clk_out: &'static str,
+    pub inputs: &'static [(&'static str, u32)],
+}
+
+/// The simulated interface of `setting`'s primitive.
+pub fn sim_primitive(setting: &PllSetting) -> SimPrimitive {
+    let (name, params, clk_in, clk_out, inputs): (_, _, _, _, &'static [(&'static str, u32)]) =
         match setting {
             PllSetting::Ice40(_) => (
                 "SB_PLL40_PAD",
@@ -605,6 +609,34 @@ pub fn sim_model_verilog(setting: &PllSetting, head: &str) -> String {
                 &GOWIN_SIM_INPUTS,
             ),
         };
+    SimPrimitive {
+        name,
+        params,
+        clk_in,
+        clk_out,
+        inputs,
+    }
+}
+
+/// A behavioural stand-in for the PLL primitive of `setting`, for
+/// simulation only (Verilator and Icarus have no PLL, and the vendor models
+/// are encrypted or absent): the module has the primitive's name, the
+/// parameters and ports the board top uses, passes the oscillator through as
+/// the output clock (so a simulated core cycle is an oscillator cycle; the
+/// tests count cycles, not nanoseconds) and raises LOCK after
+/// [`SIM_LOCK_CYCLES`] rising edges of the oscillator. Synthesis never reads
+/// it: the board's Yosys recipe and the FuseSoC bitstream targets leave it
+/// out, and the tools map the instance to the real primitive.
+pub fn sim_model_verilog(setting: &PllSetting, head: &str) -> String {
+    let n = SIM_LOCK_CYCLES;
+    let bits = 32 - n.leading_zeros();
+    let SimPrimitive {
+        name,
+        params,
+        clk_in,
+        clk_out,
+        inputs: extra_in,
+    } = sim_primitive(setting);
     let mut ports = vec![format!("  input  wire {clk_in}")];
     for (p, width) in extra_in {
         let range = if *width == 1 {
