@@ -29,3 +29,21 @@ pub fn random_layer<R: Rng>(rng: &mut R, inputs: usize, outputs: usize, hidden: 
         }),
     }
 }
+
+/// A random MLP of 1 to `max_layers` layers ([`random_layer`]), each width
+/// from 1 to `max_width`, with its widths (input first) for messages.
+pub fn random_mlp<R: Rng>(
+    rng: &mut R,
+    max_layers: usize,
+    max_width: usize,
+) -> (compiler::Mlp, Vec<usize>) {
+    let layers = rng.gen_range(1..=max_layers);
+    let sizes: Vec<usize> = (0..=layers).map(|_| rng.gen_range(1..=max_width)).collect();
+    let mlp = compiler::Mlp::new(
+        (0..layers)
+            .map(|i| random_layer(rng, sizes[i], sizes[i + 1], i + 1 < layers))
+            .collect(),
+    )
+    .expect("random layers chain");
+    (mlp, sizes)
+}

@@ -183,19 +183,7 @@ fn random_small_mlps_through_the_uart_match_golden() {
     let mut rng = rng_for("random_small_mlps_through_the_uart_match_golden");
     let mut client = connect(&small());
     for round in 0..2 {
-        let layers = rng.gen_range(1..=3);
-        let mut sizes = vec![rng.gen_range(1..=12usize)];
-        for _ in 0..layers {
-            sizes.push(rng.gen_range(1..=12));
-        }
-        let mlp = Mlp::new(
-            (0..layers)
-                .map(|i| {
-                    tb::tensorcore::random_layer(&mut rng, sizes[i], sizes[i + 1], i + 1 < layers)
-                })
-                .collect(),
-        )
-        .unwrap();
+        let (mlp, sizes) = tb::tensorcore::random_mlp(&mut rng, 3, 12);
         let batch = rng.gen_range(1..=7);
         let x: Vec<i8> = (0..batch * sizes[0]).map(|_| rng.gen()).collect();
         agree(

@@ -740,19 +740,7 @@ fn the_tang_nano_20k_tensorcore_top_runs_mlps_over_the_uart_wire_as_golden_does(
     assert_eq!((info.rows, info.cols), (4, 4), "{info:?}");
     let mut rng = tb::seed::rng_for("board_tops_tangnano20k_tc");
     for round in 0..2 {
-        let layers = rng.gen_range(1..=3);
-        let mut sizes = vec![rng.gen_range(1..=12usize)];
-        for _ in 0..layers {
-            sizes.push(rng.gen_range(1..=12));
-        }
-        let mlp = compiler::Mlp::new(
-            (0..layers)
-                .map(|i| {
-                    tb::tensorcore::random_layer(&mut rng, sizes[i], sizes[i + 1], i + 1 < layers)
-                })
-                .collect(),
-        )
-        .unwrap();
+        let (mlp, sizes) = tb::tensorcore::random_mlp(&mut rng, 3, 12);
         let batch = rng.gen_range(1..=7);
         let x: Vec<i8> = (0..batch * sizes[0]).map(|_| rng.gen()).collect();
         let run = client

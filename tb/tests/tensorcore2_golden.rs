@@ -13,7 +13,6 @@ use config::TensorCore2Config;
 use golden::tensorcore2_cycle::cycle_model;
 use rand::Rng;
 use tb::gpt::{dims, random_model};
-use tb::tensorcore::random_layer;
 use tb::tensorcore2::{generate_on_golden, run_mlp_on_golden};
 use tb::tools::workspace_root;
 
@@ -380,14 +379,7 @@ fn a_model_too_big_for_a_memory_is_refused_naming_the_part_and_the_memory() {
 fn quantized_mlps_give_tensorcore_v1s_logits() {
     let mut rng = tb::seed::rng_for("quantized_mlps_give_tensorcore_v1s_logits");
     for round in 0..tb::seed::soak_rounds(30) {
-        let layers = rng.gen_range(1..=4);
-        let sizes: Vec<usize> = (0..=layers).map(|_| rng.gen_range(1..=40)).collect();
-        let mlp = compiler::Mlp::new(
-            (0..layers)
-                .map(|i| random_layer(&mut rng, sizes[i], sizes[i + 1], i + 1 < layers))
-                .collect(),
-        )
-        .unwrap();
+        let (mlp, sizes) = tb::tensorcore::random_mlp(&mut rng, 4, 40);
         let size = [1u32, 2, 3, 4, 5, 8, 16][rng.gen_range(0..7)];
         let batch = rng.gen_range(1..=40);
         let x: Vec<i8> = (0..batch * sizes[0]).map(|_| rng.gen()).collect();

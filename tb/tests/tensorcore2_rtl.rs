@@ -527,16 +527,7 @@ fn quantized_mlps_on_the_rtl_give_tensorcore_v1s_logits(#[case] which: usize) {
     let mut rng = rng_for(&format!("tc2_mlp_rtl_{which}"));
     let mut d = TensorCore2Driver::new(&cfg).unwrap();
     for round in 0..tb::seed::soak_rounds(6) {
-        let layers = rng.gen_range(1..=3);
-        let sizes: Vec<usize> = (0..=layers).map(|_| rng.gen_range(1..=12)).collect();
-        let mlp = compiler::Mlp::new(
-            (0..layers)
-                .map(|i| {
-                    tb::tensorcore::random_layer(&mut rng, sizes[i], sizes[i + 1], i + 1 < layers)
-                })
-                .collect(),
-        )
-        .unwrap();
+        let (mlp, sizes) = tb::tensorcore::random_mlp(&mut rng, 3, 12);
         let batch = rng.gen_range(1..=6);
         let x: Vec<i8> = (0..batch * sizes[0]).map(|_| rng.gen()).collect();
         let r = cfg.rows();

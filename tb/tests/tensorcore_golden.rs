@@ -64,17 +64,7 @@ fn check(cfg: &TensorCoreConfig, mlp: &Mlp, x: &[i8], batch: usize, what: &str) 
 fn random_mlps_match_the_direct_evaluation() {
     let mut rng = rng_for("random_mlps_match_the_direct_evaluation");
     for round in 0..soak_rounds(40) {
-        let layers = rng.gen_range(1..=4);
-        let mut sizes = vec![rng.gen_range(1..=40)];
-        for _ in 0..layers {
-            sizes.push(rng.gen_range(1..=40));
-        }
-        let mlp = Mlp::new(
-            (0..layers)
-                .map(|i| random_layer(&mut rng, sizes[i], sizes[i + 1], i + 1 < layers))
-                .collect(),
-        )
-        .unwrap();
+        let (mlp, sizes) = tb::tensorcore::random_mlp(&mut rng, 4, 40);
         let size = [1u32, 2, 3, 4, 5, 8][rng.gen_range(0..6)];
         let acc_rows = 1u32 << rng.gen_range(1..=7);
         let ub_rows = 1u32 << rng.gen_range(6..=12);
