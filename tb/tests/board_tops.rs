@@ -12,9 +12,20 @@ use rstest::rstest;
 use tb::tools;
 
 fn board_build(board: Board, mxu: MxuConfig, baud: u32) -> board::BoardBuild {
+    board_build_with_rows(board, mxu, baud, board.defaults().act_rows)
+}
+
+/// A board build at the board's default core clock with `act_rows`
+/// activation rows in the bridge.
+fn board_build_with_rows(
+    board: Board,
+    mxu: MxuConfig,
+    baud: u32,
+    act_rows: u32,
+) -> board::BoardBuild {
     let clock = CoreClock::new(board, board.defaults().core_mhz).unwrap();
     let cpb = board::clocks_per_bit(clock.hz_u32(), baud).unwrap();
-    let cfg = BridgeConfig::new(mxu, cpb, board.defaults().act_rows).unwrap();
+    let cfg = BridgeConfig::new(mxu, cpb, act_rows).unwrap();
     let header = hw::Header {
         generator: "systole-tb".into(),
         params: board::board_params(&clock, &cfg, baud),
@@ -613,13 +624,7 @@ fn a_small_tang_nano_board_build_places_routes_and_packs() {
     let board = Board::TangNano9k;
     let mxu = MxuConfig::with_acc_rows(1, 1, ElemType::Int8, 16).unwrap();
     let clock = CoreClock::new(board, board.defaults().core_mhz).unwrap();
-    let cpb = board::clocks_per_bit(clock.hz_u32(), board::DEFAULT_BAUD).unwrap();
-    let cfg = BridgeConfig::new(mxu, cpb, 16).unwrap();
-    let header = hw::Header {
-        generator: "systole-tb".into(),
-        params: board::board_params(&clock, &cfg, board::DEFAULT_BAUD),
-    };
-    let built = board::build_board(&clock, &cfg, &header).unwrap();
+    let built = board_build_with_rows(board, mxu, board::DEFAULT_BAUD, 16);
     let dir = tools::write_temp(&built.files);
     let top = &built.top;
     run_in(
