@@ -52,6 +52,19 @@ impl Pin {
     pub fn width(&self) -> u32 {
         self.sites.len() as u32
     }
+
+    /// Each bit's name in a constraint file (the port, or `port[bit]` for a
+    /// bus) with its package site.
+    pub fn bit_sites(&self) -> impl Iterator<Item = (String, &'static str)> + '_ {
+        self.sites.iter().enumerate().map(|(bit, &site)| {
+            let name = if self.width() == 1 {
+                self.port.to_string()
+            } else {
+                format!("{}[{bit}]", self.port)
+            };
+            (name, site)
+        })
+    }
 }
 
 /// iCEBreaker v1.0 pins, from Project IceStorm's iCEBreaker example
@@ -548,12 +561,7 @@ pub fn constraints(clock: &CoreClock, generator: &str, params: &str) -> String {
                     ("ftdi_rxd", _) => ("UP", " DRIVE=4"),
                     (_, PinDir::Out) => ("NONE", " DRIVE=4"),
                 };
-                for (bit, site) in p.sites.iter().enumerate() {
-                    let comp = if p.width() == 1 {
-                        p.port.to_string()
-                    } else {
-                        format!("{}[{bit}]", p.port)
-                    };
+                for (comp, site) in p.bit_sites() {
                     writeln!(out, "LOCATE COMP \"{comp}\" SITE \"{site}\";").unwrap();
                     writeln!(
                         out,
@@ -594,12 +602,7 @@ pub fn constraints(clock: &CoreClock, generator: &str, params: &str) -> String {
                     PinDir::In => "",
                     PinDir::Out => " DRIVE=8",
                 };
-                for (bit, site) in p.sites.iter().enumerate() {
-                    let port = if p.width() == 1 {
-                        p.port.to_string()
-                    } else {
-                        format!("{}[{bit}]", p.port)
-                    };
+                for (port, site) in p.bit_sites() {
                     writeln!(out, "IO_LOC \"{port}\" {site};").unwrap();
                     writeln!(
                         out,
