@@ -8,7 +8,6 @@
 use fpga::dsp_registers;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const CYCLES: u32 = 2000;
 
@@ -221,25 +220,6 @@ fn bench(seed: u32) -> String {
     v
 }
 
-fn run(dir: &Path, program: &Path, args: &[&str]) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success(),
-        "{} failed:\n{text}",
-        program.display()
-    );
-    text
-}
-
 #[test]
 fn packed_blocks_compute_what_the_rtl_computes() {
     let Some(yosys) = fpga::tools::locate(fpga::tools::Tool::YowaspYosys) else {
@@ -257,7 +237,7 @@ fn packed_blocks_compute_what_the_rtl_computes() {
         fpga::synth::ECP5_FLATTEN_KEPT
     );
     std::fs::write(d.join("synth.ys"), script).unwrap();
-    run(d, &yosys, &["-q", "-s", "synth.ys"]);
+    tb::tools::run_in(d, &yosys, &["-q", "-s", "synth.ys"]);
     let packed = dsp_registers::pack_file(d, "dut").unwrap();
     println!("{packed:?}");
     // What each block got, named by the output its product reaches.
@@ -291,7 +271,7 @@ fn packed_blocks_compute_what_the_rtl_computes() {
     // first, so their count is not fixed here).
     assert!(packed.removed_ffs > 16 * 6 + 12 + 8, "{packed:?}");
     // The packed netlist back to Verilog, beside the RTL.
-    run(
+    tb::tools::run_in(
         d,
         &yosys,
         &[
@@ -305,7 +285,7 @@ fn packed_blocks_compute_what_the_rtl_computes() {
     // Debian Yosys' ECP5 cell models (LUT4, CCU2C, TRELLIS_FF, ...).
     let cells = tb::tools::yosys_cells_sim("ecp5");
     let iverilog = PathBuf::from("iverilog");
-    run(
+    tb::tools::run_in(
         d,
         &iverilog,
         &[
@@ -319,7 +299,7 @@ fn packed_blocks_compute_what_the_rtl_computes() {
             &cells.display().to_string(),
         ],
     );
-    let text = run(d, Path::new("vvp"), &["-n", "gl.vvp"]);
+    let text = tb::tools::run_in(d, Path::new("vvp"), &["-n", "gl.vvp"]);
     println!("{text}");
     let last = text
         .lines()

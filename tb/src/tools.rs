@@ -252,3 +252,24 @@ fn yosys_run(files: &[EmittedFile], top: &str, fine: bool) -> Result<SynthReport
         log: format!("{log}{coarse}{stat}"),
     })
 }
+
+/// Runs `program` with `args` in `dir` and returns its output, stdout then
+/// stderr; fails the test (with that output) if it cannot start or fails.
+pub fn run_in(dir: &Path, program: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{} failed:\n{text}",
+        program.display()
+    );
+    text
+}

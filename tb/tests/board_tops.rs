@@ -589,23 +589,6 @@ fn fpga_venv_tool(program: &str) -> Option<std::path::PathBuf> {
     p.is_file().then_some(p)
 }
 
-/// Runs `program` with `args` in `dir`; its output, stdout then stderr.
-/// Fails the test if it fails.
-fn run_in(dir: &std::path::Path, program: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{}:\n{text}", program.display());
-    text
-}
-
 /// A small Tang Nano 9K board build (int8 1x1, small buffers) from its
 /// files to a bitstream, as docs/boards.md runs the default one: its own
 /// Yosys script, nextpnr-himbaechel with its `.cst` at its core clock, then
@@ -627,14 +610,14 @@ fn a_small_tang_nano_board_build_places_routes_and_packs() {
     let built = board_build_with_rows(board, mxu, board::DEFAULT_BAUD, 16);
     let dir = tools::write_temp(&built.files);
     let top = &built.top;
-    run_in(
+    tools::run_in(
         dir.path(),
         &yosys,
         &["-q", "-s", &board::yosys::script_name(board)],
     );
     let cst = format!("cst={}", board.constraint_file());
     let netlist = format!("{top}.json");
-    let log = run_in(
+    let log = tools::run_in(
         dir.path(),
         &nextpnr,
         &[
@@ -662,7 +645,7 @@ fn a_small_tang_nano_board_build_places_routes_and_packs() {
     assert!(fmax.contains("PASS"), "{fmax}");
     assert!(log.contains("rPLL:       1/"), "{log}");
     let fs = format!("{top}.fs");
-    run_in(dir.path(), &pack, &["-d", "GW1N-9C", "-o", &fs, "pnr.json"]);
+    tools::run_in(dir.path(), &pack, &["-d", "GW1N-9C", "-o", &fs, "pnr.json"]);
     let size = std::fs::metadata(dir.path().join(&fs)).unwrap().len();
     assert!(size > 100_000, "{fs}: {size} bytes");
 }
