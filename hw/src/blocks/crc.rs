@@ -199,13 +199,13 @@ pub fn crc_of(spec: &CrcSpec, data: Expr) -> Expr {
             }
         })
         .collect();
-    // bits[i] is register bit i; cat takes the most significant first.
-    let reg: Vec<Expr> = bits.iter().rev().copied().collect();
-    let q = cat(&reg);
+    // bits[i] is register bit i; cat takes the most significant first, so
+    // the reflected output (register bit i at bit w - 1 - i) is the bits in
+    // order, written as one concatenation rather than a reversal of one.
     let out = if spec.refout {
-        cat(&(0..w).map(|i| q.bit(i)).collect::<Vec<_>>())
+        cat(&bits)
     } else {
-        q
+        cat(&bits.iter().rev().copied().collect::<Vec<_>>())
     };
     if spec.xorout == 0 {
         out
