@@ -52,16 +52,18 @@ pub fn stage_dims(p: usize) -> [usize; 3] {
 
 /// Queues for `streams` streams of `depth` words of `width` bits, named
 /// `torus_v2_queue_k<streams>_d<depth>_w<width>`. Each stream's head waits
-/// in a register and the words behind it in a memory (a region of `depth`
-/// words per stream), read ahead through a write-first port per stream, so
-/// that a cycle costs a few words whatever the depth: a push (one per
+/// in a register and the words behind it in one memory (a region of `depth`
+/// words per stream) with one write port and one read port: a push (one per
 /// cycle, to `push_stream_i`) is the head from the next cycle when the
-/// stream was empty (or held only the head, popped in that cycle), and
-/// after a pop the next word is the head from the next cycle. `pop_i` and
-/// `reserve_i` hold a bit per stream; `has_slot_o` says a stream has fewer
-/// than `depth` words and reservations at the start of the cycle (a word's
-/// reservation ends with its pop), for producers whose words arrive some
-/// cycles after they reserve them.
+/// stream was empty (or held only the head, popped in that cycle), and a pop
+/// with words behind the head reads the next one, which is the head from the
+/// next cycle (straight from the read port's register, copied into the
+/// stream's head register a cycle later). At most one stream is popped per
+/// cycle (each queue has one consumer granting one stream); a second pop is
+/// an alarm. `pop_i` and `reserve_i` hold a bit per stream; `has_slot_o`
+/// says a stream has fewer than `depth` words and reservations at the start
+/// of the cycle (a word's reservation ends with its pop), for producers whose
+/// words arrive some cycles after they reserve them.
 pub fn stream_queue(design: &mut Design, streams: u32, depth: u32, width: u32) -> Rc<ModuleDef> {
     let name = format!("torus_v2_queue_k{streams}_d{depth}_w{width}");
     let params = [
@@ -118,14 +120,24 @@ pub fn stream_queue(design: &mut Design, streams: u32, depth: u32, width: u32) -
         let head: Vec<Reg> = (0..streams)
             .map(|r| m.reg(&format!("s{r}_head"), Ty::u(width)))
             .collect();
+        let one = m.lit(Ty::u(cb), 1);
         // A push goes to the head register when the stream is empty after
         // this cycle's pop, else behind it into the memory.
         let to_head: Vec<Expr> = (0..streams as usize)
             .map(|r| {
-                let one = m.lit(Ty::u(cb), 1);
                 let empty =
                     count[r].q().is_eq(0u32) | (count[r].q().is_eq(one) & pop.bit(r as u32));
                 m.wire(&format!("s{r}_to_head"), empty)
+            })
+            .collect();
+        // A pop that takes the word behind the head from the memory (a
+        // queue of depth 1 has none).
+        let refill: Vec<Expr> = (0..if depth > 1 { streams as usize } else { 0 })
+            .map(|r| {
+                m.wire(
+                    &format!("s{r}_refill"),
+                    pop.bit(r as u32) & count[r].q().is_gt(one),
+                )
             })
             .collect();
         // Pointers: where the word behind the head is (rd) and where the
@@ -138,12 +150,16 @@ pub fn stream_queue(design: &mut Design, streams: u32, depth: u32, width: u32) -
                 )
             })
             .collect();
-        let mut from_mem = Vec::new();
+        // The heads as seen this cycle: the read port's word for the stream
+        // refilled in the last cycle, else the head register.
+        let mut current: Vec<Expr> = head.iter().map(|h| h.q()).collect();
         if let Some(mem) = mem {
-            // One write port, for the pushing stream.
             let mut wr = ptrs[0].1.q();
-            for (r, (_, w)) in ptrs.iter().enumerate().skip(1) {
-                wr = mux(push_stream.is_eq(m.lit(Ty::u(2), r as u64)), w.q(), wr);
+            let mut rd = ptrs[0].0.q();
+            for (r, (d, w)) in ptrs.iter().enumerate().skip(1) {
+                let here = push_stream.is_eq(m.lit(Ty::u(2), r as u64));
+                wr = mux(here, w.q(), wr);
+                rd = mux(pop.bit(r as u32), d.q(), rd);
             }
             let mut behind = m.lit(Ty::BOOL, 0);
             for r in 0..streams as usize {
@@ -151,29 +167,34 @@ pub fn stream_queue(design: &mut Design, streams: u32, depth: u32, width: u32) -
             }
             let waddr = addr((sb > 0).then(|| push_stream.slice(0, sb)), wr);
             m.mem_write(mem, behind, waddr, push_data);
-            // Each stream reads ahead the word that will be behind its head
-            // in the next cycle.
+            // The popped stream's next word. It was written in an earlier
+            // cycle (the stream held two words or more), so the read needs
+            // no bypass of this cycle's write.
+            let popped = (sb > 0).then(|| {
+                let mut sel = m.lit(Ty::u(sb), 0);
+                for r in 1..streams {
+                    sel = mux(pop.bit(r), m.lit(Ty::u(sb), u64::from(r)), sel);
+                }
+                sel
+            });
+            let any_refill = refill
+                .iter()
+                .copied()
+                .reduce(|a, b| a | b)
+                .expect("a stream");
+            let word = m.mem_read(mem, Some(any_refill), addr(popped, rd));
             for r in 0..streams as usize {
-                let (rd, _) = ptrs[r];
-                let popped = pop.bit(r as u32) & count[r].q().is_gt(m.lit(Ty::u(cb), 1));
-                let rd_next = mux(popped, rd.q() + 1u32, rd.q());
-                let raddr = addr((sb > 0).then(|| m.lit(Ty::u(sb), r as u64)), rd_next);
-                from_mem.push(m.mem_read_write_first(mem, None, raddr));
+                let fresh = m.reg_reset(&format!("s{r}_fresh"), Ty::BOOL, 0);
+                m.set_next(fresh, refill[r]);
+                current[r] = m.wire(&format!("s{r}_current"), mux(fresh.q(), word, head[r].q()));
             }
         }
-        let (mut nonempty, mut heads, mut slots, mut alarms) = (vec![], vec![], vec![], vec![]);
+        let (mut nonempty, mut slots, mut alarms) = (vec![], vec![], vec![]);
         for r in 0..streams as usize {
             let pop_r = pop.bit(r as u32);
-            let one = m.lit(Ty::u(cb), 1);
-            let more = count[r].q().is_gt(one);
-            // The head: a push into an empty stream, else the word behind.
-            let refill = match from_mem.get(r) {
-                Some(&w) => mux(pop_r & more, w, head[r].q()),
-                None => head[r].q(),
-            };
-            m.set_next(head[r], mux(push_r[r] & to_head[r], push_data, refill));
+            m.set_next(head[r], mux(push_r[r] & to_head[r], push_data, current[r]));
             if let Some(&(rd, wr)) = ptrs.get(r) {
-                m.set_next(rd, mux(pop_r & more, rd.q() + 1u32, rd.q()));
+                m.set_next(rd, mux(refill[r], rd.q() + 1u32, rd.q()));
                 m.set_next(wr, mux(push_r[r] & !to_head[r], wr.q() + 1u32, wr.q()));
             }
             m.set_next(count[r], count[r].q() + push_r[r].zext(cb) - pop_r.zext(cb));
@@ -182,14 +203,21 @@ pub fn stream_queue(design: &mut Design, streams: u32, depth: u32, width: u32) -
                 used[r].q() + reserve.bit(r as u32).zext(cb) - pop_r.zext(cb),
             );
             nonempty.push(count[r].q().is_ne(0u32));
-            heads.push(head[r].q());
             slots.push(used[r].q().is_lt(m.lit(Ty::u(cb), depth)));
             let full = count[r].q().is_eq(m.lit(Ty::u(cb), depth));
             alarms.push(push_r[r] & full & !pop_r);
         }
+        if streams > 1 {
+            // Two pops in a cycle: `pop` has more than one bit set.
+            alarms.push((pop & (pop - m.lit(Ty::u(streams), 1))).any());
+        }
         let rev = |v: &[Expr]| cat(&v.iter().rev().copied().collect::<Vec<_>>());
         m.output("nonempty_o", rev(&nonempty));
-        m.output("head_o", rev(&heads));
+        // A port per stream's head: one concatenation of wide heads costs a
+        // simulator a wide word built and taken apart every cycle.
+        for (r, h) in current.iter().enumerate() {
+            m.output(&format!("s{r}_head_o"), *h);
+        }
         m.output("has_slot_o", rev(&slots));
         let alarm = alarms.into_iter().reduce(|a, b| a | b).expect("a stream");
         m.output("alarm_o", alarm);
@@ -211,8 +239,6 @@ struct Queue {
     pushed: bool,
     nonempty: Vec<Expr>,
     head: Vec<Expr>,
-    /// Every stream's head, concatenated (stream r at r x width).
-    heads: Expr,
     has_slot: Vec<Expr>,
     alarm: Expr,
 }
@@ -242,7 +268,6 @@ impl Queue {
         m.connect(inst, "pop_i", vec_of(&pop));
         m.connect(inst, "reserve_i", vec_of(&reserve));
         let ne = m.inst_output(inst, "nonempty_o");
-        let hd = m.inst_output(inst, "head_o");
         let hs = m.inst_output(inst, "has_slot_o");
         Queue {
             streams,
@@ -256,8 +281,9 @@ impl Queue {
             reserve_terms: vec![Vec::new(); streams as usize],
             pushed: false,
             nonempty: (0..streams).map(|r| ne.bit(r)).collect(),
-            head: (0..streams).map(|r| hd.slice(r * width, width)).collect(),
-            heads: hd,
+            head: (0..streams)
+                .map(|r| m.inst_output(inst, &format!("s{r}_head_o")))
+                .collect(),
             has_slot: (0..streams).map(|r| hs.bit(r)).collect(),
             alarm: m.inst_output(inst, "alarm_o"),
         }
@@ -280,7 +306,7 @@ impl Queue {
     /// Bits `lo .. lo + width` of every stream's head.
     fn fields(&self, lo: u32, width: u32) -> Vec<Expr> {
         (0..self.streams)
-            .map(|r| self.heads.slice(r * self.width + lo, width))
+            .map(|r| self.head[r as usize].slice(lo, width))
             .collect()
     }
 
@@ -463,11 +489,13 @@ pub fn engine(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<M
                                 "the sender's credits keep a receive queue from overflowing",
                             );
                             if port % 2 == 1 {
-                                m.waive(
-                                    "UNUSEDSIGNAL",
-                                    &format!("{name}_head_o"),
-                                    "a partial's index is its term's",
-                                );
+                                for r in 0..ring(port / 2) {
+                                    m.waive(
+                                        "UNUSEDSIGNAL",
+                                        &format!("{name}_s{r}_head_o"),
+                                        "a partial's index is its term's",
+                                    );
+                                }
                             }
                             q
                         })
@@ -490,11 +518,13 @@ pub fn engine(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<M
                         let name = format!("stage_p{p}_s{}", s + 1);
                         let q = Queue::new(m, &name, &term_defs[d], ring(d), TERM_BITS);
                         if s == 2 {
-                            m.waive(
-                                "UNUSEDSIGNAL",
-                                &format!("{name}_head_o"),
-                                "the last stage needs no owner coordinates",
-                            );
+                            for r in 0..ring(d) {
+                                m.waive(
+                                    "UNUSEDSIGNAL",
+                                    &format!("{name}_s{r}_head_o"),
+                                    "the last stage needs no owner coordinates",
+                                );
+                            }
                         }
                         q
                     })
