@@ -92,35 +92,40 @@ pub fn single_instance_spec(files: &[EmittedFile], top: &ModuleDef) -> ModelSpec
     spec
 }
 
-/// Name of the wrapper [`inputs_registered`] puts around a top.
-pub fn inputs_registered_name(top: &ModuleDef) -> String {
-    format!("{}_inputs_registered", top.name)
+/// Name of the wrapper [`inputs_delayed`] puts around a top.
+pub fn inputs_delayed_name(top: &ModuleDef) -> String {
+    format!("{}_inputs_delayed", top.name)
 }
 
 /// `spec` (a clocked design whose top is `top`) with a harness module around
-/// the top that registers every input but the clock on the clock's falling
-/// edge, as the new top with the same ports.
+/// the top, as the new top with the same ports, that passes the inputs
+/// `delayed` picks through a register loaded at the clock's rising edge: a
+/// value poked in cycle t is the design's input in cycle t + 1. The other
+/// inputs (and the clock) go straight through.
 ///
 /// Why: Verilator evaluates logic fed by top-level inputs ("input
 /// combinational" logic) on every `eval`, and a driven cycle has two (inputs
-/// settled with the clock low, then the rising edge), so a chip whose lanes
-/// are inputs computed its receive path twice per cycle, and the logic fed
-/// by both inputs and registers three times. Behind registers loaded on the
-/// falling edge, that logic runs once when the inputs are loaded and once
-/// after the rising edge (a 4x4x4 torus's chips: 17.2 s against 13.8 s for
-/// the same run).
+/// settled with the clock low, then the rising edge), so a unit whose wide
+/// inputs feed much logic (a torus chip's links) computes it twice per cycle,
+/// and the logic fed by both inputs and registers three times. Behind the
+/// harness's registers that logic is register-fed and runs once, after the
+/// rising edge. (A harness loading at the falling edge would keep the
+/// inputs' timing, but Verilator then evaluates all of the design's logic
+/// after both edges.)
 ///
-/// What the driver must keep: inputs are taken at the falling edge, which
-/// [`Model::step`](crate::Model::step) and [`Model::eval`](crate::Model::eval)
-/// evaluate before anything else in a cycle. Inputs poked after an `eval` and
-/// before the `step` of the same cycle are not seen until the next cycle, and
-/// the first cycle after construction has no falling edge (Verilator takes the
-/// clock's first value as its previous one): run one cycle before relying on
-/// the inputs (before the reset cycle).
-pub fn inputs_registered(mut spec: ModelSpec, top: &ModuleDef) -> ModelSpec {
+/// What the driver must keep: a delayed input is poked one cycle ahead. That
+/// suits inputs that are constant over a run (coordinates, seeds) or that
+/// the driver knows a cycle early (a serdes word taken one stage before the
+/// end of a line one stage shorter); handshakes answered in the same cycle
+/// stay direct.
+pub fn inputs_delayed(
+    mut spec: ModelSpec,
+    top: &ModuleDef,
+    delayed: impl Fn(&str) -> bool,
+) -> ModelSpec {
     use std::fmt::Write;
-    assert!(top.has_clock, "inputs_registered needs a clocked top");
-    let name = inputs_registered_name(top);
+    assert!(top.has_clock, "inputs_delayed needs a clocked top");
+    let name = inputs_delayed_name(top);
     let range = |w: u32| {
         if w > 1 {
             format!("[{}:0] ", w - 1)
@@ -135,16 +140,16 @@ pub fn inputs_registered(mut spec: ModelSpec, top: &ModuleDef) -> ModelSpec {
         match dir {
             Dir::In => {
                 ports.push(format!("input wire {}{port}", range(ty.width)));
-                if port == hw::ir::CLOCK {
-                    connections.push(format!(".{port}({port})"));
-                } else {
+                if port != hw::ir::CLOCK && delayed(&port) {
                     let _ = writeln!(
                         body,
-                        "  reg {}{port}_q;\n  always @(negedge {}) {port}_q <= {port};",
+                        "  reg {}{port}_q;\n  always @(posedge {}) {port}_q <= {port};",
                         range(ty.width),
                         hw::ir::CLOCK
                     );
                     connections.push(format!(".{port}({port}_q)"));
+                } else {
+                    connections.push(format!(".{port}({port})"));
                 }
             }
             Dir::Out => {
@@ -154,9 +159,9 @@ pub fn inputs_registered(mut spec: ModelSpec, top: &ModuleDef) -> ModelSpec {
         }
     }
     let text = format!(
-        "// Simulation harness of the Systole `sim` crate: {top_name} with its inputs \
-         registered on the clock's falling edge (sim::from_hw::inputs_registered). Not part of \
-         the design.\nmodule {name} (\n  {}\n);\n{body}  {top_name} dut (\n    {}\n  );\nendmodule\n",
+        "// Simulation harness of the Systole `sim` crate: {top_name} with some inputs \
+         delayed by a register loaded at the clock's rising edge (sim::from_hw::inputs_delayed). \
+         Not part of the design.\nmodule {name} (\n  {}\n);\n{body}  {top_name} dut (\n    {}\n  );\nendmodule\n",
         ports.join(",\n  "),
         connections.join(",\n    "),
         top_name = top.name,

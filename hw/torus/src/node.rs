@@ -178,14 +178,33 @@ pub fn chip_unit_name(cfg: &TorusConfig) -> String {
 /// thresholds; `stub_words_o` and `corrupted_o`, the six stubs' sums.
 #[track_caller]
 pub fn chip(design: &mut Design, cfg: &TorusConfig) -> Rc<ModuleDef> {
+    chip_with_stub_latency(design, cfg, cfg.link().latency())
+}
+
+/// [`chip`] with stubs of `stub_latency` (>= 1) cycles instead of the
+/// link's latency, named with a `_s<stub_latency>` suffix when they differ:
+/// for a simulator that adds the missing cycles between chips itself
+/// (`sim::drivers::torus` registers each neighbour's word once, so it builds
+/// the chip with stubs one cycle shorter).
+#[track_caller]
+pub fn chip_with_stub_latency(
+    design: &mut Design,
+    cfg: &TorusConfig,
+    stub_latency: u32,
+) -> Rc<ModuleDef> {
     let node_def = node(design, cfg);
     let engine_def = crate::allreduce_v2::chip(design, cfg, &config::AllreduceV2::DEFAULT);
-    let (width, latency) = (cfg.link().frame_bits(), cfg.link().latency());
-    let stub_def = serdes_stub(design, width, latency);
+    let width = cfg.link().frame_bits();
+    let stub_def = serdes_stub(design, width, stub_latency);
     let cfg = *cfg;
-    let owned = cfg.params();
+    let mut owned = cfg.params();
+    let mut name = chip_unit_name(&cfg);
+    if stub_latency != cfg.link().latency() {
+        owned.push(("stub_latency".into(), stub_latency.to_string()));
+        name = format!("{name}_s{stub_latency}");
+    }
     let params = hw::param_refs(&owned);
-    design.define(&chip_unit_name(&cfg), &params, |_, m| {
+    design.define(&name, &params, |_, m| {
         m.doc("ICI torus chip: a node, its all-reduce engine and the serdes stubs of its outgoing links");
         m.shared_code("one chip per torus position, up to 64 in a torus: one copy of its code keeps the model's build time and cache footprint those of one chip");
         let coord_ty = Ty::u(crate::COORD_BITS);

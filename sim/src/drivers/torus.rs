@@ -30,7 +30,7 @@
 
 use super::{Driver, DriverError, PortTable};
 use crate::drivers::ici::Faults;
-use crate::from_hw::{inputs_registered, model_spec, single_instance_spec};
+use crate::from_hw::{inputs_delayed, model_spec, single_instance_spec};
 use crate::verilator::{Model, PortId};
 use config::{Packet, TorusConfig, Wiring, TORUS_PORTS};
 use hw::{catch_elab, emit_design, Design, Header};
@@ -354,6 +354,11 @@ struct ChipLinks {
     des_word: [PortId; 6],
     /// Per port: the logical chip whose stub feeds it and that stub's port.
     from: [(usize, usize); 6],
+    /// The model registers the words it is given (a cycle late) and its
+    /// stubs are a cycle shorter than the link's latency.
+    early: bool,
+    /// 32-bit words of a serdes word.
+    word_words: usize,
 }
 
 /// One chip in a group: the model it is on, its logical number, its ports.
@@ -368,6 +373,8 @@ struct Slot {
 struct Group {
     models: Vec<Model>,
     controls: Vec<Controls>,
+    /// The models take the error rates a cycle after they are poked.
+    rates_late: bool,
     slots: Vec<Slot>,
 }
 
@@ -608,9 +615,22 @@ impl Group {
             }
         }
         self.set_rates(cfg, faults);
-        // Two reset cycles: a chip model's registered inputs are first
-        // loaded at the falling edge of its second cycle
-        // ([`inputs_registered`]); the top takes the same two.
+        // The neighbours' words a chip model takes one cycle late
+        // ([`TorusDriver::chips`]): none in cycle 0, as on the top, whose
+        // stubs' valid lines are reset.
+        for s in &self.slots {
+            let Some(links) = s.links.as_ref().filter(|l| l.early) else {
+                continue;
+            };
+            let m = &mut self.models[s.model];
+            for p in 0..6 {
+                m.poke(links.des_valid[p], 0);
+                m.poke_wide(links.des_word[p], &vec![0; links.word_words]);
+            }
+        }
+        // Two reset cycles: a chip model's delayed inputs (coordinates,
+        // seeds) are loaded at the first and seen in the second; the top
+        // takes the same two.
         self.step();
         self.step();
         for (m, c) in self.models.iter_mut().zip(&self.controls) {
@@ -734,7 +754,11 @@ impl Group {
             cycle += 1;
         };
         if let Ended::Done(end) = ended {
-            self.set_rates(cfg, &Faults::default());
+            // The error rates are zero from the drain's second cycle: a
+            // model that takes them a cycle late is told before the first.
+            if self.rates_late {
+                self.set_rates(cfg, &Faults::default());
+            }
             // Every group takes part in every drain cycle, so a panic (a
             // model's fatal error) waits until the others are through.
             let mut failure = None;
@@ -747,6 +771,9 @@ impl Group {
                         Ok(Ok(())) => {}
                         Ok(Err(e)) => failure = Some(Ok(e)),
                         Err(p) => failure = Some(Err(p)),
+                    }
+                    if k == 0 && !self.rates_late {
+                        self.set_rates(cfg, &Faults::default());
                     }
                 }
                 shared.barrier.wait();
@@ -874,6 +901,7 @@ impl TorusDriver {
             groups: vec![Group {
                 models: vec![model],
                 controls: vec![controls],
+                rates_late: false,
                 slots: by_logical
                     .into_iter()
                     .map(|s| s.expect("a permutation"))
@@ -884,10 +912,24 @@ impl TorusDriver {
     }
 
     fn chips(cfg: &TorusConfig, threads: usize) -> Result<TorusDriver, DriverError> {
-        let (files, top) = elaborate(cfg.params(), |d| torus::node::chip(d, cfg))?;
-        // One chip per model: its own code, inlined, its inputs (the
-        // neighbours' lanes, the host's) registered at the falling edge.
-        let spec = inputs_registered(single_instance_spec(&files, &top), &top);
+        // One chip per model: its own code, inlined, with its wide inputs
+        // behind registers (`inputs_delayed`): the coordinates, seeds and
+        // error rates, poked a cycle ahead, and the neighbours' words, taken a
+        // stage early from stubs one cycle shorter than the link's (a link
+        // of latency 1 has no stage to spare: its words stay direct).
+        let latency = cfg.link().latency();
+        let early = latency >= 2;
+        let stub_latency = if early { latency - 1 } else { latency };
+        let (files, top) = elaborate(cfg.params(), |d| {
+            torus::node::chip_with_stub_latency(d, cfg, stub_latency)
+        })?;
+        let delayed = |port: &str| {
+            port.starts_with("at_")
+                || port.ends_with("_seed_i")
+                || port.ends_with("_threshold_i")
+                || (early && (port.ends_with("_des_valid_i") || port.ends_with("_des_word_i")))
+        };
+        let spec = inputs_delayed(single_instance_spec(&files, &top), &top, delayed);
         let first = Model::build(&spec, &top.name)?;
         let n = cfg.chips();
         // The built instance is chip 0's; every other chip gets its own.
@@ -903,6 +945,7 @@ impl TorusDriver {
             let mut group = Group {
                 models: Vec::new(),
                 controls: Vec::new(),
+                rates_late: true,
                 slots: Vec::new(),
             };
             // Contiguous logical chips per group, as even as they divide.
@@ -925,6 +968,8 @@ impl TorusDriver {
                     // Port q's lanes come from the stub on the opposite
                     // port of the neighbour through q.
                     from: std::array::from_fn(|q| (cfg.chip(cfg.neighbour(at, q)), q ^ 1)),
+                    early,
+                    word_words: cfg.link().frame_bits().div_ceil(32) as usize,
                 };
                 let seeding = Seeding::Chip {
                     chip,
