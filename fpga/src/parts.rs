@@ -68,6 +68,18 @@ impl Family {
         }
     }
 
+    /// The narrowest operand Yosys's mapping for this family puts on a DSP
+    /// block: a product with a narrower operand is left to logic. Gowin's
+    /// `synth_gowin` (YoWASP Yosys 0.70) maps 3 x 3 to LUTs and 4 x 4 to a
+    /// MULT9X9 (measured on the products alone); the other families here
+    /// map any multiplier they are given.
+    pub fn dsp_min_operand_bits(self) -> u32 {
+        match self {
+            Family::Gowin => 4,
+            Family::Ice40 | Family::Ecp5 | Family::Xc7 => 1,
+        }
+    }
+
     /// The LUTs of this family that a bound of `lut4s` 4-input LUTs amounts
     /// to: the same on iCE40 and ECP5; four fifths as many 6-input LUTs on
     /// 7-series (measured: an int8 PE with a LUT multiplier ~175 and ~300

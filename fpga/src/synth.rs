@@ -229,7 +229,18 @@ pub fn read_stats(part: &Part, stat_json: &str, design: &FlowDesign) -> Result<S
     check_netlist(&cells)?;
     let resources = resources(part.family, &cells);
     let count = design.facts().multiplier_count();
-    let want = design.dsp_plan(part).total();
+    let plan = design.dsp_plan(part);
+    // Products too narrow for the family's DSP mapping go to logic whatever
+    // the plan gives them (a SparseCore tile's 2 x 2 and 3 x 2 index
+    // products on Gowin), so they need no block.
+    let narrowest = part.family.dsp_min_operand_bits();
+    let want: u64 = plan
+        .given
+        .iter()
+        .zip(&design.facts().multipliers)
+        .filter(|(_, m)| m.widths.0.min(m.widths.1) >= narrowest)
+        .map(|(given, _)| given)
+        .sum();
     if resources.dsps < want {
         return Err(format!(
             "only {} {} blocks for {want} multipliers given DSP blocks",
@@ -272,6 +283,30 @@ mod tests {
             line("ecp5-85f").as_deref(),
             Some("setattr -set ram_style \"block\" m:*vmem")
         );
+    }
+
+    #[test]
+    fn products_too_narrow_for_gowin_dsps_need_no_block() {
+        // A SparseCore tile at depth 7: 8 combine lanes of four significand
+        // pieces (32 blocks), and three index products, 31 x 4 (two
+        // MULT18X18), 2 x 2 and 3 x 2 (logic on Gowin). Yosys 0.70 made 26
+        // MULT18X18 and 8 MULT9X9 of it.
+        let b = gen::find_block("sparsecore").unwrap();
+        let table =
+            "tiles = 1\nmax_dim = 8\nmax_batch = 4\nqueue_depth = 4\nhbm_inflight = 4\ndepth = 7";
+        let design = FlowDesign::of(b, &table.parse().unwrap()).unwrap();
+        let gowin = crate::parts::part("gw2ar-18").unwrap();
+        let stat = |mult18: u32| {
+            format!(
+                r#"{{"modules":{{"\\t":{{"num_cells_by_type":{{"LUT4":100,"MULT18X18":{mult18},"MULT9X9":8}}}}}}}}"#
+            )
+        };
+        let stats = read_stats(gowin, &stat(26), &design).unwrap();
+        assert_eq!(stats.resources.dsps, 34);
+        assert_eq!(stats.lut_multipliers, 2, "the 2 x 2 and 3 x 2 products");
+        // A block fewer than the wide multipliers need is still an error.
+        let err = read_stats(gowin, &stat(24), &design).unwrap_err();
+        assert!(err.contains("blocks for 33 multipliers"), "{err}");
     }
 
     #[test]
