@@ -939,49 +939,36 @@ impl<'a> Emitter<'a> {
             let SigKind::Reg { enable, reset, .. } = &s.kind else {
                 continue;
             };
-            let (q, load) = match self.line_stage[sid] {
+            let (q, d) = match self.line_stage[sid] {
                 // Later stages shift in the line's generate loop.
                 Some((_, k)) if k > 1 => continue,
                 Some((l, _)) => {
                     let name = &def.delay_lines[l].name;
-                    let q = format!("{name}_q[1]");
-                    let load = format!("{q} <= {name}_d;");
-                    (q, load)
+                    (format!("{name}_q[1]"), format!("{name}_d"))
                 }
-                None => {
-                    let q = format!("{}_q", s.name);
-                    let load = format!("{q} <= {}_d;", s.name);
-                    (q, load)
-                }
+                None => (format!("{}_q", s.name), format!("{}_d", s.name)),
             };
             let en = enable.map(|e| match def.nodes[e].op {
                 Op::Sig(_) | Op::Const(_) => self.inline(e),
                 _ => format!("{}_en", s.name),
             });
-            match (reset, en) {
-                (None, None) => lines.push(format!("    {load}")),
-                (None, Some(en)) => {
-                    lines.push(format!("    if ({en}) begin"));
-                    lines.push(format!("      {load}"));
-                    lines.push("    end".into());
-                }
-                // One assignment per register, the reset a choice of its
-                // value: Verilator keeps a shadow copy of a register
-                // assigned in two branches of a block that also reads it
-                // (4x4x4 torus chip: 1,083 copies against 456), and
-                // synthesis reads the same synchronous reset from either.
-                (Some(r), None) => lines.push(format!(
-                    "    {q} <= ({RESET} ? {} : {});",
-                    literal(s.ty, r),
-                    load_value(&load)
-                )),
-                (Some(r), Some(en)) => {
-                    lines.push(format!("    if ({RESET} | {en}) begin"));
-                    lines.push(format!(
-                        "      {q} <= ({RESET} ? {} : {});",
-                        literal(s.ty, r),
-                        load_value(&load)
-                    ));
+            // One assignment per register, a reset a choice of its value
+            // (and a reason to load besides the enable): Verilator keeps a
+            // shadow copy of a register assigned in two branches of a block
+            // that also reads it (4x4x4 torus chip: 1,083 copies against
+            // 456), and synthesis reads the same synchronous reset either way.
+            let (value, when) = match reset {
+                None => (d, en),
+                Some(r) => (
+                    format!("({RESET} ? {} : {d})", literal(s.ty, r)),
+                    en.map(|en| format!("{RESET} | {en}")),
+                ),
+            };
+            match when {
+                None => lines.push(format!("    {q} <= {value};")),
+                Some(when) => {
+                    lines.push(format!("    if ({when}) begin"));
+                    lines.push(format!("      {q} <= {value};"));
                     lines.push("    end".into());
                 }
             }
@@ -1063,12 +1050,6 @@ impl<'a> Emitter<'a> {
         writeln!(out, "  end").unwrap();
         Some(out)
     }
-}
-
-/// The value of a load statement `q <= value;`.
-fn load_value(load: &str) -> &str {
-    let (_, value) = load.split_once(" <= ").expect("a load");
-    value.strip_suffix(';').expect("a load")
 }
 
 /// Per signal, its delay line and stage (from 1) if it belongs to a line the
