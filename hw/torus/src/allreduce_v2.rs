@@ -86,7 +86,8 @@ pub fn stream_queue(design: &mut Design, streams: u32, depth: u32, width: u32) -
                 "a queue of one stream has no stream to pick",
             );
         }
-        let cb = bits_for(depth);
+        // Counts with room for one past the depth: an overflow shows there.
+        let cb = bits_for(depth + 1);
         // Pointer bits within a stream's region, and stream bits above them.
         let ab = depth.trailing_zeros();
         let sb = if streams > 1 {
@@ -207,13 +208,8 @@ pub fn stream_queue(design: &mut Design, streams: u32, depth: u32, width: u32) -
             // A push into a full stream shows as a count past the depth in
             // the next cycle: read from the register, the check is one
             // compare per stream instead of logic on every cycle's pushes
-            // (a simulator spent 7 % of a torus chip's time on the
-            // latter). A count of one bit has no value past a depth of 1.
-            alarms.push(if depth > 1 {
-                count[r].q().is_gt(m.lit(Ty::u(cb), depth))
-            } else {
-                push_r[r] & count[r].q().is_eq(m.lit(Ty::u(cb), depth)) & !pop_r
-            });
+            // (a simulator spent 7 % of a torus chip's time on the latter).
+            alarms.push(count[r].q().is_gt(m.lit(Ty::u(cb), depth)));
         }
         if streams > 1 {
             // Two pops in a cycle: `pop` has more than one bit set.
@@ -568,7 +564,9 @@ pub fn engine(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<M
 
         // ------------------------------------------------------- credits
         // Per port, part and stream: slots of the neighbour's receive queue.
-        let cb = bits_for(eng.queue);
+        // Room for one past the neighbour's queue depth, where an overrun
+        // shows.
+        let cb = bits_for(eng.queue + 1);
         let credit_in: Vec<Expr> = (0..6)
             .map(|port| m.input(&format!("{}_credit_i", TORUS_PORTS[port]), Ty::u(9)))
             .collect();
@@ -947,12 +945,7 @@ pub fn engine(design: &mut Design, cfg: &TorusConfig, eng: &AllreduceV2) -> Rc<M
                     m.set_next(reg, reg.q() + back.zext(cb) - spend.zext(cb));
                     // An overrun shows as a count past the queue's depth in
                     // the next cycle (as a queue's push while full).
-                    let depth = m.lit(Ty::u(cb), u64::from(eng.queue));
-                    alarms.push(if eng.queue > 1 {
-                        reg.q().is_gt(depth)
-                    } else {
-                        back & !spend & reg.q().is_eq(depth)
-                    });
+                    alarms.push(reg.q().is_gt(m.lit(Ty::u(cb), u64::from(eng.queue))));
                 }
             }
         }
