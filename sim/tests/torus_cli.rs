@@ -7,17 +7,22 @@ mod common;
 use common::{assert_usage_error, sim, stats_of, write_npy, Case};
 use config::TorusConfig;
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 
 fn allreduce(case: &Case, dims: &str, extra: &[&str]) -> Output {
-    sim()
-        .args(["allreduce", "--dims", dims, "--in"])
+    allreduce_command(case, dims, extra).output().unwrap()
+}
+
+/// `sim allreduce --dims <dims> --in <case>/v.npy --out <case>/r.npy <extra>`,
+/// not yet run.
+fn allreduce_command(case: &Case, dims: &str, extra: &[&str]) -> Command {
+    let mut cmd = sim();
+    cmd.args(["allreduce", "--dims", dims, "--in"])
         .arg(case.path("v.npy"))
         .arg("--out")
         .arg(case.path("r.npy"))
-        .args(extra)
-        .output()
-        .unwrap()
+        .args(extra);
+    cmd
 }
 
 fn read_u32(path: &Path, descr: &str) -> (Vec<u64>, Vec<u32>) {
@@ -206,12 +211,8 @@ fn bad_input_is_one_line_exit_two_and_no_output() {
     // A thread count that is not one.
     write_f32(&case, &f32_values(2, 3));
     for threads in ["0", "many", "65"] {
-        let out = sim()
+        let out = allreduce_command(&case, "2x1x1", &[])
             .env("SYSTOLE_SIM_THREADS", threads)
-            .args(["allreduce", "--dims", "2x1x1", "--in"])
-            .arg(case.path("v.npy"))
-            .arg("--out")
-            .arg(&r)
             .output()
             .unwrap();
         assert_usage_error(&out, threads, "SYSTOLE_SIM_THREADS", &[&r]);
