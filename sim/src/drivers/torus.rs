@@ -357,8 +357,6 @@ struct ChipLinks {
     /// The model registers the words it is given (a cycle late) and its
     /// stubs are a cycle shorter than the link's latency.
     early: bool,
-    /// 32-bit words of a serdes word.
-    word_words: usize,
 }
 
 /// One chip in a group: the model it is on, its logical number, its ports.
@@ -618,14 +616,17 @@ impl Group {
         // The neighbours' words a chip model takes one cycle late
         // ([`TorusDriver::chips`]): none in cycle 0, as on the top, whose
         // stubs' valid lines are reset.
-        for s in &self.slots {
-            let Some(links) = s.links.as_ref().filter(|l| l.early) else {
-                continue;
-            };
-            let m = &mut self.models[s.model];
-            for p in 0..6 {
-                m.poke(links.des_valid[p], 0);
-                m.poke_wide(links.des_word[p], &vec![0; links.word_words]);
+        if let Some(x) = exchange {
+            let zero = vec![0u32; x.stride - 1];
+            for s in &self.slots {
+                let Some(links) = s.links.as_ref().filter(|l| l.early) else {
+                    continue;
+                };
+                let m = &mut self.models[s.model];
+                for p in 0..6 {
+                    m.poke(links.des_valid[p], 0);
+                    m.poke_wide(links.des_word[p], &zero);
+                }
             }
         }
         // Two reset cycles: a chip model's delayed inputs (coordinates,
@@ -969,7 +970,6 @@ impl TorusDriver {
                     // port of the neighbour through q.
                     from: std::array::from_fn(|q| (cfg.chip(cfg.neighbour(at, q)), q ^ 1)),
                     early,
-                    word_words: cfg.link().frame_bits().div_ceil(32) as usize,
                 };
                 let seeding = Seeding::Chip {
                     chip,
