@@ -175,8 +175,13 @@ fn value_text(v: &toml::Value) -> String {
 /// bit on a family whose DSPs multiply signed numbers only), in the cheaper
 /// orientation. An 8x8 product takes one block everywhere; a signed 32x32,
 /// 2 x 2 on every family here (16x16, 18x18, 25x18); a 24x24 significand
-/// product 2 x 2 of 16x16 or 18x18 and 2 of 25x18.
+/// product 2 x 2 of 16x16 or 18x18 and 2 of 25x18. None for a product
+/// with an operand narrower than the family's DSP mapping takes
+/// ([`Family::dsp_min_operand_bits`]): synthesis leaves it to logic.
 pub fn dsp_blocks_per(m: &Multipliers, family: Family) -> u64 {
+    if m.widths.0.min(m.widths.1) < family.dsp_min_operand_bits() {
+        return 0;
+    }
     let (da, db, signed_only) = family.dsp_operand_bits();
     let extra = u32::from(signed_only && !m.signed);
     let (a, b) = (m.widths.0 + extra, m.widths.1 + extra);
@@ -226,6 +231,11 @@ mod tests {
         assert_eq!(dsp_blocks_per(&m(24, false), Family::Ice40), 4);
         assert_eq!(dsp_blocks_per(&m(24, false), Family::Ecp5), 4);
         assert_eq!(dsp_blocks_per(&m(24, false), Family::Xc7), 2);
+        // Gowin's mapping leaves a product with an operand under 4 bits to
+        // logic; the other families take any.
+        assert_eq!(dsp_blocks_per(&m(3, false), Family::Gowin), 0);
+        assert_eq!(dsp_blocks_per(&m(4, false), Family::Gowin), 1);
+        assert_eq!(dsp_blocks_per(&m(2, false), Family::Ecp5), 1);
     }
 
     #[test]

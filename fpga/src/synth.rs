@@ -229,18 +229,7 @@ pub fn read_stats(part: &Part, stat_json: &str, design: &FlowDesign) -> Result<S
     check_netlist(&cells)?;
     let resources = resources(part.family, &cells);
     let count = design.facts().multiplier_count();
-    let plan = design.dsp_plan(part);
-    // Products too narrow for the family's DSP mapping go to logic whatever
-    // the plan gives them (a SparseCore tile's 2 x 2 and 3 x 2 index
-    // products on Gowin), so they need no block.
-    let narrowest = part.family.dsp_min_operand_bits();
-    let want: u64 = plan
-        .given
-        .iter()
-        .zip(&design.facts().multipliers)
-        .filter(|(_, m)| m.widths.0.min(m.widths.1) >= narrowest)
-        .map(|(given, _)| given)
-        .sum();
+    let want = design.dsp_plan(part).total();
     if resources.dsps < want {
         return Err(format!(
             "only {} {} blocks for {want} multipliers given DSP blocks",

@@ -108,8 +108,10 @@ impl FpgaFacts {
     /// How `dsps` DSP blocks are shared out when group i's multipliers take
     /// `blocks_per[i]` blocks each: every multiplier gets its blocks when
     /// they all fit; otherwise each group, in order, takes as many as are
-    /// left, and a group whose owners cannot be named takes none. The FPGA
-    /// flows and the board builds both budget this way.
+    /// left, and a group whose owners cannot be named takes none. A group
+    /// of 0 blocks each (products too narrow for the family's DSPs, which
+    /// synthesis leaves to logic) is given none. The FPGA flows and the
+    /// board builds both budget this way.
     pub fn dsp_share(&self, blocks_per: &[u64], dsps: u64) -> DspShare {
         assert_eq!(
             blocks_per.len(),
@@ -124,7 +126,12 @@ impl FpgaFacts {
             .sum();
         if needed <= dsps {
             return DspShare {
-                given: self.multipliers.iter().map(|m| m.count).collect(),
+                given: self
+                    .multipliers
+                    .iter()
+                    .zip(blocks_per)
+                    .map(|(m, &each)| if each == 0 { 0 } else { m.count })
+                    .collect(),
                 all: true,
                 owner_patterns: Vec::new(),
             };
@@ -134,12 +141,12 @@ impl FpgaFacts {
         let mut owner_patterns = Vec::new();
         for (m, each) in self.multipliers.iter().zip(blocks_per) {
             let k = match &m.owners {
-                Some(owners) => {
+                Some(owners) if *each > 0 => {
                     let k = m.count.min(left / each.max(&1));
                     owner_patterns.extend(owners.first(k));
                     k
                 }
-                None => 0,
+                _ => 0,
             };
             left -= k * each;
             given.push(k);
