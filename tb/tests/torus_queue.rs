@@ -5,29 +5,10 @@
 //! full stream and by two streams popped in one cycle.
 
 use hw::{Design, Evaluator};
+use rand::Rng;
 use std::collections::VecDeque;
+use tb::seed::rng_for;
 use torus::allreduce_v2::stream_queue;
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
-fn seed() -> u64 {
-    let seed = match std::env::var("SYSTOLE_SEED") {
-        Ok(s) => s.parse().expect("SYSTOLE_SEED must be a number"),
-        Err(_) => 0x5eed_0fa1,
-    };
-    println!("seed {seed} (SYSTOLE_SEED={seed} replays it)");
-    seed
-}
 
 fn queue(streams: u32, depth: u32, width: u32) -> Evaluator {
     let mut design = Design::new();
@@ -59,7 +40,7 @@ fn bit(v: u64, i: usize) -> bool {
 
 #[test]
 fn random_pushes_and_pops_keep_every_stream_in_order() {
-    let mut rng = Rng(seed() | 1);
+    let mut rng = rng_for("random_pushes_and_pops_keep_every_stream_in_order");
     for (streams, depth) in [(1, 1), (2, 1), (1, 2), (3, 2), (4, 4), (4, 8), (2, 8)] {
         let width = 12;
         let mut ev = queue(streams, depth, width);
@@ -81,11 +62,11 @@ fn random_pushes_and_pops_keep_every_stream_in_order() {
             // room (its slot reserved in the same cycle).
             let pop = (0..streams as usize)
                 .filter(|&r| !model[r].is_empty())
-                .nth(rng.next() as usize % (streams as usize + 1))
-                .filter(|_| !rng.next().is_multiple_of(3));
-            let stream = (rng.next() % u64::from(streams)) as usize;
-            let push = !rng.next().is_multiple_of(4) && model[stream].len() < depth as usize;
-            let data = rng.next() & ((1 << width) - 1);
+                .nth(rng.gen_range(0..=streams as usize))
+                .filter(|_| rng.gen_bool(2.0 / 3.0));
+            let stream = rng.gen_range(0..streams as usize);
+            let push = rng.gen_bool(0.75) && model[stream].len() < depth as usize;
+            let data = rng.gen_range(0..1u64 << width);
             ev.set_int("pop_i", pop.map_or(0, |r| 1 << r));
             ev.set_int("push_i", i128::from(push));
             ev.set_int("push_stream_i", stream as i128);
